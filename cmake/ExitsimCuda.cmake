@@ -1,0 +1,25 @@
+# EXITSIM_CUDA=AUTO builds the CUDA targets whenever nvcc is found, even on a machine without a GPU,
+# so that CI catches CUDA compile errors; ON makes a missing toolkit an error; OFF skips them.
+set(EXITSIM_HAVE_CUDA OFF)
+if(NOT EXITSIM_CUDA STREQUAL "OFF")
+  include(CheckLanguage)
+  if(NOT CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
+    set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
+  endif()
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    enable_language(CUDA)
+    find_package(CUDAToolkit REQUIRED)
+    set(EXITSIM_HAVE_CUDA ON)
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES OR CMAKE_CUDA_ARCHITECTURES STREQUAL "52")
+      # Hopper (H100/H200) and Ampere (A100) are the accelerators exitsim profiles.
+      set(CMAKE_CUDA_ARCHITECTURES 80 90)
+    endif()
+    set(CMAKE_CUDA_STANDARD 20)
+    set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+  elseif(EXITSIM_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "exitsim: EXITSIM_CUDA=ON but no CUDA compiler (nvcc) was found; "
+                        "install the CUDA toolkit or configure with -DEXITSIM_CUDA=AUTO")
+  endif()
+endif()
+message(STATUS "exitsim: CUDA targets ${EXITSIM_HAVE_CUDA} (EXITSIM_CUDA=${EXITSIM_CUDA})")

@@ -1,0 +1,22 @@
+# One place for compile flags shared by every exitsim target.
+add_library(exitsim_build_flags INTERFACE)
+target_compile_options(exitsim_build_flags INTERFACE
+  $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wsign-conversion
+    -Wnon-virtual-dtor -Wold-style-cast -Woverloaded-virtual -Wnull-dereference>)
+if(EXITSIM_WERROR)
+  target_compile_options(exitsim_build_flags INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-Werror>)
+endif()
+if(EXITSIM_SANITIZE)
+  target_compile_options(exitsim_build_flags INTERFACE
+    $<$<COMPILE_LANGUAGE:CXX>:-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all>)
+  target_link_options(exitsim_build_flags INTERFACE -fsanitize=address,undefined)
+endif()
+
+# exitsim_add_library(name SOURCES ...) : a part of exitsim with public headers under include/.
+function(exitsim_add_library name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;PUBLIC_DEPS;PRIVATE_DEPS" ${ARGN})
+  add_library(${name} STATIC ${ARG_SOURCES})
+  target_include_directories(${name} PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/include
+                                     PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/src)
+  target_link_libraries(${name} PUBLIC ${ARG_PUBLIC_DEPS} PRIVATE exitsim_build_flags ${ARG_PRIVATE_DEPS})
+endfunction()

@@ -1,0 +1,1 @@
+// Placeholder so the target exists before its first real source lands; delete when one does.
