@@ -1,0 +1,32 @@
+#pragma once
+
+#include <cstdint>
+
+#include "exitsim/core/hardware.hpp"
+#include "exitsim/core/model_shape.hpp"
+
+namespace exitsim::sim {
+
+// How much paged KV memory one replica has: device memory minus weights minus a reserve for
+// activations and workspace, cut into blocks of `block_size` tokens.
+struct KvCapacity {
+  std::int64_t weight_bytes = 0;
+  std::int64_t reserve_bytes = 0;
+  std::int64_t kv_bytes_per_token = 0;  // all layers that store K/V for a full-depth token
+  std::int64_t block_size = 0;          // tokens per block
+  std::int64_t blocks = 0;
+  std::int64_t tokens() const { return blocks * block_size; }
+};
+
+struct KvCapacityRequest {
+  std::int64_t block_size = 16;
+  std::int64_t explicit_blocks = 0;  // > 0 overrides the derivation
+  double memory_reserve_fraction = 0.1;
+};
+
+// Throws InputError (field "model") when the weights and the reserve do not fit in device memory
+// or leave room for less than one block: such a replica could never serve a token.
+KvCapacity derive_kv_capacity(const ModelShape& model, const HardwareSpec& hardware,
+                              const KvCapacityRequest& request);
+
+}  // namespace exitsim::sim
