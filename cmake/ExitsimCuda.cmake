@@ -8,12 +8,19 @@ if(NOT EXITSIM_CUDA STREQUAL "OFF")
   endif()
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)
+    # Set before enable_language(CUDA), which otherwise fills in nvcc's own default (sm_75 on
+    # CUDA 13) and leaves Hopper to slow JIT compilation. Ampere (A100) and Hopper (H100/H200)
+    # are the accelerators exitsim profiles.
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+      set(CMAKE_CUDA_ARCHITECTURES 80 90)
+    endif()
     enable_language(CUDA)
     find_package(CUDAToolkit REQUIRED)
     set(EXITSIM_HAVE_CUDA ON)
-    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES OR CMAKE_CUDA_ARCHITECTURES STREQUAL "52")
-      # Hopper (H100/H200) and Ampere (A100) are the accelerators exitsim profiles.
-      set(CMAKE_CUDA_ARCHITECTURES 80 90)
+    # CMake 3.25 knows no C++20 flag for nvcc; nvcc 12+ accepts -std=c++20.
+    if(CMAKE_CUDA_COMPILER_ID STREQUAL "NVIDIA" AND CMAKE_CUDA_COMPILER_VERSION VERSION_GREATER_EQUAL 12.0)
+      set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+      set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
     endif()
     set(CMAKE_CUDA_STANDARD 20)
     set(CMAKE_CUDA_STANDARD_REQUIRED ON)

@@ -1,0 +1,208 @@
+#include "exitsim/traces/token_trace.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "exitsim/core/error.hpp"
+
+namespace exitsim::traces {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string temp_path(const std::string& name) {
+  // Fresh each run: a file left by an earlier run would hide a writer that renames too early.
+  const fs::path path = fs::path(testing::TempDir()) / ("exitsim_token_" + name);
+  fs::remove(path);
+  return path.string();
+}
+
+std::string read_all(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+TokenTraceReader reader_of(const std::string& text) {
+  return TokenTraceReader(std::make_unique<std::istringstream>(text), "t.csv");
+}
+
+// The what() of the InputError that reading all of `text` throws, or "" when none.
+std::string read_error(const std::string& text) {
+  try {
+    TokenTraceReader reader = reader_of(text);
+    while (reader.next()) {
+    }
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+const std::string k_head =
+    "# exitsim-token-trace v1\n"
+    "request_id,position,exit_depth,exit_point,score,policy,replica,time_ns\n";
+
+TEST(TokenTrace, RoundTripsEveryField) {
+  const std::string path = temp_path("round_trip.csv");
+  std::vector<TokenTraceRow> rows = {
+      {.request_id = 7,
+       .position = 0,
+       .exit_depth = 12,
+       .exit_point = 2,
+       .score = 0.912345678901,
+       .policy = "confidence",
+       .replica = 1,
+       .time_ns = 1'234'567'890'123},
+      {.request_id = 18'446'744'073'709'551'615ULL,
+       .position = 41,
+       .exit_depth = 32,
+       .exit_point = 4,
+       .score = std::nan(""),
+       .policy = "full_depth",
+       .replica = 0,
+       .time_ns = 0},
+      {.request_id = 3,
+       .position = 2,
+       .exit_depth = 4,
+       .exit_point = 0,
+       .score = -1e-300,
+       .policy = "odd, \"quoted\"\nname",
+       .replica = 3,
+       .time_ns = 5},
+  };
+  {
+    TokenTraceWriter writer(path);
+    for (const TokenTraceRow& row : rows)
+      writer.write(row);
+    EXPECT_FALSE(fs::exists(path)) << "the file appears only when finished";
+    writer.finish();
+    EXPECT_EQ(writer.rows_written(), 3);
+  }
+  EXPECT_FALSE(fs::exists(path + ".tmp"));
+  const std::string text = read_all(path);
+  EXPECT_TRUE(text.starts_with(k_head)) << text;
+  EXPECT_NE(text.find(",,full_depth,"), std::string::npos) << "NaN score is an empty field";
+  EXPECT_NE(text.find("\"odd, \"\"quoted\"\"\nname\""), std::string::npos) << text;
+
+  TokenTraceReader reader(path);
+  for (const TokenTraceRow& expected : rows) {
+    const std::optional<TokenTraceRow> row = reader.next();
+    ASSERT_TRUE(row.has_value());
+    EXPECT_EQ(*row, expected);
+  }
+  EXPECT_FALSE(reader.next().has_value());
+  EXPECT_FALSE(reader.next().has_value());
+}
+
+TEST(TokenTrace, UnfinishedWriterLeavesNoFile) {
+  const std::string path = temp_path("unfinished.csv");
+  {
+    TokenTraceWriter writer(path);
+    writer.write({.request_id = 1, .policy = "confidence"});
+    EXPECT_TRUE(fs::exists(path + ".tmp"));
+  }
+  EXPECT_FALSE(fs::exists(path));
+  EXPECT_FALSE(fs::exists(path + ".tmp"));
+}
+
+TEST(TokenTrace, WriterToMissingDirectoryNamesTheFile) {
+  try {
+    TokenTraceWriter writer("/nonexistent-exitsim-dir/t.csv");
+    FAIL() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where().file, "/nonexistent-exitsim-dir/t.csv");
+    EXPECT_NE(std::string(e.what()).find("cannot create /nonexistent-exitsim-dir/t.csv.tmp"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(TokenTrace, AcceptsCrLfAndNoRows) {
+  TokenTraceReader empty = reader_of(k_head);
+  EXPECT_FALSE(empty.next().has_value());
+  TokenTraceReader crlf = reader_of(
+      "# exitsim-token-trace v1\r\n"
+      "request_id,position,exit_depth,exit_point,score,policy,replica,time_ns\r\n"
+      "1,2,3,4,0.5,confidence,0,10\r\n");
+  const std::optional<TokenTraceRow> row = crlf.next();
+  ASSERT_TRUE(row.has_value());
+  EXPECT_EQ(row->time_ns, 10);
+  EXPECT_EQ(row->score, 0.5);
+}
+
+TEST(TokenTrace, VersionAndHeaderErrors) {
+  EXPECT_EQ(read_error(""),
+            "t.csv:1: version: expected \"# exitsim-token-trace v1\", found an "
+            "empty file");
+  EXPECT_EQ(read_error("# exitsim-op-trace v1\n"),
+            "t.csv:1: version: expected \"# exitsim-token-trace v1\", found \"# exitsim-op-trace "
+            "v1\"");
+  EXPECT_EQ(read_error("# exitsim-token-trace v2\n"),
+            "t.csv:1: version: expected \"# exitsim-token-trace v1\", found \"# "
+            "exitsim-token-trace v2\" (this build reads only v1)");
+  EXPECT_EQ(read_error("# exitsim-token-trace v1\n"),
+            "t.csv:2: header: expected the header row, found end of file");
+  EXPECT_EQ(read_error("# exitsim-token-trace v1\nrequest_id,pos\n"),
+            "t.csv:2:12: header: expected column \"position\", found \"pos\"");
+  EXPECT_EQ(read_error("# exitsim-token-trace v1\nrequest_id,position\n"),
+            "t.csv:2: header: expected 8 columns (request_id,position,exit_depth,exit_point,score,"
+            "policy,replica,time_ns), found 2");
+}
+
+TEST(TokenTrace, MalformedRowsNameLineAndColumn) {
+  EXPECT_EQ(read_error(k_head + "1,2,3,4,0.5,confidence,0\n"),
+            "t.csv:3: expected 8 fields, found 7");
+  EXPECT_EQ(read_error(k_head + "1,2,3,4,0.5,confidence,0,1\n\n"),
+            "t.csv:4: expected 8 fields, found an empty line");
+  EXPECT_EQ(read_error(k_head + "x,2,3,4,0.5,confidence,0,1\n"),
+            "t.csv:3:1: request_id: expected a non-negative integer, found \"x\"");
+  EXPECT_EQ(read_error(k_head + "-1,2,3,4,0.5,confidence,0,1\n"),
+            "t.csv:3:1: request_id: expected a non-negative integer, found \"-1\"");
+  EXPECT_EQ(read_error(k_head + "1,-2,3,4,0.5,confidence,0,1\n"),
+            "t.csv:3:3: position: expected a non-negative integer, found \"-2\"");
+  EXPECT_EQ(read_error(k_head + "1,2,,4,0.5,confidence,0,1\n"),
+            "t.csv:3:5: exit_depth: expected a non-negative integer, found an empty field");
+  EXPECT_EQ(read_error(k_head + "1,2,3,4.5,0.5,confidence,0,1\n"),
+            "t.csv:3:7: exit_point: expected a non-negative integer, found \"4.5\"");
+  EXPECT_EQ(read_error(k_head + "1,2,3,99999999999,0.5,confidence,0,1\n"),
+            "t.csv:3:7: exit_point: expected an integer <= 2147483647, found \"99999999999\"");
+  EXPECT_EQ(read_error(k_head + "1,2,3,4,high,confidence,0,1\n"),
+            "t.csv:3:9: score: expected a finite number or an empty field, found \"high\"");
+  EXPECT_EQ(read_error(k_head + "1,2,3,4,nan,confidence,0,1\n"),
+            "t.csv:3:9: score: expected a finite number or an empty field, found \"nan\"");
+  EXPECT_EQ(read_error(k_head + "1,2,3,4,0.5,,0,1\n"),
+            "t.csv:3:13: policy: expected a non-empty string, found an empty field");
+  EXPECT_EQ(read_error(k_head + "1,2,3,4,0.5,confidence, 0,1\n"),
+            "t.csv:3:24: replica: expected a non-negative integer, found \" 0\"");
+  EXPECT_EQ(read_error(k_head + "1,2,3,4,0.5,confidence,0,99999999999999999999\n"),
+            "t.csv:3:26: time_ns: expected a non-negative integer that fits in 64 bits, found "
+            "\"99999999999999999999\"");
+  EXPECT_EQ(read_error(k_head + "1,2,3,4,0.5,\"confidence,0,1\n"),
+            "t.csv:3:13: unterminated quoted field at end of file");
+  EXPECT_EQ(read_error(k_head + "1,2,3,4,0.5,\"conf\"x,0,1\n"),
+            "t.csv:3:19: expected ',' after a closing quote, found \"x\"");
+  EXPECT_EQ(read_error(k_head + "1,2,3,4,0.5,con\"f,0,1\n"),
+            "t.csv:3:13: a quote inside an unquoted field (quote the whole field and double the "
+            "quote)");
+}
+
+TEST(TokenTrace, ReaderOfMissingFileNamesIt) {
+  try {
+    TokenTraceReader reader("/nonexistent-exitsim-dir/t.csv");
+    FAIL() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "/nonexistent-exitsim-dir/t.csv: cannot open: No such file or directory");
+  }
+}
+
+}  // namespace
+}  // namespace exitsim::traces

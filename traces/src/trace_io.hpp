@@ -1,0 +1,103 @@
+#pragma once
+
+#include <cstdint>
+#include <fstream>
+#include <istream>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "exitsim/core/error.hpp"
+
+// Shared plumbing of the token-trace, op-trace and Chrome-trace files: all-or-nothing output files
+// and a strict reader for versioned CSV (a "# exitsim-<kind> v<N>" line, a header row, data rows).
+namespace exitsim::traces::detail {
+
+// Writes to `<path>.tmp` and renames it to `path` in finish(), so that a run that fails midway
+// never leaves a truncated file that a later step would read as complete.
+class AtomicOutputFile {
+ public:
+  explicit AtomicOutputFile(std::string path);
+  ~AtomicOutputFile();
+  AtomicOutputFile(const AtomicOutputFile&) = delete;
+  AtomicOutputFile& operator=(const AtomicOutputFile&) = delete;
+
+  // Throws std::logic_error after finish().
+  void write(std::string_view bytes);
+  // Flushes, closes and renames; throws InputError naming the file on any I/O failure.
+  void finish();
+  bool finished() const { return finished_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  std::string temp_path_;
+  std::ofstream out_;
+  bool finished_ = false;
+};
+
+// Appends `text` to `line` as one CSV field, quoted RFC-4180 style when it holds a comma, a quote,
+// a line break or leading/trailing blanks (which a reader would otherwise be tempted to trim).
+void append_csv_field(std::string& line, std::string_view text);
+
+struct CsvField {
+  std::string text;
+  std::int64_t column = 0;  // 1-based character column where the field starts
+};
+
+// Reads CSV records, honouring quoted fields (which may span lines), and makes the InputErrors
+// that name the file, the record's line and the offending column.
+class CsvRecordReader {
+ public:
+  CsvRecordReader(std::unique_ptr<std::istream> in, std::string file);
+
+  // Checks the version line and the header row; throws InputError when either differs.
+  void expect_preamble(std::string_view version_line, std::span<const std::string_view> columns);
+  // The next record, or false at the end of the input. Throws InputError on broken quoting.
+  bool next(std::vector<CsvField>& fields);
+
+  const std::string& file() const { return file_; }
+  std::int64_t record_line() const { return record_line_; }
+  InputError error(std::int64_t column, std::string field, const std::string& message) const;
+
+ private:
+  bool read_physical_line(std::string& line);
+
+  std::unique_ptr<std::istream> in_;
+  std::string file_;
+  std::int64_t physical_line_ = 0;
+  std::int64_t record_line_ = 0;
+  std::string line_;
+};
+
+// Opens `path` for reading or throws InputError naming it.
+std::unique_ptr<std::istream> open_input(const std::string& path);
+
+// "\"text\"" for messages, with control characters made visible and long text shortened.
+std::string shown(std::string_view text);
+
+// Typed access to one data row: each accessor validates the field and throws an InputError that
+// names the file, line, column and column name.
+class RowParser {
+ public:
+  RowParser(const CsvRecordReader& reader, std::span<const std::string_view> columns,
+            const std::vector<CsvField>& fields);
+
+  std::int64_t int64(std::size_t index, std::int64_t min_value = INT64_MIN) const;
+  std::uint64_t uint64(std::size_t index) const;
+  int int32(std::size_t index, int min_value = INT32_MIN) const;
+  // Empty field = NaN; otherwise a finite number.
+  double optional_double(std::size_t index) const;
+  const std::string& text(std::size_t index, bool allow_empty) const;
+  InputError error(std::size_t index, const std::string& message) const;
+
+ private:
+  const CsvRecordReader& reader_;
+  std::span<const std::string_view> columns_;
+  const std::vector<CsvField>& fields_;
+};
+
+}  // namespace exitsim::traces::detail
