@@ -1,0 +1,187 @@
+#include <gtest/gtest.h>
+
+#include "traces/request_test_support.hpp"
+
+namespace exitsim::traces {
+namespace {
+
+using testing::error_of;
+using testing::read_all;
+using testing::request;
+using testing::TraceDir;
+
+const std::string k_header = "TIMESTAMP,ContextTokens,GeneratedTokens\n";
+
+TEST(RequestAzure, ReadsRowsRelativeToTheFirstTimestamp) {
+  TraceDir dir;
+  const auto path = dir.write("a.csv", k_header +
+                                           "2023-11-16 18:15:46.6805900,374,44\n"
+                                           "2023-11-16 18:15:50.9951690,396,109\n"
+                                           "2023-11-16 18:15:50.9951690,1,1\n");
+  const auto result = read_all(path);
+  EXPECT_EQ(result.format, "azure");
+  EXPECT_TRUE(result.has_arrivals);
+  EXPECT_EQ(result.skipped, 0);
+  ASSERT_EQ(result.requests.size(), 3U);
+  EXPECT_EQ(result.requests[0], request(0, 0, 374, 44));
+  EXPECT_EQ(result.requests[1], request(1, 4'314'579'000, 396, 109));
+  EXPECT_EQ(result.requests[2], request(2, 4'314'579'000, 1, 1));
+}
+
+TEST(RequestAzure, AcceptsBomCrlfAndNoTrailingNewline) {
+  TraceDir dir;
+  const auto path = dir.write("a.csv",
+                              "\xEF\xBB\xBFTIMESTAMP,ContextTokens,GeneratedTokens\r\n"
+                              "2023-11-16 18:15:46.6805900,374,44\r\n"
+                              "2023-11-16 18:15:47,5,6");
+  EXPECT_EQ(detect_request_trace_format(path), RequestTraceFormat::azure);
+  const auto result = read_all(path);
+  ASSERT_EQ(result.requests.size(), 2U);
+  EXPECT_EQ(result.requests[1], request(1, 319'410'000, 5, 6));
+}
+
+TEST(RequestAzure, ConvertsCivilDatesAcrossMonthsYearsAndLeapDays) {
+  TraceDir dir;
+  const auto path = dir.write("a.csv", k_header +
+                                           "1900-02-28 00:00:00,1,1\n"
+                                           "1900-03-01 00:00:00,1,1\n"  // 1900: not a leap year
+                                           "2000-02-28 23:59:59.999999999,1,1\n"
+                                           "2000-03-01 00:00:00.5,1,1\n"  // 2000: a leap year
+                                           "2024-01-01 00:00:00,1,1\n");
+  const auto result = read_all(path);
+  ASSERT_EQ(result.requests.size(), 5U);
+  constexpr TimeNs day = 86'400 * k_ns_per_s;
+  EXPECT_EQ(*result.requests[1].arrival, day);
+  // 1900-03-01 to 2000-03-01: 100 years holding 25 leap days (1904 .. 2000).
+  const TimeNs century = (36'500 + 25) * day;
+  EXPECT_EQ(*result.requests[2].arrival, century - 1);
+  EXPECT_EQ(*result.requests[3].arrival, day + century + k_ns_per_s / 2);
+  // 2000-03-01 to 2024-01-01: 8706 days (24 years less Jan and Feb 2000).
+  EXPECT_EQ(*result.requests[4].arrival, day + century + 8'706 * day);
+}
+
+TEST(RequestAzure, MalformedRowsNameFileLineColumnAndField) {
+  TraceDir dir;
+  const auto check = [&](const std::string& row, const std::string& expected) {
+    const auto path = dir.write("bad.csv", k_header + "2023-11-16 18:15:46.6805900,374,44\n" + row);
+    EXPECT_EQ(error_of(path), path + ":3:" + expected) << row;
+  };
+  check("2023-11-16 18:15:47.0,374\n", "26: GeneratedTokens: expected 3 fields, found 2");
+  check("2023-11-16 18:15:47.0,374,44,9\n", "30: expected 3 fields, found 4");
+  check("2023-11-16 18:15:47.0,abc,44\n",
+        "23: ContextTokens: expected an integer token count, found \"abc\"");
+  check("2023-11-16 18:15:47.0,12.5,44\n",
+        "23: ContextTokens: expected an integer token count, found \"12.5\"");
+  check("2023-11-16 18:15:47.0,,44\n",
+        "23: ContextTokens: expected an integer token count, found an empty field");
+  check("2023-11-16 18:15:47.0,374,0\n",
+        "27: GeneratedTokens: expected a token count of at least 1, found 0");
+  check("2023-11-16 18:15:47.0,-5,1\n",
+        "23: ContextTokens: expected a token count of at least 1, found -5");
+  check("2023-11-16 18:15:47.0,2147483649,1\n",
+        "23: ContextTokens: expected a token count of at most 2147483648, found 2147483649");
+  check("2023-11-16 18:15:47.0,99999999999999999999999,1\n",
+        "23: ContextTokens: expected a token count of at most 2147483648, found "
+        "99999999999999999999999");
+  check("2023-11-16 18:15:45.0,374,44\n",
+        "1: TIMESTAMP: expected a time at or after the previous request's "
+        "\"2023-11-16 18:15:46.6805900\", found \"2023-11-16 18:15:45.0\"");
+  check("2023-02-29 18:15:47.0,374,44\n",
+        "1: TIMESTAMP: expected a date and time YYYY-MM-DD HH:MM:SS.fffffff, found "
+        "\"2023-02-29 18:15:47.0\"");
+  check("2023-11-16T18:15:47,374,44\n",
+        "1: TIMESTAMP: expected a date and time YYYY-MM-DD HH:MM:SS.fffffff, found "
+        "\"2023-11-16T18:15:47\"");
+  check("2023-11-16 18:15:47.0123456789,374,44\n",
+        "1: TIMESTAMP: expected a date and time YYYY-MM-DD HH:MM:SS.fffffff, found "
+        "\"2023-11-16 18:15:47.0123456789\"");
+  check("2023-11-16 18:15:47.,374,44\n",
+        "1: TIMESTAMP: expected a date and time YYYY-MM-DD HH:MM:SS.fffffff, found "
+        "\"2023-11-16 18:15:47.\"");
+  check("2400-01-01 00:00:00,374,44\n",
+        "1: TIMESTAMP: expected a time within 292 years of the first request's, found "
+        "\"2400-01-01 00:00:00\"");
+}
+
+TEST(RequestAzure, SkipBadRowsCountsAndContinues) {
+  TraceDir dir;
+  const auto path = dir.write("a.csv", k_header +
+                                           "2023-11-16 18:00:10,10,1\n"
+                                           "2023-11-16 18:00:09,11,1\n"  // backwards
+                                           "2023-11-16 18:00:11,x,1\n"
+                                           "2023-11-16 18:00:12,12,1,1\n"
+                                           "2023-11-16 18:00:13,13,1\n");
+  const auto result = read_all(path, RequestTraceOptions{std::nullopt, true});
+  EXPECT_EQ(result.skipped, 3);
+  ASSERT_EQ(result.requests.size(), 2U);
+  EXPECT_EQ(result.requests[0], request(0, 0, 10, 1));
+  EXPECT_EQ(result.requests[1], request(1, 3 * k_ns_per_s, 13, 1));
+}
+
+TEST(RequestAzure, SkipBadRowsStillRequiresOneRequest) {
+  TraceDir dir;
+  const auto path = dir.write("a.csv", k_header + "x,1,1\ny,1,1\n");
+  EXPECT_EQ(error_of(path, RequestTraceOptions{std::nullopt, true}),
+            path + ": expected at least one request, found none (2 rows skipped)");
+}
+
+TEST(RequestAzure, ForcedFormatChecksTheHeader) {
+  TraceDir dir;
+  const auto path = dir.write("a.csv", "num_prefill_tokens,num_decode_tokens\n1,1\n");
+  EXPECT_EQ(error_of(path, RequestTraceOptions{RequestTraceFormat::azure, false}),
+            path +
+                ":1:1: expected the azure header \"TIMESTAMP,ContextTokens,GeneratedTokens\", "
+                "found \"num_prefill_tokens,num_decode_tokens\"");
+}
+
+TEST(RequestTraceOpen, MissingFileEmptyFileHeaderOnlyAndUnknownHeader) {
+  TraceDir dir;
+  const auto missing = dir.path("missing.csv");
+  EXPECT_EQ(error_of(missing), missing + ": cannot open request trace: No such file or directory");
+  const auto directory = dir.path("sub");
+  std::filesystem::create_directory(directory);
+  EXPECT_EQ(error_of(directory), directory + ": cannot open request trace: Is a directory");
+
+  const auto empty = dir.write("empty.csv", "");
+  EXPECT_EQ(error_of(empty),
+            empty +
+                ":1:1: expected a request-trace header (one of azure, vidur, mooncake, burstgpt, "
+                "native), found an empty file");
+  EXPECT_EQ(error_of(empty, RequestTraceOptions{RequestTraceFormat::azure, false}),
+            empty +
+                ":1:1: expected the azure header \"TIMESTAMP,ContextTokens,GeneratedTokens\", "
+                "found an empty file");
+
+  const auto header_only = dir.write("header.csv", k_header);
+  EXPECT_EQ(error_of(header_only), header_only + ": expected at least one request, found none");
+
+  const auto unknown =
+      dir.write("unknown.csv",
+                "time,prompt_tokens,completion_tokens,a_rather_long_column_name_that_goes_on\n1\n");
+  EXPECT_EQ(error_of(unknown),
+            unknown +
+                ":1:1: expected a request-trace header (one of azure, vidur, mooncake, burstgpt, "
+                "native), found \"time,prompt_tokens,completion_tokens,a_rather_long_column_na\"");
+}
+
+TEST(RequestTraceOpen, FormatNamesRoundTrip) {
+  const auto names = request_trace_format_names();
+  ASSERT_EQ(names.size(), 5U);
+  for (const auto& name : names) {
+    const auto format = parse_request_trace_format(name);
+    ASSERT_TRUE(format.has_value()) << name;
+    EXPECT_EQ(to_string(*format), name);
+  }
+  EXPECT_FALSE(parse_request_trace_format("Azure").has_value());
+}
+
+TEST(RequestTraceOpen, BlankLinesAreIgnored) {
+  TraceDir dir;
+  const auto path = dir.write("a.csv", k_header + "\n2023-11-16 18:00:10,10,1\r\n\r\n  \n");
+  const auto result = read_all(path);
+  ASSERT_EQ(result.requests.size(), 1U);
+  EXPECT_EQ(result.skipped, 0);
+}
+
+}  // namespace
+}  // namespace exitsim::traces

@@ -1,0 +1,114 @@
+// Vidur/Metron length traces and BurstGPT traces.
+#include <gtest/gtest.h>
+
+#include "traces/request_test_support.hpp"
+
+namespace exitsim::traces {
+namespace {
+
+using testing::error_of;
+using testing::read_all;
+using testing::request;
+using testing::TraceDir;
+
+const std::string k_vidur_header =
+    "num_prefill_tokens,num_decode_tokens,num_total_tokens,pd_ratio\n";
+const std::string k_burst_header =
+    "Timestamp,Session ID,Elapsed time,Model,Request tokens,Response tokens,Total tokens,Log "
+    "Type\n";
+
+TEST(RequestVidur, ReadsLengthsWithoutArrivals) {
+  TraceDir dir;
+  const auto path = dir.write("v.csv", k_vidur_header +
+                                           "3772,54,3826,69.85185185185185\n"
+                                           "2015,156,2171,12.916666666666666");
+  EXPECT_EQ(detect_request_trace_format(path), RequestTraceFormat::vidur);
+  const auto result = read_all(path);
+  EXPECT_EQ(result.format, "vidur");
+  EXPECT_FALSE(result.has_arrivals);
+  ASSERT_EQ(result.requests.size(), 2U);
+  EXPECT_EQ(result.requests[0], request(0, std::nullopt, 3772, 54));
+  EXPECT_EQ(result.requests[1], request(1, std::nullopt, 2015, 156));
+}
+
+TEST(RequestVidur, TwoColumnHeaderIsEnough) {
+  TraceDir dir;
+  const auto path = dir.write("v.csv", "num_prefill_tokens,num_decode_tokens\r\n7,8\r\n");
+  const auto result = read_all(path);
+  ASSERT_EQ(result.requests.size(), 1U);
+  EXPECT_EQ(result.requests[0], request(0, std::nullopt, 7, 8));
+}
+
+TEST(RequestVidur, MalformedRows) {
+  TraceDir dir;
+  const auto check = [&](const std::string& row, const std::string& expected) {
+    const auto path = dir.write("bad.csv", k_vidur_header + "1,1,2,1.0\n" + row);
+    EXPECT_EQ(error_of(path), path + ":3:" + expected) << row;
+  };
+  check("5,6,11\n", "7: pd_ratio: expected 4 fields, found 3");
+  check("5,6,11,0.8,1\n", "12: expected 4 fields, found 5");
+  check("5,six,11,0.8\n", "3: num_decode_tokens: expected an integer token count, found \"six\"");
+  check("0,6,6,0\n", "1: num_prefill_tokens: expected a token count of at least 1, found 0");
+  check("5,0,5,inf\n", "3: num_decode_tokens: expected a token count of at least 1, found 0");
+}
+
+TEST(RequestBurstGpt, SkipsFailedRequestsAndReadsFractionalSeconds) {
+  TraceDir dir;
+  const auto path = dir.write("b.csv", k_burst_header +
+                                           "5,1,2.5,ChatGPT,472,18,490,Conversation log\n"
+                                           "5.25,2,0,ChatGPT,100,0,100,Conversation log\n"
+                                           "45.0000000016,3,3.1,GPT-4,1024,300,1324,API log\n");
+  EXPECT_EQ(detect_request_trace_format(path), RequestTraceFormat::burstgpt);
+  const auto result = read_all(path);
+  EXPECT_EQ(result.format, "burstgpt");
+  EXPECT_TRUE(result.has_arrivals);
+  EXPECT_EQ(result.skipped, 1);
+  ASSERT_EQ(result.requests.size(), 2U);
+  EXPECT_EQ(result.requests[0], request(0, 0, 472, 18));
+  // Rounded to the nearest nanosecond.
+  EXPECT_EQ(result.requests[1], request(1, 40 * k_ns_per_s + 2, 1024, 300));
+}
+
+TEST(RequestBurstGpt, FindsColumnsByName) {
+  TraceDir dir;
+  const auto path = dir.write("b.csv",
+                              "Model,Response tokens,Request tokens,Timestamp\n"
+                              "GPT-4,7,9,1.5\n"
+                              "GPT-4,8,10,2\n");
+  const auto result = read_all(path);
+  ASSERT_EQ(result.requests.size(), 2U);
+  EXPECT_EQ(result.requests[0], request(0, 0, 9, 7));
+  EXPECT_EQ(result.requests[1], request(1, k_ns_per_s / 2, 10, 8));
+}
+
+TEST(RequestBurstGpt, MalformedRows) {
+  TraceDir dir;
+  const auto check = [&](const std::string& row, const std::string& expected) {
+    const auto path = dir.write("bad.csv", k_burst_header + "10,1,1,ChatGPT,5,5,10,log\n" + row);
+    EXPECT_EQ(error_of(path), path + ":3:" + expected) << row;
+  };
+  check("9.5,1,1,ChatGPT,5,5,10,log\n",
+        "1: Timestamp: expected a time at or after the previous request's \"10\", found \"9.5\"");
+  check("-1,1,1,ChatGPT,5,5,10,log\n",
+        "1: Timestamp: expected a non-negative decimal number of seconds, found \"-1\"");
+  check("1e3,1,1,ChatGPT,5,5,10,log\n",
+        "1: Timestamp: expected a non-negative decimal number of seconds, found \"1e3\"");
+  check("11,1,1,ChatGPT,0,5,5,log\n",
+        "16: Request tokens: expected a token count of at least 1, found 0");
+  check("11,1,1,ChatGPT,5,-2,3,log\n",
+        "18: Response tokens: expected a token count of at least 1, found -2");
+  check("11,1,1,ChatGPT,5\n", "17: Response tokens: expected 8 fields, found 5");
+  check("11,1,1,ChatGPT,5,5,10,log,extra\n", "27: expected 8 fields, found 9");
+}
+
+TEST(RequestBurstGpt, HeaderNeedsTheRequiredColumns) {
+  TraceDir dir;
+  const auto path = dir.write("b.csv", "Timestamp,Model,Request tokens\n1,GPT-4,5\n");
+  EXPECT_EQ(error_of(path, RequestTraceOptions{RequestTraceFormat::burstgpt, false}),
+            path +
+                ":1:1: expected a burstgpt header with columns \"Timestamp\", \"Request tokens\" "
+                "and \"Response tokens\", found \"Timestamp,Model,Request tokens\"");
+}
+
+}  // namespace
+}  // namespace exitsim::traces

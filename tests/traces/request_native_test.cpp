@@ -1,0 +1,160 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "exitsim/traces/request_trace_writer.hpp"
+#include "traces/request_test_support.hpp"
+
+namespace exitsim::traces {
+namespace {
+
+using testing::error_of;
+using testing::read_all;
+using testing::request;
+using testing::TraceDir;
+
+const std::string k_preamble =
+    "# exitsim-requests v1\nrequest_id,arrival_ns,input_tokens,output_tokens\n";
+
+// Replays a fixed list of requests.
+class VectorSource final : public RequestSource {
+ public:
+  explicit VectorSource(std::vector<RequestDescriptor> requests) : requests_(std::move(requests)) {}
+  std::optional<RequestDescriptor> next() override {
+    if (next_ == requests_.size())
+      return std::nullopt;
+    return requests_[next_++];
+  }
+  std::int64_t skipped_rows() const override { return 0; }
+  bool has_arrivals() const override { return requests_.empty() || requests_[0].arrival; }
+  std::string format_name() const override { return "vector"; }
+
+ private:
+  std::vector<RequestDescriptor> requests_;
+  std::size_t next_ = 0;
+};
+
+TEST(RequestNative, ReadsIdsArrivalsAndLengths) {
+  TraceDir dir;
+  const auto path = dir.write("n.csv", k_preamble + "3,100,10,20\n7,250,11,21\n");
+  EXPECT_EQ(detect_request_trace_format(path), RequestTraceFormat::native);
+  const auto result = read_all(path);
+  EXPECT_EQ(result.format, "native");
+  EXPECT_TRUE(result.has_arrivals);
+  ASSERT_EQ(result.requests.size(), 2U);
+  EXPECT_EQ(result.requests[0], request(3, 0, 10, 20));
+  EXPECT_EQ(result.requests[1], request(7, 150, 11, 21));
+}
+
+TEST(RequestNative, EmptyArrivalsMeanALengthOnlyTrace) {
+  TraceDir dir;
+  const auto path = dir.write("n.csv", k_preamble + "0,,10,20\n1,,11,21\n");
+  auto source = open_request_trace(path);
+  // Known before the first next(): the reader looks one row ahead.
+  EXPECT_FALSE(source->has_arrivals());
+  EXPECT_EQ(*source->next(), request(0, std::nullopt, 10, 20));
+  EXPECT_EQ(*source->next(), request(1, std::nullopt, 11, 21));
+  EXPECT_FALSE(source->next().has_value());
+}
+
+TEST(RequestNative, MalformedRowsAndHeaders) {
+  TraceDir dir;
+  const auto check = [&](const std::string& rows, const std::string& expected) {
+    const auto path = dir.write("bad.csv", rows);
+    EXPECT_EQ(error_of(path), path + expected) << rows;
+  };
+  check(k_preamble + "0,5,1,1\n1,,1,1\n",
+        ":4:3: arrival_ns: expected an arrival time (the first request has one), found an empty "
+        "field");
+  check(k_preamble + "0,,1,1\n1,5,1,1\n",
+        ":4:3: arrival_ns: expected an empty field (the first request has no arrival time), "
+        "found \"5\"");
+  check(k_preamble + "4,5,1,1\n4,6,1,1\n",
+        ":4:1: request_id: expected a request id above the previous request's 4, found 4");
+  check(k_preamble + "0,5,1,1\n1,4,1,1\n",
+        ":4:3: arrival_ns: expected a time at or after the previous request's \"5\", found \"4\"");
+  check(k_preamble + "0,-5,1,1\n",
+        ":3:3: arrival_ns: expected a non-negative integer number of nanoseconds, found \"-5\"");
+  check(k_preamble + "0,9223372036854775808,1,1\n",
+        ":3:3: arrival_ns: expected a non-negative integer number of nanoseconds, found "
+        "\"9223372036854775808\"");
+  check(k_preamble + "x,5,1,1\n",
+        ":3:1: request_id: expected a non-negative integer request id, found \"x\"");
+  check(k_preamble + "0,5,1\n", ":3:6: output_tokens: expected 4 fields, found 3");
+  check(k_preamble, ": expected at least one request, found none");
+  check("# exitsim-requests v2\n",
+        ":1:1: expected \"# exitsim-requests v1\", found \"# exitsim-requests v2\"");
+  check("# exitsim-requests v1\n",
+        ":2:1: expected the native header \"request_id,arrival_ns,input_tokens,output_tokens\", "
+        "found the end of the file");
+  check("# exitsim-requests v1\nid,arrival,in,out\n",
+        ":2:1: expected the native header \"request_id,arrival_ns,input_tokens,output_tokens\", "
+        "found \"id,arrival,in,out\"");
+}
+
+TEST(RequestNative, RoundTripsWithArrivals) {
+  TraceDir dir;
+  const std::vector<RequestDescriptor> requests = {request(0, 0, 374, 44),
+                                                   request(1, 4'314'579'000, 396, 109),
+                                                   request(5, 4'314'579'000, 1, 2'147'483'648)};
+  VectorSource source(requests);
+  const auto path = dir.path("out.csv");
+  EXPECT_EQ(write_native_request_trace(source, path), 3);
+  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+  EXPECT_EQ(read_all(path).requests, requests);
+}
+
+TEST(RequestNative, RoundTripsWithoutArrivals) {
+  TraceDir dir;
+  const std::vector<RequestDescriptor> requests = {request(0, std::nullopt, 3772, 54),
+                                                   request(1, std::nullopt, 2015, 156)};
+  VectorSource source(requests);
+  const auto path = dir.path("out.csv");
+  write_native_request_trace(source, path);
+  const auto result = read_all(path);
+  EXPECT_FALSE(result.has_arrivals);
+  EXPECT_EQ(result.requests, requests);
+}
+
+TEST(RequestNative, FailedWriteLeavesNoFile) {
+  TraceDir dir;
+  const auto path = dir.path("out.csv");
+  {
+    NativeRequestTraceWriter writer(path);
+    writer.write(request(0, 10, 1, 1));
+    EXPECT_TRUE(std::filesystem::exists(path + ".tmp"));
+    try {
+      writer.write(request(1, std::nullopt, 1, 1));
+      ADD_FAILURE() << "mixing arrivals was accepted";
+    } catch (const InputError& error) {
+      EXPECT_EQ(
+          std::string(error.what()),
+          path + ": arrival_ns: expected an arrival time, like the first request, found none");
+    }
+  }
+  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+  EXPECT_FALSE(std::filesystem::exists(path));
+
+  NativeRequestTraceWriter empty(path);
+  try {
+    empty.commit();
+    ADD_FAILURE() << "an empty trace was committed";
+  } catch (const InputError& error) {
+    EXPECT_EQ(std::string(error.what()), path + ": expected at least one request, found none");
+  }
+}
+
+TEST(RequestNative, UnwritableDirectoryIsAnInputError) {
+  TraceDir dir;
+  const auto path = dir.path("no/such/dir/out.csv");
+  try {
+    NativeRequestTraceWriter writer(path);
+    ADD_FAILURE() << "opened a file in a missing directory";
+  } catch (const InputError& error) {
+    EXPECT_EQ(std::string(error.what()),
+              path + ".tmp: cannot write request trace: No such file or directory");
+  }
+}
+
+}  // namespace
+}  // namespace exitsim::traces

@@ -1,0 +1,52 @@
+#pragma once
+
+#include <cstdint>
+#include <fstream>
+#include <optional>
+#include <string>
+
+#include "exitsim/core/request.hpp"
+#include "exitsim/traces/request_source.hpp"
+
+namespace exitsim::traces {
+
+// Writes requests in the native format (docs/traces.md) to `path`. Output goes to
+// `path + ".tmp"` and is renamed onto `path` only by commit(), so an interrupted or failed write
+// never leaves a partial trace where a reader would find it.
+class NativeRequestTraceWriter {
+ public:
+  // Throws InputError "<path>.tmp: cannot write request trace: <reason>".
+  explicit NativeRequestTraceWriter(std::string path);
+  // Removes the temporary file unless commit() succeeded.
+  ~NativeRequestTraceWriter();
+  NativeRequestTraceWriter(const NativeRequestTraceWriter&) = delete;
+  NativeRequestTraceWriter& operator=(const NativeRequestTraceWriter&) = delete;
+
+  // Requests must come in the order a reader accepts: increasing ids, non-decreasing arrivals,
+  // arrivals on all requests or on none, token counts in [1, 2^31]. Throws InputError otherwise.
+  void write(const RequestDescriptor& request);
+  // Flushes, closes and renames onto the final path. Throws InputError when nothing was
+  // written (a reader would reject the file) or the file system fails.
+  void commit();
+
+  std::int64_t written() const { return written_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  [[noreturn]] void fail(const std::string& field, const std::string& message) const;
+
+  std::string path_;
+  std::string temp_path_;
+  std::ofstream out_;
+  std::string line_;
+  std::int64_t written_ = 0;
+  std::optional<bool> arrivals_;
+  std::optional<std::uint64_t> last_id_;
+  std::optional<TimeNs> last_arrival_;
+  bool committed_ = false;
+};
+
+// Drains `source` into a native trace at `path`; returns the number of requests written.
+std::int64_t write_native_request_trace(RequestSource& source, const std::string& path);
+
+}  // namespace exitsim::traces

@@ -1,0 +1,143 @@
+#include "fields.hpp"
+
+#include <charconv>
+#include <limits>
+
+#include "exitsim/core/error.hpp"
+
+namespace exitsim::traces {
+namespace {
+
+constexpr std::size_t k_max_quoted_bytes = 60;
+constexpr std::int64_t k_ns_per_s = 1'000'000'000;
+
+bool is_blank(char c) {
+  return c == ' ' || c == '\t';
+}
+
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
+
+template <typename Int>
+std::optional<Int> parse_whole(std::string_view text) {
+  Int value{};
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (ec != std::errc() || ptr != end || text.empty())
+    return std::nullopt;
+  return value;
+}
+
+}  // namespace
+
+void fail_at(const RowContext& where, std::int64_t column, std::string_view field,
+             const std::string& message) {
+  throw InputError(SourceLocation{std::string(where.file), where.line, column, std::string(field)},
+                   message);
+}
+
+std::string quoted(std::string_view text) {
+  if (text.empty())
+    return "an empty field";
+  if (text.size() > k_max_quoted_bytes) {
+    std::size_t cut = k_max_quoted_bytes;
+    // Never split a UTF-8 sequence: back off over continuation bytes (10xxxxxx).
+    while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0U) == 0x80U)
+      --cut;
+    text = text.substr(0, cut);
+  }
+  return "\"" + std::string(text) + "\"";
+}
+
+std::string quoted_line(std::string_view text) {
+  return text.empty() ? "an empty line" : quoted(text);
+}
+
+void split_csv(std::string_view line, std::vector<Field>& out) {
+  out.clear();
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t comma = line.find(',', start);
+    const std::size_t stop = comma == std::string_view::npos ? line.size() : comma;
+    std::size_t first = start;
+    std::size_t last = stop;
+    while (first < last && is_blank(line[first]))
+      ++first;
+    while (last > first && is_blank(line[last - 1]))
+      --last;
+    out.push_back(Field{line.substr(first, last - first), static_cast<std::int64_t>(first) + 1});
+    if (comma == std::string_view::npos)
+      break;
+    start = comma + 1;
+  }
+}
+
+std::optional<std::int64_t> parse_int64(std::string_view text) {
+  return parse_whole<std::int64_t>(text);
+}
+
+std::optional<std::uint64_t> parse_uint64(std::string_view text) {
+  return parse_whole<std::uint64_t>(text);
+}
+
+std::int64_t check_token_count(const RowContext& where, std::int64_t value, std::int64_t column,
+                               std::string_view name) {
+  if (value < 1) {
+    fail_at(where, column, name,
+            expected_found("a token count of at least 1", std::to_string(value)));
+  }
+  if (value > k_max_tokens) {
+    fail_at(where, column, name,
+            expected_found("a token count of at most " + std::to_string(k_max_tokens),
+                           std::to_string(value)));
+  }
+  return value;
+}
+
+std::int64_t parse_token_count(const RowContext& where, const Field& field, std::string_view name) {
+  const auto value = parse_int64(field.text);
+  if (value)
+    return check_token_count(where, *value, field.column, name);
+  // A well-formed integer that overflows int64 is a range problem, not a syntax one.
+  const std::string_view digits = field.text.starts_with('-') ? field.text.substr(1) : field.text;
+  if (!digits.empty() && digits.find_first_not_of("0123456789") == std::string_view::npos) {
+    const std::string limit = field.text.starts_with('-')
+                                  ? "a token count of at least 1"
+                                  : "a token count of at most " + std::to_string(k_max_tokens);
+    fail_at(where, field.column, name, expected_found(limit, std::string(field.text)));
+  }
+  fail_at(where, field.column, name, expected_found("an integer token count", quoted(field.text)));
+}
+
+std::optional<Timestamp> parse_decimal_seconds(std::string_view text) {
+  const std::size_t dot = text.find('.');
+  const std::string_view whole = text.substr(0, dot);
+  const std::string_view fraction =
+      dot == std::string_view::npos ? std::string_view{} : text.substr(dot + 1);
+  if (whole.empty() || !is_digit(whole[0]))
+    return std::nullopt;
+  auto seconds = parse_whole<std::int64_t>(whole);
+  if (!seconds)
+    return std::nullopt;
+  std::int64_t nanos = 0;
+  for (std::size_t i = 0; i < fraction.size(); ++i) {
+    if (!is_digit(fraction[i]))
+      return std::nullopt;
+    if (i < 9)
+      nanos = nanos * 10 + (fraction[i] - '0');
+  }
+  for (std::size_t i = fraction.size(); i < 9; ++i)
+    nanos *= 10;
+  if (fraction.size() > 9 && fraction[9] >= '5')
+    ++nanos;  // round half up at the nanosecond
+  if (nanos == k_ns_per_s) {
+    if (*seconds == std::numeric_limits<std::int64_t>::max())
+      return std::nullopt;
+    ++*seconds;
+    nanos = 0;
+  }
+  return Timestamp{*seconds, nanos};
+}
+
+}  // namespace exitsim::traces

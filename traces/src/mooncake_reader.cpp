@@ -1,0 +1,154 @@
+// Mooncake traces (FAST 2025): JSON Lines with timestamp (ms, relative), input_length,
+// output_length and hash_ids (prefix-block hashes, checked but not kept). No header line.
+#include <cmath>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "exitsim/core/error.hpp"
+#include "readers.hpp"
+#include "row_source.hpp"
+
+namespace exitsim::traces {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::int64_t k_ns_per_ms = 1'000'000;
+constexpr std::int64_t k_ns_per_s = 1'000'000'000;
+// The largest millisecond count whose nanoseconds still fit in int64.
+constexpr std::int64_t k_max_ms = std::numeric_limits<std::int64_t>::max() / k_ns_per_ms;
+constexpr std::size_t k_max_shown_bytes = 60;
+
+std::string shown(const json& value) {
+  std::string text = value.dump();
+  if (text.size() > k_max_shown_bytes)
+    text = text.substr(0, k_max_shown_bytes) + "...";
+  return text;
+}
+
+// How a JSON value appears after "found" in a message.
+std::string describe(const json& value) {
+  switch (value.type()) {
+    case json::value_t::object:
+      return "an object";
+    case json::value_t::array:
+      return "an array";
+    case json::value_t::string:
+      return "the string " + shown(value);
+    case json::value_t::boolean:
+      return "the boolean " + shown(value);
+    case json::value_t::null:
+      return "null";
+    case json::value_t::number_float:
+      return "the number " + shown(value);
+    default:
+      return shown(value);
+  }
+}
+
+class MooncakeSource final : public RowSource {
+ public:
+  MooncakeSource(const std::string& path, bool skip_bad_rows)
+      : RowSource(path, RequestTraceFormat::mooncake, skip_bad_rows, ArrivalPresence::always,
+                  Naming{"timestamp", ""}) {}
+
+ private:
+  std::optional<ParsedRow> parse(std::string_view line, const RowContext& where) override {
+    json object;
+    try {
+      object = json::parse(line);
+    } catch (const json::parse_error& error) {
+      fail_at(where, static_cast<std::int64_t>(error.byte), "",
+              expected_found("a JSON object", "malformed JSON"));
+    }
+    if (!object.is_object()) {
+      fail_at(where, 1, "", expected_found("a JSON object", describe(object)));
+    }
+
+    ParsedRow row;
+    row.time = timestamp(where, require(where, object, "timestamp"));
+    row.time_text = time_text_;
+    row.input_tokens = token_count(where, require(where, object, "input_length"), "input_length");
+    row.output_tokens =
+        token_count(where, require(where, object, "output_length"), "output_length");
+    check_hash_ids(where, object);
+    return row;
+  }
+
+  static const json& require(const RowContext& where, const json& object, const char* key) {
+    const auto it = object.find(key);
+    if (it == object.end()) {
+      fail_at(where, 0, key, expected_found("a key \"" + std::string(key) + "\"", "none"));
+    }
+    return *it;
+  }
+
+  Timestamp timestamp(const RowContext& where, const json& value) {
+    time_text_ = shown(value);
+    const std::string expected = "a number of milliseconds from 0 to " + std::to_string(k_max_ms);
+    std::int64_t ns = 0;
+    if (value.is_number_unsigned()) {
+      const auto ms = value.get<std::uint64_t>();
+      if (ms > static_cast<std::uint64_t>(k_max_ms)) {
+        fail_at(where, 0, "timestamp", expected_found(expected, time_text_));
+      }
+      ns = static_cast<std::int64_t>(ms) * k_ns_per_ms;
+    } else if (value.is_number_integer()) {
+      // Unsigned integers were handled above, so this one is negative.
+      fail_at(where, 0, "timestamp", expected_found(expected, time_text_));
+    } else if (value.is_number_float()) {
+      const auto ms = value.get<double>();
+      if (!(ms >= 0.0 && ms <= static_cast<double>(k_max_ms))) {
+        fail_at(where, 0, "timestamp", expected_found(expected, time_text_));
+      }
+      ns = std::llround(ms * static_cast<double>(k_ns_per_ms));
+    } else {
+      fail_at(where, 0, "timestamp", expected_found(expected, describe(value)));
+    }
+    return Timestamp{ns / k_ns_per_s, ns % k_ns_per_s};
+  }
+
+  static std::int64_t token_count(const RowContext& where, const json& value, const char* key) {
+    if (value.is_number_unsigned()) {
+      const auto count = value.get<std::uint64_t>();
+      if (count > static_cast<std::uint64_t>(k_max_tokens)) {
+        fail_at(where, 0, key,
+                expected_found("a token count of at most " + std::to_string(k_max_tokens),
+                               shown(value)));
+      }
+      return check_token_count(where, static_cast<std::int64_t>(count), 0, key);
+    }
+    if (value.is_number_integer()) {
+      return check_token_count(where, value.get<std::int64_t>(), 0, key);
+    }
+    fail_at(where, 0, key, expected_found("an integer token count", describe(value)));
+  }
+
+  static void check_hash_ids(const RowContext& where, const json& object) {
+    const auto it = object.find("hash_ids");
+    // Optional: lengths and arrivals are all the simulator uses, and other Mooncake exports
+    // may leave the hashes out.
+    if (it == object.end())
+      return;
+    const std::string expected = "an array of integers";
+    if (!it->is_array())
+      fail_at(where, 0, "hash_ids", expected_found(expected, describe(*it)));
+    for (std::size_t i = 0; i < it->size(); ++i) {
+      const json& element = (*it)[i];
+      if (!element.is_number_integer()) {
+        fail_at(where, 0, "hash_ids",
+                expected_found(expected, describe(element) + " at index " + std::to_string(i)));
+      }
+    }
+  }
+
+  std::string time_text_;
+};
+
+}  // namespace
+
+std::unique_ptr<RequestSource> open_mooncake_trace(const std::string& path, bool skip_bad_rows) {
+  return std::make_unique<MooncakeSource>(path, skip_bad_rows);
+}
+
+}  // namespace exitsim::traces

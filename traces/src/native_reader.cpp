@@ -1,0 +1,80 @@
+// exitsim's own request-trace format (docs/traces.md): a version line, then
+// request_id,arrival_ns,input_tokens,output_tokens. Arrivals may be empty in every row.
+#include "exitsim/core/error.hpp"
+#include "readers.hpp"
+#include "row_source.hpp"
+
+namespace exitsim::traces {
+namespace {
+
+constexpr std::int64_t k_ns_per_s = 1'000'000'000;
+
+std::string trimmed(std::string_view text) {
+  const std::size_t end = text.find_last_not_of(" \t");
+  return std::string(text.substr(0, end == std::string_view::npos ? 0 : end + 1));
+}
+
+class NativeSource final : public RowSource {
+ public:
+  NativeSource(const std::string& path, bool skip_bad_rows)
+      : RowSource(path, RequestTraceFormat::native, skip_bad_rows, ArrivalPresence::as_first_row,
+                  Naming{"arrival_ns", "request_id"}) {
+    const std::string version_line = "\"" + std::string(k_native_version_line) + "\"";
+    const std::string magic = trimmed(read_header(version_line));
+    if (magic != k_native_version_line) {
+      throw InputError(SourceLocation{path, 1, 1, ""},
+                       expected_found(version_line, quoted_line(magic)));
+    }
+    const std::string expected = "the native header \"" + std::string(k_native_header) + "\"";
+    const std::string header = trimmed(read_header(expected));
+    std::vector<Field> fields;
+    split_csv(header, fields);
+    bool matches = fields.size() == columns_.size();
+    for (std::size_t i = 0; matches && i < fields.size(); ++i)
+      matches = fields[i].text == columns_[i];
+    if (!matches)
+      throw InputError(SourceLocation{path, 2, 1, ""},
+                       expected_found(expected, quoted_line(header)));
+    read_ahead();
+  }
+
+ private:
+  std::optional<ParsedRow> parse(std::string_view line, const RowContext& where) override {
+    split_row(line, where, columns_);
+    const Field& id = fields()[0];
+    const Field& arrival = fields()[1];
+    ParsedRow row;
+    row.id = parse_uint64(id.text);
+    if (!row.id) {
+      fail_at(where, id.column, columns_[0],
+              expected_found("a non-negative integer request id", quoted(id.text)));
+    }
+    row.id_column = id.column;
+    row.time_column = arrival.column;
+    if (!arrival.text.empty()) {
+      const std::optional<std::int64_t> ns = parse_int64(arrival.text);
+      time_text_ = quoted(arrival.text);
+      if (!ns || *ns < 0) {
+        fail_at(where, arrival.column, columns_[1],
+                expected_found("a non-negative integer number of nanoseconds", time_text_));
+      }
+      row.time = Timestamp{*ns / k_ns_per_s, *ns % k_ns_per_s};
+      row.time_text = time_text_;
+    }
+    row.input_tokens = parse_token_count(where, fields()[2], columns_[2]);
+    row.output_tokens = parse_token_count(where, fields()[3], columns_[3]);
+    return row;
+  }
+
+  const std::vector<std::string> columns_ = {"request_id", "arrival_ns", "input_tokens",
+                                             "output_tokens"};
+  std::string time_text_;
+};
+
+}  // namespace
+
+std::unique_ptr<RequestSource> open_native_trace(const std::string& path, bool skip_bad_rows) {
+  return std::make_unique<NativeSource>(path, skip_bad_rows);
+}
+
+}  // namespace exitsim::traces

@@ -1,0 +1,34 @@
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "exitsim/traces/request_source.hpp"
+
+namespace exitsim::traces {
+
+// One factory per format; each reads and checks its header before returning.
+std::unique_ptr<RequestSource> open_azure_trace(const std::string& path, bool skip_bad_rows);
+std::unique_ptr<RequestSource> open_vidur_trace(const std::string& path, bool skip_bad_rows);
+std::unique_ptr<RequestSource> open_mooncake_trace(const std::string& path, bool skip_bad_rows);
+std::unique_ptr<RequestSource> open_burstgpt_trace(const std::string& path, bool skip_bad_rows);
+std::unique_ptr<RequestSource> open_native_trace(const std::string& path, bool skip_bad_rows);
+
+// Header text each CSV format starts with, shared by detection and the readers' checks.
+inline constexpr std::string_view k_azure_header = "TIMESTAMP,ContextTokens,GeneratedTokens";
+inline constexpr std::string_view k_vidur_header_prefix = "num_prefill_tokens,num_decode_tokens";
+inline constexpr std::string_view k_native_magic = "# exitsim-requests";
+inline constexpr std::string_view k_native_version_line = "# exitsim-requests v1";
+inline constexpr std::string_view k_native_header =
+    "request_id,arrival_ns,input_tokens,output_tokens";
+inline constexpr std::string_view k_burstgpt_time = "Timestamp";
+inline constexpr std::string_view k_burstgpt_request = "Request tokens";
+inline constexpr std::string_view k_burstgpt_response = "Response tokens";
+
+// Whether a split CSV header line matches each format (detection and forced formats agree).
+bool is_azure_header(std::string_view line);
+bool is_vidur_header(std::string_view line);
+bool is_burstgpt_header(std::string_view line);
+
+}  // namespace exitsim::traces
