@@ -1,0 +1,84 @@
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+
+namespace exitsim {
+
+// Random numbers for simulation. Every component draws from its own stream, derived from the
+// scenario seed and the component's name alone, so adding, removing or reordering components
+// never shifts another component's numbers. The generator and every sampler are implemented here
+// rather than taken from <random>: the std:: distributions are implementation-defined and give
+// different numbers under libstdc++, libc++ and MSVC. What remains platform-dependent is libm's
+// log/exp (used by the continuous samplers); uniform draws are bit-exact everywhere.
+
+// 64-bit FNV-1a of `text`: a fixed, portable hash (std::hash may differ between libraries).
+constexpr std::uint64_t fnv1a_64(std::string_view text) {
+  std::uint64_t hash = 0xcbf29ce484222325ULL;
+  for (const char c : text) {
+    hash ^= static_cast<unsigned char>(c);
+    hash *= 0x100000001b3ULL;
+  }
+  return hash;
+}
+
+// SplitMix64 (Steele, Lea, Flood 2014): turns any 64-bit seed, however regular, into well-mixed
+// words; used only to fill the state of the main generator.
+class SplitMix64 {
+ public:
+  explicit SplitMix64(std::uint64_t state) : state_(state) {}
+  std::uint64_t next();
+
+ private:
+  std::uint64_t state_;
+};
+
+// xoshiro256** (Blackman, Vigna 2018): 256-bit state, period 2^256 - 1, passes BigCrush, and is a
+// handful of shifts and multiplies per draw. The state must not be all zero.
+class Xoshiro256StarStar {
+ public:
+  using State = std::array<std::uint64_t, 4>;
+
+  explicit Xoshiro256StarStar(const State& state) : state_(state) {}
+  std::uint64_t next();
+  const State& state() const { return state_; }
+
+ private:
+  State state_;
+};
+
+// One component's random stream with the samplers the simulator needs. Samplers throw
+// std::invalid_argument on parameters outside their domain; user-facing configuration is
+// validated (with InputError) before it reaches them.
+class RandomStream {
+ public:
+  // The stream named `component` (e.g. "workload.arrivals") of the run seeded with `seed`.
+  RandomStream(std::uint64_t seed, std::string_view component);
+  explicit RandomStream(const Xoshiro256StarStar& engine) : engine_(engine) {}
+
+  std::uint64_t next_u64() { return engine_.next(); }
+  // Uniform on [0, 1) with 53 random bits: every value is a multiple of 2^-53.
+  double uniform();
+  // Uniform on (0, 1]: safe to take the logarithm of.
+  double uniform_positive();
+  // Uniform integer in [lo, hi] (inclusive, lo <= hi), without modulo bias.
+  std::int64_t uniform_int(std::int64_t lo, std::int64_t hi);
+  // Exponential with the given rate (> 0); mean 1/rate.
+  double exponential(double rate);
+  // Standard normal (Marsaglia's polar method; the second value of each pair is kept for the
+  // next call, so the stream stays a pure function of its seed and call sequence).
+  double normal();
+  double normal(double mean, double stddev) { return mean + stddev * normal(); }
+  // Gamma with shape k > 0 and scale theta > 0: mean k*theta, variance k*theta^2.
+  double gamma(double shape, double scale);
+  // exp(N(mu, sigma^2)); sigma >= 0.
+  double lognormal(double mu, double sigma);
+
+ private:
+  Xoshiro256StarStar engine_;
+  double spare_normal_ = 0.0;
+  bool has_spare_normal_ = false;
+};
+
+}  // namespace exitsim

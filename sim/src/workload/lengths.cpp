@@ -1,0 +1,132 @@
+#include "exitsim/sim/workload/lengths.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "exitsim/core/error.hpp"
+#include "exitsim/core/suggest.hpp"
+#include "exitsim/traces/request_trace.hpp"
+
+namespace exitsim::sim {
+namespace {
+
+[[noreturn]] void fail(const std::string& field, const std::string& expected,
+                       const std::string& found) {
+  SourceLocation where;
+  where.field = field;
+  throw InputError(std::move(where), expected_found(expected, found));
+}
+
+LengthBounds bounds_of(const scenario::LengthConfig& config, const std::string& key) {
+  if (config.max < 0) {
+    fail(key + ".max", "an upper bound >= 0 (0 = none)", fmt::format("{}", config.max));
+  }
+  if (config.max > 0 && config.min > config.max) {
+    fail(key + ".min", fmt::format("a value <= max ({})", config.max),
+         fmt::format("{}", config.min));
+  }
+  LengthBounds bounds;
+  bounds.lo = std::max<std::int64_t>(1, config.min);
+  if (config.max > 0)
+    bounds.hi = config.max;
+  return bounds;
+}
+
+std::vector<std::int64_t> read_observed_lengths(const scenario::LengthConfig& config,
+                                                const std::string& key) {
+  if (config.path.empty()) {
+    fail(key + ".path", "a request trace file for the empirical distribution", "an empty path");
+  }
+  const bool input = config.column == "input";
+  if (!input && config.column != "output") {
+    fail(key + ".column", "input or output", fmt::format("'{}'", config.column));
+  }
+  std::vector<std::int64_t> observed;
+  const std::unique_ptr<traces::RequestSource> source = traces::open_request_trace(config.path);
+  while (const std::optional<RequestDescriptor> request = source->next()) {
+    observed.push_back(input ? request->input_tokens : request->output_tokens);
+  }
+  if (observed.empty()) {
+    fail(key + ".path", "a request trace with at least one request",
+         fmt::format("none in '{}'", config.path));
+  }
+  return observed;
+}
+
+}  // namespace
+
+std::int64_t LengthBounds::clamp(std::int64_t length) const {
+  return std::clamp(length, lo, hi);
+}
+
+std::int64_t LengthBounds::clamp_rounded(double length) const {
+  const double rounded = std::floor(length + 0.5);
+  // Compare in double before converting: a cast of an out-of-range double is undefined.
+  if (!(rounded > static_cast<double>(lo)))
+    return lo;
+  if (!(rounded < static_cast<double>(hi)))
+    return hi;
+  return static_cast<std::int64_t>(rounded);
+}
+
+LognormalLength::LognormalLength(double mean, double sigma, LengthBounds bounds, RandomStream rng)
+    : mu_(std::log(mean) - 0.5 * sigma * sigma), sigma_(sigma), bounds_(bounds), rng_(rng) {}
+
+std::int64_t LognormalLength::sample() {
+  return bounds_.clamp_rounded(rng_.lognormal(mu_, sigma_));
+}
+
+EmpiricalLength::EmpiricalLength(std::vector<std::int64_t> observed, LengthBounds bounds,
+                                 RandomStream rng)
+    : observed_(std::move(observed)), bounds_(bounds), rng_(rng) {}
+
+std::int64_t EmpiricalLength::sample() {
+  const auto last = static_cast<std::int64_t>(observed_.size()) - 1;
+  return bounds_.clamp(observed_[static_cast<std::size_t>(rng_.uniform_int(0, last))]);
+}
+
+std::vector<std::string> length_distribution_names() {
+  return {"fixed", "uniform", "lognormal", "empirical"};
+}
+
+std::unique_ptr<LengthDistribution> make_length_distribution(const scenario::LengthConfig& config,
+                                                             const std::string& key,
+                                                             RandomStream rng) {
+  const std::vector<std::string> names = length_distribution_names();
+  if (std::find(names.begin(), names.end(), config.dist) == names.end()) {
+    std::string found = fmt::format("'{}'", config.dist);
+    const std::string hint = nearest_match(config.dist, names);
+    if (!hint.empty())
+      found += fmt::format(" (did you mean '{}'?)", hint);
+    fail(key + ".dist", one_of(names), found);
+  }
+  const LengthBounds bounds = bounds_of(config, key);
+  if (config.dist == "fixed") {
+    if (config.value < 1) {
+      fail(key + ".value", "a length >= 1 token", fmt::format("{}", config.value));
+    }
+    return std::make_unique<FixedLength>(bounds.clamp(config.value));
+  }
+  if (config.dist == "uniform") {
+    if (config.max == 0) {
+      fail(key + ".max", "an upper bound >= 1 (uniform needs one)", "0");
+    }
+    return std::make_unique<UniformLength>(bounds, rng);
+  }
+  if (config.dist == "lognormal") {
+    if (!(config.mean >= 1.0) || !std::isfinite(config.mean)) {
+      fail(key + ".mean", "a mean >= 1 token", fmt::format("{}", config.mean));
+    }
+    if (!(config.sigma >= 0.0) || !std::isfinite(config.sigma)) {
+      fail(key + ".sigma", "a standard deviation of log(length) >= 0",
+           fmt::format("{}", config.sigma));
+    }
+    return std::make_unique<LognormalLength>(config.mean, config.sigma, bounds, rng);
+  }
+  return std::make_unique<EmpiricalLength>(read_observed_lengths(config, key), bounds, rng);
+}
+
+}  // namespace exitsim::sim

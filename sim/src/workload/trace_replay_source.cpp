@@ -1,0 +1,56 @@
+#include "exitsim/sim/workload/trace_replay_source.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <utility>
+
+namespace exitsim::sim {
+namespace {
+
+TimeNs scaled(TimeNs arrival, double rate_scale) {
+  if (rate_scale == 1.0)
+    return arrival;
+  const double ns = std::floor(static_cast<double>(arrival) / rate_scale + 0.5);
+  // Only a scale below 1 (slow-down) can leave the clock's range.
+  if (!(ns < static_cast<double>(std::numeric_limits<TimeNs>::max()))) {
+    return std::numeric_limits<TimeNs>::max();
+  }
+  return static_cast<TimeNs>(ns);
+}
+
+}  // namespace
+
+TraceReplaySource::TraceReplaySource(std::unique_ptr<traces::RequestSource> trace,
+                                     double rate_scale, std::int64_t cap,
+                                     std::unique_ptr<ArrivalProcess> arrivals)
+    : trace_(std::move(trace)), rate_scale_(rate_scale), cap_(cap), arrivals_(std::move(arrivals)) {
+  if (!(rate_scale > 0.0) || !std::isfinite(rate_scale) || cap < 0) {
+    throw std::invalid_argument("TraceReplaySource: rate_scale must be > 0 and cap >= 0");
+  }
+  if (!trace_->has_arrivals() && arrivals_ == nullptr) {
+    throw std::invalid_argument("TraceReplaySource: a trace without arrivals needs a process");
+  }
+}
+
+std::optional<RequestDescriptor> TraceReplaySource::next() {
+  if (cap_ > 0 && emitted_ >= cap_)
+    return std::nullopt;
+  std::optional<RequestDescriptor> request = trace_->next();
+  if (!request)
+    return std::nullopt;
+  ++emitted_;
+  if (!request->arrival) {
+    if (arrivals_ == nullptr) {
+      throw std::logic_error(fmt::format("{} trace announced arrival times but request {} has none",
+                                         trace_->format_name(), request->id.value));
+    }
+    request->arrival = arrivals_->next();
+  }
+  request->arrival = scaled(*request->arrival, rate_scale_);
+  return request;
+}
+
+}  // namespace exitsim::sim

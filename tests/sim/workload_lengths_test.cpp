@@ -1,0 +1,273 @@
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <system_error>
+
+#include "exitsim/core/error.hpp"
+#include "exitsim/sim/workload/lengths.hpp"
+
+namespace exitsim::sim {
+namespace {
+
+// This process's scratch directory, removed when the test binary exits. The process id keeps
+// parallel ctest processes and concurrent builds apart.
+const std::filesystem::path& scratch_dir() {
+  struct Dir {
+    std::filesystem::path path =
+        std::filesystem::temp_directory_path() / ("exitsim_workload_" + std::to_string(::getpid()));
+    ~Dir() {
+      std::error_code ignored;
+      std::filesystem::remove_all(path, ignored);
+    }
+  };
+  static const Dir dir;
+  return dir.path;
+}
+
+// A scratch file in a directory of the current test's own.
+std::string write_file(const std::string& name, const std::string& content) {
+  const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
+  const std::filesystem::path dir = scratch_dir() / test->name();
+  std::filesystem::create_directories(dir);
+  const std::filesystem::path path = dir / name;
+  std::ofstream(path) << content;
+  return path.string();
+}
+
+scenario::LengthConfig length(const char* dist) {
+  scenario::LengthConfig c;
+  c.dist = dist;
+  return c;
+}
+
+std::unique_ptr<LengthDistribution> make(const scenario::LengthConfig& c, std::uint64_t seed = 1) {
+  return make_length_distribution(c, "workload.input_tokens",
+                                  RandomStream(seed, "workload.input_tokens"));
+}
+
+std::string error_of(const scenario::LengthConfig& c) {
+  try {
+    make(c);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+std::map<std::int64_t, int> histogram(LengthDistribution& dist, int n) {
+  std::map<std::int64_t, int> counts;
+  for (int i = 0; i < n; ++i)
+    ++counts[dist.sample()];
+  return counts;
+}
+
+TEST(LengthBounds, ClampsRoundedValuesOfAnyMagnitude) {
+  const LengthBounds bounds{5, 100};
+  EXPECT_EQ(bounds.clamp(0), 5);
+  EXPECT_EQ(bounds.clamp(101), 100);
+  EXPECT_EQ(bounds.clamp_rounded(7.5), 8);
+  EXPECT_EQ(bounds.clamp_rounded(7.49), 7);
+  EXPECT_EQ(bounds.clamp_rounded(1e300), 100);
+  EXPECT_EQ(bounds.clamp_rounded(-1e300), 5);
+  const LengthBounds open;
+  EXPECT_EQ(open.clamp_rounded(1e300), std::numeric_limits<std::int64_t>::max());
+  EXPECT_EQ(open.clamp_rounded(0.2), 1);
+}
+
+TEST(FixedLength, ReturnsItsValueClampedToMax) {
+  scenario::LengthConfig c = length("fixed");
+  c.value = 128;
+  EXPECT_EQ(make(c)->sample(), 128);
+  c.max = 100;
+  EXPECT_EQ(make(c)->sample(), 100);
+}
+
+TEST(UniformLength, CoversItsInclusiveBoundsEvenly) {
+  scenario::LengthConfig c = length("uniform");
+  c.min = 3;
+  c.max = 7;
+  const auto dist = make(c);
+  const std::map<std::int64_t, int> counts = histogram(*dist, 50'000);
+  ASSERT_EQ(counts.size(), 5u);
+  EXPECT_EQ(counts.begin()->first, 3);
+  EXPECT_EQ(counts.rbegin()->first, 7);
+  for (const auto& [value, count] : counts)
+    EXPECT_NEAR(count, 10'000, 500) << value;
+}
+
+TEST(UniformLength, NeverGoesBelowOneToken) {
+  scenario::LengthConfig c = length("uniform");
+  c.min = -5;
+  c.max = 2;
+  const auto dist = make(c);
+  const std::map<std::int64_t, int> counts = histogram(*dist, 1000);
+  EXPECT_EQ(counts.size(), 2u);
+  EXPECT_EQ(counts.begin()->first, 1);
+}
+
+TEST(LognormalLength, HasTheConfiguredMeanInTokens) {
+  scenario::LengthConfig c = length("lognormal");
+  c.mean = 500.0;
+  c.sigma = 1.0;
+  const auto dist = make(c);
+  double sum = 0.0;
+  const int n = 200'000;
+  for (int i = 0; i < n; ++i)
+    sum += static_cast<double>(dist->sample());
+  // Relative standard error sqrt(e^(sigma^2) - 1) / sqrt(n) ~ 0.3%.
+  EXPECT_NEAR(sum / n, 500.0, 500.0 * 0.02);
+}
+
+TEST(LognormalLength, WithZeroSigmaIsTheMean) {
+  scenario::LengthConfig c = length("lognormal");
+  c.mean = 64.0;
+  const auto dist = make(c);
+  for (int i = 0; i < 100; ++i)
+    ASSERT_EQ(dist->sample(), 64);
+}
+
+TEST(LognormalLength, IsClampedToMinAndMax) {
+  scenario::LengthConfig c = length("lognormal");
+  c.mean = 100.0;
+  c.sigma = 2.0;
+  c.min = 10;
+  c.max = 200;
+  const auto dist = make(c);
+  const std::map<std::int64_t, int> counts = histogram(*dist, 20'000);
+  EXPECT_EQ(counts.begin()->first, 10);
+  EXPECT_EQ(counts.rbegin()->first, 200);
+  EXPECT_GT(counts.begin()->second, 1000);  // P(X < 10) ~ 0.44, P(X > 200) ~ 0.09
+  EXPECT_GT(counts.rbegin()->second, 1000);
+}
+
+TEST(LengthDistributions, AreDeterministicPerSeed) {
+  scenario::LengthConfig c = length("lognormal");
+  c.mean = 300.0;
+  c.sigma = 0.8;
+  const auto a = make(c, 5);
+  const auto b = make(c, 5);
+  const auto other = make(c, 6);
+  int different = 0;
+  for (int i = 0; i < 1000; ++i) {
+    const std::int64_t x = a->sample();
+    ASSERT_EQ(x, b->sample());
+    different += x != other->sample();
+  }
+  EXPECT_GT(different, 900);
+}
+
+TEST(EmpiricalLength, ResamplesTheChosenColumnOfALengthTrace) {
+  scenario::LengthConfig c = length("empirical");
+  c.path = write_file("lengths.csv",
+                      "num_prefill_tokens,num_decode_tokens,num_total_tokens,pd_ratio\n"
+                      "10,1,11,10\n20,2,22,10\n30,3,33,10\n");
+  c.column = "input";
+  std::map<std::int64_t, int> counts = histogram(*make(c), 30'000);
+  ASSERT_EQ(counts.size(), 3u);
+  for (const std::int64_t value : {10, 20, 30})
+    EXPECT_NEAR(counts[value], 10'000, 500) << value;
+
+  c.column = "output";
+  counts = histogram(*make(c), 300);
+  EXPECT_EQ(counts.size(), 3u);
+  EXPECT_EQ(counts.begin()->first, 1);
+  EXPECT_EQ(counts.rbegin()->first, 3);
+
+  c.column = "input";
+  c.max = 25;
+  counts = histogram(*make(c), 300);
+  EXPECT_EQ(counts.rbegin()->first, 25);
+}
+
+TEST(EmpiricalLength, ReadsTimestampedTracesToo) {
+  scenario::LengthConfig c = length("empirical");
+  c.path = write_file("azure.csv",
+                      "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+                      "2023-11-16 18:15:46.6805900,374,44\n"
+                      "2023-11-16 18:15:50.9951690,374,44\n");
+  c.column = "output";
+  EXPECT_EQ(make(c)->sample(), 44);
+}
+
+TEST(EmpiricalLength, MatchesThePublishedArxivTraceMean) {
+  const std::string path =
+      std::string(EXITSIM_SHARED_TRACES_DIR) + "/arxiv_summarization_lengths.csv";
+  if (!std::filesystem::exists(path))
+    GTEST_SKIP() << path << " is absent";
+  scenario::LengthConfig c = length("empirical");
+  c.path = path;
+  c.column = "input";
+  const auto dist = make(c);
+  double sum = 0.0;
+  const int n = 100'000;
+  for (int i = 0; i < n; ++i)
+    sum += static_cast<double>(dist->sample());
+  double file_sum = 0.0;
+  double file_count = 0.0;
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  while (std::getline(in, line)) {
+    file_sum += std::stod(line.substr(0, line.find(',')));
+    ++file_count;
+  }
+  ASSERT_GT(file_count, 0.0);
+  const double mean = file_sum / file_count;
+  EXPECT_NEAR(sum / n, mean, mean * 0.02);
+}
+
+TEST(MakeLengthDistribution, RejectsImpossibleConfigurations) {
+  EXPECT_EQ(error_of(length("zipf")),
+            "workload.input_tokens.dist: expected one of fixed, uniform, lognormal, empirical, "
+            "found 'zipf'");
+  EXPECT_EQ(error_of(length("lognormla")),
+            "workload.input_tokens.dist: expected one of fixed, uniform, lognormal, empirical, "
+            "found 'lognormla' (did you mean 'lognormal'?)");
+
+  scenario::LengthConfig fixed = length("fixed");
+  EXPECT_EQ(error_of(fixed), "workload.input_tokens.value: expected a length >= 1 token, found 0");
+  fixed.value = 10;
+  fixed.max = -1;
+  EXPECT_EQ(error_of(fixed),
+            "workload.input_tokens.max: expected an upper bound >= 0 (0 = none), found -1");
+
+  scenario::LengthConfig uniform = length("uniform");
+  uniform.min = 20;
+  uniform.max = 10;
+  EXPECT_EQ(error_of(uniform), "workload.input_tokens.min: expected a value <= max (10), found 20");
+  uniform.max = 0;
+  EXPECT_EQ(error_of(uniform),
+            "workload.input_tokens.max: expected an upper bound >= 1 (uniform needs one), found 0");
+
+  scenario::LengthConfig lognormal = length("lognormal");
+  lognormal.mean = 0.5;
+  EXPECT_EQ(error_of(lognormal),
+            "workload.input_tokens.mean: expected a mean >= 1 token, found 0.5");
+  lognormal.mean = 100.0;
+  lognormal.sigma = -1.0;
+  EXPECT_EQ(error_of(lognormal),
+            "workload.input_tokens.sigma: expected a standard deviation of log(length) >= 0, "
+            "found -1");
+
+  scenario::LengthConfig empirical = length("empirical");
+  empirical.column = "input";
+  EXPECT_EQ(error_of(empirical),
+            "workload.input_tokens.path: expected a request trace file for the empirical "
+            "distribution, found an empty path");
+  empirical.path = write_file("header_only.csv", "num_prefill_tokens,num_decode_tokens\n");
+  empirical.column = "total";
+  EXPECT_EQ(error_of(empirical),
+            "workload.input_tokens.column: expected input or output, found 'total'");
+  // An empty trace is rejected by the reader itself (naming the file); the message is its own.
+  empirical.column = "input";
+  const std::string empty_trace = error_of(empirical);
+  EXPECT_TRUE(empty_trace.starts_with(empirical.path + ": ")) << empty_trace;
+  EXPECT_NE(empty_trace.find("at least one request"), std::string::npos) << empty_trace;
+}
+
+}  // namespace
+}  // namespace exitsim::sim
