@@ -1,1 +1,44 @@
-int main() { return 0; }
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+
+#include <cstdio>
+#include <exception>
+
+#include "commands.hpp"
+#include "exitsim/core/error.hpp"
+
+namespace {
+
+constexpr int k_exit_user_error = 1;
+constexpr int k_exit_usage_error = 2;
+constexpr int k_exit_internal_error = 3;
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"exitsim: simulate batched dynamic-depth LLM inference (early exit, recursion, "
+               "routers) and chart whether it pays off"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "exitsim 0.1.0");
+  exitsim::cli::add_run_command(app);
+  exitsim::cli::add_scenario_commands(app);
+  exitsim::cli::add_trace_commands(app);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return k_exit_usage_error;
+  } catch (const exitsim::InputError& e) {
+    std::fflush(stdout);
+    fmt::print(stderr, "exitsim: error: {}\n", e.what());
+    return k_exit_user_error;
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    fmt::print(stderr, "exitsim: internal error: {}\n", e.what());
+    return k_exit_internal_error;
+  }
+  return 0;
+}

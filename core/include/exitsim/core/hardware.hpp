@@ -20,6 +20,8 @@ struct HardwareSpec {
 
   double peak_flops_for(DType t) const { return peak_flops[static_cast<std::size_t>(t)]; }
   void set_peak_flops(DType t, double flops) { peak_flops[static_cast<std::size_t>(t)] = flops; }
+
+  friend bool operator==(const HardwareSpec&, const HardwareSpec&) = default;
 };
 
 }  // namespace exitsim

@@ -44,6 +44,8 @@ struct DepthStructure {
   std::vector<int> effective_exit_points() const;
   // The recursion (1-based) a depth falls in, 0 when it is in the prelude.
   int recursion_of_depth(int depth) const;
+
+  friend bool operator==(const DepthStructure&, const DepthStructure&) = default;
 };
 
 enum class MlpKind : std::uint8_t { gated, plain };  // gated: SwiGLU/GeGLU (3 matrices); plain: 2
@@ -70,6 +72,8 @@ struct ModelShape {
   std::int64_t weight_bytes() const;
   // K and V of one token at one layer.
   std::int64_t kv_bytes_per_token_per_layer() const;
+
+  friend bool operator==(const ModelShape&, const ModelShape&) = default;
 };
 
 }  // namespace exitsim

@@ -12,23 +12,29 @@ namespace exitsim::scenario {
 
 // The fully resolved, validated scenario: every field has its value (defaults applied, presets
 // expanded). The YAML schema, the defaults and the docs are defined in one place
-// (scenarios/src/schema.cpp); this struct is what the rest of exitsim reads.
+// (scenarios/src/schema*.cpp, documented in docs/scenario.md); this struct is what the rest of
+// exitsim reads. Fields of keys that do not apply to the chosen kind (say, lognormal `mean` for a
+// fixed length) keep the member defaults below. Load scenarios with exitsim/scenario/load.hpp.
 
 struct ModelConfig {
   std::string preset;  // "" when the shape was given explicitly
   ModelShape shape;
-};
 
+  friend bool operator==(const ModelConfig&, const ModelConfig&) = default;
+};
 struct HardwareConfig {
   std::string preset;
   HardwareSpec spec;
-};
 
+  friend bool operator==(const HardwareConfig&, const HardwareConfig&) = default;
+};
 struct CostModelConfig {
   std::string kind = "roofline";  // roofline | calibrated | table
   std::string profile;            // calibrated/table: path of the cost profile
   double flops_efficiency = 0.0;  // fraction of peak FLOP/s reached by matrix ops
   double bandwidth_efficiency = 0.0;
+
+  friend bool operator==(const CostModelConfig&, const CostModelConfig&) = default;
 };
 
 struct ArrivalConfig {
@@ -37,93 +43,117 @@ struct ArrivalConfig {
   double cv = 1.0;      // gamma: coefficient of variation of inter-arrival times
   double on_seconds = 0.0;
   double off_seconds = 0.0;
+
+  friend bool operator==(const ArrivalConfig&, const ArrivalConfig&) = default;
 };
 
 struct LengthConfig {
-  std::string dist;          // fixed | uniform | lognormal | empirical
-  std::int64_t value = 0;    // fixed
-  std::int64_t min = 1;      // uniform bounds; clamp for the others
-  std::int64_t max = 0;      // 0 = no upper clamp (uniform requires it)
-  double mean = 0.0;         // lognormal: mean in tokens
-  double sigma = 0.0;        // lognormal: standard deviation of log(length)
-  std::string path;          // empirical: a length CSV (any supported length-bearing trace)
-  std::string column;        // empirical: "input" or "output" lengths of that file
+  std::string dist;        // fixed | uniform | lognormal | empirical
+  std::int64_t value = 0;  // fixed
+  std::int64_t min = 1;    // uniform bounds; clamp for the others
+  std::int64_t max = 0;    // 0 = no upper clamp (uniform requires it)
+  double mean = 0.0;       // lognormal: mean in tokens
+  double sigma = 0.0;      // lognormal: standard deviation of log(length)
+  std::string path;        // empirical: a length CSV (any supported length-bearing trace)
+  std::string column;      // empirical: "input" or "output" lengths of that file
+
+  friend bool operator==(const LengthConfig&, const LengthConfig&) = default;
 };
 
 struct TraceConfig {
-  std::string path;          // "" = no trace
-  std::string format;        // auto | azure | vidur | mooncake | burstgpt | native
-  double rate_scale = 1.0;   // replay at x k: inter-arrival gaps divided by k
+  std::string path;         // "" = no trace
+  std::string format;       // auto | azure | vidur | mooncake | burstgpt | native
+  double rate_scale = 1.0;  // replay at x k: inter-arrival gaps divided by k
   bool skip_bad_rows = false;
+
+  friend bool operator==(const TraceConfig&, const TraceConfig&) = default;
 };
 
 struct WorkloadConfig {
-  std::string source;        // synthetic | trace
-  std::int64_t requests = 0; // synthetic: count; trace: cap (0 = whole trace)
+  std::string source;         // synthetic | trace
+  std::int64_t requests = 0;  // synthetic: count; trace: cap (0 = whole trace)
   TraceConfig trace;
-  ArrivalConfig arrivals;    // synthetic, and traces without timestamps
+  ArrivalConfig arrivals;  // synthetic, and traces without timestamps
   LengthConfig input_tokens;
   LengthConfig output_tokens;
+
+  friend bool operator==(const WorkloadConfig&, const WorkloadConfig&) = default;
 };
 
 struct PositionBucket {
   std::int64_t until_position = 0;  // applies to output positions < until_position
   std::vector<double> probabilities;
+
+  friend bool operator==(const PositionBucket&, const PositionBucket&) = default;
 };
 
 struct DepthScheduleStep {
   std::int64_t from_position = 0;
   int depth = 0;
+
+  friend bool operator==(const DepthScheduleStep&, const DepthScheduleStep&) = default;
 };
 
 struct ExitPolicyConfig {
   // none | confidence | router_expert_choice | router_token_choice | oracle | position_schedule
   // | replay | distribution
   std::string kind;
-  double threshold = 0.0;              // confidence / router score threshold
-  std::string confidence_measure;      // top1 | margin (top-1 minus top-2, as in FREE)
-  double calm_decay = 0.0;             // CALM decaying threshold temperature; 0 = constant
-  std::string router_mode;             // expert choice at decode time: threshold | top_k
-  std::vector<double> capacities;      // expert choice: per-recursion capacity fractions
-  std::vector<double> probabilities;   // distribution: one per exit point
+  double threshold = 0.0;             // confidence / router score threshold
+  std::string confidence_measure;     // top1 | margin (top-1 minus top-2, as in FREE)
+  double calm_decay = 0.0;            // CALM decaying threshold temperature; 0 = constant
+  std::string router_mode;            // expert choice at decode time: threshold | top_k
+  std::vector<double> capacities;     // expert choice: per-recursion capacity fractions
+  std::vector<double> probabilities;  // distribution: one per exit point
   std::vector<PositionBucket> position_buckets;  // distribution, per position
   std::vector<DepthScheduleStep> schedule;       // position_schedule
-  std::string token_trace;             // replay
-  std::string threshold_table;         // confidence: threshold -> exit distribution table
+  std::string token_trace;                       // replay
+  std::string threshold_table;                   // confidence: threshold -> exit distribution table
+
+  friend bool operator==(const ExitPolicyConfig&, const ExitPolicyConfig&) = default;
 };
 
 struct SyncConfig {
   // full_depth | batch_sync | state_copy | deferred_fill | skip_kv | shared_kv | depthwise
   std::string strategy;
-  double rollback_probability = 0.0;   // deferred_fill
-  std::string exited_tokens;           // depthwise: immediate | accumulate
+  double rollback_probability = 0.0;  // deferred_fill
+  std::string exited_tokens;          // depthwise: immediate | accumulate
   std::int64_t accumulate_threshold = 0;
+
+  friend bool operator==(const SyncConfig&, const SyncConfig&) = default;
 };
 
 struct SchedulerConfig {
-  std::string kind;                    // static | continuous | chunked_prefill | depthwise | <registered>
-  std::int64_t max_running = 0;        // sequences per iteration
-  std::int64_t max_batched_tokens = 0; // tokens per iteration (chunked prefill budget)
-  std::int64_t block_size = 0;         // KV block size in tokens
-  std::int64_t kv_blocks = 0;          // 0 = derive from device memory
+  std::string kind;              // static | continuous | chunked_prefill | depthwise | <registered>
+  std::int64_t max_running = 0;  // sequences per iteration
+  std::int64_t max_batched_tokens = 0;  // tokens per iteration (chunked prefill budget)
+  std::int64_t block_size = 0;          // KV block size in tokens
+  std::int64_t kv_blocks = 0;           // 0 = derive from device memory
   double memory_reserve_fraction = 0.0;
-  std::string preemption;              // recompute | swap
+  std::string preemption;  // recompute | swap
+
+  friend bool operator==(const SchedulerConfig&, const SchedulerConfig&) = default;
 };
 
 struct ClusterConfig {
   std::int64_t replicas = 0;
-  std::string router;                  // round_robin | least_outstanding | shortest_queue_tokens
+  std::string router;  // round_robin | least_outstanding | shortest_queue_tokens
+
+  friend bool operator==(const ClusterConfig&, const ClusterConfig&) = default;
 };
 
 struct SloConfig {
   std::optional<double> ttft_ms;
   std::optional<double> tpot_ms;
   std::optional<double> e2e_ms;
+
+  friend bool operator==(const SloConfig&, const SloConfig&) = default;
 };
 
 struct SweepAxis {
-  std::string key;                     // a scenario key path, validated like --set
-  std::vector<std::string> values;     // YAML scalars, each validated against that key
+  std::string key;                  // a scenario key path, validated like --set
+  std::vector<std::string> values;  // YAML scalars, each validated against that key
+
+  friend bool operator==(const SweepAxis&, const SweepAxis&) = default;
 };
 
 struct OutputConfig {
@@ -133,6 +163,8 @@ struct OutputConfig {
   bool token_trace = false;
   bool timeline = false;
   double timeline_max_mb = 0.0;
+
+  friend bool operator==(const OutputConfig&, const OutputConfig&) = default;
 };
 
 struct Scenario {
@@ -149,6 +181,8 @@ struct Scenario {
   SloConfig slo;
   std::vector<SweepAxis> sweep;
   OutputConfig outputs;
+
+  friend bool operator==(const Scenario&, const Scenario&) = default;
 };
 
 }  // namespace exitsim::scenario

@@ -1,0 +1,23 @@
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "exitsim/core/model_shape.hpp"
+
+namespace exitsim {
+
+// One inconsistency in a model shape. `field` is relative to the shape ("n_kv_heads",
+// "depth.exit_points"), so each caller can prefix it with where the shape came from.
+struct ShapeProblem {
+  std::string field;
+  std::string message;  // "expected ..., found ..."
+};
+
+// The first inconsistency of a shape, checked in field order, or nullopt when the shape is one
+// the engine and the simulator can run: positive dimensions, n_heads a multiple of n_kv_heads,
+// a shared block exactly when there are recursions, at least one layer, one LoRA rank per
+// recursion (or none), exit points strictly ascending within [1, stacked depth].
+std::optional<ShapeProblem> find_shape_problem(const ModelShape& shape);
+
+}  // namespace exitsim

@@ -1,0 +1,77 @@
+#include "exitsim/core/model_validation.hpp"
+
+#include <fmt/format.h>
+
+#include "exitsim/core/error.hpp"
+
+namespace exitsim {
+namespace {
+
+std::optional<ShapeProblem> problem(std::string field, std::string message) {
+  return ShapeProblem{std::move(field), std::move(message)};
+}
+
+}  // namespace
+
+std::optional<ShapeProblem> find_shape_problem(const ModelShape& shape) {
+  const std::pair<const char*, std::int64_t> dimensions[] = {
+      {"d_model", shape.d_model},   {"n_heads", shape.n_heads}, {"n_kv_heads", shape.n_kv_heads},
+      {"head_dim", shape.head_dim}, {"ffn_dim", shape.ffn_dim}, {"vocab", shape.vocab}};
+  for (const auto& [name, value] : dimensions) {
+    if (value <= 0)
+      return problem(name, expected_found("a positive integer", fmt::format("{}", value)));
+  }
+  if (shape.n_heads % shape.n_kv_heads != 0) {
+    return problem("n_kv_heads",
+                   expected_found(fmt::format("a divisor of n_heads ({})", shape.n_heads),
+                                  fmt::format("{}", shape.n_kv_heads)));
+  }
+  const DepthStructure& d = shape.depth;
+  const std::pair<const char*, int> counts[] = {{"depth.prelude", d.prelude_layers},
+                                                {"depth.block", d.block_layers},
+                                                {"depth.recursions", d.recursions},
+                                                {"depth.coda", d.coda_layers}};
+  for (const auto& [name, value] : counts) {
+    if (value < 0)
+      return problem(name, expected_found("an integer >= 0", fmt::format("{}", value)));
+  }
+  if (d.recursions == 0 && d.block_layers > 0) {
+    return problem("depth.block",
+                   expected_found("0 when recursions is 0", fmt::format("{}", d.block_layers)));
+  }
+  if (d.recursions > 0 && d.block_layers == 0) {
+    return problem(
+        "depth.block",
+        expected_found(fmt::format("at least 1 layer for {} recursions", d.recursions), "0"));
+  }
+  if (d.stacked_depth() < 1) {
+    return problem("depth.prelude", expected_found("at least one layer before the coda",
+                                                   "prelude + block x recursions = 0"));
+  }
+  if (!d.lora_rank.empty() && d.lora_rank.size() != static_cast<std::size_t>(d.recursions)) {
+    return problem("depth.lora_rank",
+                   expected_found(fmt::format("one rank per recursion ({})", d.recursions),
+                                  fmt::format("{}", d.lora_rank.size())));
+  }
+  for (int rank : d.lora_rank) {
+    if (rank < 0)
+      return problem("depth.lora_rank", expected_found("ranks >= 0", fmt::format("{}", rank)));
+  }
+  int previous = 0;
+  for (int point : d.exit_points) {
+    if (point < 1 || point > d.stacked_depth()) {
+      return problem("depth.exit_points",
+                     expected_found(fmt::format("exit points in [1, {}]", d.stacked_depth()),
+                                    fmt::format("{}", point)));
+    }
+    if (point <= previous) {
+      return problem("depth.exit_points",
+                     expected_found(fmt::format("exit points ascending past {}", previous),
+                                    fmt::format("{}", point)));
+    }
+    previous = point;
+  }
+  return std::nullopt;
+}
+
+}  // namespace exitsim

@@ -1,0 +1,37 @@
+#pragma once
+
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "exitsim/scenario/scenario.hpp"
+
+namespace exitsim::scenario {
+
+// Loading a scenario: parse the YAML, apply `overrides` (the CLI's --set "key.path=value"; the
+// value is YAML, so "[1, 2]" and "null" work), validate every key against the schema, fill
+// defaults, expand presets, check cross-field constraints and the sweep. Any problem is an
+// exitsim::InputError whose what() is one line: "file:line:column: key.path: message".
+
+Scenario load_scenario_file(const std::string& path, std::span<const std::string> overrides = {});
+
+// The scenario embedded in the binary (scenarios/default.yaml); errors name "<embedded default>".
+Scenario load_default_scenario(std::span<const std::string> overrides = {});
+
+// `source_name` is what errors call the text (a path, "<stdin>", ...).
+Scenario load_scenario_text(std::string_view yaml, std::string_view source_name,
+                            std::span<const std::string> overrides = {});
+
+// The embedded default scenario's text.
+std::string_view default_scenario_text();
+
+// The resolved scenario as YAML: every applicable key in schema order, presets expanded (a preset
+// model prints `preset:` and its full shape). Loading it gives back an equal Scenario.
+std::string render_resolved_yaml(const Scenario& scenario);
+
+// The reference section of docs/scenario.md, generated from the schema: one table per section
+// with key path, type, default, allowed values and description. Starts and ends with marker
+// comments so the docs file can embed it verbatim.
+std::string render_schema_markdown();
+
+}  // namespace exitsim::scenario

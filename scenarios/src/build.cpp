@@ -1,0 +1,262 @@
+// Pass 2: the Scenario from validated values, then the checks that involve several keys.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <numeric>
+
+#include "exitsim/core/model_validation.hpp"
+#include "exitsim/core/presets.hpp"
+#include "exitsim/core/suggest.hpp"
+#include "resolve.hpp"
+#include "values.hpp"
+
+namespace exitsim::scenario::detail {
+namespace {
+
+[[noreturn]] void fail_at(SourceLocation where, const std::string& field,
+                          const std::string& message) {
+  where.field = field;
+  throw InputError(std::move(where), message);
+}
+
+[[noreturn]] void fail_key(const Resolution& r, const std::string& key,
+                           const std::string& message) {
+  throw InputError(r.where(key), message);
+}
+
+bool is_recursive_only(const std::string& name) {
+  return name == "router_expert_choice" || name == "router_token_choice" || name == "depthwise" ||
+         name == "skip_kv" || name == "shared_kv";
+}
+
+void check_model(const Scenario& s, const Resolution& r) {
+  if (const auto problem = find_shape_problem(s.model.shape)) {
+    fail_key(r, "model." + problem->field, problem->message);
+  }
+  const DType dtype = s.model.shape.dtype;
+  if (s.hardware.spec.peak_flops_for(dtype) <= 0) {
+    fail_key(r, fmt::format("hardware.peak_tflops.{}", to_string(dtype)),
+             expected_found(
+                 fmt::format("a positive peak for the model's dtype {}", to_string(dtype)), "0"));
+  }
+}
+
+void check_length(const LengthConfig& length, const Resolution& r, const std::string& section) {
+  if (length.dist == "uniform" && (length.max == 0 || length.max < length.min)) {
+    fail_key(
+        r, section + ".max",
+        expected_found(fmt::format("a maximum >= min ({}) for a uniform distribution", length.min),
+                       fmt::format("{}", length.max)));
+  }
+  if ((length.dist == "lognormal" || length.dist == "empirical") && length.max != 0 &&
+      length.max < length.min) {
+    fail_key(r, section + ".max",
+             expected_found(fmt::format("0 (no clamp) or a maximum >= min ({})", length.min),
+                            fmt::format("{}", length.max)));
+  }
+}
+
+void check_workload(const Scenario& s, const Resolution& r) {
+  const WorkloadConfig& w = s.workload;
+  if (w.source == "synthetic") {
+    if (w.requests < 1) {
+      fail_key(r, "workload.requests",
+               expected_found("an integer >= 1 for a synthetic workload", "0"));
+    }
+    check_length(w.input_tokens, r, "workload.input_tokens");
+    check_length(w.output_tokens, r, "workload.output_tokens");
+  }
+}
+
+void check_probabilities(const std::vector<double>& p, std::size_t exit_points,
+                         const SourceLocation& where, const std::string& field) {
+  if (p.size() != exit_points) {
+    fail_at(where, field,
+            expected_found(fmt::format("one probability per exit point ({})", exit_points),
+                           fmt::format("{}", p.size())));
+  }
+  const double sum = std::accumulate(p.begin(), p.end(), 0.0);
+  if (std::abs(sum - 1.0) > 1e-6) {
+    fail_at(where, field,
+            expected_found("probabilities summing to 1", fmt::format("a sum of {:.6g}", sum)));
+  }
+}
+
+std::string exit_point_list(const std::vector<int>& points) {
+  return fmt::format("{}", fmt::join(points, ", "));
+}
+
+void check_position_rows(const Scenario& s, const Resolution& r, std::size_t exit_points) {
+  const ExitPolicyConfig& e = s.exit_policy;
+  const Resolved* buckets = r.get("exit_policy.position_buckets");
+  for (std::size_t i = 0; buckets != nullptr && i < e.position_buckets.size(); ++i) {
+    const std::string prefix = fmt::format("exit_policy.position_buckets[{}]", i);
+    const auto& row = buckets->records[i];
+    if (i > 0 && e.position_buckets[i].until_position <= e.position_buckets[i - 1].until_position) {
+      fail_at(row[0].loc, prefix + ".until_position",
+              expected_found(fmt::format("a position above {} (the previous bucket's)",
+                                         e.position_buckets[i - 1].until_position),
+                             fmt::format("{}", e.position_buckets[i].until_position)));
+    }
+    check_probabilities(e.position_buckets[i].probabilities, exit_points, row[1].loc,
+                        prefix + ".probabilities");
+  }
+}
+
+void check_schedule(const Scenario& s, const Resolution& r, const std::vector<int>& points) {
+  const auto& steps = s.exit_policy.schedule;
+  const Resolved* rows = r.get("exit_policy.schedule");
+  if (steps.empty()) {
+    fail_key(r, "exit_policy.schedule", expected_found("at least one step", "[]"));
+  }
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const std::string prefix = fmt::format("exit_policy.schedule[{}]", i);
+    const SourceLocation& from_loc = rows->records[i][0].loc;
+    const SourceLocation& depth_loc = rows->records[i][1].loc;
+    if (i == 0 && steps[i].from_position != 0) {
+      fail_at(from_loc, prefix + ".from_position",
+              expected_found("0 for the first step", fmt::format("{}", steps[i].from_position)));
+    }
+    if (i > 0 && steps[i].from_position <= steps[i - 1].from_position) {
+      fail_at(from_loc, prefix + ".from_position",
+              expected_found(fmt::format("a position above {} (the previous step's)",
+                                         steps[i - 1].from_position),
+                             fmt::format("{}", steps[i].from_position)));
+    }
+    if (std::find(points.begin(), points.end(), steps[i].depth) == points.end()) {
+      fail_at(
+          depth_loc, prefix + ".depth",
+          expected_found(fmt::format("an exit point of the model ({})", exit_point_list(points)),
+                         fmt::format("{}", steps[i].depth)));
+    }
+    if (i > 0 && steps[i].depth > steps[i - 1].depth) {
+      fail_at(depth_loc, prefix + ".depth",
+              expected_found(fmt::format("a depth <= {} (the previous step's)", steps[i - 1].depth),
+                             fmt::format("{}", steps[i].depth)));
+    }
+  }
+}
+
+void check_exit_policy(const Scenario& s, const Resolution& r) {
+  const ExitPolicyConfig& e = s.exit_policy;
+  const DepthStructure& depth = s.model.shape.depth;
+  if (is_recursive_only(e.kind) && !depth.is_recursive()) {
+    fail_key(r, "exit_policy.kind",
+             fmt::format("{} needs a recursive model; model.depth.recursions is 0", e.kind));
+  }
+  if (e.kind == "router_expert_choice" && e.router_mode == "top_k" &&
+      e.capacities.size() != static_cast<std::size_t>(depth.recursions)) {
+    fail_key(r, "exit_policy.capacities",
+             expected_found(
+                 fmt::format("one capacity per recursion ({}) in top_k mode", depth.recursions),
+                 fmt::format("{}", e.capacities.size())));
+  }
+  const std::vector<int> points = depth.effective_exit_points();
+  if (e.kind == "distribution") {
+    check_probabilities(e.probabilities, points.size(), r.where("exit_policy.probabilities"),
+                        "exit_policy.probabilities");
+    check_position_rows(s, r, points.size());
+  }
+  if (e.kind == "position_schedule")
+    check_schedule(s, r, points);
+}
+
+void check_sync(const Scenario& s, const Resolution& r) {
+  if (is_recursive_only(s.sync.strategy) && !s.model.shape.depth.is_recursive()) {
+    fail_key(
+        r, "sync.strategy",
+        fmt::format("{} needs a recursive model; model.depth.recursions is 0", s.sync.strategy));
+  }
+}
+
+std::vector<std::string> scalar_paths() {
+  std::vector<std::string> paths;
+  for (const KeyDef& def : schema()) {
+    const KeyDef* parent = find_key(def.parent());
+    const bool in_records = parent != nullptr && parent->type == Type::records;
+    if (def.is_scalar() && !in_records)
+      paths.push_back(def.path);
+  }
+  return paths;
+}
+
+// Each sweep value must be valid for its key and must leave the whole scenario valid.
+void check_sweep(Scenario& s, const Node& root, const std::string& source) {
+  const Node* sweep = root.find("sweep");
+  if (sweep == nullptr || sweep->kind != Node::Kind::list)
+    return;
+  const std::vector<std::string> paths = scalar_paths();
+  for (std::size_t i = 0; i < sweep->items.size(); ++i) {
+    const Node& row = sweep->items[i];
+    const Node& key_node = *row.find("key");
+    const std::string& key = key_node.scalar;
+    const std::string key_field = fmt::format("sweep[{}].key", i);
+    const KeyDef* def = find_key(key);
+    if (def == nullptr || !def->is_scalar() ||
+        std::find(paths.begin(), paths.end(), key) == paths.end()) {
+      const std::string near = nearest_match(key, paths);
+      const std::string what = def == nullptr ? "unknown key" : "not a single-value key";
+      fail_at(key_node.loc, key_field,
+              near.empty() || near == key
+                  ? fmt::format("{} \"{}\"; expected a key path such as scheduler.max_running",
+                                what, key)
+                  : fmt::format("{} \"{}\"; did you mean \"{}\"?", what, key, near));
+    }
+    for (std::size_t j = 0; j < i; ++j) {
+      if (s.sweep[j].key == key) {
+        fail_at(key_node.loc, key_field,
+                fmt::format("duplicate sweep key \"{}\" (also sweep[{}].key)", key, j));
+      }
+    }
+    const Node& values = *row.find("values");
+    for (std::size_t j = 0; j < values.items.size(); ++j) {
+      const Node& value = values.items[j];
+      const std::string value_field = fmt::format("sweep[{}].values[{}]", i, j);
+      const Resolved parsed = parse_value(*def, value, value_field);
+      s.sweep[i].values[j] = canonical_text(parsed.value);
+      Node point = root;
+      std::erase_if(point.entries, [](const Node::Entry& e) { return e.key == "sweep"; });
+      set_path(point, key, value, value.loc);
+      try {
+        build_scenario(resolve_tree(point, source));
+      } catch (const InputError& e) {
+        const std::string inner =
+            e.where().field.empty() ? e.message() : e.where().field + ": " + e.message();
+        fail_at(value.loc, value_field,
+                fmt::format("with {} = {}: {}", key, s.sweep[i].values[j], inner));
+      }
+    }
+  }
+}
+
+}  // namespace
+
+Scenario build_scenario(const Resolution& r) {
+  Scenario s;
+  if (const Resolved* p = r.get("model.preset");
+      p != nullptr && std::holds_alternative<std::string>(p->value)) {
+    s.model.shape = *find_model_preset(std::get<std::string>(p->value));
+  }
+  if (const Resolved* p = r.get("hardware.preset");
+      p != nullptr && std::holds_alternative<std::string>(p->value)) {
+    s.hardware.spec = *find_hardware_preset(std::get<std::string>(p->value));
+  }
+  for (const Resolved& value : r.values) {
+    const KeyDef* def = find_key(value.key);
+    if (def != nullptr && def->bind.store)
+      def->bind.store(s, value);
+  }
+  check_model(s, r);
+  check_workload(s, r);
+  check_exit_policy(s, r);
+  check_sync(s, r);
+  return s;
+}
+
+Scenario resolve_scenario(const Node& root, const std::string& source) {
+  Scenario s = build_scenario(resolve_tree(root, source));
+  check_sweep(s, root, source);
+  return s;
+}
+
+}  // namespace exitsim::scenario::detail

@@ -1,0 +1,62 @@
+#include "exitsim/scenario/load.hpp"
+
+#include <cerrno>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <system_error>
+
+#include "embedded.hpp"
+#include "resolve.hpp"
+#include "tree.hpp"
+
+namespace exitsim::scenario {
+namespace {
+
+constexpr std::string_view k_embedded_name = "<embedded default>";
+
+[[noreturn]] void cannot_open(const std::string& path, int error) {
+  throw InputError(SourceLocation{path, 0, 0, ""},
+                   "cannot open scenario: " + std::generic_category().message(error));
+}
+
+std::string read_file(const std::string& path) {
+  std::error_code ec;
+  // ifstream "opens" a directory on Linux and then reads nothing; say what is wrong instead.
+  if (std::filesystem::is_directory(path, ec))
+    cannot_open(path, EISDIR);
+  errno = 0;
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    cannot_open(path, errno != 0 ? errno : ENOENT);
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad())
+    cannot_open(path, errno != 0 ? errno : EIO);
+  return text.str();
+}
+
+}  // namespace
+
+Scenario load_scenario_text(std::string_view yaml, std::string_view source_name,
+                            std::span<const std::string> overrides) {
+  const std::string source(source_name);
+  detail::Node root = detail::parse_yaml(yaml, source);
+  for (const std::string& assignment : overrides)
+    detail::apply_override(root, assignment);
+  return detail::resolve_scenario(root, source);
+}
+
+Scenario load_scenario_file(const std::string& path, std::span<const std::string> overrides) {
+  return load_scenario_text(read_file(path), path, overrides);
+}
+
+Scenario load_default_scenario(std::span<const std::string> overrides) {
+  return load_scenario_text(default_scenario_text(), k_embedded_name, overrides);
+}
+
+std::string_view default_scenario_text() {
+  return embedded::default_scenario_yaml();
+}
+
+}  // namespace exitsim::scenario

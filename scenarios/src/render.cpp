@@ -1,0 +1,166 @@
+// Rendering from the schema table: the resolved scenario as YAML, and the docs reference.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "exitsim/scenario/load.hpp"
+#include "schema.hpp"
+#include "values.hpp"
+
+namespace exitsim::scenario {
+namespace {
+
+using detail::KeyDef;
+using detail::Type;
+
+bool applies(const KeyDef& def, const Scenario& s) {
+  if (def.when.empty())
+    return true;
+  const KeyDef* on = detail::find_key(def.when.key);
+  if (on == nullptr || !applies(*on, s))
+    return false;
+  // A condition key inside an inapplicable section does not hold either.
+  for (const KeyDef* up = detail::find_key(on->parent()); up != nullptr;
+       up = detail::find_key(up->parent())) {
+    if (!applies(*up, s))
+      return false;
+  }
+  const std::string text = detail::canonical_text(on->bind.load(s).value);
+  return std::find(def.when.values.begin(), def.when.values.end(), text) != def.when.values.end();
+}
+
+void render_section(const std::string& parent, int depth, const Scenario& s, std::string& out) {
+  const std::string indent(static_cast<std::size_t>(depth) * 2, ' ');
+  for (const KeyDef* def : detail::children_of(parent)) {
+    if (!applies(*def, s))
+      continue;
+    if (def->type == Type::section) {
+      out += indent + def->name() + ":\n";
+      render_section(def->path, depth + 1, s, out);
+    } else if (def->type == Type::records) {
+      const detail::Resolved r = def->bind.load(s);
+      if (r.records.empty()) {
+        out += indent + def->name() + ": []\n";
+        continue;
+      }
+      out += indent + def->name() + ":\n";
+      for (const auto& row : r.records) {
+        for (std::size_t i = 0; i < row.size(); ++i) {
+          const std::string name = row[i].key.substr(row[i].key.rfind('.') + 1);
+          out += fmt::format("{}{}{}: {}\n", indent, i == 0 ? "  - " : "    ", name,
+                             detail::format_value(row[i].value));
+        }
+      }
+    } else {
+      out += fmt::format("{}{}: {}\n", indent, def->name(),
+                         detail::format_value(def->bind.load(s).value));
+    }
+  }
+}
+
+std::string default_text(const KeyDef& def) {
+  const auto value = [&] {
+    if (def.type == Type::records)
+      return std::string("`[]`");
+    return fmt::format("`{}`", detail::format_value(def.default_value));
+  };
+  switch (def.default_kind) {
+    case detail::DefaultKind::value:
+      return value();
+    case detail::DefaultKind::required:
+      return "required";
+    case detail::DefaultKind::preset:
+      return value() + " unless shape keys are given";
+    case detail::DefaultKind::from_preset:
+      return "from preset; required without one";
+    case detail::DefaultKind::from_preset_or_value:
+      return "from preset, else " + value();
+  }
+  return "";
+}
+
+std::string escape_cell(std::string text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '|')
+      out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+// The path as docs show it: items of a list of mappings get "[]".
+std::string display_path(const KeyDef& def) {
+  const KeyDef* parent = detail::find_key(def.parent());
+  if (parent != nullptr && parent->type == Type::records) {
+    return display_path(*parent) + "[]." + def.name();
+  }
+  return def.path;
+}
+
+std::string description(const KeyDef& def) {
+  std::string text = def.doc;
+  if (!def.when.empty()) {
+    std::vector<std::string> quoted;
+    for (const std::string& v : def.when.values)
+      quoted.push_back("`" + v + "`");
+    text += fmt::format(" Applies when `{}` is {}.", def.when.key, fmt::join(quoted, " or "));
+  }
+  return escape_cell(text);
+}
+
+void table_rows(const std::string& parent, std::string& out) {
+  for (const KeyDef* def : detail::children_of(parent)) {
+    if (def->type == Type::section) {
+      out += fmt::format("| `{}` | section | | | {} |\n", display_path(*def), description(*def));
+    } else {
+      out += fmt::format("| `{}` | {} | {} | {} | {} |\n", display_path(*def),
+                         detail::type_name(*def), escape_cell(default_text(*def)),
+                         escape_cell(detail::allowed_text(*def)), description(*def));
+    }
+    if (def->type == Type::section || def->type == Type::records)
+      table_rows(def->path, out);
+  }
+}
+
+constexpr std::string_view k_table_header =
+    "| key | type | default | allowed | description |\n|---|---|---|---|---|\n";
+
+}  // namespace
+
+std::string render_resolved_yaml(const Scenario& scenario) {
+  std::string out =
+      "# Resolved scenario: every key that applies, with defaults filled and presets expanded.\n";
+  render_section("", 0, scenario, out);
+  return out;
+}
+
+std::string render_schema_markdown() {
+  std::string out =
+      "<!-- BEGIN GENERATED SCHEMA: regenerate with `exitsim scenario schema` or "
+      "EXITSIM_UPDATE_DOCS=1 scenario_tests -->\n";
+  out += "## Top-level keys\n\n";
+  out += k_table_header;
+  for (const KeyDef* def : detail::children_of("")) {
+    if (def->type != Type::section && def->type != Type::records) {
+      out += fmt::format("| `{}` | {} | {} | {} | {} |\n", def->path, detail::type_name(*def),
+                         escape_cell(default_text(*def)), escape_cell(detail::allowed_text(*def)),
+                         description(*def));
+    }
+  }
+  for (const KeyDef* def : detail::children_of("")) {
+    if (def->type != Type::section && def->type != Type::records)
+      continue;
+    out += fmt::format("\n## `{}`\n\n{}\n\n", def->path, escape_cell(def->doc));
+    out += k_table_header;
+    if (def->type == Type::records) {
+      out += fmt::format("| `{}` | {} | {} | | {} |\n", def->path, detail::type_name(*def),
+                         escape_cell(default_text(*def)), description(*def));
+    }
+    table_rows(def->path, out);
+  }
+  out += "<!-- END GENERATED SCHEMA -->\n";
+  return out;
+}
+
+}  // namespace exitsim::scenario

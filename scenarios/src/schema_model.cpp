@@ -1,0 +1,250 @@
+// Schema rows: scenario identity, the model and the hardware.
+#include <cmath>
+
+#include "exitsim/core/presets.hpp"
+#include "schema_build.hpp"
+
+namespace exitsim::scenario::detail {
+namespace {
+
+constexpr double k_tera = 1e12;
+constexpr double k_giga = 1e9;
+constexpr double k_gib = 1024.0 * 1024.0 * 1024.0;
+
+std::vector<std::string> dtype_names() {
+  std::vector<std::string> names;
+  for (DType t : k_all_dtypes)
+    names.emplace_back(to_string(t));
+  return names;
+}
+
+// "" in the Scenario is "no preset", which the file spells null.
+template <typename Config>
+Binding preset_binding(Config Scenario::*section) {
+  return Binding{
+      [section](Scenario& s, const Resolved& r) {
+        const auto* name = std::get_if<std::string>(&r.value);
+        (s.*section).preset = name ? *name : std::string{};
+      },
+      [section](const Scenario& s) {
+        const std::string& name = (s.*section).preset;
+        return loaded(name.empty() ? Value{} : Value{name});
+      },
+  };
+}
+
+Binding shape_field(auto member) {
+  return field(&Scenario::model, &ModelConfig::shape, member);
+}
+
+Binding depth_field(auto member) {
+  return field(&Scenario::model, &ModelConfig::shape, &ModelShape::depth, member);
+}
+
+Binding peak_tflops(DType t) {
+  return Binding{
+      [t](Scenario& s, const Resolved& r) {
+        s.hardware.spec.set_peak_flops(t, std::get<double>(r.value) * k_tera);
+      },
+      [t](const Scenario& s) { return loaded(unscale(s.hardware.spec.peak_flops_for(t), k_tera)); },
+  };
+}
+
+}  // namespace
+
+std::vector<KeyDef> general_keys() {
+  return {
+      Key("name", Type::string, "Scenario name, copied into every output.")
+          .def(std::string("default"))
+          .bind(field(&Scenario::name)),
+      Key("seed", Type::integer,
+          "Seed of every random draw (arrivals, lengths, exits); equal seeds give identical runs.")
+          .def(std::int64_t{42})
+          .range(0, std::nullopt)
+          .bind(field(&Scenario::seed)),
+  };
+}
+
+std::vector<KeyDef> model_keys() {
+  const std::string p = "model.preset";
+  return {
+      Key("model", Type::section,
+          "The model: a preset, an explicit shape, or a preset with some fields overridden."),
+      Key(p, Type::enumeration,
+          "Built-in model shape. Explicit shape keys below override its values. Without a preset "
+          "(null, or shape keys given and no preset) every shape key is required.")
+          .allowed(model_preset_names())
+          .preset("llama-3-8b")
+          .bind(preset_binding(&Scenario::model)),
+      Key("model.name", Type::string, "Model name shown in outputs.")
+          .from_preset_or(p, std::string("custom"))
+          .bind(shape_field(&ModelShape::name)),
+      Key("model.d_model", Type::integer, "Hidden size.")
+          .range(1, 1 << 20)
+          .from_preset(p)
+          .shape()
+          .bind(shape_field(&ModelShape::d_model)),
+      Key("model.n_heads", Type::integer, "Query heads per layer.")
+          .range(1, 4096)
+          .from_preset(p)
+          .shape()
+          .bind(shape_field(&ModelShape::n_heads)),
+      Key("model.n_kv_heads", Type::integer,
+          "Key/value heads per layer (grouped-query attention); must divide n_heads.")
+          .range(1, 4096)
+          .from_preset(p)
+          .shape()
+          .bind(shape_field(&ModelShape::n_kv_heads)),
+      Key("model.head_dim", Type::integer, "Dimension of one attention head.")
+          .range(1, 4096)
+          .from_preset(p)
+          .shape()
+          .bind(shape_field(&ModelShape::head_dim)),
+      Key("model.ffn_dim", Type::integer, "Intermediate size of the MLP.")
+          .range(1, 1 << 22)
+          .from_preset(p)
+          .shape()
+          .bind(shape_field(&ModelShape::ffn_dim)),
+      Key("model.vocab", Type::integer, "Vocabulary size (LM head and embedding rows).")
+          .range(1, 1 << 24)
+          .from_preset(p)
+          .shape()
+          .bind(shape_field(&ModelShape::vocab)),
+      Key("model.dtype", Type::enumeration, "Element type of weights, activations and KV cache.")
+          .allowed(dtype_names())
+          .from_preset_or(p, std::string("bf16"))
+          .bind(shape_field(&ModelShape::dtype)),
+      Key("model.mlp", Type::enumeration,
+          "MLP kind: gated (SwiGLU/GeGLU, 3 matrices) or plain (2 matrices).")
+          .allowed({"gated", "plain"})
+          .from_preset_or(p, std::string("gated"))
+          .bind(shape_field(&ModelShape::mlp)),
+      Key("model.tied_embeddings", Type::boolean, "Whether the LM head shares the embedding.")
+          .from_preset_or(p, false)
+          .bind(shape_field(&ModelShape::tied_embeddings)),
+      Key("model.depth", Type::section,
+          "Depth structure: prelude layers, a shared block applied `recursions` times, coda "
+          "layers. A plain L-layer model is prelude = L, recursions = 0."),
+      Key("model.depth.prelude", Type::integer, "Unique layers before the shared block.")
+          .range(0, 100000)
+          .from_preset(p)
+          .bind(depth_field(&DepthStructure::prelude_layers)),
+      Key("model.depth.block", Type::integer,
+          "Layers in the shared block (K); > 0 exactly when recursions > 0.")
+          .range(0, 100000)
+          .from_preset_or(p, std::int64_t{0})
+          .bind(depth_field(&DepthStructure::block_layers)),
+      Key("model.depth.recursions", Type::integer, "Times the shared block is applied (N_r).")
+          .range(0, 1000)
+          .from_preset_or(p, std::int64_t{0})
+          .bind(depth_field(&DepthStructure::recursions)),
+      Key("model.depth.lora_rank", Type::integer_list,
+          "Per-recursion LoRA rank (relaxed recursion): empty, or one entry per recursion "
+          "(0 = none).")
+          .range(0, 65536)
+          .from_preset_or(p, std::vector<std::int64_t>{})
+          .bind(depth_field(&DepthStructure::lora_rank)),
+      Key("model.depth.coda", Type::integer, "Unique layers after the stack, run by every exit.")
+          .range(0, 100000)
+          .from_preset_or(p, std::int64_t{0})
+          .bind(depth_field(&DepthStructure::coda_layers)),
+      Key("model.depth.exit_points", Type::integer_list,
+          "Depths (layers of prelude + unrolled block) where a token may exit; ascending, in "
+          "[1, stacked depth]. Empty = ends of recursions, or the full depth of a plain model.")
+          .range(1, std::nullopt)
+          .from_preset_or(p, std::vector<std::int64_t>{})
+          .bind(depth_field(&DepthStructure::exit_points)),
+  };
+}
+
+std::vector<KeyDef> hardware_keys() {
+  const std::string p = "hardware.preset";
+  std::vector<KeyDef> rows = {
+      Key("hardware", Type::section, "The accelerator each replica runs on (one per replica)."),
+      Key(p, Type::enumeration,
+          "Built-in accelerator (spec-sheet numbers). Explicit keys below override it; without a "
+          "preset, peak_tflops, memory_bandwidth_gbps and memory_gib are required.")
+          .allowed(hardware_preset_names())
+          .preset("h100-sxm")
+          .bind(preset_binding(&Scenario::hardware)),
+      Key("hardware.name", Type::string, "Accelerator name shown in outputs.")
+          .from_preset_or(p, std::string("custom"))
+          .bind(field(&Scenario::hardware, &HardwareConfig::spec, &HardwareSpec::name)),
+      Key("hardware.peak_tflops", Type::section,
+          "Dense peak TFLOP/s (TOP/s for int8) per dtype; 0 = unsupported.")
+          .shape(),
+  };
+  for (DType t : k_all_dtypes) {
+    const std::string name(to_string(t));
+    rows.push_back(Key("hardware.peak_tflops." + name, Type::number, "Peak for " + name + ".")
+                       .range(0, std::nullopt)
+                       .from_preset_or(p, 0.0)
+                       .shape()
+                       .bind(peak_tflops(t)));
+  }
+  const std::vector<KeyDef> rest = {
+      Key("hardware.memory_bandwidth_gbps", Type::number, "Memory bandwidth in GB/s (1e9 B/s).")
+          .range(0, std::nullopt)
+          .open_min()
+          .from_preset(p)
+          .shape()
+          .bind(Binding{[](Scenario& s, const Resolved& r) {
+                          s.hardware.spec.memory_bandwidth = std::get<double>(r.value) * k_giga;
+                        },
+                        [](const Scenario& s) {
+                          return loaded(unscale(s.hardware.spec.memory_bandwidth, k_giga));
+                        }}),
+      Key("hardware.memory_gib", Type::number, "Device memory in GiB (2^30 B).")
+          .range(0, std::nullopt)
+          .open_min()
+          .from_preset(p)
+          .shape()
+          .bind(Binding{[](Scenario& s, const Resolved& r) {
+                          s.hardware.spec.memory_bytes = static_cast<std::int64_t>(
+                              std::llround(std::get<double>(r.value) * k_gib));
+                        },
+                        [](const Scenario& s) {
+                          return loaded(static_cast<double>(s.hardware.spec.memory_bytes) / k_gib);
+                        }}),
+      Key("hardware.launch_overhead_us", Type::number,
+          "Host-side cost of one kernel launch, in microseconds.")
+          .range(0, 1e6)
+          .from_preset_or(p, 4.0)
+          .bind(Binding{[](Scenario& s, const Resolved& r) {
+                          s.hardware.spec.launch_overhead =
+                              from_microseconds(std::get<double>(r.value));
+                        },
+                        [](const Scenario& s) {
+                          return loaded(to_microseconds(s.hardware.spec.launch_overhead));
+                        }}),
+      Key("cost_model", Type::section, "How the simulator prices each operation."),
+      Key("cost_model.kind", Type::enumeration,
+          "roofline: from hardware and model shape; calibrated: per-op models fitted from op "
+          "traces; table: measured per-op times looked up by batch shape.")
+          .allowed({"roofline", "calibrated", "table"})
+          .def(std::string("roofline"))
+          .bind(field(&Scenario::cost_model, &CostModelConfig::kind)),
+      Key("cost_model.profile", Type::string, "Path of the cost profile.")
+          .required()
+          .when("cost_model.kind", {"calibrated", "table"})
+          .bind(field(&Scenario::cost_model, &CostModelConfig::profile)),
+      Key("cost_model.flops_efficiency", Type::number,
+          "Fraction of peak FLOP/s that matrix operations reach.")
+          .range(0, 1)
+          .open_min()
+          .def(0.7)
+          .when("cost_model.kind", {"roofline"})
+          .bind(field(&Scenario::cost_model, &CostModelConfig::flops_efficiency)),
+      Key("cost_model.bandwidth_efficiency", Type::number,
+          "Fraction of peak memory bandwidth that memory-bound operations reach.")
+          .range(0, 1)
+          .open_min()
+          .def(0.85)
+          .when("cost_model.kind", {"roofline"})
+          .bind(field(&Scenario::cost_model, &CostModelConfig::bandwidth_efficiency)),
+  };
+  rows.insert(rows.end(), rest.begin(), rest.end());
+  return rows;
+}
+
+}  // namespace exitsim::scenario::detail

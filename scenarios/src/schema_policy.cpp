@@ -1,0 +1,266 @@
+// Schema rows: the exit policy and the serving system (sync, scheduler, cluster, SLOs).
+#include "schema_build.hpp"
+
+namespace exitsim::scenario::detail {
+namespace {
+
+const Resolved& cell(const std::vector<Resolved>& row, const std::string& key) {
+  for (const Resolved& r : row) {
+    if (r.key == key)
+      return r;
+  }
+  static const Resolved k_missing;
+  return k_missing;
+}
+
+Resolved cell_value(const std::string& key, Value v) {
+  Resolved r = loaded(std::move(v));
+  r.key = key;
+  return r;
+}
+
+Binding exit_field(auto member) {
+  return field(&Scenario::exit_policy, member);
+}
+
+const std::string k_buckets = "exit_policy.position_buckets";
+const std::string k_schedule = "exit_policy.schedule";
+
+Binding buckets_binding() {
+  return Binding{
+      [](Scenario& s, const Resolved& r) {
+        s.exit_policy.position_buckets.clear();
+        for (const auto& row : r.records) {
+          PositionBucket b;
+          assign(b.until_position, cell(row, k_buckets + ".until_position").value);
+          assign(b.probabilities, cell(row, k_buckets + ".probabilities").value);
+          s.exit_policy.position_buckets.push_back(std::move(b));
+        }
+      },
+      [](const Scenario& s) {
+        Resolved r = loaded({});
+        for (const PositionBucket& b : s.exit_policy.position_buckets) {
+          r.records.push_back({cell_value(k_buckets + ".until_position", b.until_position),
+                               cell_value(k_buckets + ".probabilities", b.probabilities)});
+        }
+        return r;
+      },
+  };
+}
+
+Binding schedule_binding() {
+  return Binding{
+      [](Scenario& s, const Resolved& r) {
+        s.exit_policy.schedule.clear();
+        for (const auto& row : r.records) {
+          DepthScheduleStep step;
+          assign(step.from_position, cell(row, k_schedule + ".from_position").value);
+          assign(step.depth, cell(row, k_schedule + ".depth").value);
+          s.exit_policy.schedule.push_back(step);
+        }
+      },
+      [](const Scenario& s) {
+        Resolved r = loaded({});
+        for (const DepthScheduleStep& step : s.exit_policy.schedule) {
+          r.records.push_back({cell_value(k_schedule + ".from_position", step.from_position),
+                               cell_value(k_schedule + ".depth", to_value(step.depth))});
+        }
+        return r;
+      },
+  };
+}
+
+}  // namespace
+
+std::vector<KeyDef> exit_policy_keys() {
+  const std::string kind = "exit_policy.kind";
+  return {
+      Key("exit_policy", Type::section, "How deep each token goes."),
+      Key(kind, Type::enumeration,
+          "none: every token runs the full depth; confidence: exit when the top-1 probability "
+          "(or margin) reaches threshold; router_expert_choice / router_token_choice: MoR "
+          "routers; oracle: earliest exit agreeing with full depth; position_schedule: "
+          "batch-uniform depth by position (SkipDecode); replay: depths from a token trace; "
+          "distribution: depths drawn per exit point.")
+          .allowed({"none", "confidence", "router_expert_choice", "router_token_choice", "oracle",
+                    "position_schedule", "replay", "distribution"})
+          .def(std::string("none"))
+          .bind(exit_field(&ExitPolicyConfig::kind)),
+      Key("exit_policy.threshold", Type::number,
+          "Exit when the confidence (confidence) or router score (router_expert_choice in "
+          "threshold mode) is at least this.")
+          .range(0, 1)
+          .def(0.9)
+          .when(kind, {"confidence", "router_expert_choice"})
+          .bind(exit_field(&ExitPolicyConfig::threshold)),
+      Key("exit_policy.confidence_measure", Type::enumeration,
+          "top1: softmax top-1 probability; margin: top-1 minus top-2 (as in FREE).")
+          .allowed({"top1", "margin"})
+          .def(std::string("top1"))
+          .when(kind, {"confidence"})
+          .bind(exit_field(&ExitPolicyConfig::confidence_measure)),
+      Key("exit_policy.calm_decay", Type::number,
+          "CALM decaying threshold temperature over output position; 0 = constant threshold.")
+          .range(0, std::nullopt)
+          .def(0.0)
+          .when(kind, {"confidence"})
+          .bind(exit_field(&ExitPolicyConfig::calm_decay)),
+      Key("exit_policy.threshold_table", Type::string,
+          "Engine-measured table mapping threshold to exit distribution, for the simulator; "
+          "\"\" = none.")
+          .def(std::string(""))
+          .when(kind, {"confidence"})
+          .bind(exit_field(&ExitPolicyConfig::threshold_table)),
+      Key("exit_policy.router_mode", Type::enumeration,
+          "Decode-time expert choice: threshold on each token's router score, or top_k across "
+          "the batch at each recursion keeping `capacities` of the tokens.")
+          .allowed({"threshold", "top_k"})
+          .def(std::string("threshold"))
+          .when(kind, {"router_expert_choice"})
+          .bind(exit_field(&ExitPolicyConfig::router_mode)),
+      Key("exit_policy.capacities", Type::number_list,
+          "Fraction of tokens that continue at each recursion (top_k mode), one per recursion.")
+          .range(0, 1)
+          .open_min()
+          .def(std::vector<double>{})
+          .when(kind, {"router_expert_choice"})
+          .bind(exit_field(&ExitPolicyConfig::capacities)),
+      Key("exit_policy.probabilities", Type::number_list,
+          "Probability of exiting at each exit point of the model; they sum to 1.")
+          .range(0, 1)
+          .required()
+          .when(kind, {"distribution"})
+          .bind(exit_field(&ExitPolicyConfig::probabilities)),
+      Key(k_buckets, Type::records,
+          "Per-position overrides of probabilities, ascending by until_position; positions "
+          "past the last bucket use probabilities.")
+          .def(std::vector<std::string>{})
+          .when(kind, {"distribution"})
+          .bind(buckets_binding()),
+      Key(k_buckets + ".until_position", Type::integer,
+          "The bucket covers output positions below this.")
+          .range(1, std::nullopt)
+          .required(),
+      Key(k_buckets + ".probabilities", Type::number_list, "Exit probabilities in the bucket.")
+          .range(0, 1)
+          .required(),
+      Key(k_schedule, Type::records,
+          "Depth by output position: steps ascending by from_position starting at 0, depths "
+          "non-increasing and each an exit point.")
+          .required()
+          .when(kind, {"position_schedule"})
+          .bind(schedule_binding()),
+      Key(k_schedule + ".from_position", Type::integer, "First output position of the step.")
+          .range(0, std::nullopt)
+          .required(),
+      Key(k_schedule + ".depth", Type::integer, "Depth (an exit point) from that position on.")
+          .range(1, std::nullopt)
+          .required(),
+      Key("exit_policy.token_trace", Type::string, "Token (exit) trace whose depths are replayed.")
+          .required()
+          .when(kind, {"replay"})
+          .bind(exit_field(&ExitPolicyConfig::token_trace)),
+  };
+}
+
+std::vector<KeyDef> serving_keys() {
+  return {
+      Key("sync", Type::section,
+          "What happens to tokens that exit while others continue, and to their skipped KV."),
+      Key("sync.strategy", Type::enumeration,
+          "full_depth: nobody exits; batch_sync: exited tokens ride along masked; state_copy: "
+          "KV of skipped layers from the exit state (CALM); deferred_fill: skipped KV filled by "
+          "the next deep token (FREE); skip_kv / shared_kv: MoR KV strategies; depthwise: "
+          "continuous depth-wise batching (recursive models).")
+          .allowed({"full_depth", "batch_sync", "state_copy", "deferred_fill", "skip_kv",
+                    "shared_kv", "depthwise"})
+          .def(std::string("full_depth"))
+          .bind(field(&Scenario::sync, &SyncConfig::strategy)),
+      Key("sync.rollback_probability", Type::number,
+          "Probability that a pending shallow prediction disagrees and is rolled back.")
+          .range(0, 1)
+          .def(0.0)
+          .when("sync.strategy", {"deferred_fill"})
+          .bind(field(&Scenario::sync, &SyncConfig::rollback_probability)),
+      Key("sync.exited_tokens", Type::enumeration,
+          "immediate: a freed slot is refilled at once; accumulate: wait for "
+          "accumulate_threshold exited tokens.")
+          .allowed({"immediate", "accumulate"})
+          .def(std::string("immediate"))
+          .when("sync.strategy", {"depthwise"})
+          .bind(field(&Scenario::sync, &SyncConfig::exited_tokens)),
+      Key("sync.accumulate_threshold", Type::integer, "Exited tokens gathered before a refill.")
+          .range(1, 1e6)
+          .def(std::int64_t{8})
+          .when("sync.exited_tokens", {"accumulate"})
+          .bind(field(&Scenario::sync, &SyncConfig::accumulate_threshold)),
+      Key("scheduler", Type::section, "How each replica forms batches."),
+      Key("scheduler.kind", Type::identifier,
+          "Scheduler name: a built-in or one registered by the embedding program.")
+          .allowed({"static", "continuous", "chunked_prefill", "depthwise"})
+          .def(std::string("continuous"))
+          .bind(field(&Scenario::scheduler, &SchedulerConfig::kind)),
+      Key("scheduler.max_running", Type::integer, "Most sequences in one iteration.")
+          .range(1, 1e6)
+          .def(std::int64_t{256})
+          .bind(field(&Scenario::scheduler, &SchedulerConfig::max_running)),
+      Key("scheduler.max_batched_tokens", Type::integer,
+          "Most tokens in one iteration (the chunked-prefill budget).")
+          .range(1, 1e8)
+          .def(std::int64_t{8192})
+          .bind(field(&Scenario::scheduler, &SchedulerConfig::max_batched_tokens)),
+      Key("scheduler.block_size", Type::integer, "Tokens per paged KV block.")
+          .range(1, 4096)
+          .def(std::int64_t{16})
+          .bind(field(&Scenario::scheduler, &SchedulerConfig::block_size)),
+      Key("scheduler.kv_blocks", Type::integer,
+          "KV blocks per replica; 0 = what device memory holds after weights and reserve.")
+          .range(0, 1e12)
+          .def(std::int64_t{0})
+          .bind(field(&Scenario::scheduler, &SchedulerConfig::kv_blocks)),
+      Key("scheduler.memory_reserve_fraction", Type::number,
+          "Fraction of device memory kept free (activations, fragmentation).")
+          .range(0, 1)
+          .open_max()
+          .def(0.1)
+          .bind(field(&Scenario::scheduler, &SchedulerConfig::memory_reserve_fraction)),
+      Key("scheduler.preemption", Type::enumeration,
+          "When KV runs out: recompute the victim's KV later, or swap it to host memory.")
+          .allowed({"recompute", "swap"})
+          .def(std::string("recompute"))
+          .bind(field(&Scenario::scheduler, &SchedulerConfig::preemption)),
+      Key("cluster", Type::section, "Replicas behind a global router."),
+      Key("cluster.replicas", Type::integer, "Number of model replicas (one accelerator each).")
+          .range(1, 100000)
+          .def(std::int64_t{1})
+          .bind(field(&Scenario::cluster, &ClusterConfig::replicas)),
+      Key("cluster.router", Type::enumeration,
+          "round_robin; least_outstanding: fewest unfinished requests; shortest_queue_tokens: "
+          "fewest queued tokens.")
+          .allowed({"round_robin", "least_outstanding", "shortest_queue_tokens"})
+          .def(std::string("round_robin"))
+          .bind(field(&Scenario::cluster, &ClusterConfig::router)),
+      Key("slo", Type::section,
+          "Service-level objectives for goodput; null = no objective on that metric."),
+      Key("slo.ttft_ms", Type::number, "Time to first token, in milliseconds.")
+          .range(0, std::nullopt)
+          .open_min()
+          .nullable()
+          .def(2000.0)
+          .bind(field(&Scenario::slo, &SloConfig::ttft_ms)),
+      Key("slo.tpot_ms", Type::number, "Time per output token after the first, in milliseconds.")
+          .range(0, std::nullopt)
+          .open_min()
+          .nullable()
+          .def(200.0)
+          .bind(field(&Scenario::slo, &SloConfig::tpot_ms)),
+      Key("slo.e2e_ms", Type::number, "End-to-end latency, in milliseconds.")
+          .range(0, std::nullopt)
+          .open_min()
+          .nullable()
+          .def(Value{})
+          .bind(field(&Scenario::slo, &SloConfig::e2e_ms)),
+  };
+}
+
+}  // namespace exitsim::scenario::detail

@@ -1,0 +1,156 @@
+// Schema rows: the workload (where requests come from, when they arrive, how long they are).
+#include "schema_build.hpp"
+
+namespace exitsim::scenario::detail {
+namespace {
+
+struct LengthDefaults {
+  std::int64_t min;
+  std::int64_t max;
+  double mean;
+  double sigma;
+  std::string column;
+};
+
+Binding length_field(LengthConfig WorkloadConfig::*which, auto member) {
+  return field(&Scenario::workload, which, member);
+}
+
+std::vector<KeyDef> length_keys(const std::string& section, LengthConfig WorkloadConfig::*which,
+                                const std::string& noun, const LengthDefaults& d) {
+  const std::string dist = section + ".dist";
+  return {
+      Key(section, Type::section, "Distribution of " + noun + " lengths (synthetic workloads).")
+          .when("workload.source", {"synthetic"}),
+      Key(dist, Type::enumeration,
+          "fixed: always `value`; uniform: integers in [min, max]; lognormal: given mean and "
+          "sigma, clamped to [min, max]; empirical: resampled from a trace's lengths.")
+          .allowed({"fixed", "uniform", "lognormal", "empirical"})
+          .def(std::string("lognormal"))
+          .bind(length_field(which, &LengthConfig::dist)),
+      Key(section + ".value", Type::integer, "Length of every request, in tokens.")
+          .range(1, std::nullopt)
+          .def(d.mean > 0 ? static_cast<std::int64_t>(d.mean) : 1)
+          .when(dist, {"fixed"})
+          .bind(length_field(which, &LengthConfig::value)),
+      Key(section + ".min", Type::integer, "Lower bound (uniform) or clamp (others), in tokens.")
+          .range(1, std::nullopt)
+          .def(d.min)
+          .when(dist, {"uniform", "lognormal", "empirical"})
+          .bind(length_field(which, &LengthConfig::min)),
+      Key(section + ".max", Type::integer,
+          "Upper bound (uniform, required > 0) or clamp (others; 0 = none), in tokens.")
+          .range(0, std::nullopt)
+          .def(d.max)
+          .when(dist, {"uniform", "lognormal", "empirical"})
+          .bind(length_field(which, &LengthConfig::max)),
+      Key(section + ".mean", Type::number, "Mean length in tokens.")
+          .range(0, std::nullopt)
+          .open_min()
+          .def(d.mean)
+          .when(dist, {"lognormal"})
+          .bind(length_field(which, &LengthConfig::mean)),
+      Key(section + ".sigma", Type::number, "Standard deviation of log(length).")
+          .range(0, 10)
+          .def(d.sigma)
+          .when(dist, {"lognormal"})
+          .bind(length_field(which, &LengthConfig::sigma)),
+      Key(section + ".path", Type::string,
+          "Trace whose lengths are resampled (any supported request-trace format).")
+          .required()
+          .when(dist, {"empirical"})
+          .bind(length_field(which, &LengthConfig::path)),
+      Key(section + ".column", Type::enumeration, "Which lengths of that trace to use.")
+          .allowed({"input", "output"})
+          .def(d.column)
+          .when(dist, {"empirical"})
+          .bind(length_field(which, &LengthConfig::column)),
+  };
+}
+
+Binding trace_field(auto member) {
+  return field(&Scenario::workload, &WorkloadConfig::trace, member);
+}
+Binding arrival_field(auto member) {
+  return field(&Scenario::workload, &WorkloadConfig::arrivals, member);
+}
+
+}  // namespace
+
+std::vector<KeyDef> workload_keys() {
+  std::vector<KeyDef> rows = {
+      Key("workload", Type::section, "The requests: synthetic or replayed from a trace."),
+      Key("workload.source", Type::enumeration,
+          "synthetic: arrivals and lengths drawn from the distributions below; trace: replay a "
+          "request trace.")
+          .allowed({"synthetic", "trace"})
+          .def(std::string("synthetic"))
+          .bind(field(&Scenario::workload, &WorkloadConfig::source)),
+      Key("workload.requests", Type::integer,
+          "Synthetic: number of requests (>= 1). Trace: cap on replayed requests (0 = all).")
+          .range(0, 1e9)
+          .def(std::int64_t{2000})
+          .bind(field(&Scenario::workload, &WorkloadConfig::requests)),
+      Key("workload.trace", Type::section, "The request trace to replay.")
+          .when("workload.source", {"trace"}),
+      Key("workload.trace.path", Type::string,
+          "Trace file; relative paths are relative to the working directory.")
+          .required()
+          .bind(trace_field(&TraceConfig::path)),
+      Key("workload.trace.format", Type::enumeration,
+          "File format; auto detects it from the header.")
+          .allowed({"auto", "azure", "vidur", "mooncake", "burstgpt", "native"})
+          .def(std::string("auto"))
+          .bind(trace_field(&TraceConfig::format)),
+      Key("workload.trace.rate_scale", Type::number,
+          "Replay speed-up: inter-arrival gaps are divided by this factor.")
+          .range(0, 1e6)
+          .open_min()
+          .def(1.0)
+          .bind(trace_field(&TraceConfig::rate_scale)),
+      Key("workload.trace.skip_bad_rows", Type::boolean,
+          "Skip malformed rows (counted and reported) instead of failing.")
+          .def(false)
+          .bind(trace_field(&TraceConfig::skip_bad_rows)),
+      Key("workload.arrivals", Type::section,
+          "Arrival process for synthetic workloads and for traces without timestamps."),
+      Key("workload.arrivals.process", Type::enumeration,
+          "poisson: exponential gaps; gamma: gamma gaps with coefficient of variation cv; "
+          "constant: evenly spaced; on_off: Poisson during on periods, silent during off.")
+          .allowed({"poisson", "gamma", "constant", "on_off"})
+          .def(std::string("poisson"))
+          .bind(arrival_field(&ArrivalConfig::process)),
+      Key("workload.arrivals.rate", Type::number,
+          "Mean arrival rate in requests/s (during on periods for on_off).")
+          .range(0, 1e9)
+          .open_min()
+          .def(4.0)
+          .bind(arrival_field(&ArrivalConfig::rate)),
+      Key("workload.arrivals.cv", Type::number, "Coefficient of variation of the gaps.")
+          .range(0, 100)
+          .open_min()
+          .def(1.0)
+          .when("workload.arrivals.process", {"gamma"})
+          .bind(arrival_field(&ArrivalConfig::cv)),
+      Key("workload.arrivals.on_seconds", Type::number, "Length of each on period, in seconds.")
+          .range(0, std::nullopt)
+          .open_min()
+          .def(10.0)
+          .when("workload.arrivals.process", {"on_off"})
+          .bind(arrival_field(&ArrivalConfig::on_seconds)),
+      Key("workload.arrivals.off_seconds", Type::number, "Length of each off period, in seconds.")
+          .range(0, std::nullopt)
+          .def(10.0)
+          .when("workload.arrivals.process", {"on_off"})
+          .bind(arrival_field(&ArrivalConfig::off_seconds)),
+  };
+  for (auto part : {length_keys("workload.input_tokens", &WorkloadConfig::input_tokens, "prompt",
+                                {16, 8192, 1024.0, 1.0, "input"}),
+                    length_keys("workload.output_tokens", &WorkloadConfig::output_tokens, "output",
+                                {1, 2048, 256.0, 0.8, "output"})}) {
+    rows.insert(rows.end(), part.begin(), part.end());
+  }
+  return rows;
+}
+
+}  // namespace exitsim::scenario::detail
