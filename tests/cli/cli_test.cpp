@@ -1,0 +1,191 @@
+// End-to-end checks of the `exitsim` binary as a user runs it: exit codes, one-line errors on
+// stderr, no partial output files, determinism.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Result {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+class Cli : public testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("exitsim_cli_" + std::to_string(::getpid()) + "_" +
+            testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  static std::string slurp(const fs::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+  }
+
+  fs::path file(const std::string& name, const std::string& content) const {
+    const fs::path path = dir_ / name;
+    std::ofstream(path, std::ios::binary) << content;
+    return path;
+  }
+
+  // Runs the CLI from the repository root (scenario examples use paths relative to it).
+  Result run(const std::string& args) const {
+    const fs::path out = dir_ / "stdout.txt";
+    const fs::path err = dir_ / "stderr.txt";
+    const std::string command = "cd '" + std::string(EXITSIM_SOURCE_DIR) + "' && '" +
+                                std::string(EXITSIM_CLI_PATH) + "' " + args + " >'" +
+                                out.string() + "' 2>'" + err.string() + "'";
+    const int status = std::system(command.c_str());
+    Result result;
+    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    result.out = slurp(out);
+    result.err = slurp(err);
+    return result;
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(Cli, MainJobRunsTheEmbeddedDefaultDeterministically) {
+  const Result first = run("run");
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_NE(first.out.find("scenario   default (seed 42)"), std::string::npos) << first.out;
+  EXPECT_NE(first.out.find("requests            2000"), std::string::npos) << first.out;
+  EXPECT_EQ(first.err, "");
+  EXPECT_EQ(run("run").out, first.out);
+  EXPECT_NE(run("run --set seed=43").out, first.out);
+}
+
+TEST_F(Cli, ScenarioShowOutputLoadsBackToTheSameScenario) {
+  const Result shown = run("scenario show --set scheduler.max_running=64");
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_NE(shown.out.find("max_running: 64"), std::string::npos);
+  const fs::path saved = file("resolved.yaml", shown.out);
+  const Result again = run("scenario show '" + saved.string() + "'");
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(again.out, shown.out);
+}
+
+TEST_F(Cli, EveryExampleScenarioResolves) {
+  for (const auto& entry : fs::directory_iterator(fs::path(EXITSIM_SOURCE_DIR) / "scenarios")) {
+    if (entry.path().extension() != ".yaml") continue;
+    const Result r = run("scenario show '" + entry.path().string() + "'");
+    EXPECT_EQ(r.exit_code, 0) << entry.path() << ": " << r.err;
+  }
+  for (const auto& entry :
+       fs::directory_iterator(fs::path(EXITSIM_SOURCE_DIR) / "scenarios" / "examples")) {
+    const Result r = run("scenario show '" + entry.path().string() + "'");
+    EXPECT_EQ(r.exit_code, 0) << entry.path() << ": " << r.err;
+  }
+}
+
+TEST_F(Cli, UserErrorsAreOneLineWithExitCodeOne) {
+  const Result bad_key = run("scenario show --set scheduler.max_runing=3");
+  EXPECT_EQ(bad_key.exit_code, 1);
+  EXPECT_EQ(bad_key.out, "");
+  EXPECT_EQ(bad_key.err,
+            "exitsim: error: --set: scheduler.max_runing: unknown key \"max_runing\"; did you "
+            "mean \"max_running\"?\n");
+
+  const Result missing = run("trace inspect '" + (dir_ / "absent.csv").string() + "'");
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_EQ(missing.err, "exitsim: error: " + (dir_ / "absent.csv").string() +
+                             ": cannot open request trace: No such file or directory\n");
+
+  const Result bad_format = run("trace inspect x.csv --format azur");
+  EXPECT_EQ(bad_format.exit_code, 1);
+  EXPECT_EQ(bad_format.err,
+            "exitsim: error: --format: expected one of auto, azure, vidur, mooncake, burstgpt, "
+            "native, found \"azur\"; did you mean \"azure\"?\n");
+}
+
+TEST_F(Cli, UsageErrorsExitWithTwo) {
+  EXPECT_EQ(run("").exit_code, 2);
+  EXPECT_EQ(run("trace inspect").exit_code, 2);
+  EXPECT_EQ(run("run --no-such-flag").exit_code, 2);
+}
+
+TEST_F(Cli, InspectPrintsCountsSpanRateAndPercentiles) {
+  const fs::path trace = file("t.csv",
+                              "TIMESTAMP,ContextTokens,GeneratedTokens\r\n"
+                              "2023-11-16 18:00:00.0000000,100,10\r\n"
+                              "2023-11-16 18:00:01.0000000,200,20\r\n"
+                              "2023-11-16 18:00:02.0000000,300,30");
+  const Result r = run("trace inspect '" + trace.string() + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("format              azure"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("requests            3"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("span                2.000 s"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("mean rate           1.000 req/s"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("inter-arrival CV    0.000"), std::string::npos) << r.out;
+}
+
+TEST_F(Cli, ConvertWritesNativeAndLeavesNothingBehindOnError) {
+  const fs::path good = file("good.csv",
+                             "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+                             "2023-11-16 18:00:00.0000000,100,10\n"
+                             "2023-11-16 18:00:00.5000000,200,20\n");
+  const fs::path out = dir_ / "native.csv";
+  const Result ok = run("trace convert '" + good.string() + "' --out '" + out.string() + "'");
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_EQ(slurp(out),
+            "# exitsim-requests v1\n"
+            "request_id,arrival_ns,input_tokens,output_tokens\n"
+            "0,0,100,10\n"
+            "1,500000000,200,20\n");
+  // Converting the native file again gives the same bytes.
+  const fs::path again = dir_ / "again.csv";
+  ASSERT_EQ(run("trace convert '" + out.string() + "' -o '" + again.string() + "'").exit_code, 0);
+  EXPECT_EQ(slurp(again), slurp(out));
+
+  // The malformed row comes after a good one: the writer has started, yet no file may remain.
+  const fs::path bad = file("bad.csv",
+                            "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+                            "2023-11-16 18:00:00.0000000,100,10\n"
+                            "2023-11-16 18:00:01.0000000,abc,20\n");
+  const fs::path failed = dir_ / "failed.csv";
+  const Result r = run("trace convert '" + bad.string() + "' --out '" + failed.string() + "'");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "exitsim: error: " + bad.string() +
+                       ":3:29: ContextTokens: expected an integer token count, found \"abc\"\n");
+  EXPECT_FALSE(fs::exists(failed));
+  EXPECT_FALSE(fs::exists(failed.string() + ".tmp"));
+
+  const Result skipping = run("trace convert '" + bad.string() + "' --skip-bad-rows --out '" +
+                              failed.string() + "'");
+  EXPECT_EQ(skipping.exit_code, 0) << skipping.err;
+  EXPECT_NE(skipping.out.find("skipped 1 rows"), std::string::npos) << skipping.out;
+}
+
+TEST_F(Cli, OpTraceConvertsToChromeJson) {
+  const fs::path ops = file("ops.csv",
+                            "# exitsim-op-trace v1\n"
+                            "name,kind,device,stream,start_ns,duration_ns,batch_tokens,"
+                            "context_tokens,depth,recursion,step_id,correlation_id\n"
+                            "mlp.up,gemm,cpu,0,1000,2500,8,512,3,0,1,7\n"
+                            "attn.decode,attention,cpu,0,4000,1200,8,512,3,0,1,8\n");
+  const fs::path json = dir_ / "trace.json";
+  const Result r = run("trace chrome '" + ops.string() + "' --out '" + json.string() + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string text = slurp(json);
+  EXPECT_NE(text.find("\"traceEvents\""), std::string::npos);
+  EXPECT_NE(text.find("\"ts\":1.000"), std::string::npos) << text;
+  EXPECT_NE(text.find("\"dur\":2.500"), std::string::npos) << text;
+}
+
+}  // namespace
