@@ -1,0 +1,111 @@
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "exitsim/core/ids.hpp"
+#include "exitsim/core/time.hpp"
+
+namespace exitsim::policy {
+
+// A sequence as a scheduler sees it. One model covers prefill, chunked prefill, decode and
+// recompute after preemption: a sequence has `known_tokens()` tokens (prompt plus outputs so
+// far), of which `computed_tokens` have K/V in memory. The rest are pending; an iteration that
+// processes all pending tokens of a sequence emits its next output token.
+struct SequenceView {
+  RequestId id;
+  TimeNs arrival = 0;
+  std::int64_t prompt_tokens = 0;
+  std::int64_t generated_tokens = 0;  // output tokens emitted so far
+  std::int64_t computed_tokens = 0;   // tokens whose K/V is in memory
+  std::int64_t kv_blocks = 0;         // blocks held now
+
+  std::int64_t known_tokens() const { return prompt_tokens + generated_tokens; }
+  std::int64_t pending_tokens() const { return known_tokens() - computed_tokens; }
+  // A decode step processes exactly the last emitted token.
+  bool is_decoding() const { return generated_tokens > 0 && pending_tokens() == 1; }
+};
+
+struct KvView {
+  std::int64_t block_size = 16;  // tokens per block
+  std::int64_t total_blocks = 0;
+  std::int64_t free_blocks = 0;
+
+  std::int64_t blocks_for(std::int64_t tokens) const {
+    return (tokens + block_size - 1) / block_size;
+  }
+};
+
+struct SchedulerLimits {
+  std::int64_t max_running = 256;         // sequences in the running set
+  std::int64_t max_batched_tokens = 8192; // tokens processed in one iteration
+};
+
+// Read-only state of one replica at an iteration boundary.
+struct SchedulerSnapshot {
+  std::span<const SequenceView> running;  // admitted, in admission order (oldest first)
+  std::span<const SequenceView> waiting;  // queue order: preempted sequences first, then arrivals
+  KvView kv;
+  SchedulerLimits limits;
+  TimeNs now = 0;
+};
+
+// Where a scheduled sequence comes from: the running set, or the waiting queue (admitted now).
+struct SequenceRef {
+  bool waiting = false;
+  std::size_t index = 0;  // into snapshot.running or snapshot.waiting
+
+  friend bool operator==(const SequenceRef&, const SequenceRef&) = default;
+};
+
+struct ScheduledWork {
+  SequenceRef sequence;
+  std::int64_t tokens = 0;  // pending tokens processed this iteration (1 for a decode step)
+
+  friend bool operator==(const ScheduledWork&, const ScheduledWork&) = default;
+};
+
+// What one iteration does. The executor applies it in this order: preempt (free the victims'
+// K/V, put them at the front of the waiting queue, in the order listed), admit (move waiting
+// sequences to the end of the running set, in the order listed), then run `work`, allocating
+// the blocks each sequence needs for its new tokens. An empty `work` means the replica idles
+// until something changes (an arrival or a completion).
+//
+// A decision must be feasible: every admitted sequence appears in `work`; the blocks `work`
+// needs fit in free blocks plus those freed by preemption; the running set stays within
+// max_running and the tokens within max_batched_tokens. check_decision() verifies this, and the
+// executors check it in debug builds.
+struct SchedulerDecision {
+  std::vector<std::size_t> preempt;  // indices into snapshot.running
+  std::vector<std::size_t> admit;    // indices into snapshot.waiting
+  std::vector<ScheduledWork> work;
+
+  // Keeps capacity: executors reuse one decision per replica to avoid per-iteration allocation.
+  void clear() {
+    preempt.clear();
+    admit.clear();
+    work.clear();
+  }
+};
+
+// A batching policy. Implementations are pure: the decision depends only on the snapshot (and
+// on the scheduler's construction-time parameters), so the simulator and the engine, given the
+// same state, make the same choice.
+class Scheduler {
+ public:
+  virtual ~Scheduler() = default;
+  virtual std::string_view name() const = 0;
+  // Fills `out` (cleared by the caller) with this iteration's decision.
+  virtual void schedule(const SchedulerSnapshot& snapshot, SchedulerDecision& out) const = 0;
+};
+
+// "" when the decision is feasible for the snapshot, else what is wrong (for tests and debug
+// checks; not on the hot path of release builds).
+std::string check_decision(const SchedulerSnapshot& snapshot, const SchedulerDecision& decision);
+
+}  // namespace exitsim::policy

@@ -1,0 +1,40 @@
+#pragma once
+
+// The extension point for user-designed schedulers. Write a class deriving from
+// policy::Scheduler (see scheduler.hpp and the worked example in docs/schedulers.md), then
+// register a factory under a name before the scenario is loaded:
+//
+//   exitsim::policy::register_scheduler("my_scheduler", [](const SchedulerParams& p) {
+//     return std::make_unique<MyScheduler>(p);
+//   });
+//
+// and select it with `scheduler.kind: my_scheduler`. The simulator and the engine both build
+// their scheduler through this registry, so the registered design runs unchanged in each.
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "exitsim/policy/scheduler.hpp"
+
+namespace exitsim::policy {
+
+// Construction-time parameters every scheduler receives (from the scenario's scheduler section).
+struct SchedulerParams {
+  std::string preemption = "recompute";  // recompute | swap
+};
+
+using SchedulerFactory = std::function<std::unique_ptr<Scheduler>(const SchedulerParams&)>;
+
+// Throws std::invalid_argument if the name is taken or not an identifier ([a-z0-9_]+).
+void register_scheduler(const std::string& name, SchedulerFactory factory);
+
+// Built-in and registered names, sorted.
+std::vector<std::string> scheduler_names();
+
+// Throws InputError (field "scheduler.kind") naming the nearest registered name when unknown.
+std::unique_ptr<Scheduler> make_scheduler(std::string_view name, const SchedulerParams& params);
+
+}  // namespace exitsim::policy

@@ -1,0 +1,117 @@
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "exitsim/core/ids.hpp"
+#include "exitsim/core/time.hpp"
+
+namespace exitsim::sim {
+
+// Everything the simulator knows about one finished request (definitions in BRIEF.md).
+struct RequestRecord {
+  RequestId id;
+  int replica = 0;
+  TimeNs arrival = 0;
+  TimeNs first_scheduled = 0;  // start of the first iteration that processed any of its tokens
+  TimeNs first_token = 0;      // end of the iteration that emitted its first output token
+  TimeNs completion = 0;       // end of the iteration that emitted its last output token
+  std::int64_t input_tokens = 0;
+  std::int64_t output_tokens = 0;
+  std::int64_t preemptions = 0;
+};
+
+// One executed iteration of one replica.
+struct IterationRecord {
+  int replica = 0;
+  TimeNs start = 0;
+  TimeNs duration = 0;
+  std::int64_t sequences = 0;       // sequences in the batch
+  std::int64_t prefill_tokens = 0;
+  std::int64_t decode_tokens = 0;
+  std::int64_t kv_blocks_used = 0;  // after this iteration's allocation
+  std::int64_t kv_blocks_total = 0;
+};
+
+struct SloTargets {
+  std::optional<double> ttft_ms;
+  std::optional<double> tpot_ms;
+  std::optional<double> e2e_ms;
+};
+
+struct MetricsOptions {
+  SloTargets slo;
+  int replicas = 1;
+  std::string requests_csv_path;  // "" = no per-request CSV
+  // Time-series resolution: windows start at this width and double whenever the series would
+  // exceed max_series_points, so memory stays bounded on arbitrarily long runs.
+  TimeNs series_window = k_ns_per_s;
+  std::size_t max_series_points = 2048;
+};
+
+// Distribution summary of one latency metric, in milliseconds.
+struct LatencyStats {
+  std::int64_t count = 0;
+  double mean = 0, p50 = 0, p90 = 0, p95 = 0, p99 = 0, max = 0;
+};
+
+struct SeriesPoint {
+  TimeNs start = 0;
+  double kv_usage = 0;      // mean fraction of KV blocks in use, over replicas and the window
+  double utilization = 0;   // fraction of the window replicas spent executing iterations
+};
+
+struct MetricsSummary {
+  std::int64_t requests = 0;
+  std::int64_t output_tokens = 0;
+  std::int64_t input_tokens = 0;
+  TimeNs first_arrival = 0;
+  TimeNs last_completion = 0;
+  TimeNs makespan = 0;
+  double throughput_tokens_per_s = 0;  // output tokens / makespan
+  double request_throughput_per_s = 0;
+  double goodput_requests_per_s = 0;   // requests meeting every SLO / makespan
+  double slo_attainment = 0;           // fraction of requests meeting every SLO
+  std::map<std::string, double> slo_attainment_by_metric;  // "ttft", "tpot", "e2e"
+  LatencyStats ttft, tpot, itl, e2e, queueing;
+  double percentile_relative_error = 0;  // bound of the sketch behind every percentile
+  std::int64_t iterations = 0;
+  std::int64_t preemptions = 0;
+  std::map<std::int64_t, std::int64_t> batch_size_histogram;  // sequences -> iterations
+  double mean_batch_size = 0;
+  std::vector<SeriesPoint> series;
+  TimeNs series_window = 0;
+};
+
+// Collects metrics as the simulation runs, in memory bounded independently of the number of
+// requests and tokens (latencies go into log-bucketed sketches; per-request rows stream to CSV).
+class MetricsCollector {
+ public:
+  explicit MetricsCollector(MetricsOptions options);
+  ~MetricsCollector();
+  MetricsCollector(const MetricsCollector&) = delete;
+  MetricsCollector& operator=(const MetricsCollector&) = delete;
+
+  void record_token_gap(TimeNs gap);  // one inter-token latency
+  void record_request(const RequestRecord& request);
+  void record_iteration(const IterationRecord& iteration);
+  void record_preemption();
+
+  MetricsSummary summarize() const;
+  // Completes the per-request CSV (renamed into place only now, so a failed run leaves none).
+  void finish();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The summary as pretty-printed JSON (stable key order) and as the readable stdout block.
+std::string summary_to_json(const MetricsSummary& summary);
+std::string format_summary(const MetricsSummary& summary);
+
+}  // namespace exitsim::sim
