@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 
 #include "exitsim/analysis/trace_summary.hpp"
@@ -18,20 +19,27 @@ namespace {
 
 const std::string k_traces_dir = EXITSIM_SHARED_TRACES_DIR;
 
-std::string trace_path(const char* name) { return k_traces_dir + "/" + name; }
-
-void getline_baseline(benchmark::State& state, const char* name) {
-  const std::string path = trace_path(name);
+// The trace's path, or nullopt after marking the benchmark skipped when the file is absent.
+std::optional<std::string> present_trace(benchmark::State& state, const char* name) {
+  std::string path = k_traces_dir + "/" + name;
   if (!std::filesystem::exists(path)) {
     state.SkipWithError("trace absent (../shared/traces)");
-    return;
+    return std::nullopt;
   }
+  return path;
+}
+
+void getline_baseline(benchmark::State& state, const char* name) {
+  const std::optional<std::string> path = present_trace(state, name);
+  if (!path)
+    return;
   std::int64_t lines = 0;
   for (auto _ : state) {
-    std::ifstream in(path, std::ios::binary);
+    std::ifstream in(*path, std::ios::binary);
     std::string line;
     std::int64_t count = 0;
-    while (std::getline(in, line)) ++count;
+    while (std::getline(in, line))
+      ++count;
     benchmark::DoNotOptimize(count);
     lines = count;
   }
@@ -39,14 +47,12 @@ void getline_baseline(benchmark::State& state, const char* name) {
 }
 
 void read_requests(benchmark::State& state, const char* name) {
-  const std::string path = trace_path(name);
-  if (!std::filesystem::exists(path)) {
-    state.SkipWithError("trace absent (../shared/traces)");
+  const std::optional<std::string> path = present_trace(state, name);
+  if (!path)
     return;
-  }
   std::int64_t requests = 0;
   for (auto _ : state) {
-    const auto source = exitsim::traces::open_request_trace(path);
+    const auto source = exitsim::traces::open_request_trace(*path);
     std::int64_t count = 0;
     while (auto request = source->next()) {
       benchmark::DoNotOptimize(request->input_tokens);
@@ -58,14 +64,12 @@ void read_requests(benchmark::State& state, const char* name) {
 }
 
 void inspect_trace(benchmark::State& state, const char* name) {
-  const std::string path = trace_path(name);
-  if (!std::filesystem::exists(path)) {
-    state.SkipWithError("trace absent (../shared/traces)");
+  const std::optional<std::string> path = present_trace(state, name);
+  if (!path)
     return;
-  }
   std::int64_t requests = 0;
   for (auto _ : state) {
-    const auto source = exitsim::traces::open_request_trace(path);
+    const auto source = exitsim::traces::open_request_trace(*path);
     const auto summary = exitsim::analysis::summarize_requests(*source);
     requests = summary.requests;
     benchmark::DoNotOptimize(summary.input.p99);
@@ -73,7 +77,8 @@ void inspect_trace(benchmark::State& state, const char* name) {
   state.SetItemsProcessed(state.iterations() * requests);
 }
 
-BENCHMARK_CAPTURE(getline_baseline, azure, "azure_llm_2023_conv.csv")->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(getline_baseline, azure, "azure_llm_2023_conv.csv")
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(read_requests, azure, "azure_llm_2023_conv.csv")->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(inspect_trace, azure, "azure_llm_2023_conv.csv")->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(getline_baseline, mooncake, "mooncake_synthetic.jsonl")

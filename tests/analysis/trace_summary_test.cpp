@@ -6,30 +6,17 @@
 #include <vector>
 
 #include "exitsim/traces/request_trace.hpp"
+#include "support/request_traces.hpp"
 
 namespace exitsim::analysis {
 namespace {
 
-class VectorSource final : public traces::RequestSource {
- public:
-  explicit VectorSource(std::vector<RequestDescriptor> requests) : requests_(std::move(requests)) {}
-  std::optional<RequestDescriptor> next() override {
-    if (next_ == requests_.size())
-      return std::nullopt;
-    return requests_[next_++];
-  }
-  std::int64_t skipped_rows() const override { return 2; }
-  bool has_arrivals() const override { return requests_[0].arrival.has_value(); }
-  std::string format_name() const override { return "test"; }
+using test_support::request;
 
- private:
-  std::vector<RequestDescriptor> requests_;
-  std::size_t next_ = 0;
-};
-
-RequestDescriptor request(std::uint64_t id, std::optional<TimeNs> arrival, std::int64_t input,
-                          std::int64_t output) {
-  return RequestDescriptor{RequestId{id}, arrival, input, output};
+// An in-memory trace that reports two skipped rows.
+test_support::VectorSource vector_source(std::vector<RequestDescriptor> requests) {
+  return test_support::VectorSource(
+      std::move(requests), {.skipped_rows = 2, .has_arrivals = std::nullopt, .format = "test"});
 }
 
 // Gaps 1, 1, 3, 3 s: mean 2 s, population standard deviation 1 s, so CV 0.5.
@@ -40,7 +27,7 @@ std::vector<RequestDescriptor> small_trace() {
 }
 
 TEST(TraceSummary, SmallTraceHasExactStatistics) {
-  VectorSource source(small_trace());
+  auto source = vector_source(small_trace());
   const TraceSummary summary = summarize_requests(source);
   EXPECT_EQ(summary.format, "test");
   EXPECT_EQ(summary.requests, 5);
@@ -71,7 +58,7 @@ TEST(TraceSummary, PercentilesOfOneToHundred) {
   for (std::uint64_t i = 0; i < 100; ++i) {
     requests.push_back(request(i, std::nullopt, 7, static_cast<std::int64_t>((i * 37) % 100 + 1)));
   }
-  VectorSource source(requests);
+  auto source = vector_source(requests);
   const TraceSummary summary = summarize_requests(source);
   EXPECT_EQ(summary.requests, 100);
   EXPECT_EQ(summary.output.min, 1);
@@ -92,7 +79,7 @@ TEST(TraceSummary, PercentilesOfOneToHundred) {
 }
 
 TEST(TraceSummary, SimultaneousArrivalsHaveNoRateOrCv) {
-  VectorSource source({request(0, 0, 1, 1), request(1, 0, 1, 1)});
+  auto source = vector_source({request(0, 0, 1, 1), request(1, 0, 1, 1)});
   const TraceSummary summary = summarize_requests(source);
   EXPECT_EQ(summary.span, 0);
   EXPECT_FALSE(summary.mean_rate_per_s.has_value());
@@ -100,7 +87,7 @@ TEST(TraceSummary, SimultaneousArrivalsHaveNoRateOrCv) {
 }
 
 TEST(TraceSummary, FormatsAReadableBlock) {
-  VectorSource source(small_trace());
+  auto source = vector_source(small_trace());
   const std::string text = format_trace_summary(summarize_requests(source), "t.csv", "azure");
   EXPECT_EQ(text,
             "request trace       t.csv\n"
@@ -116,7 +103,7 @@ TEST(TraceSummary, FormatsAReadableBlock) {
             "  input           10        20       100       100       100       100        36.0\n"
             "  output           1         3         5         5         5         5         3.0\n");
 
-  VectorSource lengths({request(0, std::nullopt, 3, 4)});
+  auto lengths = vector_source({request(0, std::nullopt, 3, 4)});
   const std::string length_text =
       format_trace_summary(summarize_requests(lengths), "l.csv", "vidur");
   EXPECT_NE(length_text.find("arrivals            none (lengths only; arrivals come from the "
@@ -126,9 +113,8 @@ TEST(TraceSummary, FormatsAReadableBlock) {
 }
 
 TEST(TraceSummary, AzureConversationTrace) {
-  const std::string path = std::string(EXITSIM_SHARED_TRACES_DIR) + "/azure_llm_2023_conv.csv";
-  if (!std::filesystem::exists(path))
-    GTEST_SKIP() << path << " is absent";
+  const std::string path = test_support::shared_trace("azure_llm_2023_conv.csv");
+  EXITSIM_SKIP_UNLESS_EXISTS(path);
   auto source = traces::open_request_trace(path);
   const TraceSummary summary = summarize_requests(*source);
   EXPECT_EQ(summary.format, "azure");

@@ -5,6 +5,7 @@
 
 #include "exitsim/core/error.hpp"
 #include "exitsim/sim/workload/arrivals.hpp"
+#include "support/test_files.hpp"
 
 namespace exitsim::sim {
 namespace {
@@ -44,12 +45,8 @@ scenario::ArrivalConfig config(const char* process, double rate) {
 }
 
 std::string error_of(const scenario::ArrivalConfig& c) {
-  try {
-    make_arrival_process(c, RandomStream(1, "workload.arrivals"));
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "no error";
+  return test_support::error_of(
+      [&] { make_arrival_process(c, RandomStream(1, "workload.arrivals")); });
 }
 
 TEST(PoissonArrivals, StartsAtZeroWithTheConfiguredRateAndUnitCv) {
@@ -169,15 +166,12 @@ TEST(MakeArrivalProcess, RejectsImpossibleConfigurations) {
 TEST(MakeArrivalProcess, FailsInsteadOfOverflowingTheClock) {
   PoissonArrivals process(1e-12, RandomStream(1, "workload.arrivals"));
   process.next();
-  try {
-    for (int i = 0; i < 100; ++i)
-      process.next();
-    FAIL() << "no error";
-  } catch (const InputError& e) {
-    EXPECT_EQ(std::string(e.what()),
-              "workload.arrivals.rate: expected a rate whose arrivals fit the nanosecond clock "
-              "(under 292 years), found 1e-12");
-  }
+  EXPECT_EQ(test_support::error_of([&] {
+              for (int i = 0; i < 100; ++i)
+                process.next();
+            }),
+            "workload.arrivals.rate: expected a rate whose arrivals fit the nanosecond clock "
+            "(under 292 years), found 1e-12");
 }
 
 }  // namespace

@@ -1,42 +1,19 @@
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <string>
-#include <system_error>
 
 #include "exitsim/core/error.hpp"
 #include "exitsim/sim/workload/lengths.hpp"
+#include "support/test_files.hpp"
 
 namespace exitsim::sim {
 namespace {
 
-// This process's scratch directory, removed when the test binary exits. The process id keeps
-// parallel ctest processes and concurrent builds apart.
-const std::filesystem::path& scratch_dir() {
-  struct Dir {
-    std::filesystem::path path =
-        std::filesystem::temp_directory_path() / ("exitsim_workload_" + std::to_string(::getpid()));
-    ~Dir() {
-      std::error_code ignored;
-      std::filesystem::remove_all(path, ignored);
-    }
-  };
-  static const Dir dir;
-  return dir.path;
-}
-
-// A scratch file in a directory of the current test's own.
-std::string write_file(const std::string& name, const std::string& content) {
-  const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
-  const std::filesystem::path dir = scratch_dir() / test->name();
-  std::filesystem::create_directories(dir);
-  const std::filesystem::path path = dir / name;
-  std::ofstream(path) << content;
-  return path.string();
-}
+using test_support::shared_trace;
+using test_support::TempDir;
 
 scenario::LengthConfig length(const char* dist) {
   scenario::LengthConfig c;
@@ -50,12 +27,7 @@ std::unique_ptr<LengthDistribution> make(const scenario::LengthConfig& c, std::u
 }
 
 std::string error_of(const scenario::LengthConfig& c) {
-  try {
-    make(c);
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "no error";
+  return test_support::error_of([&] { make(c); });
 }
 
 std::map<std::int64_t, int> histogram(LengthDistribution& dist, int n) {
@@ -161,10 +133,11 @@ TEST(LengthDistributions, AreDeterministicPerSeed) {
 }
 
 TEST(EmpiricalLength, ResamplesTheChosenColumnOfALengthTrace) {
+  const TempDir dir;
   scenario::LengthConfig c = length("empirical");
-  c.path = write_file("lengths.csv",
-                      "num_prefill_tokens,num_decode_tokens,num_total_tokens,pd_ratio\n"
-                      "10,1,11,10\n20,2,22,10\n30,3,33,10\n");
+  c.path = dir.write("lengths.csv",
+                     "num_prefill_tokens,num_decode_tokens,num_total_tokens,pd_ratio\n"
+                     "10,1,11,10\n20,2,22,10\n30,3,33,10\n");
   c.column = "input";
   std::map<std::int64_t, int> counts = histogram(*make(c), 30'000);
   ASSERT_EQ(counts.size(), 3u);
@@ -184,20 +157,19 @@ TEST(EmpiricalLength, ResamplesTheChosenColumnOfALengthTrace) {
 }
 
 TEST(EmpiricalLength, ReadsTimestampedTracesToo) {
+  const TempDir dir;
   scenario::LengthConfig c = length("empirical");
-  c.path = write_file("azure.csv",
-                      "TIMESTAMP,ContextTokens,GeneratedTokens\n"
-                      "2023-11-16 18:15:46.6805900,374,44\n"
-                      "2023-11-16 18:15:50.9951690,374,44\n");
+  c.path = dir.write("azure.csv",
+                     "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+                     "2023-11-16 18:15:46.6805900,374,44\n"
+                     "2023-11-16 18:15:50.9951690,374,44\n");
   c.column = "output";
   EXPECT_EQ(make(c)->sample(), 44);
 }
 
 TEST(EmpiricalLength, MatchesThePublishedArxivTraceMean) {
-  const std::string path =
-      std::string(EXITSIM_SHARED_TRACES_DIR) + "/arxiv_summarization_lengths.csv";
-  if (!std::filesystem::exists(path))
-    GTEST_SKIP() << path << " is absent";
+  const std::string path = shared_trace("arxiv_summarization_lengths.csv");
+  EXITSIM_SKIP_UNLESS_EXISTS(path);
   scenario::LengthConfig c = length("empirical");
   c.path = path;
   c.column = "input";
@@ -221,6 +193,7 @@ TEST(EmpiricalLength, MatchesThePublishedArxivTraceMean) {
 }
 
 TEST(MakeLengthDistribution, RejectsImpossibleConfigurations) {
+  const TempDir dir;
   EXPECT_EQ(error_of(length("zipf")),
             "workload.input_tokens.dist: expected one of fixed, uniform, lognormal, empirical, "
             "found 'zipf'");
@@ -258,7 +231,7 @@ TEST(MakeLengthDistribution, RejectsImpossibleConfigurations) {
   EXPECT_EQ(error_of(empirical),
             "workload.input_tokens.path: expected a request trace file for the empirical "
             "distribution, found an empty path");
-  empirical.path = write_file("header_only.csv", "num_prefill_tokens,num_decode_tokens\n");
+  empirical.path = dir.write("header_only.csv", "num_prefill_tokens,num_decode_tokens\n");
   empirical.column = "total";
   EXPECT_EQ(error_of(empirical),
             "workload.input_tokens.column: expected input or output, found 'total'");

@@ -1,10 +1,7 @@
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <filesystem>
-#include <fstream>
+#include <memory>
 #include <string>
-#include <system_error>
 #include <vector>
 
 #include "exitsim/core/error.hpp"
@@ -12,34 +9,13 @@
 #include "exitsim/sim/workload/synthetic_source.hpp"
 #include "exitsim/sim/workload/trace_replay_source.hpp"
 #include "exitsim/sim/workload/workload.hpp"
+#include "support/request_traces.hpp"
 
 namespace exitsim::sim {
 namespace {
 
-// This process's scratch directory, removed when the test binary exits. The process id keeps
-// parallel ctest processes and concurrent builds apart.
-const std::filesystem::path& scratch_dir() {
-  struct Dir {
-    std::filesystem::path path =
-        std::filesystem::temp_directory_path() / ("exitsim_workload_" + std::to_string(::getpid()));
-    ~Dir() {
-      std::error_code ignored;
-      std::filesystem::remove_all(path, ignored);
-    }
-  };
-  static const Dir dir;
-  return dir.path;
-}
-
-// A scratch file in a directory of the current test's own.
-std::string write_file(const std::string& name, const std::string& content) {
-  const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
-  const std::filesystem::path dir = scratch_dir() / test->name();
-  std::filesystem::create_directories(dir);
-  const std::filesystem::path path = dir / name;
-  std::ofstream(path) << content;
-  return path.string();
-}
+using test_support::shared_trace;
+using test_support::TempDir;
 
 // Four requests at +0, +0.5, +1.25 and +4 seconds.
 const char* const k_azure_fixture =
@@ -92,33 +68,16 @@ scenario::WorkloadConfig replay(const std::string& path) {
 }
 
 std::string error_of(const scenario::WorkloadConfig& c) {
-  try {
-    make_workload(c, 1);
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "no error";
+  return test_support::error_of([&] { make_workload(c, 1); });
 }
 
 // An in-memory trace, for exercising the replay wrapper without a file.
-class VectorSource final : public traces::RequestSource {
- public:
-  VectorSource(std::vector<RequestDescriptor> requests, bool has_arrivals)
-      : requests_(std::move(requests)), has_arrivals_(has_arrivals) {}
-  std::optional<RequestDescriptor> next() override {
-    if (next_ == requests_.size())
-      return std::nullopt;
-    return requests_[next_++];
-  }
-  std::int64_t skipped_rows() const override { return 3; }
-  bool has_arrivals() const override { return has_arrivals_; }
-  std::string format_name() const override { return "vector"; }
-
- private:
-  std::vector<RequestDescriptor> requests_;
-  bool has_arrivals_;
-  std::size_t next_ = 0;
-};
+std::unique_ptr<traces::RequestSource> vector_source(std::vector<RequestDescriptor> requests,
+                                                     bool has_arrivals) {
+  return std::make_unique<test_support::VectorSource>(
+      std::move(requests),
+      test_support::VectorSourceReport{.skipped_rows = 3, .has_arrivals = has_arrivals});
+}
 
 RequestDescriptor request(std::uint64_t id, std::optional<TimeNs> arrival) {
   return RequestDescriptor{RequestId(id), arrival, 10, 5};
@@ -179,7 +138,7 @@ TEST(SyntheticWorkload, UsesTheNamedArrivalStream) {
 
 TEST(TraceReplaySource, DividesArrivalsByTheScaleRoundingToNearest) {
   std::vector<RequestDescriptor> trace = {request(4, 0), request(5, 3), request(6, 1'000'001)};
-  TraceReplaySource source(std::make_unique<VectorSource>(trace, true), 2.0, 0, nullptr);
+  TraceReplaySource source(vector_source(trace, true), 2.0, 0, nullptr);
   const auto requests = drain(source);
   EXPECT_EQ(arrivals_of(requests), (std::vector<TimeNs>{0, 2, 500'001}));
   EXPECT_EQ(requests[1].id.value, 5u);
@@ -191,21 +150,22 @@ TEST(TraceReplaySource, DividesArrivalsByTheScaleRoundingToNearest) {
 
 TEST(TraceReplaySource, StopsAtTheCap) {
   std::vector<RequestDescriptor> trace = {request(0, 0), request(1, 10), request(2, 20)};
-  TraceReplaySource capped(std::make_unique<VectorSource>(trace, true), 1.0, 2, nullptr);
+  TraceReplaySource capped(vector_source(trace, true), 1.0, 2, nullptr);
   EXPECT_EQ(drain(capped).size(), 2u);
-  TraceReplaySource whole(std::make_unique<VectorSource>(trace, true), 1.0, 0, nullptr);
+  TraceReplaySource whole(vector_source(trace, true), 1.0, 0, nullptr);
   EXPECT_EQ(drain(whole).size(), 3u);
 }
 
 TEST(TraceReplaySource, AssignsAndScalesArrivalsForLengthOnlyTraces) {
   std::vector<RequestDescriptor> trace = {request(0, std::nullopt), request(1, std::nullopt)};
-  TraceReplaySource source(std::make_unique<VectorSource>(trace, false), 4.0, 0,
+  TraceReplaySource source(vector_source(trace, false), 4.0, 0,
                            std::make_unique<ConstantArrivals>(1.0));
   EXPECT_EQ(arrivals_of(drain(source)), (std::vector<TimeNs>{0, 250 * k_ns_per_ms}));
 }
 
 TEST(TraceWorkload, RateScaleTwoHalvesTheSpan) {
-  scenario::WorkloadConfig c = replay(write_file("azure.csv", k_azure_fixture));
+  const TempDir dir;
+  scenario::WorkloadConfig c = replay(dir.write("azure.csv", k_azure_fixture));
   const auto once = drain(*make_workload(c, 1));
   c.trace.rate_scale = 2.0;
   const auto twice = drain(*make_workload(c, 1));
@@ -220,7 +180,8 @@ TEST(TraceWorkload, RateScaleTwoHalvesTheSpan) {
 }
 
 TEST(TraceWorkload, HonoursTheRequestCapAndAnExplicitFormat) {
-  scenario::WorkloadConfig c = replay(write_file("azure.csv", k_azure_fixture));
+  const TempDir dir;
+  scenario::WorkloadConfig c = replay(dir.write("azure.csv", k_azure_fixture));
   c.requests = 3;
   c.trace.format = "azure";
   const auto requests = drain(*make_workload(c, 1));
@@ -229,14 +190,16 @@ TEST(TraceWorkload, HonoursTheRequestCapAndAnExplicitFormat) {
 }
 
 TEST(TraceWorkload, TimestampedTracesIgnoreTheArrivalSettings) {
-  scenario::WorkloadConfig c = replay(write_file("azure.csv", k_azure_fixture));
+  const TempDir dir;
+  scenario::WorkloadConfig c = replay(dir.write("azure.csv", k_azure_fixture));
   c.arrivals.process = "poisson";
   c.arrivals.rate = 0.0;  // would be rejected if it were used
   EXPECT_EQ(drain(*make_workload(c, 1)).size(), 4u);
 }
 
 TEST(TraceWorkload, LengthOnlyTracesGetArrivalsFromTheArrivalProcess) {
-  scenario::WorkloadConfig c = replay(write_file("lengths.csv", k_vidur_fixture));
+  const TempDir dir;
+  scenario::WorkloadConfig c = replay(dir.write("lengths.csv", k_vidur_fixture));
   c.arrivals.process = "poisson";
   c.arrivals.rate = 5.0;
   const auto source = make_workload(c, 3);
@@ -258,9 +221,8 @@ TEST(TraceWorkload, LengthOnlyTracesGetArrivalsFromTheArrivalProcess) {
 }
 
 TEST(TraceWorkload, ReplaysThePublishedAzureTrace) {
-  const std::string path = std::string(EXITSIM_SHARED_TRACES_DIR) + "/azure_llm_2023_conv.csv";
-  if (!std::filesystem::exists(path))
-    GTEST_SKIP() << path << " is absent";
+  const std::string path = shared_trace("azure_llm_2023_conv.csv");
+  EXITSIM_SKIP_UNLESS_EXISTS(path);
   scenario::WorkloadConfig c = replay(path);
   c.requests = 2000;
   const auto once = drain(*make_workload(c, 1));
@@ -278,6 +240,7 @@ TEST(TraceWorkload, ReplaysThePublishedAzureTrace) {
 }
 
 TEST(MakeWorkload, RejectsImpossibleConfigurations) {
+  const TempDir dir;
   scenario::WorkloadConfig bad_source = synthetic(10);
   bad_source.source = "replay";
   EXPECT_EQ(error_of(bad_source), "workload.source: expected synthetic or trace, found 'replay'");
@@ -291,7 +254,7 @@ TEST(MakeWorkload, RejectsImpossibleConfigurations) {
   EXPECT_EQ(error_of(bad_output),
             "workload.output_tokens.min: expected a value <= max (90), found 100");
 
-  const std::string azure = write_file("azure.csv", k_azure_fixture);
+  const std::string azure = dir.write("azure.csv", k_azure_fixture);
   EXPECT_EQ(error_of(replay("")),
             "workload.trace.path: expected a request trace file, found an empty path");
   scenario::WorkloadConfig scale = replay(azure);
@@ -309,7 +272,7 @@ TEST(MakeWorkload, RejectsImpossibleConfigurations) {
             "workload.trace.format: expected one of auto, azure, vidur, mooncake, burstgpt, "
             "native, found 'azur' (did you mean 'azure'?)");
 
-  scenario::WorkloadConfig length_only = replay(write_file("lengths.csv", k_vidur_fixture));
+  scenario::WorkloadConfig length_only = replay(dir.write("lengths.csv", k_vidur_fixture));
   length_only.arrivals.process = "gamma";
   length_only.arrivals.rate = 1.0;
   length_only.arrivals.cv = -1.0;

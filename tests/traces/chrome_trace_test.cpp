@@ -3,31 +3,21 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 
 #include "exitsim/traces/op_trace.hpp"
+#include "support/test_files.hpp"
 
 namespace exitsim::traces {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string temp_path(const std::string& name) {
-  // Fresh each run: a file left by an earlier run would hide a writer that renames too early.
-  const fs::path path = fs::path(testing::TempDir()) / ("exitsim_chrome_" + name);
-  fs::remove(path);
-  return path.string();
-}
-
-std::string read_all(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
+// A fresh directory per test: a file left by an earlier run would hide a writer that renames too
+// early.
+using test_support::read_file;
+using test_support::TempDir;
 
 std::vector<nlohmann::json> events_with_ph(const nlohmann::json& trace, const std::string& ph) {
   std::vector<nlohmann::json> out;
@@ -51,7 +41,8 @@ TEST(ChromeTrace, FormatsMicrosecondsFromIntegerNanoseconds) {
 }
 
 TEST(ChromeTrace, WritesLoadableEventsWithMetadataFlowsAndCounters) {
-  const std::string path = temp_path("events.json");
+  TempDir dir;
+  const std::string path = dir.path("events.json");
   {
     ChromeTraceWriter writer(path);
     const ChromeTrack host = writer.track("cpu", "thread 0");
@@ -68,7 +59,7 @@ TEST(ChromeTrace, WritesLoadableEventsWithMetadataFlowsAndCounters) {
     writer.finish();
     EXPECT_FALSE(writer.truncated());
   }
-  const std::string text = read_all(path);
+  const std::string text = read_file(path);
   EXPECT_NE(text.find("\"ts\":1234.567,\"dur\":1.001"), std::string::npos) << text;
   const nlohmann::json trace = nlohmann::json::parse(text);
   EXPECT_EQ(trace.at("displayTimeUnit"), "ns");
@@ -107,7 +98,8 @@ TEST(ChromeTrace, WritesLoadableEventsWithMetadataFlowsAndCounters) {
 }
 
 TEST(ChromeTrace, StopsAtTheSizeCapAndSaysSo) {
-  const std::string path = temp_path("capped.json");
+  TempDir dir;
+  const std::string path = dir.path("capped.json");
   constexpr std::int64_t k_cap = 2'000;
   std::int64_t written = 0;
   {
@@ -121,7 +113,7 @@ TEST(ChromeTrace, StopsAtTheSizeCapAndSaysSo) {
     writer.finish();
   }
   EXPECT_LE(static_cast<std::int64_t>(fs::file_size(path)), k_cap);
-  const nlohmann::json trace = nlohmann::json::parse(read_all(path));
+  const nlohmann::json trace = nlohmann::json::parse(read_file(path));
   EXPECT_EQ(static_cast<std::int64_t>(trace.at("traceEvents").size()), written);
   EXPECT_EQ(trace.at("otherData").at("truncated"), true);
   EXPECT_EQ(trace.at("otherData").at("dropped_events"), 102 - written);
@@ -129,7 +121,8 @@ TEST(ChromeTrace, StopsAtTheSizeCapAndSaysSo) {
 }
 
 TEST(ChromeTrace, UnfinishedWriterLeavesNoFile) {
-  const std::string path = temp_path("unfinished.json");
+  TempDir dir;
+  const std::string path = dir.path("unfinished.json");
   {
     ChromeTraceWriter writer(path);
     writer.complete(writer.track("cpu", "t"), "op", 0, 1);
@@ -139,7 +132,8 @@ TEST(ChromeTrace, UnfinishedWriterLeavesNoFile) {
 }
 
 TEST(ChromeTrace, ConvertsAnOpTraceWithFlowsByCorrelationId) {
-  const std::string ops = temp_path("ops.csv");
+  TempDir dir;
+  const std::string ops = dir.path("ops.csv");
   {
     OpTraceWriter writer(ops);
     writer.write({.name = "cudaLaunchKernel",
@@ -172,14 +166,14 @@ TEST(ChromeTrace, ConvertsAnOpTraceWithFlowsByCorrelationId) {
                   .correlation_id = 0});
     writer.finish();
   }
-  const std::string path = temp_path("ops.json");
+  const std::string path = dir.path("ops.json");
   {
     OpTraceReader reader(ops);
     ChromeTraceWriter writer(path);
     EXPECT_EQ(write_op_trace_as_chrome(reader, writer), 4);
     writer.finish();
   }
-  const nlohmann::json trace = nlohmann::json::parse(read_all(path));
+  const nlohmann::json trace = nlohmann::json::parse(read_file(path));
   const auto complete = events_with_ph(trace, "X");
   ASSERT_EQ(complete.size(), 4u);
   EXPECT_EQ(complete[2].at("name"), "gemm_kernel");

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "exitsim/core/error.hpp"
+#include "support/test_files.hpp"
 
 namespace exitsim::traces {
 namespace {
@@ -19,15 +20,13 @@ const std::string k_head =
     "name,kind,device,stream,start_ns,duration_ns,batch_tokens,context_tokens,depth,recursion,"
     "step_id,correlation_id\n";
 
+// The what() of the InputError that reading all of `text` throws.
 std::string read_error(const std::string& text) {
-  try {
+  return test_support::error_of([&] {
     OpTraceReader reader(std::make_unique<std::istringstream>(text), "ops.csv");
     while (reader.next()) {
     }
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
+  });
 }
 
 TEST(OpKind, NamesRoundTrip) {
@@ -43,8 +42,8 @@ TEST(OpKind, NamesRoundTrip) {
 }
 
 TEST(OpTrace, RoundTripsEveryField) {
-  const std::string path = (fs::path(testing::TempDir()) / "exitsim_ops_round_trip.csv").string();
-  fs::remove(path);
+  const test_support::TempDir dir;
+  const std::string path = dir.path("round_trip.csv");
   const std::vector<OpTraceRow> rows = {
       {.name = "attn.decode",
        .kind = OpKind::attention,
@@ -91,7 +90,8 @@ TEST(OpTrace, RoundTripsEveryField) {
 }
 
 TEST(OpTrace, UnfinishedWriterLeavesNoFile) {
-  const std::string path = (fs::path(testing::TempDir()) / "exitsim_ops_unfinished.csv").string();
+  const test_support::TempDir dir;
+  const std::string path = dir.path("unfinished.csv");
   {
     OpTraceWriter writer(path);
     writer.write({.name = "x"});

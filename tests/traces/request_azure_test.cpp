@@ -1,19 +1,19 @@
 #include <gtest/gtest.h>
 
-#include "traces/request_test_support.hpp"
+#include "support/request_traces.hpp"
 
 namespace exitsim::traces {
 namespace {
 
-using testing::error_of;
-using testing::read_all;
-using testing::request;
-using testing::TraceDir;
+using test_support::error_of;
+using test_support::read_all;
+using test_support::request;
+using test_support::TempDir;
 
 const std::string k_header = "TIMESTAMP,ContextTokens,GeneratedTokens\n";
 
 TEST(RequestAzure, ReadsRowsRelativeToTheFirstTimestamp) {
-  TraceDir dir;
+  TempDir dir;
   const auto path = dir.write("a.csv", k_header +
                                            "2023-11-16 18:15:46.6805900,374,44\n"
                                            "2023-11-16 18:15:50.9951690,396,109\n"
@@ -29,7 +29,7 @@ TEST(RequestAzure, ReadsRowsRelativeToTheFirstTimestamp) {
 }
 
 TEST(RequestAzure, AcceptsBomCrlfAndNoTrailingNewline) {
-  TraceDir dir;
+  TempDir dir;
   const auto path = dir.write("a.csv",
                               "\xEF\xBB\xBFTIMESTAMP,ContextTokens,GeneratedTokens\r\n"
                               "2023-11-16 18:15:46.6805900,374,44\r\n"
@@ -41,7 +41,7 @@ TEST(RequestAzure, AcceptsBomCrlfAndNoTrailingNewline) {
 }
 
 TEST(RequestAzure, ConvertsCivilDatesAcrossMonthsYearsAndLeapDays) {
-  TraceDir dir;
+  TempDir dir;
   const auto path = dir.write("a.csv", k_header +
                                            "1900-02-28 00:00:00,1,1\n"
                                            "1900-03-01 00:00:00,1,1\n"  // 1900: not a leap year
@@ -61,7 +61,7 @@ TEST(RequestAzure, ConvertsCivilDatesAcrossMonthsYearsAndLeapDays) {
 }
 
 TEST(RequestAzure, MalformedRowsNameFileLineColumnAndField) {
-  TraceDir dir;
+  TempDir dir;
   const auto check = [&](const std::string& row, const std::string& expected) {
     const auto path = dir.write("bad.csv", k_header + "2023-11-16 18:15:46.6805900,374,44\n" + row);
     EXPECT_EQ(error_of(path), path + ":3:" + expected) << row;
@@ -104,7 +104,7 @@ TEST(RequestAzure, MalformedRowsNameFileLineColumnAndField) {
 }
 
 TEST(RequestAzure, SkipBadRowsCountsAndContinues) {
-  TraceDir dir;
+  TempDir dir;
   const auto path = dir.write("a.csv", k_header +
                                            "2023-11-16 18:00:10,10,1\n"
                                            "2023-11-16 18:00:09,11,1\n"  // backwards
@@ -119,14 +119,14 @@ TEST(RequestAzure, SkipBadRowsCountsAndContinues) {
 }
 
 TEST(RequestAzure, SkipBadRowsStillRequiresOneRequest) {
-  TraceDir dir;
+  TempDir dir;
   const auto path = dir.write("a.csv", k_header + "x,1,1\ny,1,1\n");
   EXPECT_EQ(error_of(path, RequestTraceOptions{std::nullopt, true}),
             path + ": expected at least one request, found none (2 rows skipped)");
 }
 
 TEST(RequestAzure, ForcedFormatChecksTheHeader) {
-  TraceDir dir;
+  TempDir dir;
   const auto path = dir.write("a.csv", "num_prefill_tokens,num_decode_tokens\n1,1\n");
   EXPECT_EQ(error_of(path, RequestTraceOptions{RequestTraceFormat::azure, false}),
             path +
@@ -135,7 +135,7 @@ TEST(RequestAzure, ForcedFormatChecksTheHeader) {
 }
 
 TEST(RequestTraceOpen, MissingFileEmptyFileHeaderOnlyAndUnknownHeader) {
-  TraceDir dir;
+  TempDir dir;
   const auto missing = dir.path("missing.csv");
   EXPECT_EQ(error_of(missing), missing + ": cannot open request trace: No such file or directory");
   const auto directory = dir.path("sub");
@@ -176,7 +176,7 @@ TEST(RequestTraceOpen, FormatNamesRoundTrip) {
 }
 
 TEST(RequestTraceOpen, BlankLinesAreIgnored) {
-  TraceDir dir;
+  TempDir dir;
   const auto path = dir.write("a.csv", k_header + "\n2023-11-16 18:00:10,10,1\r\n\r\n  \n");
   const auto result = read_all(path);
   ASSERT_EQ(result.requests.size(), 1U);

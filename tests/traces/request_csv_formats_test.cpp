@@ -1,15 +1,15 @@
 // Vidur/Metron length traces and BurstGPT traces.
 #include <gtest/gtest.h>
 
-#include "traces/request_test_support.hpp"
+#include "support/request_traces.hpp"
 
 namespace exitsim::traces {
 namespace {
 
-using testing::error_of;
-using testing::read_all;
-using testing::request;
-using testing::TraceDir;
+using test_support::error_of;
+using test_support::read_all;
+using test_support::request;
+using test_support::TempDir;
 
 const std::string k_vidur_header =
     "num_prefill_tokens,num_decode_tokens,num_total_tokens,pd_ratio\n";
@@ -18,7 +18,7 @@ const std::string k_burst_header =
     "Type\n";
 
 TEST(RequestVidur, ReadsLengthsWithoutArrivals) {
-  TraceDir dir;
+  TempDir dir;
   const auto path = dir.write("v.csv", k_vidur_header +
                                            "3772,54,3826,69.85185185185185\n"
                                            "2015,156,2171,12.916666666666666");
@@ -32,7 +32,7 @@ TEST(RequestVidur, ReadsLengthsWithoutArrivals) {
 }
 
 TEST(RequestVidur, TwoColumnHeaderIsEnough) {
-  TraceDir dir;
+  TempDir dir;
   const auto path = dir.write("v.csv", "num_prefill_tokens,num_decode_tokens\r\n7,8\r\n");
   const auto result = read_all(path);
   ASSERT_EQ(result.requests.size(), 1U);
@@ -40,7 +40,7 @@ TEST(RequestVidur, TwoColumnHeaderIsEnough) {
 }
 
 TEST(RequestVidur, MalformedRows) {
-  TraceDir dir;
+  TempDir dir;
   const auto check = [&](const std::string& row, const std::string& expected) {
     const auto path = dir.write("bad.csv", k_vidur_header + "1,1,2,1.0\n" + row);
     EXPECT_EQ(error_of(path), path + ":3:" + expected) << row;
@@ -53,7 +53,7 @@ TEST(RequestVidur, MalformedRows) {
 }
 
 TEST(RequestBurstGpt, SkipsFailedRequestsAndReadsFractionalSeconds) {
-  TraceDir dir;
+  TempDir dir;
   const auto path = dir.write("b.csv", k_burst_header +
                                            "5,1,2.5,ChatGPT,472,18,490,Conversation log\n"
                                            "5.25,2,0,ChatGPT,100,0,100,Conversation log\n"
@@ -70,7 +70,7 @@ TEST(RequestBurstGpt, SkipsFailedRequestsAndReadsFractionalSeconds) {
 }
 
 TEST(RequestBurstGpt, FindsColumnsByName) {
-  TraceDir dir;
+  TempDir dir;
   const auto path = dir.write("b.csv",
                               "Model,Response tokens,Request tokens,Timestamp\n"
                               "GPT-4,7,9,1.5\n"
@@ -82,7 +82,7 @@ TEST(RequestBurstGpt, FindsColumnsByName) {
 }
 
 TEST(RequestBurstGpt, MalformedRows) {
-  TraceDir dir;
+  TempDir dir;
   const auto check = [&](const std::string& row, const std::string& expected) {
     const auto path = dir.write("bad.csv", k_burst_header + "10,1,1,ChatGPT,5,5,10,log\n" + row);
     EXPECT_EQ(error_of(path), path + ":3:" + expected) << row;
@@ -102,7 +102,7 @@ TEST(RequestBurstGpt, MalformedRows) {
 }
 
 TEST(RequestBurstGpt, HeaderNeedsTheRequiredColumns) {
-  TraceDir dir;
+  TempDir dir;
   const auto path = dir.write("b.csv", "Timestamp,Model,Request tokens\n1,GPT-4,5\n");
   EXPECT_EQ(error_of(path, RequestTraceOptions{RequestTraceFormat::burstgpt, false}),
             path +

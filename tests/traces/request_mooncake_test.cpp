@@ -1,17 +1,17 @@
 #include <gtest/gtest.h>
 
-#include "traces/request_test_support.hpp"
+#include "support/request_traces.hpp"
 
 namespace exitsim::traces {
 namespace {
 
-using testing::error_of;
-using testing::read_all;
-using testing::request;
-using testing::TraceDir;
+using test_support::error_of;
+using test_support::read_all;
+using test_support::request;
+using test_support::TempDir;
 
 TEST(RequestMooncake, ReadsIntegerAndFloatMilliseconds) {
-  TraceDir dir;
+  TempDir dir;
   const auto path = dir.write(
       "m.jsonl",
       "{\"timestamp\": 0, \"input_length\": 40160, \"output_length\": 6, \"hash_ids\": [0, 1]}\n"
@@ -28,7 +28,7 @@ TEST(RequestMooncake, ReadsIntegerAndFloatMilliseconds) {
 }
 
 TEST(RequestMooncake, ArrivalsAreRelativeToTheFirstRow) {
-  TraceDir dir;
+  TempDir dir;
   const auto path = dir.write("m.jsonl",
                               "{\"timestamp\": 1000, \"input_length\": 1, \"output_length\": 1}\n"
                               "{\"timestamp\": 1500, \"input_length\": 1, \"output_length\": 1}\n");
@@ -39,7 +39,7 @@ TEST(RequestMooncake, ArrivalsAreRelativeToTheFirstRow) {
 }
 
 TEST(RequestMooncake, MalformedLines) {
-  TraceDir dir;
+  TempDir dir;
   const std::string good = "{\"timestamp\": 10, \"input_length\": 5, \"output_length\": 5}\n";
   const auto check = [&](const std::string& row, const std::string& expected) {
     const auto path = dir.write("bad.jsonl", good + row);
@@ -80,7 +80,7 @@ TEST(RequestMooncake, MalformedLines) {
 }
 
 TEST(RequestMooncake, SkipBadRowsCountsMalformedJson) {
-  TraceDir dir;
+  TempDir dir;
   const auto path = dir.write("m.jsonl",
                               "{\"timestamp\": 0, \"input_length\": 1, \"output_length\": 1}\n"
                               "{\"timestamp\": 1, \"input_length\": 1, \"output_length\"\n"

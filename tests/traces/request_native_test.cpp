@@ -3,39 +3,22 @@
 #include <filesystem>
 
 #include "exitsim/traces/request_trace_writer.hpp"
-#include "traces/request_test_support.hpp"
+#include "support/request_traces.hpp"
 
 namespace exitsim::traces {
 namespace {
 
-using testing::error_of;
-using testing::read_all;
-using testing::request;
-using testing::TraceDir;
+using test_support::error_of;
+using test_support::read_all;
+using test_support::request;
+using test_support::TempDir;
+using test_support::VectorSource;
 
 const std::string k_preamble =
     "# exitsim-requests v1\nrequest_id,arrival_ns,input_tokens,output_tokens\n";
 
-// Replays a fixed list of requests.
-class VectorSource final : public RequestSource {
- public:
-  explicit VectorSource(std::vector<RequestDescriptor> requests) : requests_(std::move(requests)) {}
-  std::optional<RequestDescriptor> next() override {
-    if (next_ == requests_.size())
-      return std::nullopt;
-    return requests_[next_++];
-  }
-  std::int64_t skipped_rows() const override { return 0; }
-  bool has_arrivals() const override { return requests_.empty() || requests_[0].arrival; }
-  std::string format_name() const override { return "vector"; }
-
- private:
-  std::vector<RequestDescriptor> requests_;
-  std::size_t next_ = 0;
-};
-
 TEST(RequestNative, ReadsIdsArrivalsAndLengths) {
-  TraceDir dir;
+  TempDir dir;
   const auto path = dir.write("n.csv", k_preamble + "3,100,10,20\n7,250,11,21\n");
   EXPECT_EQ(detect_request_trace_format(path), RequestTraceFormat::native);
   const auto result = read_all(path);
@@ -47,7 +30,7 @@ TEST(RequestNative, ReadsIdsArrivalsAndLengths) {
 }
 
 TEST(RequestNative, EmptyArrivalsMeanALengthOnlyTrace) {
-  TraceDir dir;
+  TempDir dir;
   const auto path = dir.write("n.csv", k_preamble + "0,,10,20\n1,,11,21\n");
   auto source = open_request_trace(path);
   // Known before the first next(): the reader looks one row ahead.
@@ -58,7 +41,7 @@ TEST(RequestNative, EmptyArrivalsMeanALengthOnlyTrace) {
 }
 
 TEST(RequestNative, MalformedRowsAndHeaders) {
-  TraceDir dir;
+  TempDir dir;
   const auto check = [&](const std::string& rows, const std::string& expected) {
     const auto path = dir.write("bad.csv", rows);
     EXPECT_EQ(error_of(path), path + expected) << rows;
@@ -93,7 +76,7 @@ TEST(RequestNative, MalformedRowsAndHeaders) {
 }
 
 TEST(RequestNative, RoundTripsWithArrivals) {
-  TraceDir dir;
+  TempDir dir;
   const std::vector<RequestDescriptor> requests = {request(0, 0, 374, 44),
                                                    request(1, 4'314'579'000, 396, 109),
                                                    request(5, 4'314'579'000, 1, 2'147'483'648)};
@@ -105,7 +88,7 @@ TEST(RequestNative, RoundTripsWithArrivals) {
 }
 
 TEST(RequestNative, RoundTripsWithoutArrivals) {
-  TraceDir dir;
+  TempDir dir;
   const std::vector<RequestDescriptor> requests = {request(0, std::nullopt, 3772, 54),
                                                    request(1, std::nullopt, 2015, 156)};
   VectorSource source(requests);
@@ -117,43 +100,28 @@ TEST(RequestNative, RoundTripsWithoutArrivals) {
 }
 
 TEST(RequestNative, FailedWriteLeavesNoFile) {
-  TraceDir dir;
+  TempDir dir;
   const auto path = dir.path("out.csv");
   {
     NativeRequestTraceWriter writer(path);
     writer.write(request(0, 10, 1, 1));
     EXPECT_TRUE(std::filesystem::exists(path + ".tmp"));
-    try {
-      writer.write(request(1, std::nullopt, 1, 1));
-      ADD_FAILURE() << "mixing arrivals was accepted";
-    } catch (const InputError& error) {
-      EXPECT_EQ(
-          std::string(error.what()),
-          path + ": arrival_ns: expected an arrival time, like the first request, found none");
-    }
+    EXPECT_EQ(error_of([&] { writer.write(request(1, std::nullopt, 1, 1)); }),
+              path + ": arrival_ns: expected an arrival time, like the first request, found none");
   }
   EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
   EXPECT_FALSE(std::filesystem::exists(path));
 
   NativeRequestTraceWriter empty(path);
-  try {
-    empty.commit();
-    ADD_FAILURE() << "an empty trace was committed";
-  } catch (const InputError& error) {
-    EXPECT_EQ(std::string(error.what()), path + ": expected at least one request, found none");
-  }
+  EXPECT_EQ(error_of([&] { empty.commit(); }),
+            path + ": expected at least one request, found none");
 }
 
 TEST(RequestNative, UnwritableDirectoryIsAnInputError) {
-  TraceDir dir;
+  TempDir dir;
   const auto path = dir.path("no/such/dir/out.csv");
-  try {
-    NativeRequestTraceWriter writer(path);
-    ADD_FAILURE() << "opened a file in a missing directory";
-  } catch (const InputError& error) {
-    EXPECT_EQ(std::string(error.what()),
-              path + ".tmp: cannot write request trace: No such file or directory");
-  }
+  EXPECT_EQ(error_of([&] { NativeRequestTraceWriter writer(path); }),
+            path + ".tmp: cannot write request trace: No such file or directory");
 }
 
 }  // namespace

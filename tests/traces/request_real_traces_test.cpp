@@ -1,29 +1,20 @@
 // The public traces in ../shared/traces: data nobody on this project wrote.
 #include <gtest/gtest.h>
 
-#include <filesystem>
-
 #include "exitsim/traces/request_trace_writer.hpp"
-#include "traces/request_test_support.hpp"
+#include "support/request_traces.hpp"
 
 namespace exitsim::traces {
 namespace {
 
-using testing::read_all;
-using testing::request;
-
-std::string shared_trace(const std::string& name) {
-  return std::string(EXITSIM_SHARED_TRACES_DIR) + "/" + name;
-}
-
-#define EXITSIM_REQUIRE_TRACE(path)         \
-  if (!std::filesystem::exists(path)) {     \
-    GTEST_SKIP() << (path) << " is absent"; \
-  }
+using test_support::read_all;
+using test_support::request;
+using test_support::shared_trace;
+using test_support::TempDir;
 
 TEST(RequestRealTraces, AzureConversation) {
   const std::string path = shared_trace("azure_llm_2023_conv.csv");
-  EXITSIM_REQUIRE_TRACE(path);
+  EXITSIM_SKIP_UNLESS_EXISTS(path);
   EXPECT_EQ(detect_request_trace_format(path), RequestTraceFormat::azure);
   const auto result = read_all(path);
   EXPECT_EQ(result.format, "azure");
@@ -42,7 +33,7 @@ TEST(RequestRealTraces, AzureConversation) {
 
 TEST(RequestRealTraces, MooncakeSynthetic) {
   const std::string path = shared_trace("mooncake_synthetic.jsonl");
-  EXITSIM_REQUIRE_TRACE(path);
+  EXITSIM_SKIP_UNLESS_EXISTS(path);
   EXPECT_EQ(detect_request_trace_format(path), RequestTraceFormat::mooncake);
   const auto result = read_all(path);
   EXPECT_EQ(result.format, "mooncake");
@@ -55,7 +46,7 @@ TEST(RequestRealTraces, MooncakeSynthetic) {
 
 TEST(RequestRealTraces, ArxivLengths) {
   const std::string path = shared_trace("arxiv_summarization_lengths.csv");
-  EXITSIM_REQUIRE_TRACE(path);
+  EXITSIM_SKIP_UNLESS_EXISTS(path);
   EXPECT_EQ(detect_request_trace_format(path), RequestTraceFormat::vidur);
   const auto result = read_all(path);
   EXPECT_EQ(result.format, "vidur");
@@ -68,8 +59,8 @@ TEST(RequestRealTraces, ArxivLengths) {
 
 TEST(RequestRealTraces, AzureRoundTripsThroughTheNativeFormat) {
   const std::string path = shared_trace("azure_llm_2023_conv.csv");
-  EXITSIM_REQUIRE_TRACE(path);
-  testing::TraceDir dir;
+  EXITSIM_SKIP_UNLESS_EXISTS(path);
+  TempDir dir;
   const std::string native = dir.path("azure.native.csv");
   auto source = open_request_trace(path);
   EXPECT_EQ(write_native_request_trace(*source, native), 19'366);

@@ -4,46 +4,35 @@
 
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "exitsim/core/error.hpp"
+#include "support/test_files.hpp"
 
 namespace exitsim::traces {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string temp_path(const std::string& name) {
-  // Fresh each run: a file left by an earlier run would hide a writer that renames too early.
-  const fs::path path = fs::path(testing::TempDir()) / ("exitsim_token_" + name);
-  fs::remove(path);
-  return path.string();
-}
-
-std::string read_all(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
+// A fresh directory per test: a file left by an earlier run would hide a writer that renames too
+// early.
+using test_support::error_of;
+using test_support::read_file;
+using test_support::TempDir;
 
 TokenTraceReader reader_of(const std::string& text) {
   return TokenTraceReader(std::make_unique<std::istringstream>(text), "t.csv");
 }
 
-// The what() of the InputError that reading all of `text` throws, or "" when none.
+// The what() of the InputError that reading all of `text` throws.
 std::string read_error(const std::string& text) {
-  try {
+  return error_of([&] {
     TokenTraceReader reader = reader_of(text);
     while (reader.next()) {
     }
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
+  });
 }
 
 const std::string k_head =
@@ -51,7 +40,8 @@ const std::string k_head =
     "request_id,position,exit_depth,exit_point,score,policy,replica,time_ns\n";
 
 TEST(TokenTrace, RoundTripsEveryField) {
-  const std::string path = temp_path("round_trip.csv");
+  TempDir dir;
+  const std::string path = dir.path("round_trip.csv");
   std::vector<TokenTraceRow> rows = {
       {.request_id = 7,
        .position = 0,
@@ -87,7 +77,7 @@ TEST(TokenTrace, RoundTripsEveryField) {
     EXPECT_EQ(writer.rows_written(), 3);
   }
   EXPECT_FALSE(fs::exists(path + ".tmp"));
-  const std::string text = read_all(path);
+  const std::string text = read_file(path);
   EXPECT_TRUE(text.starts_with(k_head)) << text;
   EXPECT_NE(text.find(",,full_depth,"), std::string::npos) << "NaN score is an empty field";
   EXPECT_NE(text.find("\"odd, \"\"quoted\"\"\nname\""), std::string::npos) << text;
@@ -103,7 +93,8 @@ TEST(TokenTrace, RoundTripsEveryField) {
 }
 
 TEST(TokenTrace, UnfinishedWriterLeavesNoFile) {
-  const std::string path = temp_path("unfinished.csv");
+  TempDir dir;
+  const std::string path = dir.path("unfinished.csv");
   {
     TokenTraceWriter writer(path);
     writer.write({.request_id = 1, .policy = "confidence"});
@@ -195,13 +186,8 @@ TEST(TokenTrace, MalformedRowsNameLineAndColumn) {
 }
 
 TEST(TokenTrace, ReaderOfMissingFileNamesIt) {
-  try {
-    TokenTraceReader reader("/nonexistent-exitsim-dir/t.csv");
-    FAIL() << "expected an InputError";
-  } catch (const InputError& e) {
-    EXPECT_EQ(std::string(e.what()),
-              "/nonexistent-exitsim-dir/t.csv: cannot open: No such file or directory");
-  }
+  EXPECT_EQ(error_of([] { TokenTraceReader reader("/nonexistent-exitsim-dir/t.csv"); }),
+            "/nonexistent-exitsim-dir/t.csv: cannot open: No such file or directory");
 }
 
 }  // namespace

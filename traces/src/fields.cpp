@@ -1,6 +1,5 @@
 #include "fields.hpp"
 
-#include <charconv>
 #include <limits>
 
 #include "exitsim/core/error.hpp"
@@ -8,7 +7,6 @@
 namespace exitsim::traces {
 namespace {
 
-constexpr std::size_t k_max_quoted_bytes = 60;
 constexpr std::int64_t k_ns_per_s = 1'000'000'000;
 
 bool is_blank(char c) {
@@ -17,16 +15,6 @@ bool is_blank(char c) {
 
 bool is_digit(char c) {
   return c >= '0' && c <= '9';
-}
-
-template <typename Int>
-std::optional<Int> parse_whole(std::string_view text) {
-  Int value{};
-  const char* end = text.data() + text.size();
-  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  if (ec != std::errc() || ptr != end || text.empty())
-    return std::nullopt;
-  return value;
 }
 
 }  // namespace
@@ -73,14 +61,6 @@ void split_csv(std::string_view line, std::vector<Field>& out) {
   }
 }
 
-std::optional<std::int64_t> parse_int64(std::string_view text) {
-  return parse_whole<std::int64_t>(text);
-}
-
-std::optional<std::uint64_t> parse_uint64(std::string_view text) {
-  return parse_whole<std::uint64_t>(text);
-}
-
 std::int64_t check_token_count(const RowContext& where, std::int64_t value, std::int64_t column,
                                std::string_view name) {
   if (value < 1) {
@@ -117,7 +97,7 @@ std::optional<Timestamp> parse_decimal_seconds(std::string_view text) {
       dot == std::string_view::npos ? std::string_view{} : text.substr(dot + 1);
   if (whole.empty() || !is_digit(whole[0]))
     return std::nullopt;
-  auto seconds = parse_whole<std::int64_t>(whole);
+  auto seconds = parse_int64(whole);
   if (!seconds)
     return std::nullopt;
   std::int64_t nanos = 0;

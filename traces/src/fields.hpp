@@ -1,10 +1,13 @@
 #pragma once
 
+#include <charconv>
 #include <compare>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <vector>
 
 namespace exitsim::traces {
@@ -46,9 +49,36 @@ std::string quoted_line(std::string_view text);
 // none of the supported formats quotes its fields.
 void split_csv(std::string_view line, std::vector<Field>& out);
 
-// Whole-field integer parses with std::from_chars: nullopt on any leftover text or overflow.
-std::optional<std::int64_t> parse_int64(std::string_view text);
-std::optional<std::uint64_t> parse_uint64(std::string_view text);
+// At most this many bytes of a found value are quoted in a message.
+inline constexpr std::size_t k_max_quoted_bytes = 60;
+
+// A whole-field integer parse with std::from_chars, shared by the request-trace readers and the
+// token/op-trace readers (trace_io.hpp).
+template <typename Int>
+struct IntegerParse {
+  std::optional<Int> value;  // the whole text as an in-range Int; nullopt otherwise
+  bool overflow = false;     // the text starts with an integer outside Int's range
+};
+
+template <typename Int>
+IntegerParse<Int> parse_integer(std::string_view text) {
+  Int value{};
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  IntegerParse<Int> result;
+  result.overflow = ec == std::errc::result_out_of_range;
+  if (ec == std::errc{} && ptr == end && !text.empty())
+    result.value = value;
+  return result;
+}
+
+// Whole-field integer parses: nullopt on any leftover text or overflow.
+inline std::optional<std::int64_t> parse_int64(std::string_view text) {
+  return parse_integer<std::int64_t>(text).value;
+}
+inline std::optional<std::uint64_t> parse_uint64(std::string_view text) {
+  return parse_integer<std::uint64_t>(text).value;
+}
 
 // A token count in [1, k_max_tokens]; throws InputError naming the field otherwise.
 std::int64_t parse_token_count(const RowContext& where, const Field& field, std::string_view name);

@@ -1,42 +1,37 @@
 #include <fmt/format.h>
 
-#include <cerrno>
-#include <cstring>
-#include <filesystem>
 #include <iterator>
+#include <system_error>
 
 #include "exitsim/core/error.hpp"
 #include "exitsim/traces/request_trace_writer.hpp"
 #include "fields.hpp"
 #include "readers.hpp"
+#include "trace_io.hpp"
 
 namespace exitsim::traces {
 namespace {
 
-std::string errno_text() {
-  return errno != 0 ? std::strerror(errno) : "the file system reported an error";
+using detail::AtomicOutputFile;
+
+// "<path>.tmp: cannot write request trace: <reason>", or "<path>: ..." when the rename fails.
+InputError request_trace_io_error(const AtomicOutputFile& file, AtomicOutputFile::Step step,
+                                  std::error_code reason) {
+  const std::string& where =
+      step == AtomicOutputFile::Step::rename ? file.path() : file.temp_path();
+  const std::string text = reason ? reason.message() : "the file system reported an error";
+  return InputError(SourceLocation{where, 0, 0, ""}, "cannot write request trace: " + text);
 }
 
 }  // namespace
 
 NativeRequestTraceWriter::NativeRequestTraceWriter(std::string path)
-    : path_(std::move(path)), temp_path_(path_ + ".tmp") {
-  errno = 0;
-  out_.open(temp_path_, std::ios::binary | std::ios::trunc);
-  if (!out_.is_open()) {
-    throw InputError(SourceLocation{temp_path_, 0, 0, ""},
-                     "cannot write request trace: " + errno_text());
-  }
-  out_ << k_native_version_line << '\n' << k_native_header << '\n';
+    : path_(std::move(path)),
+      file_(std::make_unique<AtomicOutputFile>(path_, request_trace_io_error)) {
+  file_->write(fmt::format("{}\n{}\n", k_native_version_line, k_native_header));
 }
 
-NativeRequestTraceWriter::~NativeRequestTraceWriter() {
-  if (committed_)
-    return;
-  out_.close();
-  std::error_code ignored;
-  std::filesystem::remove(temp_path_, ignored);
-}
+NativeRequestTraceWriter::~NativeRequestTraceWriter() = default;
 
 void NativeRequestTraceWriter::fail(const std::string& field, const std::string& message) const {
   throw InputError(SourceLocation{path_, 0, 0, field}, message);
@@ -75,11 +70,7 @@ void NativeRequestTraceWriter::write(const RequestDescriptor& request) {
     fmt::format_to(std::back_inserter(line_), "{},,{},{}\n", request.id.value, request.input_tokens,
                    request.output_tokens);
   }
-  out_.write(line_.data(), static_cast<std::streamsize>(line_.size()));
-  if (!out_) {
-    throw InputError(SourceLocation{temp_path_, 0, 0, ""},
-                     "cannot write request trace: " + errno_text());
-  }
+  file_->write(line_);
   arrivals_ = request.arrival.has_value();
   last_id_ = request.id.value;
   last_arrival_ = request.arrival;
@@ -89,20 +80,7 @@ void NativeRequestTraceWriter::write(const RequestDescriptor& request) {
 void NativeRequestTraceWriter::commit() {
   if (written_ == 0)
     fail("", expected_found("at least one request", "none"));
-  errno = 0;
-  out_.flush();
-  out_.close();
-  if (out_.fail()) {
-    throw InputError(SourceLocation{temp_path_, 0, 0, ""},
-                     "cannot write request trace: " + errno_text());
-  }
-  std::error_code ec;
-  std::filesystem::rename(temp_path_, path_, ec);
-  if (ec) {
-    throw InputError(SourceLocation{path_, 0, 0, ""},
-                     "cannot write request trace: " + ec.message());
-  }
-  committed_ = true;
+  file_->finish();
 }
 
 std::int64_t write_native_request_trace(RequestSource& source, const std::string& path) {

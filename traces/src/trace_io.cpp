@@ -11,34 +11,42 @@
 #include <stdexcept>
 #include <utility>
 
+#include "fields.hpp"
+
 namespace exitsim::traces::detail {
 namespace {
-
-constexpr std::size_t k_quoted_limit = 60;
 
 InputError io_error(const std::string& path, const std::string& message) {
   return InputError(SourceLocation{.file = path, .line = 0, .column = 0, .field = ""}, message);
 }
 
-template <typename Int>
-std::optional<Int> parse_integer(std::string_view text, bool& out_of_range) {
-  Int value{};
-  const char* end = text.data() + text.size();
-  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  out_of_range = ec == std::errc::result_out_of_range;
-  if (ec != std::errc{} || ptr != end)
-    return std::nullopt;
-  return value;
+std::error_code errno_code() {
+  return {errno, std::generic_category()};
 }
 
 }  // namespace
 
-AtomicOutputFile::AtomicOutputFile(std::string path)
-    : path_(std::move(path)), temp_path_(path_ + ".tmp") {
-  out_.open(temp_path_, std::ios::binary | std::ios::trunc);
-  if (!out_) {
-    throw io_error(path_, fmt::format("cannot create {}: {}", temp_path_, std::strerror(errno)));
+InputError AtomicOutputFile::default_error(const AtomicOutputFile& file, Step step,
+                                           std::error_code reason) {
+  switch (step) {
+    case Step::create:
+      return io_error(file.path(),
+                      fmt::format("cannot create {}: {}", file.temp_path(), reason.message()));
+    case Step::write:
+      break;
+    case Step::rename:
+      return io_error(file.path(),
+                      fmt::format("cannot rename {}: {}", file.temp_path(), reason.message()));
   }
+  return io_error(file.path(), fmt::format("cannot write {}", file.temp_path()));
+}
+
+AtomicOutputFile::AtomicOutputFile(std::string path, ErrorHook on_error)
+    : path_(std::move(path)), temp_path_(path_ + ".tmp"), on_error_(on_error) {
+  errno = 0;
+  out_.open(temp_path_, std::ios::binary | std::ios::trunc);
+  if (!out_)
+    throw on_error_(*this, Step::create, errno_code());
 }
 
 AtomicOutputFile::~AtomicOutputFile() {
@@ -54,21 +62,22 @@ void AtomicOutputFile::write(std::string_view bytes) {
     throw std::logic_error("exitsim: write to " + path_ + " after finish()");
   out_.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   if (!out_)
-    throw io_error(path_, fmt::format("cannot write {}", temp_path_));
+    throw on_error_(*this, Step::write, errno_code());
 }
 
 void AtomicOutputFile::finish() {
   if (finished_)
     return;
+  errno = 0;
   out_.flush();
   const bool ok = static_cast<bool>(out_);
   out_.close();
   if (!ok || out_.fail())
-    throw io_error(path_, fmt::format("cannot write {}", temp_path_));
+    throw on_error_(*this, Step::write, errno_code());
   std::error_code ec;
   std::filesystem::rename(temp_path_, path_, ec);
   if (ec)
-    throw io_error(path_, fmt::format("cannot rename {}: {}", temp_path_, ec.message()));
+    throw on_error_(*this, Step::rename, ec);
   finished_ = true;
 }
 
@@ -100,7 +109,7 @@ std::string shown(std::string_view text) {
   std::string out = "\"";
   std::size_t shown = 0;
   for (char c : text) {
-    if (shown == k_quoted_limit) {
+    if (shown == k_max_quoted_bytes) {
       out += "...";
       break;
     }
@@ -268,14 +277,13 @@ std::int64_t RowParser::int64(std::size_t index, std::int64_t min_value) const {
                                    : fmt::format("an integer >= {}", min_value);
   if (text.empty())
     throw error(index, expected_found(expected, "an empty field"));
-  bool out_of_range = false;
-  const auto value = parse_integer<std::int64_t>(text, out_of_range);
-  if (out_of_range) {
+  const IntegerParse<std::int64_t> parsed = parse_integer<std::int64_t>(text);
+  if (parsed.overflow) {
     throw error(index, expected_found(expected + " that fits in 64 bits", shown(text)));
   }
-  if (!value || *value < min_value)
+  if (!parsed.value || *parsed.value < min_value)
     throw error(index, expected_found(expected, shown(text)));
-  return *value;
+  return *parsed.value;
 }
 
 std::uint64_t RowParser::uint64(std::size_t index) const {
@@ -283,14 +291,13 @@ std::uint64_t RowParser::uint64(std::size_t index) const {
   const std::string expected = "a non-negative integer";
   if (text.empty())
     throw error(index, expected_found(expected, "an empty field"));
-  bool out_of_range = false;
-  const auto value = parse_integer<std::uint64_t>(text, out_of_range);
-  if (out_of_range) {
+  const IntegerParse<std::uint64_t> parsed = parse_integer<std::uint64_t>(text);
+  if (parsed.overflow) {
     throw error(index, expected_found(expected + " that fits in 64 bits", shown(text)));
   }
-  if (!value)
+  if (!parsed.value)
     throw error(index, expected_found(expected, shown(text)));
-  return *value;
+  return *parsed.value;
 }
 
 int RowParser::int32(std::size_t index, int min_value) const {

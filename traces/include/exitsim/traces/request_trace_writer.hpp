@@ -1,7 +1,7 @@
 #pragma once
 
 #include <cstdint>
-#include <fstream>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -9,6 +9,10 @@
 #include "exitsim/traces/request_source.hpp"
 
 namespace exitsim::traces {
+
+namespace detail {
+class AtomicOutputFile;
+}  // namespace detail
 
 // Writes requests in the native format (docs/traces.md) to `path`. Output goes to
 // `path + ".tmp"` and is renamed onto `path` only by commit(), so an interrupted or failed write
@@ -36,14 +40,12 @@ class NativeRequestTraceWriter {
   [[noreturn]] void fail(const std::string& field, const std::string& message) const;
 
   std::string path_;
-  std::string temp_path_;
-  std::ofstream out_;
+  std::unique_ptr<detail::AtomicOutputFile> file_;
   std::string line_;
   std::int64_t written_ = 0;
   std::optional<bool> arrivals_;
   std::optional<std::uint64_t> last_id_;
   std::optional<TimeNs> last_arrival_;
-  bool committed_ = false;
 };
 
 // Drains `source` into a native trace at `path`; returns the number of requests written.
