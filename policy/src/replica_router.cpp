@@ -9,7 +9,8 @@ template <typename Key>
 std::size_t argmin(std::span<const ReplicaLoad> replicas, Key key) {
   std::size_t best = 0;
   for (std::size_t i = 1; i < replicas.size(); ++i) {
-    if (key(replicas[i]) < key(replicas[best])) best = i;
+    if (key(replicas[i]) < key(replicas[best]))
+      best = i;
   }
   return best;
 }
@@ -17,9 +18,12 @@ std::size_t argmin(std::span<const ReplicaLoad> replicas, Key key) {
 }  // namespace
 
 std::optional<ReplicaRouterKind> parse_replica_router(std::string_view name) {
-  if (name == "round_robin") return ReplicaRouterKind::round_robin;
-  if (name == "least_outstanding") return ReplicaRouterKind::least_outstanding;
-  if (name == "shortest_queue_tokens") return ReplicaRouterKind::shortest_queue_tokens;
+  if (name == "round_robin")
+    return ReplicaRouterKind::round_robin;
+  if (name == "least_outstanding")
+    return ReplicaRouterKind::least_outstanding;
+  if (name == "shortest_queue_tokens")
+    return ReplicaRouterKind::shortest_queue_tokens;
   return std::nullopt;
 }
 

@@ -20,7 +20,11 @@ struct RouterSnapshot {
   std::uint64_t requests_routed_so_far = 0;  // round-robin position, kept by the executor
 };
 
-enum class ReplicaRouterKind : std::uint8_t { round_robin, least_outstanding, shortest_queue_tokens };
+enum class ReplicaRouterKind : std::uint8_t {
+  round_robin,
+  least_outstanding,
+  shortest_queue_tokens
+};
 
 std::optional<ReplicaRouterKind> parse_replica_router(std::string_view name);
 std::vector<std::string> replica_router_names();

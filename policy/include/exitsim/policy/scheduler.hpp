@@ -42,8 +42,8 @@ struct KvView {
 };
 
 struct SchedulerLimits {
-  std::int64_t max_running = 256;         // sequences in the running set
-  std::int64_t max_batched_tokens = 8192; // tokens processed in one iteration
+  std::int64_t max_running = 256;          // sequences in the running set
+  std::int64_t max_batched_tokens = 8192;  // tokens processed in one iteration
 };
 
 // Read-only state of one replica at an iteration boundary.
@@ -71,10 +71,11 @@ struct ScheduledWork {
 };
 
 // What one iteration does. The executor applies it in this order: preempt (free the victims'
-// K/V, put them at the front of the waiting queue, in the order listed), admit (move waiting
-// sequences to the end of the running set, in the order listed), then run `work`, allocating
-// the blocks each sequence needs for its new tokens. An empty `work` means the replica idles
-// until something changes (an arrival or a completion).
+// K/V and set their computed tokens to 0; the waiting queue becomes the victims in the order
+// listed, then the previous waiting queue), admit (move waiting sequences to the end of the
+// running set, in the order listed), then run `work`, allocating the blocks each sequence needs
+// for its new tokens. An empty `work` means the replica idles until something changes (an
+// arrival or a completion).
 //
 // A decision must be feasible: every admitted sequence appears in `work`; the blocks `work`
 // needs fit in free blocks plus those freed by preemption; the running set stays within

@@ -34,7 +34,10 @@ void register_scheduler(const std::string& name, SchedulerFactory factory);
 // Built-in and registered names, sorted.
 std::vector<std::string> scheduler_names();
 
-// Throws InputError (field "scheduler.kind") naming the nearest registered name when unknown.
+// Throws InputError (field "scheduler.kind") naming the nearest registered name when unknown,
+// and InputError (field "scheduler.preemption") for "swap", which is not modelled yet, or any
+// value other than "recompute". The built-ins are registered on the first call of any of these
+// functions; all three are safe to call from several threads.
 std::unique_ptr<Scheduler> make_scheduler(std::string_view name, const SchedulerParams& params);
 
 }  // namespace exitsim::policy

@@ -1,0 +1,49 @@
+#pragma once
+
+// Building blocks shared by the built-in schedulers and available to user-written ones: the
+// block arithmetic of the paged KV cache, and the "run the running set, preempting newest first"
+// step that every built-in uses. Each is pure and allocation-free beyond the capacity `out`
+// already has.
+
+#include <cstddef>
+#include <cstdint>
+
+#include "exitsim/policy/scheduler.hpp"
+
+namespace exitsim::policy {
+
+// Blocks `seq` must newly allocate to process `tokens` more of its pending tokens; 0 when the
+// blocks it holds already cover them.
+std::int64_t blocks_to_grow(const SequenceView& seq, std::int64_t tokens, const KvView& kv);
+
+// The most of `seq`'s pending tokens that its held blocks plus `spare_blocks` more can hold
+// (negative `spare_blocks` counts as none).
+std::int64_t tokens_within_blocks(const SequenceView& seq, std::int64_t spare_blocks,
+                                  const KvView& kv);
+
+// Free blocks an admission keeps back: `fraction` of the total, rounded down. Admitting up to
+// the last free block would make the next decode step preempt at once.
+std::int64_t watermark_blocks(const KvView& kv, double fraction);
+
+// Which running sequences schedule_running() gives work to.
+enum class RunningWork : std::uint8_t {
+  all_pending,  // every running sequence, all its pending tokens (1 for a decode step)
+  decodes,      // only decoding sequences, one token each
+};
+
+// What schedule_running() left for the phases that follow it.
+struct RunningPhase {
+  std::int64_t tokens = 0;        // tokens scheduled
+  std::int64_t spare_blocks = 0;  // free blocks left, counting those freed by preemption
+  std::size_t kept = 0;           // running[0, kept) stay; running[kept, end) were preempted
+};
+
+// Gives the running set its work in admission order, skipping sequences whose tokens no longer
+// fit the token budget. When the blocks for that work do not fit, preempts by recompute,
+// newest-admitted first (any running sequence, with work or without), until they do; a victim's
+// work is dropped. Victims are listed in `out.preempt` oldest first, so they return to the front
+// of the waiting queue in admission order. Call it first, on a cleared decision.
+RunningPhase schedule_running(const SchedulerSnapshot& snapshot, RunningWork which,
+                              SchedulerDecision& out);
+
+}  // namespace exitsim::policy

@@ -1,0 +1,24 @@
+#pragma once
+
+// The worked example of a user-written scheduler (docs/schedulers.md walks through it): it uses
+// only the public scheduler API and is registered through register_scheduler(), exactly as a
+// scheduler in a user's own program would be.
+
+#include <string_view>
+
+#include "exitsim/policy/scheduler.hpp"
+
+namespace exitsim::policy {
+
+// `shortest_prompt_first`: continuous batching that admits the waiting sequence with the fewest
+// pending tokens first (ties in queue order); otherwise as `continuous`.
+class ShortestPromptFirst final : public Scheduler {
+ public:
+  std::string_view name() const override { return "shortest_prompt_first"; }
+  void schedule(const SchedulerSnapshot& snapshot, SchedulerDecision& out) const override;
+};
+
+// Registers the scheduler under "shortest_prompt_first".
+void register_shortest_prompt_first();
+
+}  // namespace exitsim::policy

@@ -1,0 +1,58 @@
+#include "exitsim/policy/scheduler_steps.hpp"
+
+#include <algorithm>
+#include <cassert>
+
+namespace exitsim::policy {
+
+std::int64_t blocks_to_grow(const SequenceView& seq, std::int64_t tokens, const KvView& kv) {
+  return std::max<std::int64_t>(0, kv.blocks_for(seq.computed_tokens + tokens) - seq.kv_blocks);
+}
+
+std::int64_t tokens_within_blocks(const SequenceView& seq, std::int64_t spare_blocks,
+                                  const KvView& kv) {
+  const std::int64_t capacity =
+      (seq.kv_blocks + std::max<std::int64_t>(0, spare_blocks)) * kv.block_size;
+  return std::clamp<std::int64_t>(capacity - seq.computed_tokens, 0, seq.pending_tokens());
+}
+
+std::int64_t watermark_blocks(const KvView& kv, double fraction) {
+  return static_cast<std::int64_t>(static_cast<double>(kv.total_blocks) * fraction);
+}
+
+RunningPhase schedule_running(const SchedulerSnapshot& snapshot, RunningWork which,
+                              SchedulerDecision& out) {
+  assert(out.preempt.empty() && out.admit.empty() && out.work.empty());
+  const auto& running = snapshot.running;
+  std::int64_t budget = snapshot.limits.max_batched_tokens;
+  std::int64_t needed = 0;
+  for (std::size_t i = 0; i < running.size(); ++i) {
+    const SequenceView& seq = running[i];
+    const std::int64_t tokens =
+        which == RunningWork::decodes ? (seq.is_decoding() ? 1 : 0) : seq.pending_tokens();
+    if (tokens < 1 || tokens > budget)
+      continue;
+    out.work.push_back({{false, i}, tokens});
+    budget -= tokens;
+    needed += blocks_to_grow(seq, tokens, snapshot.kv);
+  }
+
+  // Work entries are in ascending running index, so a victim's entry, if any, is the last one.
+  std::int64_t spare = snapshot.kv.free_blocks;
+  std::size_t kept = running.size();
+  while (needed > spare && kept > 0) {
+    --kept;
+    const SequenceView& victim = running[kept];
+    spare += victim.kv_blocks;
+    if (!out.work.empty() && out.work.back().sequence.index == kept) {
+      needed -= blocks_to_grow(victim, out.work.back().tokens, snapshot.kv);
+      budget += out.work.back().tokens;
+      out.work.pop_back();
+    }
+  }
+  for (std::size_t i = kept; i < running.size(); ++i)
+    out.preempt.push_back(i);
+  return {snapshot.limits.max_batched_tokens - budget, spare - needed, kept};
+}
+
+}  // namespace exitsim::policy

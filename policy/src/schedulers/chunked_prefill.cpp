@@ -1,0 +1,74 @@
+#include <algorithm>
+#include <numeric>
+
+#include "exitsim/policy/scheduler_steps.hpp"
+#include "exitsim/policy/schedulers.hpp"
+
+namespace exitsim::policy {
+namespace {
+
+bool is_prefilling(const SequenceView& seq) {
+  return !seq.is_decoding() && seq.pending_tokens() > 0;
+}
+
+// Gives running[0, kept) sequences that are still prefilling a chunk each, in admission order.
+void continue_prefills(const SchedulerSnapshot& snapshot, std::size_t kept, std::int64_t& budget,
+                       std::int64_t& spare, SchedulerDecision& out) {
+  for (std::size_t i = 0; i < kept && budget > 0; ++i) {
+    const SequenceView& seq = snapshot.running[i];
+    if (!is_prefilling(seq))
+      continue;
+    const std::int64_t chunk = std::min(budget, tokens_within_blocks(seq, spare, snapshot.kv));
+    if (chunk < 1)
+      continue;
+    out.work.push_back({{false, i}, chunk});
+    budget -= chunk;
+    spare -= blocks_to_grow(seq, chunk, snapshot.kv);
+  }
+}
+
+}  // namespace
+
+void ChunkedPrefill::schedule(const SchedulerSnapshot& snapshot, SchedulerDecision& out) const {
+  const RunningPhase decodes = schedule_running(snapshot, RunningWork::decodes, out);
+  std::int64_t budget = snapshot.limits.max_batched_tokens - decodes.tokens;
+  std::int64_t spare = decodes.spare_blocks;
+  std::size_t kept = decodes.kept;
+  continue_prefills(snapshot, kept, budget, spare, out);
+
+  // Partial prefills can hold every block while none can take another: nothing would ever run
+  // again. The oldest then takes blocks from the newest, so the oldest always makes progress.
+  if (out.work.empty() && kept > 1 && is_prefilling(snapshot.running[0])) {
+    std::size_t keep = kept;
+    while (keep > 1 && tokens_within_blocks(snapshot.running[0], spare, snapshot.kv) < 1) {
+      --keep;
+      spare += snapshot.running[keep].kv_blocks;
+    }
+    out.preempt.insert(out.preempt.begin(), kept - keep, 0);
+    std::iota(out.preempt.begin(), out.preempt.begin() + static_cast<std::ptrdiff_t>(kept - keep),
+              keep);
+    kept = keep;
+    continue_prefills(snapshot, kept, budget, spare, out);
+  }
+
+  // Memory is short when something was preempted: admitting now would only preempt again.
+  if (!out.preempt.empty())
+    return;
+  auto running = static_cast<std::int64_t>(snapshot.running.size());
+  spare -= watermark_blocks(snapshot.kv, params_.watermark_fraction);
+  for (std::size_t i = 0; i < snapshot.waiting.size(); ++i) {
+    if (running >= snapshot.limits.max_running || budget < 1)
+      break;
+    const SequenceView& seq = snapshot.waiting[i];
+    const std::int64_t chunk = std::min(budget, tokens_within_blocks(seq, spare, snapshot.kv));
+    if (chunk < 1)
+      break;
+    out.admit.push_back(i);
+    out.work.push_back({{true, i}, chunk});
+    ++running;
+    budget -= chunk;
+    spare -= blocks_to_grow(seq, chunk, snapshot.kv);
+  }
+}
+
+}  // namespace exitsim::policy
