@@ -12,47 +12,12 @@
 #include <vector>
 
 #include "exitsim/core/error.hpp"
+#include "exitsim/traces/atomic_output.hpp"
 
-// Shared plumbing of the token-trace, op-trace and Chrome-trace files: all-or-nothing output files
-// and a strict reader for versioned CSV (a "# exitsim-<kind> v<N>" line, a header row, data rows).
+// Shared plumbing of the token-trace, op-trace and Chrome-trace files: a strict reader for
+// versioned CSV (a "# exitsim-<kind> v<N>" line, a header row, data rows). Their all-or-nothing
+// output file is the public exitsim/traces/atomic_output.hpp, which the simulator uses too.
 namespace exitsim::traces::detail {
-
-// Writes to `<path>.tmp` and renames it to `path` in finish(), so that a run that fails midway
-// never leaves a truncated file that a later step would read as complete.
-class AtomicOutputFile {
- public:
-  // The I/O step that failed, for the error hook.
-  enum class Step : std::uint8_t { create, write, rename };
-  // Makes the InputError for a failed step. `reason` is the system's report: errno for create
-  // and write (possibly 0 when the stream set none), the file system's error for rename.
-  using ErrorHook = InputError (*)(const AtomicOutputFile& file, Step step, std::error_code reason);
-
-  // The default hook: "<path>: cannot create <path>.tmp: <reason>", "<path>: cannot write
-  // <path>.tmp", "<path>: cannot rename <path>.tmp: <reason>".
-  static InputError default_error(const AtomicOutputFile& file, Step step, std::error_code reason);
-
-  // Throws the hook's InputError when the temporary file cannot be created.
-  explicit AtomicOutputFile(std::string path, ErrorHook on_error = default_error);
-  // Removes the temporary file unless finish() succeeded.
-  ~AtomicOutputFile();
-  AtomicOutputFile(const AtomicOutputFile&) = delete;
-  AtomicOutputFile& operator=(const AtomicOutputFile&) = delete;
-
-  // Throws std::logic_error after finish().
-  void write(std::string_view bytes);
-  // Flushes, closes and renames; throws the hook's InputError on any I/O failure.
-  void finish();
-  bool finished() const { return finished_; }
-  const std::string& path() const { return path_; }
-  const std::string& temp_path() const { return temp_path_; }
-
- private:
-  std::string path_;
-  std::string temp_path_;
-  ErrorHook on_error_;
-  std::ofstream out_;
-  bool finished_ = false;
-};
 
 // Appends `text` to `line` as one CSV field, quoted RFC-4180 style when it holds a comma, a quote,
 // a line break or leading/trailing blanks (which a reader would otherwise be tempted to trim).

@@ -30,7 +30,7 @@ struct IterationRecord {
   int replica = 0;
   TimeNs start = 0;
   TimeNs duration = 0;
-  std::int64_t sequences = 0;       // sequences in the batch
+  std::int64_t sequences = 0;  // sequences in the batch
   std::int64_t prefill_tokens = 0;
   std::int64_t decode_tokens = 0;
   std::int64_t kv_blocks_used = 0;  // after this iteration's allocation
@@ -61,8 +61,8 @@ struct LatencyStats {
 
 struct SeriesPoint {
   TimeNs start = 0;
-  double kv_usage = 0;      // mean fraction of KV blocks in use, over replicas and the window
-  double utilization = 0;   // fraction of the window replicas spent executing iterations
+  double kv_usage = 0;     // mean fraction of KV blocks in use, over replicas and the window
+  double utilization = 0;  // fraction of the window replicas spent executing iterations
 };
 
 struct MetricsSummary {
@@ -74,13 +74,18 @@ struct MetricsSummary {
   TimeNs makespan = 0;
   double throughput_tokens_per_s = 0;  // output tokens / makespan
   double request_throughput_per_s = 0;
-  double goodput_requests_per_s = 0;   // requests meeting every SLO / makespan
-  double slo_attainment = 0;           // fraction of requests meeting every SLO
-  std::map<std::string, double> slo_attainment_by_metric;  // "ttft", "tpot", "e2e"
+  double goodput_requests_per_s = 0;  // requests meeting every SLO / makespan
+  // The targets that attainment and goodput refer to. A request meets a target when its metric is
+  // <= the target; a one-token output has no TPOT and meets any TPOT target; with no targets every
+  // request meets "every SLO", so attainment is 1 and goodput equals request throughput.
+  SloTargets slo;
+  double slo_attainment = 0;  // fraction of requests meeting every SLO
+  // Per configured target only: "ttft", "tpot", "e2e".
+  std::map<std::string, double> slo_attainment_by_metric;
   LatencyStats ttft, tpot, itl, e2e, queueing;
   double percentile_relative_error = 0;  // bound of the sketch behind every percentile
   std::int64_t iterations = 0;
-  std::int64_t preemptions = 0;
+  std::int64_t preemptions = 0;                               // record_preemption() calls
   std::map<std::int64_t, std::int64_t> batch_size_histogram;  // sequences -> iterations
   double mean_batch_size = 0;
   std::vector<SeriesPoint> series;
@@ -91,11 +96,16 @@ struct MetricsSummary {
 // requests and tokens (latencies go into log-bucketed sketches; per-request rows stream to CSV).
 class MetricsCollector {
  public:
+  // Throws std::invalid_argument for options out of range (replicas < 1, series_window < 1,
+  // max_series_points < 2) and InputError when the CSV's temporary file cannot be created.
   explicit MetricsCollector(MetricsOptions options);
   ~MetricsCollector();
   MetricsCollector(const MetricsCollector&) = delete;
   MetricsCollector& operator=(const MetricsCollector&) = delete;
 
+  // Each record_* throws std::invalid_argument for an inconsistent record: times out of order, a
+  // negative length or count, an unknown replica, an iteration overlapping the previous one of
+  // its replica. record_request() writes the request's CSV row at once (rows in call order).
   void record_token_gap(TimeNs gap);  // one inter-token latency
   void record_request(const RequestRecord& request);
   void record_iteration(const IterationRecord& iteration);

@@ -1,0 +1,91 @@
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "exitsim/sim/metrics/metrics.hpp"
+
+namespace exitsim::sim {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+Json latency_json(const LatencyStats& stats) {
+  Json j;
+  j["count"] = stats.count;
+  j["mean"] = stats.mean;
+  j["p50"] = stats.p50;
+  j["p90"] = stats.p90;
+  j["p95"] = stats.p95;
+  j["p99"] = stats.p99;
+  j["max"] = stats.max;
+  return j;
+}
+
+Json target_json(const std::optional<double>& target) {
+  return target ? Json(*target) : Json(nullptr);
+}
+
+}  // namespace
+
+// Keys are inserted in a fixed order (ordered_json keeps it) and nlohmann prints each double as
+// the shortest text that reads back to it, so equal summaries give equal bytes. Schema:
+// docs/metrics.md.
+std::string summary_to_json(const MetricsSummary& s) {
+  Json j;
+  j["schema"] = "exitsim-metrics v1";
+  j["requests"] = s.requests;
+  j["input_tokens"] = s.input_tokens;
+  j["output_tokens"] = s.output_tokens;
+  j["first_arrival_ns"] = s.first_arrival;
+  j["last_completion_ns"] = s.last_completion;
+  j["makespan_ns"] = s.makespan;
+  j["makespan_s"] = to_seconds(s.makespan);
+  j["throughput_tokens_per_s"] = s.throughput_tokens_per_s;
+  j["request_throughput_per_s"] = s.request_throughput_per_s;
+  j["goodput_requests_per_s"] = s.goodput_requests_per_s;
+
+  Json slo;
+  slo["ttft_ms"] = target_json(s.slo.ttft_ms);
+  slo["tpot_ms"] = target_json(s.slo.tpot_ms);
+  slo["e2e_ms"] = target_json(s.slo.e2e_ms);
+  slo["attainment"] = s.slo_attainment;
+  Json by_metric = Json::object();
+  for (const char* metric : {"ttft", "tpot", "e2e"}) {
+    if (const auto it = s.slo_attainment_by_metric.find(metric);
+        it != s.slo_attainment_by_metric.end()) {
+      by_metric[metric] = it->second;
+    }
+  }
+  slo["attainment_by_metric"] = std::move(by_metric);
+  j["slo"] = std::move(slo);
+
+  j["ttft_ms"] = latency_json(s.ttft);
+  j["tpot_ms"] = latency_json(s.tpot);
+  j["itl_ms"] = latency_json(s.itl);
+  j["e2e_ms"] = latency_json(s.e2e);
+  j["queueing_ms"] = latency_json(s.queueing);
+  j["percentile_relative_error"] = s.percentile_relative_error;
+
+  j["iterations"] = s.iterations;
+  j["preemptions"] = s.preemptions;
+  j["mean_batch_size"] = s.mean_batch_size;
+  Json histogram = Json::object();
+  for (const auto& [sequences, iterations] : s.batch_size_histogram)
+    histogram[std::to_string(sequences)] = iterations;
+  j["batch_size_histogram"] = std::move(histogram);
+
+  Json series;
+  series["window_ns"] = s.series_window;
+  Json points = Json::array();
+  for (const SeriesPoint& point : s.series) {
+    Json p;
+    p["start_ns"] = point.start;
+    p["kv_usage"] = point.kv_usage;
+    p["utilization"] = point.utilization;
+    points.push_back(std::move(p));
+  }
+  series["points"] = std::move(points);
+  j["series"] = std::move(series);
+  return j.dump(2) + "\n";
+}
+
+}  // namespace exitsim::sim

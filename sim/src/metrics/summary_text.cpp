@@ -1,0 +1,75 @@
+#include <fmt/format.h>
+
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "exitsim/sim/metrics/metrics.hpp"
+
+namespace exitsim::sim {
+namespace {
+
+void append_latency_row(std::string& out, const char* name, const LatencyStats& stats) {
+  auto it = std::back_inserter(out);
+  fmt::format_to(it, "  {:<10} {:>9}", name, stats.count);
+  if (stats.count == 0) {
+    for (int i = 0; i < 5; ++i)
+      fmt::format_to(it, " {:>10}", "-");
+  } else {
+    for (double value : {stats.mean, stats.p50, stats.p90, stats.p99, stats.max})
+      fmt::format_to(it, " {:>10.3f}", value);
+  }
+  out += '\n';
+}
+
+std::string slo_line(const MetricsSummary& s) {
+  struct Target {
+    const char* name;
+    const std::optional<double>& target;
+  };
+  const Target targets[] = {
+      {"ttft", s.slo.ttft_ms}, {"tpot", s.slo.tpot_ms}, {"e2e", s.slo.e2e_ms}};
+  std::vector<std::string> parts;
+  for (const Target& t : targets) {
+    if (!t.target)
+      continue;
+    const auto it = s.slo_attainment_by_metric.find(t.name);
+    const double attained = it == s.slo_attainment_by_metric.end() ? 0.0 : it->second;
+    parts.push_back(fmt::format("{} <= {:g} ms: {:.2f}%", t.name, *t.target, 100 * attained));
+  }
+  if (parts.empty())
+    return "no targets (every request counts as meeting them)";
+  return fmt::format("{:.2f}% meet every target ({})", 100 * s.slo_attainment,
+                     fmt::join(parts, ", "));
+}
+
+}  // namespace
+
+std::string format_summary(const MetricsSummary& s) {
+  std::string out;
+  auto it = std::back_inserter(out);
+  fmt::format_to(it, "{:<16}{} ({} input tokens, {} output tokens)\n", "requests", s.requests,
+                 s.input_tokens, s.output_tokens);
+  fmt::format_to(it, "{:<16}{:.3f} s (first arrival to last completion)\n", "makespan",
+                 to_seconds(s.makespan));
+  fmt::format_to(it, "{:<16}{:.2f} output tokens/s, {:.3f} requests/s\n", "throughput",
+                 s.throughput_tokens_per_s, s.request_throughput_per_s);
+  fmt::format_to(it, "{:<16}{:.3f} requests/s meeting every SLO\n", "goodput",
+                 s.goodput_requests_per_s);
+  fmt::format_to(it, "{:<16}{}\n", "SLO attainment", slo_line(s));
+  fmt::format_to(it, "{:<12} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10}\n", "latency (ms)", "count",
+                 "mean", "p50", "p90", "p99", "max");
+  append_latency_row(out, "TTFT", s.ttft);
+  append_latency_row(out, "TPOT", s.tpot);
+  append_latency_row(out, "ITL", s.itl);
+  append_latency_row(out, "E2E", s.e2e);
+  append_latency_row(out, "queueing", s.queueing);
+  fmt::format_to(it, "{:<16}{} iterations, mean batch size {:.2f} sequences\n", "batches",
+                 s.iterations, s.mean_batch_size);
+  fmt::format_to(it, "{:<16}{}\n", "preemptions", s.preemptions);
+  fmt::format_to(it, "{:<16}within {:g}% relative error of a true sample (mean, max exact)\n",
+                 "percentiles", 100 * s.percentile_relative_error);
+  return out;
+}
+
+}  // namespace exitsim::sim
