@@ -11,7 +11,7 @@ namespace exitsim::cli {
 
 // Each command registers its subcommand on the app; the callback runs the command and throws
 // InputError for anything the user can fix. main() turns that into one line and exit code 1.
-void add_run_command(CLI::App& app);
+void add_simulate_command(CLI::App& app);
 void add_scenario_commands(CLI::App& app);
 void add_trace_commands(CLI::App& app);
 

@@ -1,6 +1,6 @@
-#include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
 
@@ -16,11 +16,12 @@ constexpr int k_exit_internal_error = 3;
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"exitsim: simulate batched dynamic-depth LLM inference (early exit, recursion, "
-               "routers) and chart whether it pays off"};
+  CLI::App app{
+      "exitsim: simulate batched dynamic-depth LLM inference (early exit, recursion, "
+      "routers) and chart whether it pays off"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "exitsim 0.1.0");
-  exitsim::cli::add_run_command(app);
+  exitsim::cli::add_simulate_command(app);
   exitsim::cli::add_scenario_commands(app);
   exitsim::cli::add_trace_commands(app);
 

@@ -1,6 +1,6 @@
-#include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
+#include <CLI/CLI.hpp>
 #include <memory>
 
 #include "commands.hpp"
@@ -17,9 +17,8 @@ void add_scenario_commands(CLI::App& app) {
   CLI::App* show = group->add_subcommand(
       "show", "Print the fully resolved scenario: every key, defaults applied, presets expanded");
   show_options->add_to(*show);
-  show->callback([show_options] {
-    fmt::print("{}", scenario::render_resolved_yaml(show_options->load()));
-  });
+  show->callback(
+      [show_options] { fmt::print("{}", scenario::render_resolved_yaml(show_options->load())); });
 
   CLI::App* schema =
       group->add_subcommand("schema", "Print every scenario key with its type, default and doc");

@@ -1,7 +1,7 @@
-#include <CLI/CLI.hpp>
 #include <fmt/core.h>
 #include <fmt/ranges.h>
 
+#include <CLI/CLI.hpp>
 #include <memory>
 
 #include "commands.hpp"
@@ -22,11 +22,14 @@ struct RequestTraceArgs {
   bool skip_bad_rows = false;
 
   void add_to(CLI::App& command) {
-    command.add_option("file", path, "Request trace (Azure, Vidur/Metron, Mooncake, BurstGPT, "
-                                     "native)")
+    command
+        .add_option("file", path,
+                    "Request trace (Azure, Vidur/Metron, Mooncake, BurstGPT, "
+                    "native)")
         ->required();
     command.add_option("--format", format, "Override format detection")
-        ->type_name("auto|" + fmt::format("{}", fmt::join(traces::request_trace_format_names(), "|")));
+        ->type_name("auto|" +
+                    fmt::format("{}", fmt::join(traces::request_trace_format_names(), "|")));
     command.add_flag("--skip-bad-rows", skip_bad_rows,
                      "Skip and count malformed rows instead of stopping at the first");
   }
@@ -59,7 +62,8 @@ void convert(const RequestTraceArgs& args, const std::string& out) {
   const auto source = traces::open_request_trace(args.path, args.options());
   const std::int64_t written = traces::write_native_request_trace(*source, out);
   fmt::print("wrote {} requests to {} (native format", written, out);
-  if (source->skipped_rows() > 0) fmt::print("; skipped {} rows", source->skipped_rows());
+  if (source->skipped_rows() > 0)
+    fmt::print("; skipped {} rows", source->skipped_rows());
   fmt::print(")\n");
 }
 
@@ -92,8 +96,7 @@ void add_trace_commands(CLI::App& app) {
       group->add_subcommand("convert", "Write a request trace in exitsim's native format");
   convert_args->add_to(*convert_command);
   convert_command->add_option("--out,-o", *convert_out, "Output file")->required();
-  convert_command->callback(
-      [convert_args, convert_out] { convert(*convert_args, *convert_out); });
+  convert_command->callback([convert_args, convert_out] { convert(*convert_args, *convert_out); });
 
   auto chrome_in = std::make_shared<std::string>();
   auto chrome_out = std::make_shared<std::string>();

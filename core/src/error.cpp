@@ -11,15 +11,18 @@ std::string render(const SourceLocation& where, const std::string& message) {
     out += where.file;
     if (where.line > 0) {
       out += fmt::format(":{}", where.line);
-      if (where.column > 0) out += fmt::format(":{}", where.column);
+      if (where.column > 0)
+        out += fmt::format(":{}", where.column);
     }
     out += ": ";
   }
-  if (!where.field.empty()) out += where.field + ": ";
+  if (!where.field.empty())
+    out += where.field + ": ";
   out += message;
   // One line, always: embedded newlines would split the message across log lines.
   for (char& c : out) {
-    if (c == '\n' || c == '\r') c = ' ';
+    if (c == '\n' || c == '\r')
+      c = ' ';
   }
   return out;
 }

@@ -18,10 +18,12 @@ DepthStructure DepthStructure::middle_cycle(int layers, int recursions) {
 }
 
 std::vector<int> DepthStructure::effective_exit_points() const {
-  if (!exit_points.empty()) return exit_points;
+  if (!exit_points.empty())
+    return exit_points;
   std::vector<int> points;
   if (is_recursive()) {
-    for (int r = 1; r <= recursions; ++r) points.push_back(prelude_layers + block_layers * r);
+    for (int r = 1; r <= recursions; ++r)
+      points.push_back(prelude_layers + block_layers * r);
   } else {
     points.push_back(stacked_depth());
   }
@@ -29,7 +31,8 @@ std::vector<int> DepthStructure::effective_exit_points() const {
 }
 
 int DepthStructure::recursion_of_depth(int depth) const {
-  if (depth <= prelude_layers || block_layers == 0) return 0;
+  if (depth <= prelude_layers || block_layers == 0)
+    return 0;
   return (depth - prelude_layers + block_layers - 1) / block_layers;
 }
 
@@ -54,14 +57,17 @@ std::int64_t ModelShape::lora_parameters(int rank) const {
 
 std::int64_t ModelShape::parameter_count() const {
   std::int64_t total = depth.unique_layers() * layer_parameters();
-  for (int rank : depth.lora_rank) total += depth.block_layers * lora_parameters(rank);
+  for (int rank : depth.lora_rank)
+    total += depth.block_layers * lora_parameters(rank);
   const std::int64_t embedding = vocab * d_model;
   total += tied_embeddings ? embedding : 2 * embedding;
   total += d_model;  // final norm
   return total;
 }
 
-std::int64_t ModelShape::weight_bytes() const { return parameter_count() * bytes_per_element(dtype); }
+std::int64_t ModelShape::weight_bytes() const {
+  return parameter_count() * bytes_per_element(dtype);
+}
 
 std::int64_t ModelShape::kv_bytes_per_token_per_layer() const {
   return 2 * n_kv_heads * head_dim * bytes_per_element(dtype);

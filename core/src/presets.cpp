@@ -95,7 +95,8 @@ const std::vector<HardwareSpec>& hardware_presets() {
 template <typename T>
 std::optional<T> find_named(const std::vector<T>& all, std::string_view name) {
   for (const T& item : all) {
-    if (item.name == name) return item;
+    if (item.name == name)
+      return item;
   }
   return std::nullopt;
 }
@@ -104,7 +105,8 @@ template <typename T>
 std::vector<std::string> names_of(const std::vector<T>& all) {
   std::vector<std::string> names;
   names.reserve(all.size());
-  for (const T& item : all) names.push_back(item.name);
+  for (const T& item : all)
+    names.push_back(item.name);
   return names;
 }
 
@@ -113,11 +115,15 @@ std::vector<std::string> names_of(const std::vector<T>& all) {
 std::optional<ModelShape> find_model_preset(std::string_view name) {
   return find_named(model_presets(), name);
 }
-std::vector<std::string> model_preset_names() { return names_of(model_presets()); }
+std::vector<std::string> model_preset_names() {
+  return names_of(model_presets());
+}
 
 std::optional<HardwareSpec> find_hardware_preset(std::string_view name) {
   return find_named(hardware_presets(), name);
 }
-std::vector<std::string> hardware_preset_names() { return names_of(hardware_presets()); }
+std::vector<std::string> hardware_preset_names() {
+  return names_of(hardware_presets());
+}
 
 }  // namespace exitsim

@@ -8,7 +8,8 @@ namespace {
 
 std::size_t edit_distance(std::string_view a, std::string_view b) {
   std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t j = 0; j <= b.size(); ++j)
+    row[j] = j;
   for (std::size_t i = 1; i <= a.size(); ++i) {
     std::size_t diagonal = row[0];
     row[0] = i;
@@ -41,7 +42,8 @@ std::string nearest_match(std::string_view word, std::span<const std::string> ca
 std::string one_of(std::span<const std::string> candidates) {
   std::string out = "one of ";
   for (std::size_t i = 0; i < candidates.size(); ++i) {
-    if (i > 0) out += ", ";
+    if (i > 0)
+      out += ", ";
     out += candidates[i];
   }
   return out;

@@ -197,7 +197,7 @@ std::vector<KeyDef> serving_keys() {
       Key("scheduler", Type::section, "How each replica forms batches."),
       Key("scheduler.kind", Type::identifier,
           "Scheduler name: a built-in or one registered by the embedding program.")
-          .allowed({"static", "continuous", "chunked_prefill", "depthwise"})
+          .allowed({"static", "continuous", "chunked_prefill", "shortest_prompt_first"})
           .def(std::string("continuous"))
           .bind(field(&Scenario::scheduler, &SchedulerConfig::kind)),
       Key("scheduler.max_running", Type::integer, "Most sequences in one iteration.")

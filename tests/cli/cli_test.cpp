@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -22,9 +23,9 @@ struct Result {
 class Cli : public testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("exitsim_cli_" + std::to_string(::getpid()) + "_" +
-            testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ =
+        fs::temp_directory_path() / ("exitsim_cli_" + std::to_string(::getpid()) + "_" +
+                                     testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -48,8 +49,8 @@ class Cli : public testing::Test {
     const fs::path out = dir_ / "stdout.txt";
     const fs::path err = dir_ / "stderr.txt";
     const std::string command = "cd '" + std::string(EXITSIM_SOURCE_DIR) + "' && '" +
-                                std::string(EXITSIM_CLI_PATH) + "' " + args + " >'" +
-                                out.string() + "' 2>'" + err.string() + "'";
+                                std::string(EXITSIM_CLI_PATH) + "' " + args + " >'" + out.string() +
+                                "' 2>'" + err.string() + "'";
     const int status = std::system(command.c_str());
     Result result;
     result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -61,14 +62,45 @@ class Cli : public testing::Test {
   fs::path dir_;
 };
 
-TEST_F(Cli, MainJobRunsTheEmbeddedDefaultDeterministically) {
-  const Result first = run("run");
+TEST_F(Cli, MainJobSimulatesTheEmbeddedDefaultDeterministically) {
+  const fs::path out = dir_ / "out";
+  const Result first = run("simulate --out '" + out.string() + "'");
   ASSERT_EQ(first.exit_code, 0) << first.err;
   EXPECT_NE(first.out.find("scenario   default (seed 42)"), std::string::npos) << first.out;
-  EXPECT_NE(first.out.find("requests            2000"), std::string::npos) << first.out;
+  EXPECT_NE(first.out.find("requests        2000"), std::string::npos) << first.out;
   EXPECT_EQ(first.err, "");
-  EXPECT_EQ(run("run").out, first.out);
-  EXPECT_NE(run("run --set seed=43").out, first.out);
+  const std::string summary = slurp(out / "summary.json");
+  EXPECT_NE(summary.find("\"schema\": \"exitsim-metrics v1\""), std::string::npos) << summary;
+  EXPECT_TRUE(fs::exists(out / "requests.csv"));
+  EXPECT_FALSE(fs::exists(out / "timeline.json"));  // off by default
+
+  const fs::path again = dir_ / "again";
+  const Result second = run("simulate --out '" + again.string() + "'");
+  EXPECT_EQ(second.out, first.out.substr(0, first.out.rfind("outputs in")) + "outputs in " +
+                            again.string() + "/\n");
+  EXPECT_EQ(slurp(again / "summary.json"), summary);
+  EXPECT_EQ(slurp(again / "requests.csv"), slurp(out / "requests.csv"));
+  EXPECT_NE(run("simulate --no-output --set seed=43").out, run("simulate --no-output").out);
+}
+
+TEST_F(Cli, SimulateWritesATimelineWhenAsked) {
+  const fs::path out = dir_ / "out";
+  const Result r = run("simulate --set workload.requests=50 --set outputs.timeline=true --out '" +
+                       out.string() + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string timeline = slurp(out / "timeline.json");
+  EXPECT_NE(timeline.find("\"traceEvents\""), std::string::npos);
+  EXPECT_NE(timeline.find("\"name\":\"prefill\""), std::string::npos);
+  EXPECT_NE(timeline.find("\"ph\":\"C\""), std::string::npos);
+}
+
+TEST_F(Cli, FailedSimulationLeavesNoOutputBehind) {
+  const fs::path out = dir_ / "out";
+  const Result r = run("simulate --set scheduler.kv_blocks=4 --out '" + out.string() + "'");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err.rfind("exitsim: error: workload: request 0 needs K/V for", 0), 0u) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);
+  EXPECT_FALSE(fs::exists(out));
 }
 
 TEST_F(Cli, ScenarioShowOutputLoadsBackToTheSameScenario) {
@@ -83,7 +115,8 @@ TEST_F(Cli, ScenarioShowOutputLoadsBackToTheSameScenario) {
 
 TEST_F(Cli, EveryExampleScenarioResolves) {
   for (const auto& entry : fs::directory_iterator(fs::path(EXITSIM_SOURCE_DIR) / "scenarios")) {
-    if (entry.path().extension() != ".yaml") continue;
+    if (entry.path().extension() != ".yaml")
+      continue;
     const Result r = run("scenario show '" + entry.path().string() + "'");
     EXPECT_EQ(r.exit_code, 0) << entry.path() << ": " << r.err;
   }
@@ -166,8 +199,8 @@ TEST_F(Cli, ConvertWritesNativeAndLeavesNothingBehindOnError) {
   EXPECT_FALSE(fs::exists(failed));
   EXPECT_FALSE(fs::exists(failed.string() + ".tmp"));
 
-  const Result skipping = run("trace convert '" + bad.string() + "' --skip-bad-rows --out '" +
-                              failed.string() + "'");
+  const Result skipping =
+      run("trace convert '" + bad.string() + "' --skip-bad-rows --out '" + failed.string() + "'");
   EXPECT_EQ(skipping.exit_code, 0) << skipping.err;
   EXPECT_NE(skipping.out.find("skipped 1 rows"), std::string::npos) << skipping.out;
 }

@@ -39,7 +39,8 @@ TEST(Suggest, FindsCloseTyposAndRejectsUnrelatedWords) {
 }
 
 TEST(DType, NamesRoundTrip) {
-  for (DType t : k_all_dtypes) EXPECT_EQ(parse_dtype(to_string(t)), t);
+  for (DType t : k_all_dtypes)
+    EXPECT_EQ(parse_dtype(to_string(t)), t);
   EXPECT_FALSE(parse_dtype("fp64").has_value());
   EXPECT_EQ(bytes_per_element(DType::bf16), 2);
 }

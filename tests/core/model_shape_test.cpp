@@ -33,11 +33,13 @@ INSTANTIATE_TEST_SUITE_P(
     testing::Values(PublishedCount{"llama-3-8b", 8.03e9}, PublishedCount{"llama-2-7b", 6.74e9},
                     PublishedCount{"smollm-135m", 134.5e6}, PublishedCount{"smollm-360m", 361.8e6},
                     PublishedCount{"smollm-1.7b", 1.711e9}, PublishedCount{"gemma-2b", 2.506e9},
-                    PublishedCount{"tinyllama-1.1b", 1.100e9}, PublishedCount{"pythia-1b", 1.012e9}),
+                    PublishedCount{"tinyllama-1.1b", 1.100e9},
+                    PublishedCount{"pythia-1b", 1.012e9}),
     [](const testing::TestParamInfo<PublishedCount>& param_info) {
       std::string name = param_info.param.preset;
       for (char& c : name) {
-        if (c == '-' || c == '.') c = '_';
+        if (c == '-' || c == '.')
+          c = '_';
       }
       return name;
     });

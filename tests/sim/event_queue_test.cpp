@@ -15,14 +15,16 @@ TEST(EventQueue, PopsInTimeOrderAndTiesInInsertionOrder) {
   queue.push(20, 3);
   queue.push(10, 4);
   std::vector<int> order;
-  while (!queue.empty()) order.push_back(queue.pop().payload);
+  while (!queue.empty())
+    order.push_back(queue.pop().payload);
   EXPECT_EQ(order, (std::vector<int>{1, 2, 4, 3, 0}));
 }
 
 TEST(EventQueue, TimeNeverGoesBackwardsUnderRandomLoad) {
   EventQueue<std::uint64_t> queue;
   std::mt19937_64 rng(7);
-  for (std::uint64_t i = 0; i < 10'000; ++i) queue.push(static_cast<TimeNs>(rng() % 1000), i);
+  for (std::uint64_t i = 0; i < 10'000; ++i)
+    queue.push(static_cast<TimeNs>(rng() % 1000), i);
   TimeNs last_time = -1;
   std::uint64_t last_sequence = 0;
   while (!queue.empty()) {

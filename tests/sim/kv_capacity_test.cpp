@@ -15,7 +15,8 @@ TEST(KvCapacity, Llama3On80GbLeavesRoomForTheExpectedTokenCount) {
   // 80 GiB - 10% reserve - 14.96 GiB of bf16 weights = 57.0 GiB; 128 KiB per token (32 layers x
   // 4 KiB) -> about 467k tokens.
   EXPECT_EQ(c.kv_bytes_per_token, 32 * 4096);
-  EXPECT_EQ(c.blocks, (hw.memory_bytes - model.weight_bytes() - c.reserve_bytes) / (16 * 32 * 4096));
+  EXPECT_EQ(c.blocks,
+            (hw.memory_bytes - model.weight_bytes() - c.reserve_bytes) / (16 * 32 * 4096));
   EXPECT_NEAR(static_cast<double>(c.tokens()), 467e3, 5e3);
 }
 

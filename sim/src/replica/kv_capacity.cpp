@@ -9,7 +9,9 @@
 namespace exitsim::sim {
 namespace {
 
-double gib(std::int64_t bytes) { return static_cast<double>(bytes) / static_cast<double>(1 << 30); }
+double gib(std::int64_t bytes) {
+  return static_cast<double>(bytes) / static_cast<double>(1 << 30);
+}
 
 }  // namespace
 

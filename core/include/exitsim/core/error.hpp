@@ -8,10 +8,10 @@ namespace exitsim {
 
 // Where a user-supplied value came from. Any field may be empty/zero when unknown.
 struct SourceLocation {
-  std::string file;          // path as the user gave it, or "<embedded default>", "--set"
-  std::int64_t line = 0;     // 1-based; 0 = unknown
-  std::int64_t column = 0;   // 1-based; 0 = unknown
-  std::string field;         // key path ("scheduler.max_running") or column name ("ContextTokens")
+  std::string file;         // path as the user gave it, or "<embedded default>", "--set"
+  std::int64_t line = 0;    // 1-based; 0 = unknown
+  std::int64_t column = 0;  // 1-based; 0 = unknown
+  std::string field;        // key path ("scheduler.max_running") or column name ("ContextTokens")
 };
 
 // An error the user caused and can fix: bad file, bad field, impossible configuration, missing

@@ -14,9 +14,9 @@ struct HardwareSpec {
   std::string name;
   // Dense (no structured sparsity) peak FLOP/s per dtype, indexed by DType; 0 = unsupported.
   std::array<double, k_dtype_count> peak_flops{};
-  double memory_bandwidth = 0;   // bytes/s
+  double memory_bandwidth = 0;  // bytes/s
   std::int64_t memory_bytes = 0;
-  TimeNs launch_overhead = 0;    // per kernel launch
+  TimeNs launch_overhead = 0;  // per kernel launch
 
   double peak_flops_for(DType t) const { return peak_flops[static_cast<std::size_t>(t)]; }
   void set_peak_flops(DType t, double flops) { peak_flops[static_cast<std::size_t>(t)] = flops; }

@@ -15,16 +15,26 @@ inline constexpr TimeNs k_ns_per_us = 1'000;
 inline constexpr TimeNs k_ns_per_ms = 1'000'000;
 inline constexpr TimeNs k_ns_per_s = 1'000'000'000;
 
-constexpr double to_seconds(TimeNs t) { return static_cast<double>(t) / 1e9; }
-constexpr double to_milliseconds(TimeNs t) { return static_cast<double>(t) / 1e6; }
-constexpr double to_microseconds(TimeNs t) { return static_cast<double>(t) / 1e3; }
+constexpr double to_seconds(TimeNs t) {
+  return static_cast<double>(t) / 1e9;
+}
+constexpr double to_milliseconds(TimeNs t) {
+  return static_cast<double>(t) / 1e6;
+}
+constexpr double to_microseconds(TimeNs t) {
+  return static_cast<double>(t) / 1e3;
+}
 
 // Rounds to the nearest nanosecond; callers validate the range of user-supplied values first.
 constexpr TimeNs from_seconds(double seconds) {
   const double ns = seconds * 1e9;
   return static_cast<TimeNs>(ns < 0 ? ns - 0.5 : ns + 0.5);
 }
-constexpr TimeNs from_milliseconds(double ms) { return from_seconds(ms / 1e3); }
-constexpr TimeNs from_microseconds(double us) { return from_seconds(us / 1e6); }
+constexpr TimeNs from_milliseconds(double ms) {
+  return from_seconds(ms / 1e3);
+}
+constexpr TimeNs from_microseconds(double us) {
+  return from_seconds(us / 1e6);
+}
 
 }  // namespace exitsim

@@ -1,0 +1,107 @@
+// Roofline cost-model speed: the simulator prices every iteration, about 600k per replayed hour,
+// so iteration_cost must stay in the low hundreds of nanoseconds.
+//
+//   build/release/bin/cost_model_bench
+//
+// Reports ns per iteration_cost call for decode batches of 1, 16 and 256, a mixed prefill batch
+// and a mixed-depth batch, against a baseline in the same run: one pass summing the batch's
+// tokens (the floor any per-entry pricing pays).
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "exitsim/core/presets.hpp"
+#include "exitsim/sim/cost/roofline.hpp"
+
+namespace {
+
+using exitsim::sim::BatchEntry;
+using exitsim::sim::RooflineCostModel;
+
+const RooflineCostModel& llama_on_h100() {
+  static const RooflineCostModel model(*exitsim::find_model_preset("llama-3-8b"),
+                                       *exitsim::find_hardware_preset("h100-sxm"), {0.7, 0.85});
+  return model;
+}
+
+const RooflineCostModel& recursive_on_h100() {
+  static const RooflineCostModel model = [] {
+    exitsim::ModelShape m = *exitsim::find_model_preset("llama-3-8b");
+    m.depth = exitsim::DepthStructure::middle_cycle(32, 3);
+    m.depth.lora_rank = {0, 16, 16};
+    return RooflineCostModel(m, *exitsim::find_hardware_preset("h100-sxm"), {0.7, 0.85});
+  }();
+  return model;
+}
+
+// Decode entries with contexts spread over a few thousand tokens.
+std::vector<BatchEntry> decode_batch(std::int64_t size, int depth = 32) {
+  std::vector<BatchEntry> batch;
+  for (std::int64_t i = 0; i < size; ++i)
+    batch.push_back({1, 200 + (i * 397) % 3000, depth, true});
+  return batch;
+}
+
+// Chunked prefill: one 512-token chunk, a finished 200-token prompt, 62 decodes.
+std::vector<BatchEntry> mixed_prefill_batch() {
+  std::vector<BatchEntry> batch = decode_batch(62);
+  batch.push_back({512, 1024, 32, false});
+  batch.push_back({200, 0, 32, true});
+  return batch;
+}
+
+// Early exit on the recursive model: 64 decodes spread over its three exit points.
+std::vector<BatchEntry> mixed_depth_batch() {
+  std::vector<BatchEntry> batch = decode_batch(64);
+  for (std::size_t i = 0; i < batch.size(); ++i)
+    batch[i].depth = 11 + 10 * static_cast<int>(i % 3);
+  return batch;
+}
+
+void report(benchmark::State& state) {
+  state.SetItemsProcessed(state.iterations());
+  state.counters["ns_per_call"] =
+      benchmark::Counter(static_cast<double>(state.iterations()),
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+
+void baseline_sum_tokens(benchmark::State& state) {
+  const std::vector<BatchEntry> batch = decode_batch(state.range(0));
+  for (auto _ : state) {
+    std::int64_t tokens = 0;
+    for (const BatchEntry& e : batch)
+      tokens += e.query_tokens + e.context_tokens;
+    benchmark::DoNotOptimize(tokens);
+  }
+  report(state);
+}
+BENCHMARK(baseline_sum_tokens)->Arg(1)->Arg(16)->Arg(256);
+
+void decode(benchmark::State& state) {
+  const std::vector<BatchEntry> batch = decode_batch(state.range(0));
+  for (auto _ : state)
+    benchmark::DoNotOptimize(llama_on_h100().iteration_cost(batch));
+  report(state);
+}
+BENCHMARK(decode)->Arg(1)->Arg(16)->Arg(256);
+
+void mixed_prefill(benchmark::State& state) {
+  const std::vector<BatchEntry> batch = mixed_prefill_batch();
+  for (auto _ : state)
+    benchmark::DoNotOptimize(llama_on_h100().iteration_cost(batch));
+  report(state);
+}
+BENCHMARK(mixed_prefill);
+
+void mixed_depth_recursive(benchmark::State& state) {
+  const std::vector<BatchEntry> batch = mixed_depth_batch();
+  for (auto _ : state)
+    benchmark::DoNotOptimize(recursive_on_h100().iteration_cost(batch));
+  report(state);
+}
+BENCHMARK(mixed_depth_recursive);
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,125 @@
+#include <fmt/core.h>
+#include <fmt/ranges.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+
+#include "commands.hpp"
+#include "exitsim/sim/kv_capacity.hpp"
+#include "exitsim/sim/simulator.hpp"
+#include "exitsim/sim/workload/workload.hpp"
+#include "exitsim/traces/atomic_output.hpp"
+#include "scenario_options.hpp"
+
+namespace exitsim::cli {
+namespace {
+
+double gib(std::int64_t bytes) {
+  return static_cast<double>(bytes) / static_cast<double>(1 << 30);
+}
+
+void print_setup(const scenario::Scenario& s) {
+  const ModelShape& m = s.model.shape;
+  const HardwareSpec& h = s.hardware.spec;
+  const sim::KvCapacity kv = sim::derive_kv_capacity(
+      m, h, {s.scheduler.block_size, s.scheduler.kv_blocks, s.scheduler.memory_reserve_fraction});
+  fmt::print("scenario   {} (seed {})\n", s.name, s.seed);
+  fmt::print(
+      "model      {}: {:.3f} B parameters ({:.2f} GiB {}), depth {} layers ({} unique), "
+      "exit points {}\n",
+      m.name, static_cast<double>(m.parameter_count()) / 1e9, gib(m.weight_bytes()),
+      to_string(m.dtype), m.depth.full_depth(), m.depth.unique_layers(),
+      m.depth.effective_exit_points());
+  fmt::print("hardware   {} x {}: {:.1f} TFLOP/s {}, {:.2f} TB/s, {:.2f} GiB each\n",
+             s.cluster.replicas, h.name, h.peak_flops_for(m.dtype) / 1e12, to_string(m.dtype),
+             h.memory_bandwidth / 1e12, gib(h.memory_bytes));
+  fmt::print("kv memory  {} blocks x {} tokens = {} tokens per replica ({} KiB per token)\n",
+             kv.blocks, kv.block_size, kv.tokens(), kv.kv_bytes_per_token / 1024);
+  fmt::print(
+      "serving    router {}, scheduler {} (max_running {}, max_batched_tokens {}), cost "
+      "model {}, exit policy {}, synchronization {}\n",
+      s.cluster.router, s.scheduler.kind, s.scheduler.max_running, s.scheduler.max_batched_tokens,
+      s.cost_model.kind, s.exit_policy.kind, s.sync.strategy);
+}
+
+// Removes the output directory on failure when this run created it and left it empty, so a
+// failed run leaves nothing behind.
+class OutputDirectory {
+ public:
+  explicit OutputDirectory(std::string path) : path_(std::move(path)) {
+    if (path_.empty())
+      return;
+    created_ = std::filesystem::create_directories(path_);
+  }
+  ~OutputDirectory() {
+    if (created_ && !kept_) {
+      std::error_code ignored;
+      if (std::filesystem::is_empty(path_, ignored))
+        std::filesystem::remove(path_, ignored);
+    }
+  }
+  void keep() { kept_ = true; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  bool created_ = false;
+  bool kept_ = false;
+};
+
+struct SimulateArgs {
+  ScenarioOptions scenario;
+  std::string out_dir;  // overrides outputs.dir
+  bool no_output = false;
+};
+
+void simulate(const SimulateArgs& args) {
+  const scenario::Scenario s = args.scenario.load();
+  print_setup(s);
+  std::fflush(stdout);
+
+  OutputDirectory out(args.no_output ? "" : (args.out_dir.empty() ? s.outputs.dir : args.out_dir));
+  const sim::SimulationConfig config = sim::simulation_config_from(s, out.path());
+  const auto workload = sim::make_workload(s.workload, s.seed);
+
+  sim::ProgressCallback progress;
+  const bool interactive = ::isatty(STDOUT_FILENO) != 0;
+  if (interactive) {
+    progress = [](const sim::Progress& p) {
+      fmt::print(stderr, "\r  simulated {:.1f} s, {} requests finished", to_seconds(p.now),
+                 p.requests_finished);
+    };
+  }
+  const sim::SimulationResult result = sim::simulate(config, *workload, progress);
+  if (interactive)
+    fmt::print(stderr, "\r\033[K");
+
+  fmt::print("\n{}", sim::format_summary(result.summary));
+  if (!out.path().empty()) {
+    if (s.outputs.summary_json) {
+      traces::write_file_atomically((std::filesystem::path(out.path()) / "summary.json").string(),
+                                    sim::summary_to_json(result.summary));
+    }
+    fmt::print("outputs in {}/\n", out.path());
+    out.keep();
+  }
+}
+
+}  // namespace
+
+void add_simulate_command(CLI::App& app) {
+  auto args = std::make_shared<SimulateArgs>();
+  CLI::App* command =
+      app.add_subcommand("simulate",
+                         "Simulate the serving cluster a scenario describes (the embedded default "
+                         "without one) and report latency, throughput and goodput");
+  args->scenario.add_to(*command);
+  command->add_option("--out", args->out_dir, "Output directory (default: outputs.dir)");
+  command->add_flag("--no-output", args->no_output, "Print the summary only; write no files");
+  command->callback([args] { simulate(*args); });
+}
+
+}  // namespace exitsim::cli

@@ -1,0 +1,19 @@
+#pragma once
+
+#include <memory>
+
+#include "exitsim/core/hardware.hpp"
+#include "exitsim/core/model_shape.hpp"
+#include "exitsim/scenario/scenario.hpp"
+#include "exitsim/sim/cost/cost_model.hpp"
+
+namespace exitsim::sim {
+
+// The cost model a scenario asks for. `roofline` is built from the model shape and the hardware
+// spec. Throws InputError for `calibrated` and `table` (they read a cost profile, which this
+// release cannot produce yet), for efficiencies outside (0, 1], and for hardware without a peak
+// for the model's dtype or without memory bandwidth.
+std::unique_ptr<CostModel> make_cost_model(const scenario::CostModelConfig& config,
+                                           const ModelShape& model, const HardwareSpec& hardware);
+
+}  // namespace exitsim::sim

@@ -1,0 +1,76 @@
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace exitsim::sim {
+
+// The kernels of one iteration, as a cost model prices them.
+enum class OpKind : std::uint8_t {
+  input_norm,           // fused residual add + RMSNorm before attention
+  qkv_projection,       // one GEMM producing Q, K and V
+  attention_prefill,    // causal attention of prefill chunks (its own kernel in real engines)
+  attention_decode,     // paged attention of decode tokens
+  output_projection,    // attention output GEMM
+  post_attention_norm,  // fused residual add + RMSNorm before the MLP
+  mlp_gate_up,          // gate and up as one GEMM (gated MLP), or up only (plain MLP)
+  mlp_activation,       // SiLU(gate) * up, or GELU(up)
+  mlp_down,             // down projection GEMM
+  final_norm,
+  lm_head,  // logits of the tokens that emit
+  sampling,
+};
+
+std::string_view to_string(OpKind kind);
+
+struct OpNode {
+  OpKind kind = OpKind::input_norm;
+  int stream = 0;
+};
+
+// Result of a longest-path evaluation: its length and the op it ends at (-1 for an empty graph).
+struct PathEnd {
+  double length = 0;
+  int sink = -1;
+};
+
+// A DAG of ops. Edges are data dependencies; each op also runs on a stream, and ops on one stream
+// run one after another in the order they were added (a CUDA stream is a FIFO), so finalize()
+// adds those stream-order edges too. The topological order is computed once, in finalize(); the
+// longest path is then evaluated per iteration over that order with caller-owned scratch, so it
+// allocates nothing.
+class OpGraph {
+ public:
+  // Returns the op's id (ids are dense, in insertion order).
+  int add_op(OpKind kind, int stream = 0);
+  // `after` consumes what `before` produces.
+  void add_dependency(int before, int after);
+  // Adds stream-order edges, sorts topologically and builds the predecessor lists. Throws
+  // std::logic_error when the dependencies contradict each other or the stream order (a cycle).
+  void finalize();
+
+  int size() const { return static_cast<int>(ops_.size()); }
+  const OpNode& op(int id) const { return ops_[static_cast<std::size_t>(id)]; }
+  // Every edge, data dependencies and stream order alike, as (before, after); after finalize().
+  const std::vector<std::pair<int, int>>& edges() const { return edges_; }
+  const std::vector<int>& topological_order() const { return order_; }
+
+  // Longest path through the DAG where op v takes duration[v]. Fills finish[v] (when v ends if it
+  // starts as soon as all its predecessors have ended) and via[v] (the predecessor its start
+  // waited for, -1 when none). Spans must have size() elements.
+  PathEnd longest_path(std::span<const double> duration, std::span<double> finish,
+                       std::span<int> via) const;
+
+ private:
+  std::vector<OpNode> ops_;
+  std::vector<std::pair<int, int>> edges_;
+  std::vector<int> order_;
+  std::vector<int> pred_begin_;  // predecessors of v: preds_[pred_begin_[v] .. pred_begin_[v+1])
+  std::vector<int> preds_;
+  bool finalized_ = false;
+};
+
+}  // namespace exitsim::sim

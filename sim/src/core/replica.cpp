@@ -1,0 +1,228 @@
+#include "replica.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "exitsim/core/error.hpp"
+#include "exitsim/policy/scheduler_registry.hpp"
+#include "exitsim/sim/cost/make_cost_model.hpp"
+#include "exitsim/sim/kv_capacity.hpp"
+
+namespace exitsim::sim {
+
+Replica::Replica(int index, const ReplicaSpec& spec, MetricsCollector& metrics)
+    : index_(index), metrics_(metrics) {
+  policy::SchedulerParams params;
+  params.preemption = spec.scheduler.preemption;
+  scheduler_ = policy::make_scheduler(spec.scheduler.kind, params);
+  scheduler_name_ = spec.scheduler.kind;
+  cost_model_ = make_cost_model(spec.cost_model, spec.model, spec.hardware);
+  const KvCapacity kv = derive_kv_capacity(spec.model, spec.hardware,
+                                           {spec.scheduler.block_size, spec.scheduler.kv_blocks,
+                                            spec.scheduler.memory_reserve_fraction});
+  block_size_ = kv.block_size;
+  kv_total_ = kv.blocks;
+  kv_free_ = kv.blocks;
+  limits_.max_running = spec.scheduler.max_running;
+  limits_.max_batched_tokens = spec.scheduler.max_batched_tokens;
+  full_depth_ = spec.model.depth.stacked_depth();
+  description_ = fmt::format("replica {} ({} on {})", index, spec.model.name, spec.hardware.name);
+}
+
+void Replica::enqueue(const RequestDescriptor& request, TimeNs arrival) {
+  const std::int64_t tokens = request.input_tokens + request.output_tokens;
+  const std::int64_t blocks = (tokens + block_size_ - 1) / block_size_;
+  if (blocks > kv_total_) {
+    throw InputError(
+        {"", 0, 0, "workload"},
+        fmt::format("request {} needs K/V for {} tokens ({} input + {} output) but {} "
+                    "holds {} tokens ({} blocks of {}); raise scheduler.kv_blocks or "
+                    "use a larger accelerator",
+                    request.id.value, tokens, request.input_tokens, request.output_tokens,
+                    description_, kv_total_ * block_size_, kv_total_, block_size_));
+  }
+  policy::SequenceView view;
+  view.id = request.id;
+  view.arrival = arrival;
+  view.prompt_tokens = request.input_tokens;
+  SequenceExtra extra;
+  extra.target_output_tokens = request.output_tokens;
+  waiting_.push_back(view, extra);
+  load_.outstanding_requests += 1;
+  load_.outstanding_tokens += tokens;
+}
+
+TimeNs Replica::start_iteration(TimeNs now) {
+  decision_.clear();
+  const policy::SchedulerSnapshot snapshot{
+      running_.views(), waiting_.views(), {block_size_, kv_total_, kv_free_}, limits_, now};
+  scheduler_->schedule(snapshot, decision_);
+#ifndef NDEBUG
+  if (const std::string problem = policy::check_decision(snapshot, decision_); !problem.empty()) {
+    throw std::logic_error(fmt::format("scheduler {} made an infeasible decision on {}: {}",
+                                       scheduler_name_, description_, problem));
+  }
+#endif
+  if (decision_.work.empty()) {
+    if (running_.empty() && !waiting_.empty())
+      throw_stalled();
+    return -1;
+  }
+  const std::size_t kept_running = apply_admissions_and_preemptions();
+  map_work_to_running(kept_running);
+
+  batch_.clear();
+  IterationRecord& record = last_iteration_;
+  record = IterationRecord{};
+  for (std::size_t i = 0; i < running_.size(); ++i) {
+    const std::int64_t tokens = work_tokens_[i];
+    if (tokens == 0)
+      continue;
+    policy::SequenceView& view = running_.view(i);
+    const std::int64_t needed = (view.computed_tokens + tokens + block_size_ - 1) / block_size_;
+    kv_free_ -= needed - view.kv_blocks;
+    view.kv_blocks = needed;
+    SequenceExtra& extra = running_.extra(i);
+    if (extra.first_scheduled < 0)
+      extra.first_scheduled = now;
+    const bool emits = tokens == view.pending_tokens();
+    batch_.push_back({tokens, view.computed_tokens, full_depth_, emits});
+    if (view.is_decoding()) {
+      record.decode_tokens += tokens;
+    } else {
+      record.prefill_tokens += tokens;
+    }
+  }
+  if (kv_free_ < 0) {
+    throw std::logic_error(fmt::format("{} over-allocated K/V blocks ({} free) after scheduler {}",
+                                       description_, kv_free_, scheduler_name_));
+  }
+  const IterationCost cost = cost_model_->iteration_cost(batch_);
+  // A zero-length iteration would let the clock stand still while work proceeds.
+  const TimeNs duration = std::max<TimeNs>(cost.total, 1);
+  record.replica = index_;
+  record.start = now;
+  record.duration = duration;
+  record.sequences = static_cast<std::int64_t>(batch_.size());
+  record.kv_blocks_used = kv_total_ - kv_free_;
+  record.kv_blocks_total = kv_total_;
+  metrics_.record_iteration(record);
+  busy_ = true;
+  return duration;
+}
+
+std::size_t Replica::apply_admissions_and_preemptions() {
+  // Admissions index the snapshot's waiting queue, so take them out before victims are put at
+  // its front.
+  admitted_views_.clear();
+  admitted_extras_.clear();
+  for (std::size_t index : decision_.admit) {
+    admitted_views_.push_back(waiting_.view(index));
+    admitted_extras_.push_back(waiting_.extra(index));
+  }
+  scratch_indices_.assign(decision_.admit.begin(), decision_.admit.end());
+  std::sort(scratch_indices_.begin(), scratch_indices_.end());
+  waiting_.remove(scratch_indices_);
+
+  victims_views_.clear();
+  victims_extras_.clear();
+  for (std::size_t index : decision_.preempt) {
+    policy::SequenceView victim = running_.view(index);
+    SequenceExtra extra = running_.extra(index);
+    kv_free_ += victim.kv_blocks;
+    load_.outstanding_tokens += std::min(victim.computed_tokens, victim.prompt_tokens);
+    victim.kv_blocks = 0;
+    victim.computed_tokens = 0;
+    extra.preemptions += 1;
+    metrics_.record_preemption();
+    victims_views_.push_back(victim);
+    victims_extras_.push_back(extra);
+  }
+  scratch_indices_.assign(decision_.preempt.begin(), decision_.preempt.end());
+  std::sort(scratch_indices_.begin(), scratch_indices_.end());
+  running_.remove(scratch_indices_);
+  for (std::size_t k = victims_views_.size(); k-- > 0;) {
+    waiting_.push_front(victims_views_[k], victims_extras_[k]);
+  }
+  const std::size_t kept_running = running_.size();
+  for (std::size_t k = 0; k < admitted_views_.size(); ++k) {
+    running_.push_back(admitted_views_[k], admitted_extras_[k]);
+  }
+  return kept_running;
+}
+
+void Replica::map_work_to_running(std::size_t kept_running) {
+  // Snapshot running index -> index after the victims left (their work is never scheduled).
+  std::sort(scratch_indices_.begin(), scratch_indices_.end());  // the preempted, ascending
+  work_tokens_.assign(running_.size(), 0);
+  for (const policy::ScheduledWork& work : decision_.work) {
+    std::size_t target = 0;
+    if (work.sequence.waiting) {
+      const auto position =
+          std::find(decision_.admit.begin(), decision_.admit.end(), work.sequence.index);
+      target = kept_running + static_cast<std::size_t>(position - decision_.admit.begin());
+    } else {
+      const auto removed_before =
+          std::lower_bound(scratch_indices_.begin(), scratch_indices_.end(), work.sequence.index);
+      target =
+          work.sequence.index - static_cast<std::size_t>(removed_before - scratch_indices_.begin());
+    }
+    work_tokens_[target] = work.tokens;
+  }
+}
+
+IterationOutcome Replica::complete_iteration(TimeNs now) {
+  IterationOutcome outcome;
+  scratch_indices_.clear();
+  for (std::size_t i = 0; i < running_.size(); ++i) {
+    const std::int64_t tokens = work_tokens_[i];
+    if (tokens == 0)
+      continue;
+    policy::SequenceView& view = running_.view(i);
+    SequenceExtra& extra = running_.extra(i);
+    const bool emits = tokens == view.pending_tokens();
+    const std::int64_t prompt_done_before = std::min(view.computed_tokens, view.prompt_tokens);
+    view.computed_tokens += tokens;
+    load_.outstanding_tokens -=
+        std::min(view.computed_tokens, view.prompt_tokens) - prompt_done_before;
+    if (!emits)
+      continue;
+    view.generated_tokens += 1;
+    load_.outstanding_tokens -= 1;
+    outcome.tokens_emitted += 1;
+    if (extra.first_token < 0) {
+      extra.first_token = now;
+    } else {
+      metrics_.record_token_gap(now - extra.last_token);
+    }
+    extra.last_token = now;
+    if (view.generated_tokens == extra.target_output_tokens) {
+      kv_free_ += view.kv_blocks;
+      view.kv_blocks = 0;
+      load_.outstanding_requests -= 1;
+      outcome.requests_finished += 1;
+      metrics_.record_request({view.id, index_, view.arrival, extra.first_scheduled,
+                               extra.first_token, now, view.prompt_tokens,
+                               extra.target_output_tokens, extra.preemptions});
+      scratch_indices_.push_back(i);
+    }
+  }
+  running_.remove(scratch_indices_);
+  busy_ = false;
+  return outcome;
+}
+
+void Replica::throw_stalled() const {
+  const policy::SequenceView& head = waiting_.views().front();
+  throw InputError(
+      {"", 0, 0, "scheduler"},
+      fmt::format("{} cannot schedule request {} ({} prompt tokens): scheduler {} admits nothing "
+                  "with {} of {} K/V blocks free and max_batched_tokens {}; raise "
+                  "scheduler.max_batched_tokens or use chunked_prefill",
+                  description_, head.id.value, head.pending_tokens(), scheduler_name_, kv_free_,
+                  kv_total_, limits_.max_batched_tokens));
+}
+
+}  // namespace exitsim::sim

@@ -1,0 +1,114 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "exitsim/core/request.hpp"
+#include "exitsim/policy/replica_router.hpp"
+#include "exitsim/policy/scheduler.hpp"
+#include "exitsim/sim/cost/cost_model.hpp"
+#include "exitsim/sim/metrics/metrics.hpp"
+#include "exitsim/sim/simulator.hpp"
+
+namespace exitsim::sim {
+
+// What the simulator tracks about a sequence beyond what the scheduler sees.
+struct SequenceExtra {
+  std::int64_t target_output_tokens = 0;  // known to the simulator, never to the scheduler
+  TimeNs first_scheduled = -1;
+  TimeNs first_token = -1;
+  TimeNs last_token = -1;
+  std::int64_t preemptions = 0;
+};
+
+// A queue of sequences stored as two parallel arrays (the scheduler's views, contiguous so a
+// snapshot is a span, and the simulator's extras). Removing from the front is O(1) amortised,
+// which matters when thousands of requests wait under overload.
+class SequenceQueue {
+ public:
+  std::span<const policy::SequenceView> views() const {
+    return {views_.data() + head_, views_.size() - head_};
+  }
+  std::size_t size() const { return views_.size() - head_; }
+  bool empty() const { return size() == 0; }
+  policy::SequenceView& view(std::size_t i) { return views_[head_ + i]; }
+  SequenceExtra& extra(std::size_t i) { return extras_[head_ + i]; }
+
+  void push_back(const policy::SequenceView& view, const SequenceExtra& extra);
+  void push_front(const policy::SequenceView& view, const SequenceExtra& extra);
+  // Removes the entries at `sorted_indices` (ascending), keeping the order of the rest.
+  void remove(std::span<const std::size_t> sorted_indices);
+
+ private:
+  void compact();
+
+  std::vector<policy::SequenceView> views_;
+  std::vector<SequenceExtra> extras_;
+  std::size_t head_ = 0;
+};
+
+struct IterationOutcome {
+  std::int64_t tokens_emitted = 0;
+  std::int64_t requests_finished = 0;
+};
+
+// One replica: its queues, KV block pool, scheduler and cost model. The simulator drives it:
+// enqueue arrivals, start_iteration when idle, complete_iteration when the iteration's time is up.
+class Replica {
+ public:
+  Replica(int index, const ReplicaSpec& spec, MetricsCollector& metrics);
+
+  // Throws InputError when the request could never be served by this replica.
+  void enqueue(const RequestDescriptor& request, TimeNs arrival);
+  // Asks the scheduler for the next iteration; returns its duration, or -1 when idle.
+  TimeNs start_iteration(TimeNs now);
+  IterationOutcome complete_iteration(TimeNs now);
+
+  bool busy() const { return busy_; }
+  bool has_work() const { return !running_.empty() || !waiting_.empty(); }
+  std::size_t waiting() const { return waiting_.size(); }
+  std::size_t running() const { return running_.size(); }
+  policy::ReplicaLoad load() const { return load_; }
+  std::int64_t kv_blocks_used() const { return kv_total_ - kv_free_; }
+  std::int64_t kv_blocks_total() const { return kv_total_; }
+  const std::string& scheduler_name() const { return scheduler_name_; }
+  // The last iteration's batch, for timelines.
+  const IterationRecord& last_iteration() const { return last_iteration_; }
+
+ private:
+  // Applies decision_'s admissions and preemptions; returns how many of the snapshot's running
+  // sequences are still running (the admitted ones follow them).
+  std::size_t apply_admissions_and_preemptions();
+  void map_work_to_running(std::size_t kept_running);
+  [[noreturn]] void throw_stalled() const;
+
+  int index_;
+  MetricsCollector& metrics_;
+  std::unique_ptr<policy::Scheduler> scheduler_;
+  std::unique_ptr<CostModel> cost_model_;
+  std::string scheduler_name_;
+  std::string description_;  // "replica 0 (llama-3-8b on h100-sxm)" for messages
+  policy::SchedulerLimits limits_;
+  std::int64_t block_size_ = 16;
+  std::int64_t kv_total_ = 0;
+  std::int64_t kv_free_ = 0;
+  int full_depth_ = 0;
+
+  SequenceQueue running_;
+  SequenceQueue waiting_;
+  policy::ReplicaLoad load_;
+  bool busy_ = false;
+  TimeNs iteration_start_ = 0;
+
+  // Reused every iteration so the steady state allocates nothing.
+  policy::SchedulerDecision decision_;
+  std::vector<BatchEntry> batch_;
+  std::vector<std::int64_t> work_tokens_;  // by running index, for the iteration in flight
+  std::vector<std::size_t> scratch_indices_;
+  std::vector<policy::SequenceView> admitted_views_, victims_views_;
+  std::vector<SequenceExtra> admitted_extras_, victims_extras_;
+  IterationRecord last_iteration_;
+};
+
+}  // namespace exitsim::sim

@@ -1,0 +1,186 @@
+#include "exitsim/sim/simulator.hpp"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <optional>
+#include <stdexcept>
+
+#include "exitsim/core/error.hpp"
+#include "exitsim/sim/event_queue.hpp"
+#include "replica.hpp"
+#include "timeline.hpp"
+
+namespace exitsim::sim {
+namespace {
+
+struct Event {
+  enum class Kind : std::uint8_t { arrival, iteration_done };
+  Kind kind;
+  int replica;
+};
+
+constexpr std::int64_t k_progress_every_events = 1 << 16;
+
+class ClusterRun {
+ public:
+  ClusterRun(const SimulationConfig& config, traces::RequestSource& workload,
+             const ProgressCallback& progress)
+      : config_(config),
+        workload_(workload),
+        progress_(progress),
+        metrics_(MetricsOptions{config.slo, static_cast<int>(config.replicas.size()),
+                                config.requests_csv_path}) {
+    if (config.replicas.empty()) {
+      throw InputError({"", 0, 0, "cluster.replicas"}, expected_found("at least 1", "0"));
+    }
+    for (std::size_t r = 0; r < config.replicas.size(); ++r) {
+      replicas_.push_back(
+          std::make_unique<Replica>(static_cast<int>(r), config.replicas[r], metrics_));
+    }
+    loads_.resize(replicas_.size());
+    if (!config.timeline_path.empty()) {
+      timeline_.emplace(config.timeline_path, config.timeline_max_mb,
+                        static_cast<int>(replicas_.size()));
+    }
+  }
+
+  SimulationResult run() {
+    schedule_next_arrival();
+    while (!events_.empty()) {
+      const auto event = events_.pop();
+      if (event.time < now_)
+        throw std::logic_error("simulated time went backwards");
+      requests_in_system_area_ +=
+          static_cast<double>(requests_in_system_) * static_cast<double>(event.time - now_);
+      now_ = event.time;
+      ++totals_.events;
+      if (event.payload.kind == Event::Kind::arrival) {
+        on_arrival();
+      } else {
+        on_iteration_done(event.payload.replica);
+      }
+      if (progress_ && totals_.events % k_progress_every_events == 0) {
+        progress_({totals_.requests_finished, now_});
+      }
+    }
+    return finish();
+  }
+
+ private:
+  void schedule_next_arrival() {
+    pending_ = workload_.next();
+    if (!pending_)
+      return;
+    if (!pending_->arrival) {
+      throw std::logic_error("workload produced a request without an arrival time");
+    }
+    events_.push(*pending_->arrival, Event{Event::Kind::arrival, -1});
+  }
+
+  void on_arrival() {
+    const RequestDescriptor request = *pending_;
+    for (std::size_t r = 0; r < replicas_.size(); ++r)
+      loads_[r] = replicas_[r]->load();
+    const std::size_t target = policy::route_request(
+        config_.router, {loads_, static_cast<std::uint64_t>(totals_.requests_arrived)});
+    replicas_[target]->enqueue(request, now_);
+    if (totals_.requests_arrived == 0)
+      first_arrival_ = now_;
+    totals_.requests_arrived += 1;
+    requests_in_system_ += 1;
+    totals_.tokens_expected += request.output_tokens;
+    try_start(target);
+    schedule_next_arrival();
+  }
+
+  void on_iteration_done(int replica_index) {
+    Replica& replica = *replicas_[static_cast<std::size_t>(replica_index)];
+    const IterationOutcome outcome = replica.complete_iteration(now_);
+    totals_.tokens_emitted += outcome.tokens_emitted;
+    totals_.requests_finished += outcome.requests_finished;
+    requests_in_system_ -= outcome.requests_finished;
+    try_start(static_cast<std::size_t>(replica_index));
+  }
+
+  void try_start(std::size_t replica_index) {
+    Replica& replica = *replicas_[replica_index];
+    if (replica.busy())
+      return;
+    const TimeNs duration = replica.start_iteration(now_);
+    if (duration < 0)
+      return;
+    totals_.max_kv_blocks_used = std::max(totals_.max_kv_blocks_used, replica.kv_blocks_used());
+    if (timeline_)
+      timeline_->record(replica.last_iteration());
+    events_.push(now_ + duration,
+                 Event{Event::Kind::iteration_done, static_cast<int>(replica_index)});
+  }
+
+  SimulationResult finish() {
+    for (const auto& replica : replicas_) {
+      if (replica->has_work()) {
+        throw std::logic_error(
+            fmt::format("simulation ended with {} running and {} waiting requests on a replica",
+                        replica->running(), replica->waiting()));
+      }
+      totals_.kv_blocks_leaked += replica->kv_blocks_used();
+    }
+    totals_.end_time = now_;
+    if (now_ > first_arrival_) {
+      totals_.mean_requests_in_system =
+          requests_in_system_area_ / static_cast<double>(now_ - first_arrival_);
+    }
+    metrics_.finish();
+    if (timeline_)
+      timeline_->finish();
+    return {metrics_.summarize(), totals_};
+  }
+
+  const SimulationConfig& config_;
+  traces::RequestSource& workload_;
+  const ProgressCallback& progress_;
+  MetricsCollector metrics_;
+  std::vector<std::unique_ptr<Replica>> replicas_;
+  std::vector<policy::ReplicaLoad> loads_;
+  std::optional<IterationTimeline> timeline_;
+  EventQueue<Event> events_;
+  std::optional<RequestDescriptor> pending_;
+  SimulationTotals totals_;
+  TimeNs now_ = 0;
+  TimeNs first_arrival_ = 0;
+  std::int64_t requests_in_system_ = 0;
+  double requests_in_system_area_ = 0;
+};
+
+}  // namespace
+
+SimulationResult simulate(const SimulationConfig& config, traces::RequestSource& workload,
+                          const ProgressCallback& progress) {
+  return ClusterRun(config, workload, progress).run();
+}
+
+SimulationConfig simulation_config_from(const scenario::Scenario& s,
+                                        const std::string& output_dir) {
+  SimulationConfig config;
+  ReplicaSpec spec{s.model.shape, s.hardware.spec, s.cost_model, s.scheduler};
+  config.replicas.assign(static_cast<std::size_t>(s.cluster.replicas), spec);
+  const auto router = policy::parse_replica_router(s.cluster.router);
+  if (!router) {
+    throw InputError({"", 0, 0, "cluster.router"},
+                     expected_found("a replica router", "\"" + s.cluster.router + "\""));
+  }
+  config.router = *router;
+  config.slo = {s.slo.ttft_ms, s.slo.tpot_ms, s.slo.e2e_ms};
+  if (!output_dir.empty()) {
+    const std::filesystem::path dir(output_dir);
+    if (s.outputs.requests_csv)
+      config.requests_csv_path = (dir / "requests.csv").string();
+    if (s.outputs.timeline)
+      config.timeline_path = (dir / "timeline.json").string();
+  }
+  config.timeline_max_mb = s.outputs.timeline_max_mb;
+  return config;
+}
+
+}  // namespace exitsim::sim

@@ -1,0 +1,89 @@
+#include <gtest/gtest.h>
+
+#include "exitsim/core/error.hpp"
+#include "exitsim/core/presets.hpp"
+#include "exitsim/sim/cost/make_cost_model.hpp"
+#include "exitsim/sim/cost/roofline.hpp"
+
+namespace exitsim::sim {
+namespace {
+
+scenario::CostModelConfig roofline_config() {
+  scenario::CostModelConfig c;
+  c.kind = "roofline";
+  c.flops_efficiency = 0.7;
+  c.bandwidth_efficiency = 0.85;
+  return c;
+}
+
+std::string field_of_error(const scenario::CostModelConfig& config, const ModelShape& model,
+                           const HardwareSpec& hardware, std::string* message = nullptr) {
+  try {
+    make_cost_model(config, model, hardware);
+  } catch (const InputError& e) {
+    if (message != nullptr)
+      *message = e.message();
+    return e.where().field;
+  }
+  return "<no error>";
+}
+
+TEST(CostFactory, RooflineKindBuildsTheRooflineModel) {
+  const auto m = make_cost_model(roofline_config(), *find_model_preset("llama-3-8b"),
+                                 *find_hardware_preset("h100-sxm"));
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->name(), "roofline");
+  EXPECT_NE(dynamic_cast<const RooflineCostModel*>(m.get()), nullptr);
+}
+
+TEST(CostFactory, ProfileKindsAreRefusedNotReplaced) {
+  for (const char* kind : {"calibrated", "table"}) {
+    scenario::CostModelConfig c = roofline_config();
+    c.kind = kind;
+    c.profile = "profile.json";
+    std::string message;
+    EXPECT_EQ(field_of_error(c, *find_model_preset("llama-3-8b"), *find_hardware_preset("h100-sxm"),
+                             &message),
+              "cost_model.kind");
+    EXPECT_NE(message.find(kind), std::string::npos);
+    EXPECT_NE(message.find("cost profile"), std::string::npos);
+  }
+}
+
+TEST(CostFactory, EfficienciesMustBeFractions) {
+  const ModelShape model = *find_model_preset("smollm-135m");
+  const HardwareSpec hw = *find_hardware_preset("l40s");
+  scenario::CostModelConfig c = roofline_config();
+  c.flops_efficiency = 0;
+  EXPECT_EQ(field_of_error(c, model, hw), "cost_model.flops_efficiency");
+  c.flops_efficiency = 1;
+  EXPECT_EQ(field_of_error(c, model, hw), "<no error>");
+  c.bandwidth_efficiency = 1.5;
+  EXPECT_EQ(field_of_error(c, model, hw), "cost_model.bandwidth_efficiency");
+}
+
+TEST(CostFactory, HardwareWithoutAPeakForTheDtypeIsNamed) {
+  ModelShape model = *find_model_preset("llama-3-8b");
+  model.dtype = DType::fp8;
+  std::string message;
+  EXPECT_EQ(field_of_error(roofline_config(), model, *find_hardware_preset("a100-80gb"), &message),
+            "hardware.peak_tflops.fp8");
+  EXPECT_NE(message.find("a100-80gb"), std::string::npos);
+  EXPECT_NE(message.find("fp8"), std::string::npos);
+
+  HardwareSpec no_bandwidth = *find_hardware_preset("h100-sxm");
+  no_bandwidth.memory_bandwidth = 0;
+  EXPECT_EQ(field_of_error(roofline_config(), *find_model_preset("llama-3-8b"), no_bandwidth),
+            "hardware.memory_bandwidth_gbps");
+}
+
+TEST(CostFactory, InconsistentModelShapeIsNamed) {
+  ModelShape model = *find_model_preset("llama-3-8b");
+  model.n_kv_heads = 5;  // 32 heads are not a multiple of 5
+  EXPECT_EQ(field_of_error(roofline_config(), model, *find_hardware_preset("h100-sxm"))
+                .rfind("model.", 0),
+            0u);
+}
+
+}  // namespace
+}  // namespace exitsim::sim
