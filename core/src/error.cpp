@@ -36,4 +36,9 @@ std::string expected_found(const std::string& expected, const std::string& found
   return fmt::format("expected {}, found {}", expected, found);
 }
 
+void throw_setting_error(const std::string& field, const std::string& expected,
+                         const std::string& found) {
+  throw InputError({"", 0, 0, field}, expected_found(expected, found));
+}
+
 }  // namespace exitsim

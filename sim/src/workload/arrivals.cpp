@@ -17,9 +17,7 @@ constexpr TimeNs k_max_time = std::numeric_limits<TimeNs>::max();
 
 [[noreturn]] void fail(const std::string& key, const std::string& expected,
                        const std::string& found) {
-  SourceLocation where;
-  where.field = "workload.arrivals." + key;
-  throw InputError(std::move(where), expected_found(expected, found));
+  throw_setting_error("workload.arrivals." + key, expected, found);
 }
 
 // `seconds` as whole nanoseconds, rejecting values the int64 clock cannot hold (converting an

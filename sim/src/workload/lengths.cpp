@@ -13,20 +13,14 @@
 namespace exitsim::sim {
 namespace {
 
-[[noreturn]] void fail(const std::string& field, const std::string& expected,
-                       const std::string& found) {
-  SourceLocation where;
-  where.field = field;
-  throw InputError(std::move(where), expected_found(expected, found));
-}
-
 LengthBounds bounds_of(const scenario::LengthConfig& config, const std::string& key) {
   if (config.max < 0) {
-    fail(key + ".max", "an upper bound >= 0 (0 = none)", fmt::format("{}", config.max));
+    throw_setting_error(key + ".max", "an upper bound >= 0 (0 = none)",
+                        fmt::format("{}", config.max));
   }
   if (config.max > 0 && config.min > config.max) {
-    fail(key + ".min", fmt::format("a value <= max ({})", config.max),
-         fmt::format("{}", config.min));
+    throw_setting_error(key + ".min", fmt::format("a value <= max ({})", config.max),
+                        fmt::format("{}", config.min));
   }
   LengthBounds bounds;
   bounds.lo = std::max<std::int64_t>(1, config.min);
@@ -38,11 +32,12 @@ LengthBounds bounds_of(const scenario::LengthConfig& config, const std::string& 
 std::vector<std::int64_t> read_observed_lengths(const scenario::LengthConfig& config,
                                                 const std::string& key) {
   if (config.path.empty()) {
-    fail(key + ".path", "a request trace file for the empirical distribution", "an empty path");
+    throw_setting_error(key + ".path", "a request trace file for the empirical distribution",
+                        "an empty path");
   }
   const bool input = config.column == "input";
   if (!input && config.column != "output") {
-    fail(key + ".column", "input or output", fmt::format("'{}'", config.column));
+    throw_setting_error(key + ".column", "input or output", fmt::format("'{}'", config.column));
   }
   std::vector<std::int64_t> observed;
   const std::unique_ptr<traces::RequestSource> source = traces::open_request_trace(config.path);
@@ -50,8 +45,8 @@ std::vector<std::int64_t> read_observed_lengths(const scenario::LengthConfig& co
     observed.push_back(input ? request->input_tokens : request->output_tokens);
   }
   if (observed.empty()) {
-    fail(key + ".path", "a request trace with at least one request",
-         fmt::format("none in '{}'", config.path));
+    throw_setting_error(key + ".path", "a request trace with at least one request",
+                        fmt::format("none in '{}'", config.path));
   }
   return observed;
 }
@@ -101,28 +96,28 @@ std::unique_ptr<LengthDistribution> make_length_distribution(const scenario::Len
     const std::string hint = nearest_match(config.dist, names);
     if (!hint.empty())
       found += fmt::format(" (did you mean '{}'?)", hint);
-    fail(key + ".dist", one_of(names), found);
+    throw_setting_error(key + ".dist", one_of(names), found);
   }
   const LengthBounds bounds = bounds_of(config, key);
   if (config.dist == "fixed") {
     if (config.value < 1) {
-      fail(key + ".value", "a length >= 1 token", fmt::format("{}", config.value));
+      throw_setting_error(key + ".value", "a length >= 1 token", fmt::format("{}", config.value));
     }
     return std::make_unique<FixedLength>(bounds.clamp(config.value));
   }
   if (config.dist == "uniform") {
     if (config.max == 0) {
-      fail(key + ".max", "an upper bound >= 1 (uniform needs one)", "0");
+      throw_setting_error(key + ".max", "an upper bound >= 1 (uniform needs one)", "0");
     }
     return std::make_unique<UniformLength>(bounds, rng);
   }
   if (config.dist == "lognormal") {
     if (!(config.mean >= 1.0) || !std::isfinite(config.mean)) {
-      fail(key + ".mean", "a mean >= 1 token", fmt::format("{}", config.mean));
+      throw_setting_error(key + ".mean", "a mean >= 1 token", fmt::format("{}", config.mean));
     }
     if (!(config.sigma >= 0.0) || !std::isfinite(config.sigma)) {
-      fail(key + ".sigma", "a standard deviation of log(length) >= 0",
-           fmt::format("{}", config.sigma));
+      throw_setting_error(key + ".sigma", "a standard deviation of log(length) >= 0",
+                          fmt::format("{}", config.sigma));
     }
     return std::make_unique<LognormalLength>(config.mean, config.sigma, bounds, rng);
   }

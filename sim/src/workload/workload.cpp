@@ -19,17 +19,11 @@
 namespace exitsim::sim {
 namespace {
 
-[[noreturn]] void fail(const std::string& field, const std::string& expected,
-                       const std::string& found) {
-  SourceLocation where;
-  where.field = field;
-  throw InputError(std::move(where), expected_found(expected, found));
-}
-
 std::unique_ptr<traces::RequestSource> make_synthetic(const scenario::WorkloadConfig& config,
                                                       std::uint64_t seed) {
   if (config.requests < 1) {
-    fail("workload.requests", "a request count >= 1", fmt::format("{}", config.requests));
+    throw_setting_error("workload.requests", "a request count >= 1",
+                        fmt::format("{}", config.requests));
   }
   return std::make_unique<SyntheticRequestSource>(
       config.requests, make_arrival_process(config.arrivals, RandomStream(seed, k_arrivals_stream)),
@@ -52,20 +46,21 @@ std::optional<traces::RequestTraceFormat> trace_format(const std::string& name) 
   const std::string hint = nearest_match(name, names);
   if (!hint.empty())
     found += fmt::format(" (did you mean '{}'?)", hint);
-  fail("workload.trace.format", one_of(names), found);
+  throw_setting_error("workload.trace.format", one_of(names), found);
 }
 
 std::unique_ptr<traces::RequestSource> make_replay(const scenario::WorkloadConfig& config,
                                                    std::uint64_t seed) {
   const scenario::TraceConfig& trace = config.trace;
   if (trace.path.empty())
-    fail("workload.trace.path", "a request trace file", "an empty path");
+    throw_setting_error("workload.trace.path", "a request trace file", "an empty path");
   if (!(trace.rate_scale > 0.0) || !std::isfinite(trace.rate_scale)) {
-    fail("workload.trace.rate_scale", "a scale > 0", fmt::format("{}", trace.rate_scale));
+    throw_setting_error("workload.trace.rate_scale", "a scale > 0",
+                        fmt::format("{}", trace.rate_scale));
   }
   if (config.requests < 0) {
-    fail("workload.requests", "a request cap >= 0 (0 = whole trace)",
-         fmt::format("{}", config.requests));
+    throw_setting_error("workload.requests", "a request cap >= 0 (0 = whole trace)",
+                        fmt::format("{}", config.requests));
   }
   traces::RequestTraceOptions options;
   options.format = trace_format(trace.format);
@@ -87,7 +82,7 @@ std::unique_ptr<traces::RequestSource> make_workload(const scenario::WorkloadCon
     return make_synthetic(config, seed);
   if (config.source == "trace")
     return make_replay(config, seed);
-  fail("workload.source", "synthetic or trace", fmt::format("'{}'", config.source));
+  throw_setting_error("workload.source", "synthetic or trace", fmt::format("'{}'", config.source));
 }
 
 }  // namespace exitsim::sim

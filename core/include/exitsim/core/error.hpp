@@ -33,4 +33,8 @@ class InputError : public std::runtime_error {
 // "expected <expected>, found <found>" - the shape every InputError message takes when it can.
 std::string expected_found(const std::string& expected, const std::string& found);
 
+// Throws InputError for a setting (no file position) whose value is not what was expected.
+[[noreturn]] void throw_setting_error(const std::string& field, const std::string& expected,
+                                      const std::string& found);
+
 }  // namespace exitsim

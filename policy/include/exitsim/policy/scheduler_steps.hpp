@@ -46,4 +46,11 @@ struct RunningPhase {
 RunningPhase schedule_running(const SchedulerSnapshot& snapshot, RunningWork which,
                               SchedulerDecision& out);
 
+// Admits waiting sequences in queue order with all their pending tokens (whole prompts), while
+// the running set stays within max_running, the tokens within max_batched_tokens and the new
+// blocks within `spare_blocks`; the first that does not fit stops admission, so a long prompt is
+// never overtaken forever by shorter ones behind it. Returns the tokens admitted.
+std::int64_t admit_whole_prompts(const SchedulerSnapshot& snapshot, std::int64_t spare_blocks,
+                                 SchedulerDecision& out);
+
 }  // namespace exitsim::policy
