@@ -27,8 +27,17 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
 std::string nearest_match(std::string_view word, std::span<const std::string> candidates) {
   std::string best;
   std::size_t best_distance = 0;
+  // A key typed without its unit suffix ("ttft" for "ttft_ms") is as likely a slip as a typo,
+  // when the prefix points at one candidate only.
+  std::size_t prefix_matches = 0;
   for (const std::string& candidate : candidates) {
-    const std::size_t d = edit_distance(word, candidate);
+    if (word.size() >= 3 && std::string_view(candidate).starts_with(word))
+      ++prefix_matches;
+  }
+  for (const std::string& candidate : candidates) {
+    const bool prefix =
+        prefix_matches == 1 && word.size() >= 3 && std::string_view(candidate).starts_with(word);
+    const std::size_t d = prefix ? 1 : edit_distance(word, candidate);
     if (best.empty() || d < best_distance) {
       best = candidate;
       best_distance = d;

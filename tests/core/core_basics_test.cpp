@@ -35,6 +35,8 @@ TEST(Suggest, FindsCloseTyposAndRejectsUnrelatedWords) {
   EXPECT_EQ(nearest_match("max_runing", keys), "max_running");
   EXPECT_EQ(nearest_match("blocksize", keys), "block_size");
   EXPECT_EQ(nearest_match("zebra", keys), "");
+  EXPECT_EQ(nearest_match("max_bat", keys), "max_batched_tokens");  // unit or suffix left off
+  EXPECT_EQ(nearest_match("ma", keys), "");
   EXPECT_EQ(one_of(keys), "one of max_running, max_batched_tokens, block_size");
 }
 

@@ -161,3 +161,25 @@ TEST(Simulator, ModelLargerThanDeviceMemoryIsAnError) {
 
 }  // namespace
 }  // namespace exitsim::sim
+
+namespace exitsim::sim {
+namespace {
+
+std::string scenario_error(std::vector<std::string> overrides) {
+  try {
+    scenario::load_default_scenario(overrides);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(Simulator, ImpossibleClusterSettingsAreRejectedBeforeTheRun) {
+  EXPECT_EQ(scenario_error({"cluster.replicas=0"}),
+            "--set: cluster.replicas: expected an integer in [1, 100000], found 0");
+  EXPECT_EQ(scenario_error({"slo.ttft=100"}),
+            "--set: slo.ttft: unknown key \"ttft\"; did you mean \"ttft_ms\"?");
+}
+
+}  // namespace
+}  // namespace exitsim::sim
