@@ -21,12 +21,41 @@ double gib(std::int64_t bytes) {
   return static_cast<double>(bytes) / static_cast<double>(1 << 30);
 }
 
+sim::KvCapacity kv_capacity(const ModelShape& m, const HardwareSpec& h,
+                            const scenario::SchedulerConfig& scheduler) {
+  return sim::derive_kv_capacity(
+      m, h, {scheduler.block_size, scheduler.kv_blocks, scheduler.memory_reserve_fraction});
+}
+
+// One line per replica group, for clusters whose replicas differ.
+void print_groups(const scenario::Scenario& s) {
+  fmt::print("replicas   {} in {} groups\n", s.cluster.replicas, s.replica_groups.size());
+  for (std::size_t i = 0; i < s.replica_groups.size(); ++i) {
+    const scenario::ReplicaGroup& g = s.replica_groups[i];
+    const ModelShape& m = g.model.shape;
+    const HardwareSpec& h = g.hardware.spec;
+    fmt::print(
+        "group {:<4} {} x {} ({:.2f} GiB), model {} ({}), scheduler {} (max_running {}, "
+        "max_batched_tokens {}), {} KV blocks, cost model {}\n",
+        i, g.count, h.name, gib(h.memory_bytes), m.name, to_string(m.dtype), g.scheduler.kind,
+        g.scheduler.max_running, g.scheduler.max_batched_tokens,
+        kv_capacity(m, h, g.scheduler).blocks, g.cost_model.kind);
+  }
+  fmt::print("serving    router {}, exit policy {}, synchronization {}\n", s.cluster.router,
+             s.exit_policy.kind, s.sync.strategy);
+}
+
 void print_setup(const scenario::Scenario& s) {
-  const ModelShape& m = s.model.shape;
-  const HardwareSpec& h = s.hardware.spec;
-  const sim::KvCapacity kv = sim::derive_kv_capacity(
-      m, h, {s.scheduler.block_size, s.scheduler.kv_blocks, s.scheduler.memory_reserve_fraction});
   fmt::print("scenario   {} (seed {})\n", s.name, s.seed);
+  if (s.replica_groups.size() > 1) {
+    print_groups(s);
+    return;
+  }
+  // One group may still override the top-level sections; it is what runs.
+  const scenario::ReplicaGroup& g = s.replica_groups.front();
+  const ModelShape& m = g.model.shape;
+  const HardwareSpec& h = g.hardware.spec;
+  const sim::KvCapacity kv = kv_capacity(m, h, g.scheduler);
   fmt::print(
       "model      {}: {:.3f} B parameters ({:.2f} GiB {}), depth {} layers ({} unique), "
       "exit points {}\n",
@@ -41,8 +70,8 @@ void print_setup(const scenario::Scenario& s) {
   fmt::print(
       "serving    router {}, scheduler {} (max_running {}, max_batched_tokens {}), cost "
       "model {}, exit policy {}, synchronization {}\n",
-      s.cluster.router, s.scheduler.kind, s.scheduler.max_running, s.scheduler.max_batched_tokens,
-      s.cost_model.kind, s.exit_policy.kind, s.sync.strategy);
+      s.cluster.router, g.scheduler.kind, g.scheduler.max_running, g.scheduler.max_batched_tokens,
+      g.cost_model.kind, s.exit_policy.kind, s.sync.strategy);
 }
 
 // Removes the output directory on failure when this run created it and left it empty, so a

@@ -7,6 +7,7 @@
 #include "exitsim/core/model_validation.hpp"
 #include "exitsim/core/presets.hpp"
 #include "exitsim/core/suggest.hpp"
+#include "groups.hpp"
 #include "resolve.hpp"
 #include "values.hpp"
 
@@ -180,6 +181,14 @@ std::vector<std::string> scalar_paths() {
   return paths;
 }
 
+// Both passes and the replica groups: a whole scenario but for its sweep.
+Scenario resolve_point(const Node& root, const std::string& source) {
+  const Resolution resolution = resolve_tree(root, source);
+  Scenario s = build_scenario(resolution);
+  resolve_replica_groups(s, resolution, root, source);
+  return s;
+}
+
 // Each sweep value must be valid for its key and must leave the whole scenario valid.
 void check_sweep(Scenario& s, const Node& root, const std::string& source) {
   const Node* sweep = root.find("sweep");
@@ -218,7 +227,7 @@ void check_sweep(Scenario& s, const Node& root, const std::string& source) {
       std::erase_if(point.entries, [](const Node::Entry& e) { return e.key == "sweep"; });
       set_path(point, key, value, value.loc);
       try {
-        build_scenario(resolve_tree(point, source));
+        resolve_point(point, source);
       } catch (const InputError& e) {
         const std::string inner =
             e.where().field.empty() ? e.message() : e.where().field + ": " + e.message();
@@ -254,7 +263,7 @@ Scenario build_scenario(const Resolution& r) {
 }
 
 Scenario resolve_scenario(const Node& root, const std::string& source) {
-  Scenario s = build_scenario(resolve_tree(root, source));
+  Scenario s = resolve_point(root, source);
   check_sweep(s, root, source);
   return s;
 }

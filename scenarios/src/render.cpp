@@ -1,4 +1,6 @@
 // Rendering from the schema table: the resolved scenario as YAML, and the docs reference.
+#include "render.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -8,26 +10,57 @@
 #include "values.hpp"
 
 namespace exitsim::scenario {
-namespace {
-
-using detail::KeyDef;
-using detail::Type;
+namespace detail {
 
 bool applies(const KeyDef& def, const Scenario& s) {
   if (def.when.empty())
     return true;
-  const KeyDef* on = detail::find_key(def.when.key);
+  const KeyDef* on = find_key(def.when.key);
   if (on == nullptr || !applies(*on, s))
     return false;
   // A condition key inside an inapplicable section does not hold either.
-  for (const KeyDef* up = detail::find_key(on->parent()); up != nullptr;
-       up = detail::find_key(up->parent())) {
+  for (const KeyDef* up = find_key(on->parent()); up != nullptr; up = find_key(up->parent())) {
     if (!applies(*up, s))
       return false;
   }
-  const std::string text = detail::canonical_text(on->bind.load(s).value);
+  const std::string text = canonical_text(on->bind.load(s).value);
   return std::find(def.when.values.begin(), def.when.values.end(), text) != def.when.values.end();
 }
+
+std::vector<const KeyDef*> applicable_values(const std::string& section, const Scenario& s) {
+  std::vector<const KeyDef*> out;
+  for (const KeyDef* def : children_of(section)) {
+    if (!applies(*def, s))
+      continue;
+    if (def->type == Type::section) {
+      const std::vector<const KeyDef*> inner = applicable_values(def->path, s);
+      out.insert(out.end(), inner.begin(), inner.end());
+    } else {
+      out.push_back(def);
+    }
+  }
+  return out;
+}
+
+std::string render_flow(const std::string& section, const Scenario& s) {
+  std::vector<std::string> parts;
+  for (const KeyDef* def : children_of(section)) {
+    if (!applies(*def, s))
+      continue;
+    const std::string value = def->type == Type::section ? render_flow(def->path, s)
+                                                         : format_value(def->bind.load(s).value);
+    parts.push_back(fmt::format("{}: {}", def->name(), value));
+  }
+  return fmt::format("{{{}}}", fmt::join(parts, ", "));
+}
+
+}  // namespace detail
+
+namespace {
+
+using detail::applies;
+using detail::KeyDef;
+using detail::Type;
 
 void render_section(const std::string& parent, int depth, const Scenario& s, std::string& out) {
   const std::string indent(static_cast<std::size_t>(depth) * 2, ' ');
@@ -51,9 +84,8 @@ void render_section(const std::string& parent, int depth, const Scenario& s, std
                              detail::format_value(row[i].value));
         }
       }
-    } else {
-      out += fmt::format("{}{}: {}\n", indent, def->name(),
-                         detail::format_value(def->bind.load(s).value));
+    } else if (const detail::Resolved r = def->bind.load(s); r.given) {
+      out += fmt::format("{}{}: {}\n", indent, def->name(), detail::format_value(r.value));
     }
   }
 }

@@ -305,6 +305,14 @@ void apply_override(Node& root, const std::string& assignment) {
   const std::string path = assignment.substr(0, eq);
   const SourceLocation here{"--set", 0, 0, ""};
   set_path(root, path, parse_override_value(assignment.substr(eq + 1), path), here);
+  // cluster.replicas and cluster.groups are exclusive in a file; setting one from the command
+  // line replaces the other, as a later assignment replaces an earlier one.
+  const std::string other = path == "cluster.replicas" ? "groups"
+                            : path == "cluster.groups" ? "replicas"
+                                                       : "";
+  if (Node* cluster = root.find("cluster"); cluster != nullptr && !other.empty()) {
+    std::erase_if(cluster->entries, [&](const Node::Entry& e) { return e.key == other; });
+  }
 }
 
 }  // namespace exitsim::scenario::detail

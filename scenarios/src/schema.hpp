@@ -28,7 +28,8 @@ enum class Type {
   integer_list,
   number_list,
   scalar_list,  // sweep values: checked later against the key they sweep
-  records,      // a list of mappings whose keys are this key's children
+  string_list,
+  records,  // a list of mappings whose keys are this key's children
 };
 
 // Bounds for numbers and for each item of a number list. Open bounds exclude the limit.
@@ -106,6 +107,14 @@ std::vector<KeyDef> hardware_keys();
 std::vector<KeyDef> workload_keys();
 std::vector<KeyDef> exit_policy_keys();
 std::vector<KeyDef> serving_keys();  // sync, scheduler, cluster, slo
-std::vector<KeyDef> output_keys();   // sweep, outputs
+std::vector<KeyDef> cluster_keys();  // part of serving_keys
+
+// Whether a scenario's replicas are written as cluster.groups rather than cluster.replicas: when
+// they are not all the top-level scenario (a single group with no overrides is just replicas).
+bool renders_groups(const Scenario& s);
+
+// cluster.replicas, and the sum of the groups' counts, stay within this.
+constexpr std::int64_t k_max_replicas = 100000;
+std::vector<KeyDef> output_keys();  // sweep, outputs
 
 }  // namespace exitsim::scenario::detail

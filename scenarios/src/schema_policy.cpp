@@ -1,4 +1,5 @@
-// Schema rows: the exit policy and the serving system (sync, scheduler, cluster, SLOs).
+// Schema rows: the exit policy and the serving system (sync, scheduler, SLOs; the cluster is in
+// schema_cluster.cpp).
 #include "schema_build.hpp"
 
 namespace exitsim::scenario::detail {
@@ -164,7 +165,7 @@ std::vector<KeyDef> exit_policy_keys() {
 }
 
 std::vector<KeyDef> serving_keys() {
-  return {
+  std::vector<KeyDef> rows = {
       Key("sync", Type::section,
           "What happens to tokens that exit while others continue, and to their skipped KV."),
       Key("sync.strategy", Type::enumeration,
@@ -229,17 +230,10 @@ std::vector<KeyDef> serving_keys() {
           .allowed({"recompute", "swap"})
           .def(std::string("recompute"))
           .bind(field(&Scenario::scheduler, &SchedulerConfig::preemption)),
-      Key("cluster", Type::section, "Replicas behind a global router."),
-      Key("cluster.replicas", Type::integer, "Number of model replicas (one accelerator each).")
-          .range(1, 100000)
-          .def(std::int64_t{1})
-          .bind(field(&Scenario::cluster, &ClusterConfig::replicas)),
-      Key("cluster.router", Type::enumeration,
-          "round_robin; least_outstanding: fewest unfinished requests; shortest_queue_tokens: "
-          "fewest queued tokens.")
-          .allowed({"round_robin", "least_outstanding", "shortest_queue_tokens"})
-          .def(std::string("round_robin"))
-          .bind(field(&Scenario::cluster, &ClusterConfig::router)),
+  };
+  for (KeyDef& row : cluster_keys())
+    rows.push_back(std::move(row));
+  const std::vector<KeyDef> slo = {
       Key("slo", Type::section,
           "Service-level objectives for goodput; null = no objective on that metric."),
       Key("slo.ttft_ms", Type::number, "Time to first token, in milliseconds.")
@@ -261,6 +255,8 @@ std::vector<KeyDef> serving_keys() {
           .def(Value{})
           .bind(field(&Scenario::slo, &SloConfig::e2e_ms)),
   };
+  rows.insert(rows.end(), slo.begin(), slo.end());
+  return rows;
 }
 
 }  // namespace exitsim::scenario::detail

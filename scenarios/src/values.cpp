@@ -197,6 +197,15 @@ Resolved parse_value(const KeyDef& def, const Node& node, const std::string& fie
         fail(node, field, expected_found("a non-empty list", "[]"));
       break;
     }
+    case Type::string_list: {
+      const auto item = [](const KeyDef&, const Node& n, const std::string& f) {
+        if (n.kind != Node::Kind::scalar)
+          fail(n, f, expected_found("a string", describe(n)));
+        return n.scalar;
+      };
+      out.value = list_items<std::string>(def, node, field, out, item);
+      break;
+    }
     case Type::section:
     case Type::records:
       break;
@@ -235,6 +244,9 @@ std::string expected_text(const KeyDef& def) {
       break;
     case Type::scalar_list:
       text = "a list of values";
+      break;
+    case Type::string_list:
+      text = "a list of strings";
       break;
     case Type::section:
       text = "a mapping";
@@ -278,6 +290,9 @@ std::string type_name(const KeyDef& def) {
       break;
     case Type::scalar_list:
       name = "list of values";
+      break;
+    case Type::string_list:
+      name = "list of strings";
       break;
     case Type::records:
       name = "list of mappings";

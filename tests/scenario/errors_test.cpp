@@ -36,7 +36,8 @@ const BadInput k_bad_inputs[] = {
     {"UnknownKeyWithSuggestion", "scheduler:\n  max_runing: 4\n",
      "s.yaml:2:3: scheduler.max_runing: unknown key \"max_runing\"; did you mean \"max_running\"?"},
     {"UnknownKeyWithoutSuggestion", "cluster:\n  banana: 4\n",
-     "s.yaml:2:3: cluster.banana: unknown key \"banana\"; expected one of replicas, router"},
+     "s.yaml:2:3: cluster.banana: unknown key \"banana\"; expected one of replicas, router, "
+     "groups"},
     {"UnknownSection", "schedular:\n  max_running: 4\n",
      "s.yaml:1:1: schedular: unknown key \"schedular\"; did you mean \"scheduler\"?"},
     {"WrongType", "scheduler:\n  max_running: abc\n",
@@ -123,6 +124,43 @@ const BadInput k_bad_inputs[] = {
      "needs a recursive model; model.depth.recursions is 0"},
     {"SweepItemUnknownKey", "sweep:\n  - key: seed\n    value: [1]\n",
      "s.yaml:3:5: sweep[0].value: unknown key \"value\"; did you mean \"values\"?"},
+    {"GroupKeyOutsideItsSections",
+     "cluster:\n  groups:\n    - count: 2\n      set: [\"workload.requests=5\"]\n",
+     "s.yaml:4:13: cluster.groups[0].set[0]: workload.requests: only model, hardware, cost_model "
+     "and scheduler keys may differ between replica groups"},
+    {"GroupUnknownKeyWithSuggestion",
+     "cluster:\n  groups:\n    - count: 1\n    - set: [\"scheduler.kind=static\", "
+     "\"scheduler.max_runing=4\"]\n",
+     "s.yaml:4:38: cluster.groups[1].set[1]: scheduler.max_runing: unknown key \"max_runing\"; "
+     "did you mean \"max_running\"?"},
+    {"GroupUnknownSectionWithSuggestion",
+     "cluster:\n  groups:\n    - set: [\"hardwre.preset=h200\"]\n",
+     "s.yaml:3:13: cluster.groups[0].set[0]: hardwre.preset: unknown key \"hardwre\"; did you "
+     "mean \"hardware\"?"},
+    {"GroupBadValue", "cluster:\n  groups:\n    - set: [\"scheduler.max_running=0\"]\n",
+     "s.yaml:3:13: cluster.groups[0].set[0]: scheduler.max_running: expected an integer in [1, "
+     "1000000], found 0"},
+    {"GroupBadPreset", "cluster:\n  groups:\n    - set: [\"hardware.preset=h300\"]\n",
+     "s.yaml:3:13: cluster.groups[0].set[0]: hardware.preset: expected one of h100-sxm, h200, "
+     "a100-40gb, a100-80gb, l40s or null, found \"h300\"; did you mean \"h200\"?"},
+    {"GroupSetNotAnAssignment", "cluster:\n  groups:\n    - set: [scheduler.max_running]\n",
+     "s.yaml:3:13: cluster.groups[0].set[0]: expected key.path=value, found "
+     "\"scheduler.max_running\""},
+    {"GroupBreaksTheScenario",
+     "cluster:\n  groups:\n    - count: 1\n      set: [\"cost_model.kind=table\"]\n",
+     "s.yaml:4:13: cluster.groups[0]: cost_model.profile: missing required key \"profile\" "
+     "(needed when cost_model.kind is calibrated or table)"},
+    {"GroupCountZero", "cluster:\n  groups:\n    - count: 0\n",
+     "s.yaml:3:14: cluster.groups[0].count: expected an integer in [1, 100000], found 0"},
+    {"ReplicasAndGroups", "cluster:\n  replicas: 2\n  groups:\n    - count: 1\n",
+     "s.yaml:2:13: cluster.replicas: give replicas or groups, not both; with groups the replica "
+     "count is the sum of their counts"},
+    {"TooManyReplicasInGroups", "cluster:\n  groups: [{count: 70000}, {count: 40000}]\n",
+     "s.yaml:2:11: cluster.groups: expected at most 100000 replicas in all, found 110000"},
+    {"SweepReplicasOfGroups",
+     "cluster:\n  groups: [{count: 2}]\nsweep:\n  - key: cluster.replicas\n    values: [1]\n",
+     "s.yaml:5:14: sweep[0].values[0]: with cluster.replicas = 1: cluster.replicas: give "
+     "replicas or groups, not both; with groups the replica count is the sum of their counts"},
     {"DuplicateKey", "seed: 1\nname: a\nseed: 2\n",
      "s.yaml:3:1: duplicate key \"seed\" (first given on line 1)"},
     {"MalformedYaml", "scheduler:\n  max_running: [1,\n",
@@ -169,6 +207,12 @@ TEST(BadOverride, PathBelowAValue) {
 TEST(BadOverride, MalformedValue) {
   EXPECT_EQ(error_of("", {"sweep=[1,"}),
             "--set: sweep: invalid YAML value: end of sequence flow not found");
+}
+
+TEST(BadOverride, GroupKeyOutsideItsSections) {
+  EXPECT_EQ(error_of("", {R"(cluster.groups=[{count: 1, set: ["seed=1"]}])"}),
+            "--set: cluster.groups[0].set[0]: seed: only model, hardware, cost_model and "
+            "scheduler keys may differ between replica groups");
 }
 
 TEST(BadFile, MissingFile) {

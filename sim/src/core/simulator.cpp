@@ -163,8 +163,12 @@ SimulationResult simulate(const SimulationConfig& config, traces::RequestSource&
 SimulationConfig simulation_config_from(const scenario::Scenario& s,
                                         const std::string& output_dir) {
   SimulationConfig config;
-  ReplicaSpec spec{s.model.shape, s.hardware.spec, s.cost_model, s.scheduler};
-  config.replicas.assign(static_cast<std::size_t>(s.cluster.replicas), spec);
+  // Replica indices follow the groups in order, so group i's replicas are contiguous.
+  for (const scenario::ReplicaGroup& group : s.replica_groups) {
+    const ReplicaSpec spec{group.model.shape, group.hardware.spec, group.cost_model,
+                           group.scheduler};
+    config.replicas.insert(config.replicas.end(), static_cast<std::size_t>(group.count), spec);
+  }
   const auto router = policy::parse_replica_router(s.cluster.router);
   if (!router) {
     throw InputError({"", 0, 0, "cluster.router"},

@@ -135,10 +135,25 @@ struct SchedulerConfig {
 };
 
 struct ClusterConfig {
-  std::int64_t replicas = 0;
-  std::string router;  // round_robin | least_outstanding | shortest_queue_tokens
+  std::int64_t replicas = 0;  // all replicas: cluster.replicas, or the sum of the groups' counts
+  std::string router;         // round_robin | least_outstanding | shortest_queue_tokens
 
   friend bool operator==(const ClusterConfig&, const ClusterConfig&) = default;
+};
+
+// `count` identical replicas: the top-level scenario with `overrides` applied (cluster.groups),
+// or, without groups, all cluster.replicas with the top-level sections.
+struct ReplicaGroup {
+  std::int64_t count = 0;
+  ModelConfig model;
+  HardwareConfig hardware;
+  CostModelConfig cost_model;
+  SchedulerConfig scheduler;
+  // What differs from the top-level sections, as "key.path=value" assignments in canonical form
+  // (presets expanded, as render_resolved_yaml writes them); empty when nothing does.
+  std::vector<std::string> overrides;
+
+  friend bool operator==(const ReplicaGroup&, const ReplicaGroup&) = default;
 };
 
 struct SloConfig {
@@ -178,6 +193,8 @@ struct Scenario {
   SyncConfig sync;
   SchedulerConfig scheduler;
   ClusterConfig cluster;
+  // Never empty in a loaded scenario; what the simulator builds replicas from, in order.
+  std::vector<ReplicaGroup> replica_groups;
   SloConfig slo;
   std::vector<SweepAxis> sweep;
   OutputConfig outputs;

@@ -1,0 +1,83 @@
+// Schema rows: the cluster, whose replicas are identical (cluster.replicas) or come in groups
+// that each override parts of the scenario (cluster.groups, resolved in groups.cpp).
+#include "schema_build.hpp"
+
+namespace exitsim::scenario::detail {
+namespace {
+
+const std::string k_groups = "cluster.groups";
+
+Resolved cell_value(const std::string& key, Value v) {
+  Resolved r = loaded(std::move(v));
+  r.key = key;
+  return r;
+}
+
+// A scenario written with groups leaves cluster.replicas (their sum) out: giving both is an error.
+Binding replicas_binding() {
+  return Binding{
+      [](Scenario& s, const Resolved& r) { assign(s.cluster.replicas, r.value); },
+      [](const Scenario& s) {
+        Resolved r = loaded(s.cluster.replicas);
+        r.given = !renders_groups(s);
+        return r;
+      },
+  };
+}
+
+// Groups are built from the document tree (each is the scenario re-resolved with its overrides),
+// so storing happens in resolve_replica_groups; this reads them back for rendering.
+Binding groups_binding() {
+  return Binding{
+      {},
+      [](const Scenario& s) {
+        Resolved r = loaded({});
+        if (!renders_groups(s))
+          return r;
+        for (const ReplicaGroup& group : s.replica_groups) {
+          r.records.push_back({cell_value(k_groups + ".count", group.count),
+                               cell_value(k_groups + ".set", group.overrides)});
+        }
+        return r;
+      },
+  };
+}
+
+}  // namespace
+
+bool renders_groups(const Scenario& s) {
+  return s.replica_groups.size() > 1 ||
+         (s.replica_groups.size() == 1 && !s.replica_groups.front().overrides.empty());
+}
+
+std::vector<KeyDef> cluster_keys() {
+  return {
+      Key("cluster", Type::section, "Replicas behind a global router."),
+      Key("cluster.replicas", Type::integer,
+          "Number of identical model replicas (one accelerator each); not given with groups.")
+          .range(1, static_cast<double>(k_max_replicas))
+          .def(std::int64_t{1})
+          .bind(replicas_binding()),
+      Key("cluster.router", Type::enumeration,
+          "round_robin; least_outstanding: fewest unfinished requests; shortest_queue_tokens: "
+          "fewest queued tokens.")
+          .allowed({"round_robin", "least_outstanding", "shortest_queue_tokens"})
+          .def(std::string("round_robin"))
+          .bind(field(&Scenario::cluster, &ClusterConfig::router)),
+      Key(k_groups, Type::records,
+          "Replicas that differ, instead of `replicas`: each group is `count` replicas of this "
+          "scenario with `set` applied. The replica count is the sum of the counts; replica "
+          "indices follow the groups in order.")
+          .def(std::vector<std::string>{})
+          .bind(groups_binding()),
+      Key(k_groups + ".count", Type::integer, "Replicas in the group.")
+          .range(1, static_cast<double>(k_max_replicas))
+          .def(std::int64_t{1}),
+      Key(k_groups + ".set", Type::string_list,
+          "Overrides in --set form (\"key.path=value\", the value YAML) of keys under model, "
+          "hardware, cost_model and scheduler; [] = the scenario as written.")
+          .def(std::vector<std::string>{}),
+  };
+}
+
+}  // namespace exitsim::scenario::detail

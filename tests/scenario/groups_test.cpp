@@ -1,0 +1,183 @@
+// Replica groups: each group is the scenario with its `set` overrides applied, resolved by the
+// same schema as --set, and rendered so that loading the rendered text gives the same scenario.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "exitsim/core/error.hpp"
+#include "exitsim/core/presets.hpp"
+#include "exitsim/scenario/load.hpp"
+
+namespace exitsim::scenario {
+namespace {
+
+void expect_round_trip(const Scenario& s) {
+  const std::string text = render_resolved_yaml(s);
+  const Scenario again = load_scenario_text(text, "<rendered>");
+  EXPECT_TRUE(again == s) << text;
+  EXPECT_EQ(render_resolved_yaml(again), text);
+}
+
+constexpr const char* k_mixed = R"(
+cluster:
+  router: least_outstanding
+  groups:
+    - count: 2
+    - count: 1
+      set: ["hardware.preset=a100-80gb", "scheduler.kind=chunked_prefill",
+            "scheduler.max_batched_tokens=2048"]
+)";
+
+TEST(ReplicaGroups, EachGroupIsTheScenarioWithItsOverrides) {
+  const Scenario s = load_scenario_text(k_mixed, "mixed.yaml");
+  EXPECT_EQ(s.cluster.replicas, 3);
+  EXPECT_EQ(s.cluster.router, "least_outstanding");
+  ASSERT_EQ(s.replica_groups.size(), 2u);
+
+  const ReplicaGroup& same = s.replica_groups[0];
+  EXPECT_EQ(same.count, 2);
+  EXPECT_TRUE(same.model == s.model);
+  EXPECT_TRUE(same.hardware == s.hardware);
+  EXPECT_TRUE(same.cost_model == s.cost_model);
+  EXPECT_TRUE(same.scheduler == s.scheduler);
+  EXPECT_TRUE(same.overrides.empty());
+
+  const ReplicaGroup& a100 = s.replica_groups[1];
+  EXPECT_EQ(a100.count, 1);
+  EXPECT_EQ(a100.hardware.preset, "a100-80gb");
+  EXPECT_TRUE(a100.hardware.spec == *find_hardware_preset("a100-80gb"));
+  EXPECT_EQ(a100.scheduler.kind, "chunked_prefill");
+  EXPECT_EQ(a100.scheduler.max_batched_tokens, 2048);
+  EXPECT_EQ(a100.scheduler.max_running, s.scheduler.max_running);
+  EXPECT_TRUE(a100.model == s.model);
+  // The top-level sections stay the scenario as written.
+  EXPECT_EQ(s.hardware.preset, "h100-sxm");
+  EXPECT_EQ(s.scheduler.kind, "continuous");
+  // Canonical overrides: a section that is exactly a preset says so.
+  EXPECT_EQ(a100.overrides, (std::vector<std::string>{"hardware={preset: a100-80gb}",
+                                                      "scheduler.kind=chunked_prefill",
+                                                      "scheduler.max_batched_tokens=2048"}));
+  expect_round_trip(s);
+}
+
+TEST(ReplicaGroups, WithoutGroupsOneGroupHoldsEveryReplica) {
+  const std::vector<std::string> set = {"cluster.replicas=3"};
+  const Scenario s = load_default_scenario(set);
+  ASSERT_EQ(s.replica_groups.size(), 1u);
+  const ReplicaGroup& g = s.replica_groups.front();
+  EXPECT_EQ(g.count, 3);
+  EXPECT_TRUE(g.model == s.model);
+  EXPECT_TRUE(g.hardware == s.hardware);
+  EXPECT_TRUE(g.cost_model == s.cost_model);
+  EXPECT_TRUE(g.scheduler == s.scheduler);
+  EXPECT_TRUE(g.overrides.empty());
+  EXPECT_NE(render_resolved_yaml(s).find("  replicas: 3\n"), std::string::npos);
+  EXPECT_NE(render_resolved_yaml(s).find("  groups: []\n"), std::string::npos);
+}
+
+TEST(ReplicaGroups, GroupsFromTheCommandLine) {
+  // The default file gives cluster.replicas; setting groups replaces it.
+  const std::vector<std::string> set = {
+      R"(cluster.groups=[{count: 1}, {count: 2, set: ["hardware.preset=h200"]}])"};
+  const Scenario s = load_default_scenario(set);
+  EXPECT_EQ(s.cluster.replicas, 3);
+  ASSERT_EQ(s.replica_groups.size(), 2u);
+  EXPECT_EQ(s.replica_groups[0].hardware.preset, "h100-sxm");
+  EXPECT_EQ(s.replica_groups[1].count, 2);
+  EXPECT_EQ(s.replica_groups[1].hardware.preset, "h200");
+  EXPECT_EQ(s.replica_groups[1].hardware.spec.memory_bytes, std::int64_t{141'000'000'000});
+  expect_round_trip(s);
+}
+
+TEST(ReplicaGroups, SettingReplicasReplacesGroups) {
+  const std::vector<std::string> set = {"cluster.replicas=5"};
+  const Scenario s = load_scenario_text(k_mixed, "mixed.yaml", set);
+  EXPECT_EQ(s.cluster.replicas, 5);
+  ASSERT_EQ(s.replica_groups.size(), 1u);
+  EXPECT_EQ(s.replica_groups[0].count, 5);
+}
+
+TEST(ReplicaGroups, GroupsWithoutOverridesKeepTheirShape) {
+  const Scenario s =
+      load_scenario_text("cluster:\n  groups: [{count: 2}, {}]\n", "plain_groups.yaml");
+  EXPECT_EQ(s.cluster.replicas, 3);
+  ASSERT_EQ(s.replica_groups.size(), 2u);
+  EXPECT_EQ(s.replica_groups[1].count, 1);  // count defaults to 1
+  expect_round_trip(s);
+}
+
+TEST(ReplicaGroups, OverridesAreCanonicalAndRoundTrip) {
+  struct Case {
+    const char* name;
+    const char* yaml;
+    std::vector<std::string> overrides;
+  };
+  const std::vector<Case> cases = {
+      {"field of a preset",
+       "model: {preset: llama-3-8b}\nhardware: {preset: h100-sxm}\n"
+       "cluster: {groups: [{set: [\"hardware.memory_gib=40\", \"model.n_kv_heads=4\"]}]}\n",
+       {"model.n_kv_heads=4", "hardware.memory_gib=40"}},
+      {"kind gaining keys",
+       "cluster: {groups: [{set: [\"cost_model={kind: table, profile: costs.csv}\"]}]}\n",
+       {"cost_model={kind: table, profile: costs.csv}"}},
+      {"kind losing keys",
+       "cost_model: {kind: calibrated, profile: fit.json}\n"
+       "cluster: {groups: [{count: 2}, {set: [\"cost_model={flops_efficiency: 0.5}\"]}]}\n",
+       {"cost_model={kind: roofline, flops_efficiency: 0.5, bandwidth_efficiency: 0.85}"}},
+      {"model preset",
+       "cluster: {groups: [{}, {set: [\"model.preset=smollm-135m\", "
+       "\"scheduler.max_running=64\"]}]}\n",
+       {"model={preset: smollm-135m}", "scheduler.max_running=64"}},
+      {"override equal to the scenario",
+       "cluster: {groups: [{count: 4, set: [\"scheduler.max_running=256\"]}]}\n",
+       {}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const Scenario s = load_scenario_text(c.yaml, "g.yaml");
+    EXPECT_EQ(s.replica_groups.back().overrides, c.overrides);
+    expect_round_trip(s);
+  }
+}
+
+TEST(ReplicaGroups, ExampleResolvesAsDescribed) {
+  const Scenario s =
+      load_scenario_file(std::string(EXITSIM_SOURCE_DIR) + "/scenarios/examples/mixed_fleet.yaml");
+  EXPECT_EQ(s.cluster.replicas, 4);
+  EXPECT_EQ(s.cluster.router, "shortest_queue_tokens");
+  ASSERT_EQ(s.replica_groups.size(), 2u);
+  EXPECT_EQ(s.replica_groups[0].hardware.preset, "h100-sxm");
+  EXPECT_EQ(s.replica_groups[1].hardware.preset, "a100-80gb");
+  EXPECT_DOUBLE_EQ(s.workload.trace.rate_scale, 4.0);
+}
+
+TEST(ReplicaGroups, SweepPointsResolveEveryGroup) {
+  // Each sweep value is checked with the groups in place: a recursive-only strategy breaks
+  // the group whose model is plain, even though the top-level model is recursive.
+  const char* yaml = R"(
+model:
+  preset: smollm-360m
+  depth: {prelude: 1, block: 10, recursions: 3, coda: 1}
+cluster:
+  groups:
+    - count: 1
+    - count: 1
+      set: ["model={preset: smollm-360m}"]
+sweep:
+  - key: sync.strategy
+    values: [batch_sync, depthwise]
+)";
+  try {
+    load_scenario_text(yaml, "s.yaml");
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(),
+                 "s.yaml:12:26: sweep[0].values[1]: with sync.strategy = depthwise: "
+                 "cluster.groups[1]: sync.strategy: depthwise needs a recursive model; "
+                 "model.depth.recursions is 0");
+  }
+}
+
+}  // namespace
+}  // namespace exitsim::scenario
