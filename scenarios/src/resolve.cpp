@@ -83,6 +83,16 @@ class Resolver {
     fail(entry.key_loc, def.path, fmt::format("\"{}\" applies only when {}", def.name(), uses));
   }
 
+  // A file key that no longer applies because --set changed the kind it depends on (say
+  // `--set workload.source=trace` on a file with `input_tokens`) is dropped: the command line
+  // overrides the file, as it does for every other key. In a file alone it stays an error.
+  bool switched_off_by_override(const KeyDef& def, const Node::Entry& entry) const {
+    if (def.when.empty() || entry.key_loc.file == "--set")
+      return false;
+    const Resolved* condition = out_.get(def.when.key);
+    return condition != nullptr && condition->loc.file == "--set";
+  }
+
   [[noreturn]] void missing(const KeyDef& def, const Node* parent, const std::string& field,
                             const std::string& why) const {
     const SourceLocation where = parent != nullptr ? parent->loc : file_only();
@@ -121,8 +131,11 @@ class Resolver {
     for (const KeyDef* def : children_of(path)) {
       const Node::Entry* entry = find_entry(node, def->name());
       const bool applies = applicable && holds(def->when);
-      if (entry != nullptr && !applies)
-        not_applicable(*def, *entry);
+      if (entry != nullptr && !applies) {
+        if (!switched_off_by_override(*def, *entry))
+          not_applicable(*def, *entry);
+        entry = nullptr;
+      }
       if (def->type == Type::section) {
         section(def->path, entry != nullptr ? &entry->value : nullptr, applies, anchor);
       } else if (!applies) {

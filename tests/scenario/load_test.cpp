@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "exitsim/core/error.hpp"
 #include "exitsim/core/presets.hpp"
 
 namespace exitsim::scenario {
@@ -228,6 +229,46 @@ sweep:
   ASSERT_EQ(s.sweep.size(), 2u);
   EXPECT_EQ(s.sweep[1].values, (std::vector<std::string>{"null", "1.5", "3000"}));
   expect_round_trip(s);
+}
+
+}  // namespace
+}  // namespace exitsim::scenario
+
+namespace exitsim::scenario {
+namespace {
+
+std::string override_error(const std::vector<std::string>& set) {
+  try {
+    load_default_scenario(set);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(Overrides, ChangingAKindDropsTheFileKeysThatNoLongerApply) {
+  const Scenario s = load_default_scenario(
+      std::vector<std::string>{"workload.source=trace", "workload.trace.path=t.csv"});
+  EXPECT_EQ(s.workload.source, "trace");
+  EXPECT_EQ(s.workload.trace.path, "t.csv");
+
+  const Scenario fixed = load_default_scenario(std::vector<std::string>{
+      "workload.output_tokens.dist=fixed", "workload.output_tokens.value=64"});
+  EXPECT_EQ(fixed.workload.output_tokens.dist, "fixed");
+  EXPECT_EQ(fixed.workload.output_tokens.value, 64);
+  // The new kind's own defaults apply; its required keys are still required.
+  EXPECT_EQ(load_default_scenario(std::vector<std::string>{"workload.output_tokens.dist=fixed"})
+                .workload.output_tokens.value,
+            256);
+  EXPECT_EQ(override_error({"workload.source=trace"}),
+            "<embedded default>:36:3: workload.trace.path: missing required key \"path\" (needed "
+            "when workload.source is trace)");
+}
+
+TEST(Overrides, AKeyThatDoesNotApplyIsStillAnErrorWhenTheOverrideGivesIt) {
+  EXPECT_EQ(override_error({"workload.trace.rate_scale=2"}),
+            "--set: workload.trace: \"trace\" is not used when workload.source is synthetic; it "
+            "applies when workload.source is trace");
 }
 
 }  // namespace
