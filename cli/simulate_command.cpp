@@ -108,6 +108,13 @@ struct SimulateArgs {
 void simulate(const SimulateArgs& args) {
   const scenario::Scenario s = args.scenario.load();
   print_setup(s);
+  if (!s.sweep.empty()) {
+    std::size_t points = 1;
+    for (const scenario::SweepAxis& axis : s.sweep)
+      points *= axis.values.size();
+    fmt::print("sweep      {} axes ({} points) defined; simulate runs the base scenario only\n",
+               s.sweep.size(), points);
+  }
   std::fflush(stdout);
 
   OutputDirectory out(args.no_output ? "" : (args.out_dir.empty() ? s.outputs.dir : args.out_dir));

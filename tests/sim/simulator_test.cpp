@@ -183,3 +183,22 @@ TEST(Simulator, ImpossibleClusterSettingsAreRejectedBeforeTheRun) {
 
 }  // namespace
 }  // namespace exitsim::sim
+
+namespace exitsim::sim {
+namespace {
+
+TEST(Simulator, DynamicDepthScenariosAreRefusedRatherThanRunAtFullDepth) {
+  const auto s = scenario::load_scenario_file(std::string(EXITSIM_SOURCE_DIR) +
+                                              "/scenarios/examples/mor_depth.yaml");
+  try {
+    simulation_config_from(s, "");
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(),
+                 "exit_policy.kind: exit policy \"distribution\" is not simulated yet: this "
+                 "release simulates static depth only (use none)");
+  }
+}
+
+}  // namespace
+}  // namespace exitsim::sim
