@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "commands.hpp"
+#include "exitsim/core/error.hpp"
 #include "exitsim/sim/kv_capacity.hpp"
 #include "exitsim/sim/simulator.hpp"
 #include "exitsim/sim/workload/workload.hpp"
@@ -81,7 +82,12 @@ class OutputDirectory {
   explicit OutputDirectory(std::string path) : path_(std::move(path)) {
     if (path_.empty())
       return;
-    created_ = std::filesystem::create_directories(path_);
+    std::error_code error;
+    created_ = std::filesystem::create_directories(path_, error);
+    if (error) {
+      throw InputError({path_, 0, 0, "--out"},
+                       expected_found("a directory that can be created", error.message()));
+    }
   }
   ~OutputDirectory() {
     if (created_ && !kept_) {

@@ -93,7 +93,8 @@ std::string check_decision(const SchedulerSnapshot& snapshot, const SchedulerDec
     return "running set holds " + std::to_string(running_after) +
            " sequences after admission; max_running is " + std::to_string(max_running);
   }
-  if (tokens > snapshot.limits.max_batched_tokens) {
+  // A sequence running alone may exceed the budget (see admit_whole_prompts).
+  if (tokens > snapshot.limits.max_batched_tokens && decision.work.size() > 1) {
     return "work processes " + std::to_string(tokens) + " tokens; max_batched_tokens is " +
            std::to_string(snapshot.limits.max_batched_tokens);
   }

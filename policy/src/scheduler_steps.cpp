@@ -55,28 +55,34 @@ RunningPhase schedule_running(const SchedulerSnapshot& snapshot, RunningWork whi
   return {snapshot.limits.max_batched_tokens - budget, spare - needed, kept};
 }
 
-std::int64_t admit_whole_prompts(const SchedulerSnapshot& snapshot, std::int64_t spare_blocks,
+std::int64_t admit_whole_prompts(const SchedulerSnapshot& snapshot, std::int64_t watermark,
                                  SchedulerDecision& out) {
   const SchedulerLimits& limits = snapshot.limits;
   auto running = static_cast<std::int64_t>(snapshot.running.size());
   std::int64_t tokens = 0;
+  std::int64_t spare = snapshot.kv.free_blocks - watermark;
   for (std::size_t i = 0; i < snapshot.waiting.size(); ++i) {
     const SequenceView& seq = snapshot.waiting[i];
     const std::int64_t pending = seq.pending_tokens();
     if (pending < 1)
       continue;
-    if (running + 1 > limits.max_running || tokens + pending > limits.max_batched_tokens)
-      break;
     const std::int64_t blocks = blocks_to_grow(seq, pending, snapshot.kv);
-    if (blocks > spare_blocks)
+    if (!admits_alone(snapshot, running, blocks) &&
+        (running + 1 > limits.max_running || tokens + pending > limits.max_batched_tokens ||
+         blocks > spare)) {
       break;
+    }
     out.admit.push_back(i);
     out.work.push_back({{true, i}, pending});
     ++running;
     tokens += pending;
-    spare_blocks -= blocks;
+    spare -= blocks;
   }
   return tokens;
+}
+
+bool admits_alone(const SchedulerSnapshot& snapshot, std::int64_t running, std::int64_t blocks) {
+  return running == 0 && blocks <= snapshot.kv.free_blocks;
 }
 
 }  // namespace exitsim::policy

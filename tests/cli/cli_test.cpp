@@ -122,6 +122,8 @@ TEST_F(Cli, EveryExampleScenarioResolves) {
   }
   for (const auto& entry :
        fs::directory_iterator(fs::path(EXITSIM_SOURCE_DIR) / "scenarios" / "examples")) {
+    if (entry.path().extension() != ".yaml")
+      continue;  // data files live beside the scenarios
     const Result r = run("scenario show '" + entry.path().string() + "'");
     EXPECT_EQ(r.exit_code, 0) << entry.path() << ": " << r.err;
   }
@@ -219,6 +221,19 @@ TEST_F(Cli, OpTraceConvertsToChromeJson) {
   EXPECT_NE(text.find("\"traceEvents\""), std::string::npos);
   EXPECT_NE(text.find("\"ts\":1.000"), std::string::npos) << text;
   EXPECT_NE(text.find("\"dur\":2.500"), std::string::npos) << text;
+}
+
+}  // namespace
+
+namespace {
+
+TEST_F(Cli, UnusableOutputDirectoryIsAUserError) {
+  const fs::path blocker = file("a_file", "not a directory");
+  const Result r = run("simulate --set workload.requests=5 --out '" + blocker.string() + "'");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err,
+            "exitsim: error: " + blocker.string() +
+                ": --out: expected a directory that can be created, found Not a directory\n");
 }
 
 }  // namespace

@@ -137,17 +137,25 @@ TEST(Simulator, RequestLongerThanKvCapacityIsAnError) {
             "scheduler.kv_blocks or use a larger accelerator");
 }
 
-TEST(Simulator, PromptOverTheTokenBudgetIsAnErrorForWholePromptSchedulers) {
-  EXPECT_EQ(error_of(scenario_with({"workload.requests=5", "scheduler.max_batched_tokens=256",
-                                    "workload.input_tokens={dist: fixed, value: 300}"})),
-            "scheduler: replica 0 (llama-3-8b on h100-sxm) cannot schedule request 0 (300 prompt "
-            "tokens): scheduler continuous admits nothing with 29205 of 29205 K/V blocks free and "
-            "max_batched_tokens 256; raise scheduler.max_batched_tokens or use chunked_prefill");
-  // Chunked prefill splits the same prompt over iterations instead.
+TEST(Simulator, PromptOverTheTokenBudgetRunsAloneRatherThanStalling) {
+  for (const char* scheduler : {"continuous", "static", "chunked_prefill"}) {
+    const SimulationResult r = run(scenario_with(
+        {"workload.requests=40", "workload.arrivals.rate=50", "scheduler.max_batched_tokens=256",
+         "scheduler.kind=" + std::string(scheduler),
+         "workload.input_tokens={dist: fixed, value: 300}"}));
+    expect_conserved(r);
+  }
+}
+
+TEST(Simulator, PreemptedSequenceWhoseRecomputeOutgrewTheBudgetStillFinishes) {
+  // 300-token prompts with 400 outputs under a 512-token budget and 80 KV blocks: preempted
+  // sequences must recompute more than the budget (the prompt plus their outputs so far).
   const SimulationResult r = run(scenario_with(
-      {"workload.requests=5", "scheduler.max_batched_tokens=256", "scheduler.kind=chunked_prefill",
-       "workload.input_tokens={dist: fixed, value: 300}"}));
+      {"workload.requests=20", "workload.arrivals.rate=1000", "scheduler.max_batched_tokens=512",
+       "scheduler.kv_blocks=80", "workload.input_tokens={dist: fixed, value: 300}",
+       "workload.output_tokens={dist: fixed, value: 400}"}));
   expect_conserved(r);
+  EXPECT_GT(r.summary.preemptions, 0);
 }
 
 TEST(Simulator, ModelLargerThanDeviceMemoryIsAnError) {

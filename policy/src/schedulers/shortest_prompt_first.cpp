@@ -50,11 +50,11 @@ void ShortestPromptFirst::schedule(const SchedulerSnapshot& snapshot,
        i = next_shortest(snapshot.waiting, i)) {
     const SequenceView& seq = snapshot.waiting[*i];
     const std::int64_t pending = seq.pending_tokens();
-    // Later candidates are no shorter, so the first that does not fit ends admission.
-    if (running + 1 > limits.max_running || tokens + pending > limits.max_batched_tokens)
-      break;
     const std::int64_t blocks = blocks_to_grow(seq, pending, snapshot.kv);
-    if (blocks > spare)
+    // Later candidates are no shorter, so the first that does not fit ends admission.
+    if (!admits_alone(snapshot, running, blocks) &&
+        (running + 1 > limits.max_running || tokens + pending > limits.max_batched_tokens ||
+         blocks > spare))
       break;
     out.admit.push_back(*i);
     out.work.push_back({{true, *i}, pending});

@@ -9,7 +9,7 @@ void StaticBatching::schedule(const SchedulerSnapshot& snapshot, SchedulerDecisi
     schedule_running(snapshot, RunningWork::all_pending, out);
     return;
   }
-  admit_whole_prompts(snapshot, snapshot.kv.free_blocks, out);
+  admit_whole_prompts(snapshot, 0, out);
 }
 
 }  // namespace exitsim::policy

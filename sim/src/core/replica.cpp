@@ -51,7 +51,7 @@ void Replica::enqueue(const RequestDescriptor& request, TimeNs arrival) {
   extra.target_output_tokens = request.output_tokens;
   waiting_.push_back(view, extra);
   load_.outstanding_requests += 1;
-  load_.outstanding_tokens += tokens;
+  load_.outstanding_tokens += request.input_tokens;
 }
 
 TimeNs Replica::start_iteration(TimeNs now) {
@@ -132,7 +132,6 @@ std::size_t Replica::apply_admissions_and_preemptions() {
     policy::SequenceView victim = running_.view(index);
     SequenceExtra extra = running_.extra(index);
     kv_free_ += victim.kv_blocks;
-    load_.outstanding_tokens += std::min(victim.computed_tokens, victim.prompt_tokens);
     victim.kv_blocks = 0;
     victim.computed_tokens = 0;
     extra.preemptions += 1;
@@ -183,14 +182,11 @@ IterationOutcome Replica::complete_iteration(TimeNs now) {
     policy::SequenceView& view = running_.view(i);
     SequenceExtra& extra = running_.extra(i);
     const bool emits = tokens == view.pending_tokens();
-    const std::int64_t prompt_done_before = std::min(view.computed_tokens, view.prompt_tokens);
     view.computed_tokens += tokens;
-    load_.outstanding_tokens -=
-        std::min(view.computed_tokens, view.prompt_tokens) - prompt_done_before;
     if (!emits)
       continue;
     view.generated_tokens += 1;
-    load_.outstanding_tokens -= 1;
+    load_.outstanding_tokens += 1;
     outcome.tokens_emitted += 1;
     if (extra.first_token < 0) {
       extra.first_token = now;
@@ -202,6 +198,7 @@ IterationOutcome Replica::complete_iteration(TimeNs now) {
       kv_free_ += view.kv_blocks;
       view.kv_blocks = 0;
       load_.outstanding_requests -= 1;
+      load_.outstanding_tokens -= view.known_tokens();
       outcome.requests_finished += 1;
       metrics_.record_request({view.id, index_, view.arrival, extra.first_scheduled,
                                extra.first_token, now, view.prompt_tokens,
@@ -210,6 +207,9 @@ IterationOutcome Replica::complete_iteration(TimeNs now) {
     }
   }
   running_.remove(scratch_indices_);
+  if (outcome.requests_finished > 0) {
+    metrics_.record_kv_usage(index_, now, kv_total_ - kv_free_, kv_total_);
+  }
   busy_ = false;
   return outcome;
 }

@@ -99,7 +99,6 @@ class Replica {
   SequenceQueue waiting_;
   policy::ReplicaLoad load_;
   bool busy_ = false;
-  TimeNs iteration_start_ = 0;
 
   // Reused every iteration so the steady state allocates nothing.
   policy::SchedulerDecision decision_;

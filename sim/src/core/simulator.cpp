@@ -39,6 +39,7 @@ class ClusterRun {
           std::make_unique<Replica>(static_cast<int>(r), config.replicas[r], metrics_));
     }
     loads_.resize(replicas_.size());
+    marked_.assign(replicas_.size(), 0);
     if (!config.timeline_path.empty()) {
       timeline_.emplace(config.timeline_path, config.timeline_max_mb,
                         static_cast<int>(replicas_.size()));
@@ -60,6 +61,10 @@ class ClusterRun {
       } else {
         on_iteration_done(event.payload.replica);
       }
+      // Replicas start their next iteration only once every event of this instant is in, so
+      // requests arriving together (whole-second trace timestamps) are batched together.
+      if (events_.empty() || events_.top().time > now_)
+        start_marked_replicas();
       if (progress_ && totals_.events % k_progress_every_events == 0) {
         progress_({totals_.requests_finished, now_});
       }
@@ -90,7 +95,7 @@ class ClusterRun {
     totals_.requests_arrived += 1;
     requests_in_system_ += 1;
     totals_.tokens_expected += request.output_tokens;
-    try_start(target);
+    mark_for_start(target);
     schedule_next_arrival();
   }
 
@@ -100,7 +105,22 @@ class ClusterRun {
     totals_.tokens_emitted += outcome.tokens_emitted;
     totals_.requests_finished += outcome.requests_finished;
     requests_in_system_ -= outcome.requests_finished;
-    try_start(static_cast<std::size_t>(replica_index));
+    mark_for_start(static_cast<std::size_t>(replica_index));
+  }
+
+  void mark_for_start(std::size_t replica_index) {
+    if (marked_[replica_index] != 0)
+      return;
+    marked_[replica_index] = 1;
+    marked_order_.push_back(replica_index);
+  }
+
+  void start_marked_replicas() {
+    for (std::size_t replica_index : marked_order_) {
+      marked_[replica_index] = 0;
+      try_start(replica_index);
+    }
+    marked_order_.clear();
   }
 
   void try_start(std::size_t replica_index) {
@@ -143,6 +163,8 @@ class ClusterRun {
   MetricsCollector metrics_;
   std::vector<std::unique_ptr<Replica>> replicas_;
   std::vector<policy::ReplicaLoad> loads_;
+  std::vector<std::uint8_t> marked_;  // replicas to start once the current instant is processed
+  std::vector<std::size_t> marked_order_;
   std::optional<IterationTimeline> timeline_;
   EventQueue<Event> events_;
   std::optional<RequestDescriptor> pending_;

@@ -147,6 +147,11 @@ void MetricsCollector::record_iteration(const IterationRecord& iteration) {
   ++m.batch_sizes[iteration.sequences];
 }
 
+void MetricsCollector::record_kv_usage(int replica, TimeNs time, std::int64_t used,
+                                       std::int64_t total) {
+  impl_->series.set_usage(replica, time, used, total);
+}
+
 void MetricsCollector::record_preemption() {
   ++impl_->preemptions;
 }

@@ -102,6 +102,21 @@ void UsageSeries::add(const IterationRecord& iteration) {
   replica.fraction = fraction;
 }
 
+void UsageSeries::set_usage(int replica_index, TimeNs time, std::int64_t used, std::int64_t total) {
+  if (replica_index < 0 || static_cast<std::size_t>(replica_index) >= replicas_.size())
+    invalid(fmt::format("usage on replica {}", replica_index));
+  if (total < 0 || used < 0 || used > total)
+    invalid(fmt::format("usage of {} of {} KV blocks", used, total));
+  Replica& replica = replicas_[static_cast<std::size_t>(replica_index)];
+  if (time != replica.until) {
+    invalid(
+        fmt::format("usage change on replica {} at {} ns, not at the end of its latest "
+                    "iteration ({} ns)",
+                    replica_index, time, replica.until));
+  }
+  replica.fraction = total == 0 ? 0.0 : static_cast<double>(used) / static_cast<double>(total);
+}
+
 std::vector<SeriesPoint> UsageSeries::points() const {
   std::vector<Window> windows = windows_;
   // Idle replicas keep their last usage up to the end of the series.

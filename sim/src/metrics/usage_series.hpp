@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "exitsim/core/time.hpp"
@@ -27,6 +28,10 @@ class UsageSeries {
   // the int64 range, block counts outside 0 <= used <= total, or an iteration that starts before
   // the previous one of its replica ended.
   void add(const IterationRecord& iteration);
+
+  // The replica's usage changes at `time` without an iteration starting (blocks freed when an
+  // iteration completes). `time` must be the end of its latest iteration.
+  void set_usage(int replica, TimeNs time, std::int64_t used, std::int64_t total);
 
   std::vector<SeriesPoint> points() const;
   TimeNs window() const { return window_; }

@@ -48,9 +48,16 @@ RunningPhase schedule_running(const SchedulerSnapshot& snapshot, RunningWork whi
 
 // Admits waiting sequences in queue order with all their pending tokens (whole prompts), while
 // the running set stays within max_running, the tokens within max_batched_tokens and the new
-// blocks within `spare_blocks`; the first that does not fit stops admission, so a long prompt is
-// never overtaken forever by shorter ones behind it. Returns the tokens admitted.
-std::int64_t admit_whole_prompts(const SchedulerSnapshot& snapshot, std::int64_t spare_blocks,
+// blocks within the free blocks minus `watermark`; the first that does not fit stops admission,
+// so a long prompt is never overtaken forever by shorter ones behind it. Returns the tokens
+// admitted.
+std::int64_t admit_whole_prompts(const SchedulerSnapshot& snapshot, std::int64_t watermark,
                                  SchedulerDecision& out);
+
+// Whether a sequence may be admitted to an empty running set whatever the token budget and the
+// watermark: only its blocks must fit. Without this, a prompt longer than max_batched_tokens, or
+// a preempted sequence whose recompute (prompt plus outputs so far) has outgrown the budget,
+// would wait forever; instead it runs alone, as the one sequence of its iteration.
+bool admits_alone(const SchedulerSnapshot& snapshot, std::int64_t running, std::int64_t blocks);
 
 }  // namespace exitsim::policy

@@ -110,6 +110,9 @@ class MetricsCollector {
   void record_request(const RequestRecord& request);
   void record_iteration(const IterationRecord& iteration);
   void record_preemption();
+  // KV blocks in use after an iteration completed (finished sequences freed theirs); `time` is
+  // the end of that iteration.
+  void record_kv_usage(int replica, TimeNs time, std::int64_t used, std::int64_t total);
 
   MetricsSummary summarize() const;
   // Completes the per-request CSV (renamed into place only now, so a failed run leaves none).
