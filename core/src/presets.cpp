@@ -1,6 +1,7 @@
 #include "exitsim/core/presets.hpp"
 
 #include <functional>
+#include <string>
 #include <utility>
 
 namespace exitsim {
@@ -29,6 +30,35 @@ ModelShape make_model(std::string name, const ShapeArgs& a) {
   return m;
 }
 
+// `base` with another name and depth structure (a recursive or early-exit variant of it).
+ModelShape with_depth(ModelShape base, std::string name, DepthStructure depth) {
+  base.name = std::move(name);
+  base.depth = std::move(depth);
+  return base;
+}
+
+// Mixture-of-Recursions on a SmolLM shape with Middle-Cycle sharing. Middle-Cycle needs
+// (layers - 2) divisible by N_r. Where the base model's count does not divide, the MoR paper
+// changes the layer count (SmolLM-360M, 32 layers, N_r = 4 is trained with 34 layers, a
+// shared block of 8), and so do we: the nearest count that divides, the larger one on a tie (as
+// for 360M, where 30 and 34 are equally near). So 135M (30 layers) with N_r = 3 has 29 layers
+// (block of 9); 1.7B (24 layers) has 23 with N_r = 3 (block of 7) and 26 with N_r = 4 (block of
+// 6, a tie with 22). The other combinations keep the base count.
+int mor_layer_count(int layers, int recursions) {
+  for (int step = 0;; ++step) {
+    if ((layers + step - 2) % recursions == 0)
+      return layers + step;
+    if ((layers - step - 2) % recursions == 0)
+      return layers - step;
+  }
+}
+
+ModelShape mor(const ModelShape& base, std::string_view size, int recursions) {
+  const int layers = mor_layer_count(base.depth.prelude_layers, recursions);
+  return with_depth(base, "mor-smollm-" + std::string(size) + "-r" + std::to_string(recursions),
+                    DepthStructure::middle_cycle(layers, recursions));
+}
+
 // Shapes are the published config.json values of each model on the Hugging Face Hub.
 const std::vector<ModelShape>& model_presets() {
   static const std::vector<ModelShape> presets = {
@@ -49,7 +79,37 @@ const std::vector<ModelShape>& model_presets() {
       // EleutherAI/pythia-1b: 16 layers, 8 heads of 256, GELU MLP 8192, 50304 vocab, untied.
       make_model("pythia-1b", {2048, 8, 8, 256, 8192, 50304, 16, MlpKind::plain, false}),
   };
-  return presets;
+  static const std::vector<ModelShape> all = [] {
+    std::vector<ModelShape> out = presets;
+    const auto base = [](std::string_view name) {
+      for (const ModelShape& m : presets) {
+        if (m.name == name)
+          return m;
+      }
+      return ModelShape{};  // unreachable: every name below is a preset above
+    };
+    for (const auto& [size, name] :
+         {std::pair{"135m", "smollm-135m"}, std::pair{"360m", "smollm-360m"},
+          std::pair{"1.7b", "smollm-1.7b"}}) {
+      for (int recursions = 2; recursions <= 4; ++recursions)
+        out.push_back(mor(base(name), size, recursions));
+    }
+    // Relaxed Recursive Transformers' recursive Gemma 1B: Gemma-2B's 18 layers become one block
+    // of 9 looped twice (CYCLE sharing, no unique layers); 0.99B non-embedding parameters.
+    DepthStructure rrt;
+    rrt.block_layers = 9;
+    rrt.recursions = 2;
+    out.push_back(with_depth(base("gemma-2b"), "rrt-gemma-1b", rrt));
+    // The relaxed variant with a rank-64 LoRA per loop (1.07B non-embedding in the paper).
+    rrt.lora_rank = {64, 64};
+    out.push_back(with_depth(base("gemma-2b"), "rrt-gemma-1b-lora64", rrt));
+    // LayerSkip's Llama-2-7B: the plain model with an exit after every 8 layers.
+    DepthStructure layerskip = DepthStructure::plain(32);
+    layerskip.exit_points = {8, 16, 24, 32};
+    out.push_back(with_depth(base("llama-2-7b"), "layerskip-llama-2-7b", layerskip));
+    return out;
+  }();
+  return all;
 }
 
 constexpr double k_tera = 1e12;

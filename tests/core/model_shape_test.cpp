@@ -84,5 +84,97 @@ TEST(ModelShape, SharedBlockWeightsAreCountedOnceAndLoraPerRecursion) {
   EXPECT_EQ(m.parameter_count() - recursive, 2 * 9 * m.lora_parameters(64));
 }
 
+// Mixture-of-Recursions presets: Middle-Cycle around a shared block, the layer count adjusted
+// where (layers - 2) does not divide by N_r (see core/src/presets.cpp).
+struct MorPreset {
+  const char* preset;
+  int layers;  // after adjustment
+  int recursions;
+};
+
+class MorPresetDepth : public testing::TestWithParam<MorPreset> {};
+
+TEST_P(MorPresetDepth, IsMiddleCycle) {
+  const auto& [name, layers, recursions] = GetParam();
+  const DepthStructure d = preset(name).depth;
+  EXPECT_EQ(d, DepthStructure::middle_cycle(layers, recursions)) << name;
+  EXPECT_EQ(d.prelude_layers, 1);
+  EXPECT_EQ(d.coda_layers, 1);
+  EXPECT_EQ(d.recursions, recursions);
+  EXPECT_EQ(d.full_depth(), layers);
+  EXPECT_EQ(d.effective_exit_points().size(), static_cast<std::size_t>(recursions));
+  EXPECT_EQ(d.effective_exit_points().back(), layers - 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Presets, MorPresetDepth,
+    testing::Values(MorPreset{"mor-smollm-135m-r2", 30, 2}, MorPreset{"mor-smollm-135m-r3", 29, 3},
+                    MorPreset{"mor-smollm-135m-r4", 30, 4}, MorPreset{"mor-smollm-360m-r2", 32, 2},
+                    MorPreset{"mor-smollm-360m-r3", 32, 3}, MorPreset{"mor-smollm-360m-r4", 34, 4},
+                    MorPreset{"mor-smollm-1.7b-r2", 24, 2}, MorPreset{"mor-smollm-1.7b-r3", 23, 3},
+                    MorPreset{"mor-smollm-1.7b-r4", 26, 4}),
+    [](const testing::TestParamInfo<MorPreset>& param_info) {
+      std::string name = param_info.param.preset;
+      for (char& c : name) {
+        if (c == '-' || c == '.')
+          c = '_';
+      }
+      return name;
+    });
+
+TEST(DepthPresets, MorKeepsTheBaseShape) {
+  ModelShape mor = preset("mor-smollm-360m-r3");
+  EXPECT_EQ(mor.depth.block_layers, 10);
+  mor.depth = preset("smollm-360m").depth;
+  mor.name = "smollm-360m";
+  EXPECT_EQ(mor, preset("smollm-360m"));
+}
+
+std::int64_t non_embedding_parameters(const ModelShape& m) {
+  const std::int64_t embedding = m.vocab * m.d_model;
+  return m.parameter_count() - (m.tied_embeddings ? embedding : 2 * embedding);
+}
+
+TEST(DepthPresets, RecursiveGemmaLoopsOneBlockOfNineTwice) {
+  const ModelShape m = preset("rrt-gemma-1b");
+  EXPECT_EQ(m.depth.prelude_layers, 0);
+  EXPECT_EQ(m.depth.block_layers, 9);
+  EXPECT_EQ(m.depth.recursions, 2);
+  EXPECT_EQ(m.depth.coda_layers, 0);
+  EXPECT_TRUE(m.depth.lora_rank.empty());
+  EXPECT_EQ(m.depth.effective_exit_points(), (std::vector<int>{9, 18}));
+  // Relaxed Recursive Transformers, Table K.1: 0.99B non-embedding parameters for B = 2.
+  EXPECT_NEAR(static_cast<double>(non_embedding_parameters(m)) / 0.99e9, 1.0, 0.01);
+  EXPECT_EQ(m.d_model, preset("gemma-2b").d_model);
+}
+
+TEST(DepthPresets, RelaxedRecursiveGemmaAddsRank64LoraPerLoop) {
+  const ModelShape m = preset("rrt-gemma-1b-lora64");
+  EXPECT_EQ(m.depth.lora_rank, (std::vector<int>{64, 64}));
+  EXPECT_EQ(m.depth.block_layers, 9);
+  EXPECT_EQ(m.depth.recursions, 2);
+  // Table K.1: 1.07B non-embedding parameters for B = 2, r = 64.
+  EXPECT_NEAR(static_cast<double>(non_embedding_parameters(m)) / 1.07e9, 1.0, 0.01);
+}
+
+TEST(DepthPresets, LayerSkipLlamaExitsEveryEightLayers) {
+  const ModelShape m = preset("layerskip-llama-2-7b");
+  EXPECT_FALSE(m.depth.is_recursive());
+  EXPECT_EQ(m.depth.full_depth(), 32);
+  EXPECT_EQ(m.depth.effective_exit_points(), (std::vector<int>{8, 16, 24, 32}));
+  EXPECT_EQ(m.parameter_count(), preset("llama-2-7b").parameter_count());
+}
+
+TEST(DepthPresets, ExistingPresetsComeFirstAndNamesAreUnique) {
+  const std::vector<std::string> names = model_preset_names();
+  ASSERT_GE(names.size(), 8u);
+  EXPECT_EQ(names[0], "llama-3-8b");
+  EXPECT_EQ(names[7], "pythia-1b");
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    for (std::size_t j = i + 1; j < names.size(); ++j)
+      EXPECT_NE(names[i], names[j]);
+  }
+}
+
 }  // namespace
 }  // namespace exitsim

@@ -58,8 +58,11 @@ const BadInput k_bad_inputs[] = {
      "found \"poison\"; did you mean \"poisson\"?"},
     {"BadPreset", "model:\n  preset: llama-3-9b\n",
      "s.yaml:2:11: model.preset: expected one of llama-3-8b, llama-2-7b, smollm-135m, "
-     "smollm-360m, smollm-1.7b, gemma-2b, tinyllama-1.1b, pythia-1b or null, found "
-     "\"llama-3-9b\"; did you mean \"llama-3-8b\"?"},
+     "smollm-360m, smollm-1.7b, gemma-2b, tinyllama-1.1b, pythia-1b, mor-smollm-135m-r2, "
+     "mor-smollm-135m-r3, mor-smollm-135m-r4, mor-smollm-360m-r2, mor-smollm-360m-r3, "
+     "mor-smollm-360m-r4, mor-smollm-1.7b-r2, mor-smollm-1.7b-r3, mor-smollm-1.7b-r4, "
+     "rrt-gemma-1b, rrt-gemma-1b-lora64, layerskip-llama-2-7b or null, found \"llama-3-9b\"; "
+     "did you mean \"llama-3-8b\"?"},
     {"NullForRequired", "scheduler:\n  max_running: ~\n",
      "s.yaml:2:3: scheduler.max_running: expected an integer in [1, 1000000], found null"},
     {"BadIdentifier", "scheduler:\n  kind: my-scheduler\n",

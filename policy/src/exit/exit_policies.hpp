@@ -1,0 +1,112 @@
+#pragma once
+
+// The built-in exit policies. make_exit_policy() validates their parameters; the constructors
+// assume valid ones.
+
+#include <string>
+#include <vector>
+
+#include "exitsim/policy/exit_policy.hpp"
+
+namespace exitsim::policy::exit {
+
+// The shortest text that reads back to the same double ("0.9", not "0.900000").
+std::string number_text(double value);
+
+// Precondition checks shared by the policies; each throws std::invalid_argument.
+void check_output_size(const ExitBatch& batch, std::span<const int> out);
+void check_scores(const ExitToken& token, std::size_t needed, std::string_view policy);
+
+// A categorical distribution over exit points sampled by inverse CDF.
+class ExitSampler {
+ public:
+  explicit ExitSampler(const std::vector<double>& probabilities);
+  // The first exit point whose cumulative probability exceeds `uniform`; never one of
+  // probability 0, whatever rounding did to the last cumulative sum.
+  int sample(double uniform) const;
+
+ private:
+  std::vector<double> cumulative_;
+  int last_positive_ = 0;
+};
+
+class NoExit final : public ExitPolicy {
+ public:
+  explicit NoExit(std::vector<int> exit_points) : ExitPolicy(std::move(exit_points)) {}
+  std::string_view name() const override { return "none"; }
+  void choose_exits(const ExitBatch& batch, std::span<int> out) const override;
+};
+
+class DistributionExit final : public ExitPolicy {
+ public:
+  DistributionExit(std::vector<int> exit_points, const ExitPolicyParams& params);
+  std::string_view name() const override { return "distribution"; }
+  void choose_exits(const ExitBatch& batch, std::span<int> out) const override;
+
+ private:
+  std::vector<std::int64_t> until_positions_;  // ascending, one per bucket
+  std::vector<ExitSampler> buckets_;           // the buckets', then the top-level sampler
+};
+
+class PositionScheduleExit final : public ExitPolicy {
+ public:
+  PositionScheduleExit(std::vector<int> exit_points, const std::vector<ExitScheduleStep>& steps);
+  std::string_view name() const override { return "position_schedule"; }
+  void choose_exits(const ExitBatch& batch, std::span<int> out) const override;
+
+ private:
+  std::vector<std::int64_t> from_positions_;  // ascending, the first is 0
+  std::vector<int> step_exits_;               // exit index of each step
+};
+
+class ConfidenceExit final : public ExitPolicy {
+ public:
+  ConfidenceExit(std::vector<int> exit_points, double threshold, double calm_decay);
+  std::string_view name() const override { return "confidence"; }
+  void choose_exits(const ExitBatch& batch, std::span<int> out) const override;
+
+ private:
+  double threshold_;
+  double calm_decay_;
+};
+
+class OracleExit final : public ExitPolicy {
+ public:
+  explicit OracleExit(std::vector<int> exit_points) : ExitPolicy(std::move(exit_points)) {}
+  std::string_view name() const override { return "oracle"; }
+  void choose_exits(const ExitBatch& batch, std::span<int> out) const override;
+};
+
+class TokenChoiceExit final : public ExitPolicy {
+ public:
+  explicit TokenChoiceExit(std::vector<int> exit_points) : ExitPolicy(std::move(exit_points)) {}
+  std::string_view name() const override { return "router_token_choice"; }
+  void choose_exits(const ExitBatch& batch, std::span<int> out) const override;
+};
+
+class ExpertChoiceExit final : public ExitPolicy {
+ public:
+  // Top-k mode when `capacities` is non-empty (one per recursion), threshold mode otherwise.
+  ExpertChoiceExit(std::vector<int> exit_points, double threshold, std::vector<double> capacities);
+  std::string_view name() const override { return "router_expert_choice"; }
+  void choose_exits(const ExitBatch& batch, std::span<int> out) const override;
+
+ private:
+  void by_threshold(const ExitBatch& batch, std::span<int> out) const;
+  void by_top_k(const ExitBatch& batch, std::span<int> out) const;
+
+  double threshold_;
+  std::vector<double> capacities_;
+};
+
+class ReplayExit final : public ExitPolicy {
+ public:
+  ReplayExit(std::vector<int> exit_points, ExitLookup lookup);
+  std::string_view name() const override { return "replay"; }
+  void choose_exits(const ExitBatch& batch, std::span<int> out) const override;
+
+ private:
+  ExitLookup lookup_;
+};
+
+}  // namespace exitsim::policy::exit

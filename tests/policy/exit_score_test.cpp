@@ -1,0 +1,240 @@
+// Policies that read scores: confidence (with CALM's decay), oracle and the two MoR routers.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "exitsim/core/random.hpp"
+#include "exitsim/policy/exit_policy.hpp"
+
+namespace exitsim::policy {
+namespace {
+
+struct Token {
+  std::int64_t position = 0;
+  std::vector<double> scores;
+};
+
+std::vector<int> exits(const ExitPolicy& policy, const std::vector<Token>& tokens,
+                       std::int64_t max_position = 0) {
+  std::vector<ExitToken> batch;
+  std::uint64_t request = 0;
+  for (const Token& t : tokens)
+    batch.push_back({RequestId{++request}, t.position, 0.0, t.scores});
+  std::vector<std::size_t> scratch(tokens.size());
+  std::vector<int> out(tokens.size(), -1);
+  policy.choose_exits({batch, max_position, scratch}, out);
+  return out;
+}
+
+DepthStructure mor3() {
+  return DepthStructure::middle_cycle(32, 3);
+}
+
+ExitPolicyParams confidence(double threshold, double calm_decay = 0.0) {
+  ExitPolicyParams p;
+  p.kind = "confidence";
+  p.threshold = threshold;
+  p.calm_decay = calm_decay;
+  return p;
+}
+
+TEST(ConfidenceExit, ExitsAtTheFirstExitPointReachingTheThreshold) {
+  const auto policy = make_exit_policy(confidence(0.8), mor3());
+  EXPECT_EQ(policy->name(), "confidence");
+  EXPECT_EQ(exits(*policy, {{0, {0.9, 0.1, 0.0}},
+                            {0, {0.8, 0.9, 0.0}},
+                            {0, {0.79, 0.85, 0.0}},
+                            {0, {0.5, 0.6, 0.99}},
+                            {0, {0.5, 0.6}}}),  // the last exit point's score is not needed
+            (std::vector<int>{0, 0, 1, 2, 2}));
+}
+
+TEST(ConfidenceExit, TooFewScoresIsAnExecutorBug) {
+  const auto policy = make_exit_policy(confidence(0.8), mor3());
+  EXPECT_THROW(exits(*policy, {{0, {0.9}}}), std::invalid_argument);
+}
+
+TEST(CalmThreshold, DecaysFromLambdaTowardsNineTenths) {
+  EXPECT_DOUBLE_EQ(calm_threshold(0.9, 0.0, 50, 100), 0.9);
+  EXPECT_DOUBLE_EQ(calm_threshold(0.9, 4.0, 0, 100), 0.9);
+  EXPECT_DOUBLE_EQ(calm_threshold(0.9, 4.0, 50, 100), 0.9 * std::exp(-2.0) / 10 + 0.81);
+  EXPECT_DOUBLE_EQ(calm_threshold(0.9, 4.0, 100, 100), 0.9 * std::exp(-4.0) / 10 + 0.81);
+  EXPECT_NEAR(calm_threshold(0.9, 4.0, 100, 100), 0.811648, 1e-6);
+  EXPECT_NEAR(calm_threshold(0.9, 1000.0, 100, 100), 0.81, 1e-12);
+  // A horizon below 1 counts as 1.
+  EXPECT_DOUBLE_EQ(calm_threshold(0.9, 4.0, 1, 0), calm_threshold(0.9, 4.0, 1, 1));
+}
+
+TEST(ConfidenceExit, CalmDecayLowersTheThresholdWithPosition) {
+  // lambda 0.9, tau 4, N = 100: 0.9 at position 0, 0.8218 at 50, 0.8116 at 100.
+  const auto policy = make_exit_policy(confidence(0.9, 4.0), mor3());
+  const std::vector<double> scores = {0.85, 0.0, 0.0};
+  EXPECT_EQ(exits(*policy, {{0, scores}, {10, scores}, {50, scores}, {100, scores}}, 100),
+            (std::vector<int>{2, 2, 0, 0}));
+  // 0.815 passes only near the horizon.
+  EXPECT_EQ(exits(*policy, {{50, {0.815, 0, 0}}, {100, {0.815, 0, 0}}}, 100),
+            (std::vector<int>{2, 0}));
+  // The horizon is the batch's: a longer one keeps the threshold higher at the same position.
+  EXPECT_EQ(exits(*policy, {{50, scores}}, 1000), (std::vector<int>{2}));
+}
+
+TEST(OracleExit, ExitsAtTheFirstExitPointAgreeingWithFullDepth) {
+  ExitPolicyParams p;
+  p.kind = "oracle";
+  const auto policy = make_exit_policy(p, mor3());
+  EXPECT_EQ(policy->name(), "oracle");
+  EXPECT_EQ(exits(*policy, {{0, {1, 1, 1}}, {0, {0, 1, 1}}, {0, {0, 0, 1}}, {0, {0, 0}}}),
+            (std::vector<int>{0, 1, 2, 2}));
+}
+
+TEST(TokenChoiceExit, TakesTheArgmaxWithTiesToTheShallower) {
+  ExitPolicyParams p;
+  p.kind = "router_token_choice";
+  const auto policy = make_exit_policy(p, mor3());
+  EXPECT_EQ(policy->name(), "router_token_choice");
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_EQ(exits(*policy, {{0, {0.2, 0.5, 0.3}},
+                            {0, {0.1, 0.1, 0.8}},
+                            {0, {0.7, 0.2, 0.1}},
+                            {0, {0.4, 0.4, 0.2}},
+                            {0, {0.3, 0.35, 0.35}},
+                            {0, {nan, 0.1, 0.2}}}),
+            (std::vector<int>{1, 2, 0, 0, 1, 2}));
+}
+
+ExitPolicyParams expert(std::string mode, std::vector<double> capacities = {},
+                        double threshold = 0.5) {
+  ExitPolicyParams p;
+  p.kind = "router_expert_choice";
+  p.router_mode = std::move(mode);
+  p.capacities = std::move(capacities);
+  p.threshold = threshold;
+  return p;
+}
+
+TEST(ExpertChoiceExit, ThresholdModeFiltersHierarchically) {
+  const auto policy = make_exit_policy(expert("threshold"), mor3());
+  EXPECT_EQ(policy->name(), "router_expert_choice");
+  // Selected at recursion r iff scores[r] >= 0.5 and selected at every earlier recursion.
+  EXPECT_EQ(exits(*policy, {{0, {0.9, 0.8, 0.2}},
+                            {0, {0.6, 0.6, 0.6}},
+                            {0, {0.5, 0.49, 0.9}},
+                            {0, {0.9, 0.1, 0.9}},
+                            {0, {0.1, 0.9, 0.9}}}),
+            (std::vector<int>{1, 2, 0, 0, 0}));
+}
+
+TEST(ExpertChoiceExit, TopKKeepsCapacityFractionsOfTheBatch) {
+  // MoR's default capacities for N_r = 3: with any scores, a third of the batch exits at each
+  // recursion.
+  const auto policy = make_exit_policy(expert("top_k", {1.0, 2.0 / 3, 1.0 / 3}), mor3());
+  RandomStream random(11, "router");
+  std::vector<Token> tokens(300);
+  for (Token& t : tokens)
+    t.scores = {random.uniform(), random.uniform(), random.uniform()};
+  const std::vector<int> chosen = exits(*policy, tokens);
+  for (int e = 0; e < 3; ++e)
+    EXPECT_EQ(std::count(chosen.begin(), chosen.end(), e), 100) << e;
+
+  // Hierarchical filtering: recursion 2 takes the top 200 by scores[1]; recursion 3 the top 100
+  // of those by scores[2].
+  std::vector<std::size_t> order(tokens.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return tokens[a].scores[1] > tokens[b].scores[1];
+  });
+  order.resize(200);
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return tokens[a].scores[2] > tokens[b].scores[2];
+  });
+  std::vector<int> expected(tokens.size(), 0);
+  for (std::size_t j = 0; j < order.size(); ++j)
+    expected[order[j]] = j < 100 ? 2 : 1;
+  EXPECT_EQ(chosen, expected);
+}
+
+TEST(ExpertChoiceExit, TopKExitDistributionIsUniformOverManyBatches) {
+  const auto policy = make_exit_policy(expert("top_k", {1.0, 2.0 / 3, 1.0 / 3}), mor3());
+  RandomStream random(5, "router_batches");
+  std::vector<std::int64_t> counts(3);
+  std::int64_t total = 0;
+  for (int batch = 0; batch < 500; ++batch) {
+    std::vector<Token> tokens(static_cast<std::size_t>(random.uniform_int(1, 64)));
+    for (Token& t : tokens)
+      t.scores = {random.uniform(), random.uniform(), random.uniform()};
+    for (const int e : exits(*policy, tokens))
+      ++counts[static_cast<std::size_t>(e)];
+    total += static_cast<std::int64_t>(tokens.size());
+  }
+  // ceil rounds each quota up, so small batches lean slightly deeper.
+  for (const std::int64_t c : counts)
+    EXPECT_NEAR(static_cast<double>(c) / static_cast<double>(total), 1.0 / 3, 0.03);
+}
+
+TEST(ExpertChoiceExit, TopKRoundsQuotasUpAndBreaksTiesByBatchOrder) {
+  const auto policy = make_exit_policy(expert("top_k", {1.0, 2.0 / 3, 1.0 / 3}), mor3());
+  const std::vector<double> same = {0.5, 0.5, 0.5};
+  EXPECT_EQ(exits(*policy, {{0, same}, {0, same}, {0, same}}), (std::vector<int>{2, 1, 0}));
+  // Batch of 10 with capacities {1, 0.7, 0.3}: quotas 10, 7, 3 (0.7 * 10 is not rounded to 8).
+  const auto seventy = make_exit_policy(expert("top_k", {1.0, 0.7, 0.3}), mor3());
+  std::vector<Token> tokens(10);
+  for (std::size_t i = 0; i < tokens.size(); ++i) {
+    const double s = static_cast<double>(i) / 10;
+    tokens[i].scores = {s, s, s};
+  }
+  EXPECT_EQ(exits(*seventy, tokens), (std::vector<int>{0, 0, 0, 1, 1, 1, 1, 2, 2, 2}));
+  // A batch of one keeps its token at every recursion: each quota is at least one.
+  EXPECT_EQ(exits(*seventy, {{0, {0.0, 0.0, 0.0}}}), (std::vector<int>{2}));
+}
+
+TEST(ExpertChoiceExit, TopKWithFirstCapacityBelowOne) {
+  // Tokens dropped at the first recursion still exit at its end: there is no shallower exit.
+  const auto policy = make_exit_policy(expert("top_k", {0.5, 0.5, 0.25}), mor3());
+  EXPECT_EQ(
+      exits(
+          *policy,
+          {{0, {0.9, 0.1, 0.9}}, {0, {0.1, 0.9, 0.9}}, {0, {0.8, 0.9, 0.1}}, {0, {0.2, 0.2, 0.2}}}),
+      (std::vector<int>{2, 0, 1, 0}));
+}
+
+TEST(ExpertChoiceExit, TopKNeedsScratchForEveryToken) {
+  const auto policy = make_exit_policy(expert("top_k", {1.0, 0.5, 0.25}), mor3());
+  const std::vector<double> scores = {0.1, 0.2, 0.3};
+  const std::vector<ExitToken> tokens = {{RequestId{1}, 0, 0.0, scores},
+                                         {RequestId{2}, 0, 0.0, scores}};
+  std::vector<std::size_t> scratch(1);
+  std::vector<int> out(2);
+  EXPECT_THROW(policy->choose_exits({tokens, 0, scratch}, out), std::invalid_argument);
+}
+
+TEST(ExpertChoiceExit, TopKIsDeterministic) {
+  const auto policy = make_exit_policy(expert("top_k", {1.0, 0.6, 0.2}), mor3());
+  RandomStream random(9, "router_determinism");
+  std::vector<Token> tokens(257);
+  for (Token& t : tokens) {
+    // Coarse scores force many ties.
+    t.scores = {std::floor(random.uniform() * 4), std::floor(random.uniform() * 4),
+                std::floor(random.uniform() * 4)};
+  }
+  const std::vector<int> first = exits(*policy, tokens);
+  EXPECT_EQ(exits(*policy, tokens), first);
+  EXPECT_EQ(exits(*make_exit_policy(expert("top_k", {1.0, 0.6, 0.2}), mor3()), tokens), first);
+}
+
+TEST(ExitConfidence, TopOneAndMargin) {
+  const std::vector<float> probabilities = {0.1F, 0.6F, 0.05F, 0.25F};
+  EXPECT_FLOAT_EQ(static_cast<float>(exit_confidence(probabilities, ConfidenceMeasure::top1)),
+                  0.6F);
+  EXPECT_FLOAT_EQ(static_cast<float>(exit_confidence(probabilities, ConfidenceMeasure::margin)),
+                  0.35F);
+  EXPECT_EQ(parse_confidence_measure("margin"), ConfidenceMeasure::margin);
+  EXPECT_EQ(parse_confidence_measure("top1"), ConfidenceMeasure::top1);
+  EXPECT_FALSE(parse_confidence_measure("entropy").has_value());
+}
+
+}  // namespace
+}  // namespace exitsim::policy
