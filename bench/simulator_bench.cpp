@@ -24,8 +24,7 @@ const std::string k_azure = std::string(EXITSIM_SHARED_TRACES_DIR) + "/azure_llm
 // the trace's longest prompt (14,050 tokens) in one piece.
 exitsim::scenario::Scenario azure_scenario(const std::string& scheduler) {
   const std::string yaml = "workload: {source: trace, requests: 0, trace: {path: '" + k_azure +
-                           "'}}\nscheduler: {kind: " + scheduler +
-                           ", max_batched_tokens: 16384}\n";
+                           "'}}\nscheduler: {kind: " + scheduler + ", max_batched_tokens: 16384}\n";
   return exitsim::scenario::load_scenario_text(yaml, "simulator_bench");
 }
 
