@@ -3,9 +3,11 @@
 //
 //   build/release/bin/cost_model_bench
 //
-// Reports ns per iteration_cost call for decode batches of 1, 16 and 256, a mixed prefill batch
-// and a mixed-depth batch, against a baseline in the same run: one pass summing the batch's
-// tokens (the floor any per-entry pricing pays).
+// Reports ns per iteration_cost call for decode batches of 1, 16 and 256, a mixed prefill batch,
+// a mixed-depth batch and the work of the synchronization strategies (batch_sync's masked
+// riders, deferred_fill's pending tokens, state_copy's K/V-only layers, skip_kv's per-recursion
+// contexts), against a baseline in the same run: one pass summing the batch's tokens (the floor
+// any per-entry pricing pays).
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
@@ -59,6 +61,52 @@ std::vector<BatchEntry> mixed_depth_batch() {
   return batch;
 }
 
+// batch_sync: 64 decodes all run to the batch's deepest exit, each useful to its own exit point.
+std::vector<BatchEntry> batch_sync_batch() {
+  std::vector<BatchEntry> batch = decode_batch(64);
+  for (std::size_t i = 0; i < batch.size(); ++i)
+    batch[i].useful_depth = 8 + 8 * static_cast<int>(i % 4);
+  return batch;
+}
+
+// deferred_fill: 64 decodes, a quarter at the shallow exit, a quarter going deep with 4 pending
+// hidden states joining them from the shallow exit.
+std::vector<BatchEntry> deferred_fill_batch() {
+  std::vector<BatchEntry> batch = decode_batch(64);
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    if (i % 4 == 1)
+      batch[i].depth = 8;
+    if (i % 4 == 2) {
+      batch[i].pending_tokens = 4;
+      batch[i].pending_from_depth = 8;
+    }
+  }
+  return batch;
+}
+
+// state_copy: 64 decodes, half exiting at 8 or 16 and computing K/V only above their exit.
+std::vector<BatchEntry> state_copy_batch() {
+  std::vector<BatchEntry> batch = decode_batch(64);
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    if (i % 2 == 1) {
+      batch[i].depth = 8 + 8 * static_cast<int>(i % 4 / 2);
+      batch[i].kv_only_depth = 32;
+    }
+  }
+  return batch;
+}
+
+// skip_kv on the recursive model: 64 decodes over its exit points, attending over shorter
+// contexts at deeper recursions.
+std::vector<BatchEntry> skip_kv_batch() {
+  std::vector<BatchEntry> batch = mixed_depth_batch();
+  for (BatchEntry& e : batch) {
+    e.recursion_context_count = 3;
+    e.recursion_context = {e.context_tokens, e.context_tokens / 2, e.context_tokens / 4};
+  }
+  return batch;
+}
+
 void report(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
   state.counters["ns_per_call"] =
@@ -101,6 +149,38 @@ void mixed_depth_recursive(benchmark::State& state) {
   report(state);
 }
 BENCHMARK(mixed_depth_recursive);
+
+void batch_sync(benchmark::State& state) {
+  const std::vector<BatchEntry> batch = batch_sync_batch();
+  for (auto _ : state)
+    benchmark::DoNotOptimize(llama_on_h100().iteration_cost(batch));
+  report(state);
+}
+BENCHMARK(batch_sync);
+
+void deferred_fill(benchmark::State& state) {
+  const std::vector<BatchEntry> batch = deferred_fill_batch();
+  for (auto _ : state)
+    benchmark::DoNotOptimize(llama_on_h100().iteration_cost(batch));
+  report(state);
+}
+BENCHMARK(deferred_fill);
+
+void state_copy(benchmark::State& state) {
+  const std::vector<BatchEntry> batch = state_copy_batch();
+  for (auto _ : state)
+    benchmark::DoNotOptimize(llama_on_h100().iteration_cost(batch));
+  report(state);
+}
+BENCHMARK(state_copy);
+
+void skip_kv_recursive(benchmark::State& state) {
+  const std::vector<BatchEntry> batch = skip_kv_batch();
+  for (auto _ : state)
+    benchmark::DoNotOptimize(recursive_on_h100().iteration_cost(batch));
+  report(state);
+}
+BENCHMARK(skip_kv_recursive);
 
 }  // namespace
 

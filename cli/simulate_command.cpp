@@ -109,7 +109,30 @@ struct SimulateArgs {
   ScenarioOptions scenario;
   std::string out_dir;  // overrides outputs.dir
   bool no_output = false;
+  bool baseline = false;
 };
+
+// The same scenario, workload and seed with every token at full depth: the run a dynamic-depth
+// setting has to beat.
+sim::SimulationResult run_full_depth_baseline(const scenario::Scenario& dynamic) {
+  scenario::Scenario full = dynamic;
+  full.exit_policy = scenario::ExitPolicyConfig{};
+  full.exit_policy.kind = "none";
+  full.sync = scenario::SyncConfig{};
+  full.sync.strategy = "full_depth";
+  const auto workload = sim::make_workload(full.workload, full.seed);
+  return sim::simulate(sim::simulation_config_from(full, ""), *workload);
+}
+
+void print_speedup(const sim::MetricsSummary& dynamic, const sim::MetricsSummary& full) {
+  const auto ratio = [](double baseline, double value) { return value > 0 ? baseline / value : 0; };
+  fmt::print(
+      "vs full depth  throughput x{:.3f}, mean TPOT x{:.3f}, p99 TPOT x{:.3f}, mean E2E x{:.3f} "
+      "(full depth: {:.1f} tokens/s, mean TPOT {:.3f} ms; >1 means the dynamic run is faster)\n",
+      ratio(static_cast<double>(full.makespan), static_cast<double>(dynamic.makespan)),
+      ratio(full.tpot.mean, dynamic.tpot.mean), ratio(full.tpot.p99, dynamic.tpot.p99),
+      ratio(full.e2e.mean, dynamic.e2e.mean), full.throughput_tokens_per_s, full.tpot.mean);
+}
 
 void simulate(const SimulateArgs& args) {
   const scenario::Scenario s = args.scenario.load();
@@ -140,6 +163,9 @@ void simulate(const SimulateArgs& args) {
     fmt::print(stderr, "\r\033[K");
 
   fmt::print("\n{}", sim::format_summary(result.summary));
+  if (args.baseline) {
+    print_speedup(result.summary, run_full_depth_baseline(s).summary);
+  }
   if (!out.path().empty()) {
     if (s.outputs.summary_json) {
       traces::write_file_atomically((std::filesystem::path(out.path()) / "summary.json").string(),
@@ -161,6 +187,8 @@ void add_simulate_command(CLI::App& app) {
   args->scenario.add_to(*command);
   command->add_option("--out", args->out_dir, "Output directory (default: outputs.dir)");
   command->add_flag("--no-output", args->no_output, "Print the summary only; write no files");
+  command->add_flag("--baseline", args->baseline,
+                    "Also run the same workload and seed at full depth and report the speedup");
   command->callback([args] { simulate(*args); });
 }
 

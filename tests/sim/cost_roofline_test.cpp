@@ -157,7 +157,7 @@ TEST(CostRoofline, CriticalPathOnOneStreamIsTheSumOfEveryOp) {
   batch.push_back({64, 0, 12, false});
   const IterationCost c = m.iteration_cost(batch);
   const std::vector<OpCost> ops = m.op_breakdown(batch);
-  EXPECT_EQ(ops.size(), 32u * 9 + 3);
+  EXPECT_EQ(ops.size(), 32u * 10 + 3);
   EXPECT_NEAR(static_cast<double>(c.total), breakdown_sum(ops), 1.0);
   double flops = 0;
   for (const OpCost& op : ops)

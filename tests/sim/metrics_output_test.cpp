@@ -139,6 +139,7 @@ TEST(MetricsOutput, JsonIsDeterministicAndFollowsTheSchema) {
                                                "preemptions",
                                                "mean_batch_size",
                                                "batch_size_histogram",
+                                               "depth",
                                                "series"};
   EXPECT_EQ(keys, expected_keys);
   EXPECT_EQ(j["schema"], "exitsim-metrics v1");

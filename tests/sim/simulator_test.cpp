@@ -195,16 +195,17 @@ TEST(Simulator, ImpossibleClusterSettingsAreRejectedBeforeTheRun) {
 namespace exitsim::sim {
 namespace {
 
-TEST(Simulator, DynamicDepthScenariosAreRefusedRatherThanRunAtFullDepth) {
+TEST(Simulator, DepthwiseBatchingIsRefusedRatherThanRunAsSomethingElse) {
   const auto s = scenario::load_scenario_file(std::string(EXITSIM_SOURCE_DIR) +
                                               "/scenarios/examples/mor_depth.yaml");
   try {
-    simulation_config_from(s, "");
+    const auto workload = make_workload(s.workload, s.seed);
+    simulate(simulation_config_from(s, ""), *workload);
     FAIL() << "expected InputError";
   } catch (const InputError& e) {
     EXPECT_STREQ(e.what(),
-                 "exit_policy.kind: exit policy \"distribution\" is not simulated yet: this "
-                 "release simulates static depth only (use none)");
+                 "sync.strategy: depthwise batching is not simulated yet; use full_depth, "
+                 "batch_sync, state_copy, deferred_fill, skip_kv or shared_kv");
   }
 }
 

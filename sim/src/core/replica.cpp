@@ -13,21 +13,24 @@
 namespace exitsim::sim {
 
 Replica::Replica(int index, const ReplicaSpec& spec, MetricsCollector& metrics)
-    : index_(index), metrics_(metrics) {
+    : index_(index),
+      metrics_(metrics),
+      depth_model_(spec.exit_policy, spec.sync, spec.model, spec.seed, index),
+      model_depth_(spec.model.depth) {
   policy::SchedulerParams params;
   params.preemption = spec.scheduler.preemption;
   scheduler_ = policy::make_scheduler(spec.scheduler.kind, params);
   scheduler_name_ = spec.scheduler.kind;
   cost_model_ = make_cost_model(spec.cost_model, spec.model, spec.hardware);
-  const KvCapacity kv = derive_kv_capacity(spec.model, spec.hardware,
-                                           {spec.scheduler.block_size, spec.scheduler.kv_blocks,
-                                            spec.scheduler.memory_reserve_fraction});
+  const KvCapacity kv =
+      derive_kv_capacity(spec.model, spec.hardware,
+                         {spec.scheduler.block_size, spec.scheduler.kv_blocks,
+                          spec.scheduler.memory_reserve_fraction, depth_model_.kv_layers()});
   block_size_ = kv.block_size;
   kv_total_ = kv.blocks;
   kv_free_ = kv.blocks;
   limits_.max_running = spec.scheduler.max_running;
   limits_.max_batched_tokens = spec.scheduler.max_batched_tokens;
-  full_depth_ = spec.model.depth.stacked_depth();
   description_ = fmt::format("replica {} ({} on {})", index, spec.model.name, spec.hardware.name);
 }
 
@@ -74,32 +77,53 @@ TimeNs Replica::start_iteration(TimeNs now) {
   map_work_to_running(kept_running);
 
   batch_.clear();
+  batch_rows_.clear();
+  decode_tokens_.clear();
   IterationRecord& record = last_iteration_;
   record = IterationRecord{};
+  const int full_depth = depth_model_.full_depth();
   for (std::size_t i = 0; i < running_.size(); ++i) {
     const std::int64_t tokens = work_tokens_[i];
     if (tokens == 0)
       continue;
-    policy::SequenceView& view = running_.view(i);
-    const std::int64_t needed = (view.computed_tokens + tokens + block_size_ - 1) / block_size_;
-    kv_free_ -= needed - view.kv_blocks;
-    view.kv_blocks = needed;
+    const policy::SequenceView& view = running_.view(i);
     SequenceExtra& extra = running_.extra(i);
     if (extra.first_scheduled < 0)
       extra.first_scheduled = now;
-    const bool emits = tokens == view.pending_tokens();
-    batch_.push_back({tokens, view.computed_tokens, full_depth_, emits});
+    BatchEntry entry{tokens, view.computed_tokens, full_depth, tokens == view.pending_tokens()};
     if (view.is_decoding()) {
       record.decode_tokens += tokens;
+      decode_tokens_.push_back({batch_.size(), view.id, view.generated_tokens,
+                                extra.target_output_tokens, &extra.depth});
     } else {
       record.prefill_tokens += tokens;
+      depth_model_.plan_prefill(entry, extra.depth);
     }
+    batch_.push_back(entry);
+    batch_rows_.push_back(i);
+  }
+  exit_depths_.resize(decode_tokens_.size());
+  const std::int64_t fill_tokens = depth_model_.plan(decode_tokens_, batch_, exit_depths_);
+  for (std::size_t k = 0; k < decode_tokens_.size(); ++k) {
+    metrics_.record_token_depth(exit_depths_[k], batch_[decode_tokens_[k].batch_index].depth);
+  }
+  for (std::size_t k = 0; k < batch_.size(); ++k) {
+    policy::SequenceView& view = running_.view(batch_rows_[k]);
+    const BatchEntry& entry = batch_[k];
+    if (!view.is_decoding() && entry.emits_token) {
+      metrics_.record_token_depth(full_depth, full_depth);  // a prompt's first token
+    }
+    const std::int64_t needed =
+        blocks_after(view, running_.extra(batch_rows_[k]), entry.query_tokens, !view.is_decoding());
+    kv_free_ -= needed - view.kv_blocks;
+    view.kv_blocks = needed;
   }
   if (kv_free_ < 0) {
     throw std::logic_error(fmt::format("{} over-allocated K/V blocks ({} free) after scheduler {}",
                                        description_, kv_free_, scheduler_name_));
   }
   const IterationCost cost = cost_model_->iteration_cost(batch_);
+  metrics_.record_iteration_work(cost.flops, cost.masked_flops, fill_tokens);
   // A zero-length iteration would let the clock stand still while work proceeds.
   const TimeNs duration = std::max<TimeNs>(cost.total, 1);
   record.replica = index_;
@@ -134,6 +158,7 @@ std::size_t Replica::apply_admissions_and_preemptions() {
     kv_free_ += victim.kv_blocks;
     victim.kv_blocks = 0;
     victim.computed_tokens = 0;
+    extra.depth = SequenceDepthState{};  // recompute rebuilds every layer's K/V
     extra.preemptions += 1;
     metrics_.record_preemption();
     victims_views_.push_back(victim);
@@ -182,6 +207,8 @@ IterationOutcome Replica::complete_iteration(TimeNs now) {
     policy::SequenceView& view = running_.view(i);
     SequenceExtra& extra = running_.extra(i);
     const bool emits = tokens == view.pending_tokens();
+    if (!view.is_decoding())
+      depth_model_.on_prefill(extra.depth, tokens);
     view.computed_tokens += tokens;
     if (!emits)
       continue;
@@ -212,6 +239,28 @@ IterationOutcome Replica::complete_iteration(TimeNs now) {
   }
   busy_ = false;
   return outcome;
+}
+
+std::int64_t Replica::blocks_after(const policy::SequenceView& view, const SequenceExtra& extra,
+                                   std::int64_t tokens, bool prefill) const {
+  const std::int64_t computed = view.computed_tokens + tokens;
+  std::int64_t blocks = (computed + block_size_ - 1) / block_size_;
+  if (depth_model_.dynamic() && depth_model_.strategy() == policy::SyncStrategy::skip_kv &&
+      model_depth_.recursions > 0) {
+    // K/V in layer-token units: prelude and coda layers for every token, each recursion's block
+    // only for the tokens that reached it; a block holds block_size tokens of every layer.
+    std::int64_t units =
+        static_cast<std::int64_t>(model_depth_.prelude_layers + model_depth_.coda_layers) *
+        computed;
+    for (int r = 0; r < model_depth_.recursions; ++r) {
+      const std::int64_t reached =
+          extra.depth.reached[static_cast<std::size_t>(r)] + (prefill ? tokens : 0);
+      units += model_depth_.block_layers * reached;
+    }
+    const std::int64_t layers = model_depth_.full_depth();
+    blocks = std::max(view.kv_blocks, (units + layers * block_size_ - 1) / (layers * block_size_));
+  }
+  return blocks;
 }
 
 void Replica::throw_stalled() const {

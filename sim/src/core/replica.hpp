@@ -4,6 +4,7 @@
 #include <memory>
 #include <vector>
 
+#include "depth_model.hpp"
 #include "exitsim/core/request.hpp"
 #include "exitsim/policy/replica_router.hpp"
 #include "exitsim/policy/scheduler.hpp"
@@ -20,6 +21,7 @@ struct SequenceExtra {
   TimeNs first_token = -1;
   TimeNs last_token = -1;
   std::int64_t preemptions = 0;
+  SequenceDepthState depth;
 };
 
 // A queue of sequences stored as two parallel arrays (the scheduler's views, contiguous so a
@@ -82,18 +84,23 @@ class Replica {
   std::size_t apply_admissions_and_preemptions();
   void map_work_to_running(std::size_t kept_running);
   [[noreturn]] void throw_stalled() const;
+  // Blocks a sequence holds once `tokens` more are computed (fewer under skip_kv, whose exited
+  // tokens store no K/V at the recursions they skipped).
+  std::int64_t blocks_after(const policy::SequenceView& view, const SequenceExtra& extra,
+                            std::int64_t tokens, bool prefill) const;
 
   int index_;
   MetricsCollector& metrics_;
   std::unique_ptr<policy::Scheduler> scheduler_;
   std::unique_ptr<CostModel> cost_model_;
+  DepthModel depth_model_;
   std::string scheduler_name_;
   std::string description_;  // "replica 0 (llama-3-8b on h100-sxm)" for messages
   policy::SchedulerLimits limits_;
   std::int64_t block_size_ = 16;
   std::int64_t kv_total_ = 0;
   std::int64_t kv_free_ = 0;
-  int full_depth_ = 0;
+  DepthStructure model_depth_;
 
   SequenceQueue running_;
   SequenceQueue waiting_;
@@ -103,6 +110,9 @@ class Replica {
   // Reused every iteration so the steady state allocates nothing.
   policy::SchedulerDecision decision_;
   std::vector<BatchEntry> batch_;
+  std::vector<std::size_t> batch_rows_;  // running index of each batch entry
+  std::vector<DecodeToken> decode_tokens_;
+  std::vector<int> exit_depths_;
   std::vector<std::int64_t> work_tokens_;  // by running index, for the iteration in flight
   std::vector<std::size_t> scratch_indices_;
   std::vector<policy::SequenceView> admitted_views_, victims_views_;

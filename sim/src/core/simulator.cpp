@@ -184,25 +184,16 @@ SimulationResult simulate(const SimulationConfig& config, traces::RequestSource&
 
 SimulationConfig simulation_config_from(const scenario::Scenario& s,
                                         const std::string& output_dir) {
-  // Per-token depth is the next step of the simulator; until it lands, running a dynamic-depth
-  // scenario at full depth would report numbers for a different system than the one asked for.
-  if (s.exit_policy.kind != "none") {
-    throw InputError({"", 0, 0, "exit_policy.kind"},
-                     "exit policy \"" + s.exit_policy.kind +
-                         "\" is not simulated yet: this release simulates static depth only (use "
-                         "none)");
-  }
-  if (s.sync.strategy != "full_depth") {
-    throw InputError({"", 0, 0, "sync.strategy"},
-                     "synchronization strategy \"" + s.sync.strategy +
-                         "\" is not simulated yet: this release simulates static depth only (use "
-                         "full_depth)");
-  }
   SimulationConfig config;
   // Replica indices follow the groups in order, so group i's replicas are contiguous.
   for (const scenario::ReplicaGroup& group : s.replica_groups) {
-    const ReplicaSpec spec{group.model.shape, group.hardware.spec, group.cost_model,
-                           group.scheduler};
+    const ReplicaSpec spec{group.model.shape,
+                           group.hardware.spec,
+                           group.cost_model,
+                           group.scheduler,
+                           s.exit_policy,
+                           s.sync,
+                           s.seed};
     config.replicas.insert(config.replicas.end(), static_cast<std::size_t>(group.count), spec);
   }
   const auto router = policy::parse_replica_router(s.cluster.router);

@@ -14,6 +14,8 @@ std::string_view to_string(OpKind kind) {
       return "input_norm";
     case OpKind::qkv_projection:
       return "qkv_projection";
+    case OpKind::kv_projection:
+      return "kv_projection";
     case OpKind::attention_prefill:
       return "attention_prefill";
     case OpKind::attention_decode:

@@ -9,14 +9,16 @@
 
 #include "exitsim/core/error.hpp"
 #include "exitsim/core/model_validation.hpp"
+#include "roofline_ops.hpp"
 
 namespace exitsim::sim {
 namespace {
 
 // Scratch sizes of the allocation-free evaluation. Graphs are checked against the first at
-// construction; batches with more distinct depths than the second take the exact sweep path.
+// construction; batches with more distinct depths (or boundaries of other work) than the second
+// take the exact sweep path.
 constexpr int k_max_graph_ops = 32;
-constexpr int k_depth_slots = 32;
+constexpr std::size_t k_depth_slots = 32;
 
 constexpr std::size_t at(BatchFeature f) {
   return static_cast<std::size_t>(f);
@@ -25,10 +27,38 @@ double as_double(std::int64_t v) {
   return static_cast<double>(v);
 }
 
-// Integer sums over a group of entries: exact, and cheap to add in the per-entry loop (integer
-// adds stay in registers; the choice between decode and prefill compiles to selects). No member
-// initialisers, so the per-call slot array is not zeroed: write `Counts c{}` for an empty sum.
-struct Counts {
+void check_fraction(double value, const char* field) {
+  if (!(value > 0 && value <= 1)) {
+    throw InputError({"", 0, 0, field},
+                     expected_found("a fraction in (0, 1]", fmt::format("{}", value)));
+  }
+}
+
+// LoRA rank of each stack layer (0-based): that of its recursion, 0 in the prelude.
+int lora_rank_of_layer(const DepthStructure& depth, int layer) {
+  const int recursion = depth.recursion_of_depth(layer + 1);
+  if (recursion == 0 || depth.lora_rank.empty())
+    return 0;
+  return depth.lora_rank[static_cast<std::size_t>(recursion - 1)];
+}
+
+double flops_of(const OpParams& params, const BatchFeatures& x) {
+  double flops = 0;
+  for (const OpParams::Term& term : params.terms)
+    flops += term.flops * x[at(term.feature)];
+  return flops;
+}
+
+// An entry whose stack work is its queries running layers 1..depth with its own context: the
+// common case, summed in registers and stored once per run of equal depths.
+bool plain_run(const BatchEntry& e) {
+  return e.start_depth <= 0 && e.pending_tokens <= 0 && e.recursion_context_count == 0 &&
+         !e.reuse_first_recursion_kv;
+}
+
+// The sums of a run of plain entries: only the features they touch, so that the per-entry loop
+// keeps them in registers.
+struct PlainRun {
   std::int64_t tokens;
   std::int64_t decode_seqs;
   std::int64_t decode_kv;
@@ -47,187 +77,71 @@ struct Counts {
     prefill_pairs += decode ? 0 : q * c + q * (q + 1) / 2;
     prefill_kv += decode ? 0 : c + q;
   }
-  void add(const Counts& o) {
-    tokens += o.tokens;
-    decode_seqs += o.decode_seqs;
-    decode_kv += o.decode_kv;
-    prefill_tokens += o.prefill_tokens;
-    prefill_pairs += o.prefill_pairs;
-    prefill_kv += o.prefill_kv;
-  }
-  BatchFeatures features() const {
-    BatchFeatures x{};
-    x[at(BatchFeature::tokens)] = as_double(tokens);
-    x[at(BatchFeature::decode_seqs)] = as_double(decode_seqs);
-    x[at(BatchFeature::decode_kv)] = as_double(decode_kv);
-    x[at(BatchFeature::prefill_tokens)] = as_double(prefill_tokens);
-    x[at(BatchFeature::prefill_pairs)] = as_double(prefill_pairs);
-    x[at(BatchFeature::prefill_kv)] = as_double(prefill_kv);
-    return x;
+  WorkCounts counts() const {
+    WorkCounts w{};
+    w.tokens = tokens;
+    w.decode_seqs = decode_seqs;
+    w.decode_kv = decode_kv;
+    w.prefill_tokens = prefill_tokens;
+    w.prefill_pairs = prefill_pairs;
+    w.prefill_kv = prefill_kv;
+    return w;
   }
 };
 
-// Shape numbers the op params are built from, as doubles.
-struct Dims {
-  double d_model, q_width, kv_width, ffn, vocab, dtype_bytes, kv_bytes;
-  bool gated;
+// Entries that run layers 1..depth, summed per depth (suffix sums give each layer's batch).
+struct DepthSlot {
+  int depth;
+  WorkCounts counts;
 };
 
-Dims dims_of(const ModelShape& m) {
-  return {as_double(m.d_model),
-          as_double(m.n_heads * m.head_dim),
-          as_double(m.n_kv_heads * m.head_dim),
-          as_double(m.ffn_dim),
-          as_double(m.vocab),
-          as_double(bytes_per_element(m.dtype)),
-          as_double(m.kv_bytes_per_token_per_layer()),
-          m.mlp == MlpKind::gated};
-}
+// Signed changes, at one layer boundary, of the batch and of its masked part: the work of
+// entries that is not a plain run from layer 1 (mid-stack starts, joining pending tokens,
+// per-recursion contexts and K/V reuse, K/V-only layers, masked layers).
+struct DeltaSlot {
+  int depth;
+  WorkCounts run;
+  WorkCounts masked;
+};
 
-// A GEMM of T tokens by an (in x out) weight, with `lora` extra adapter weights folded into the
-// same launch: weights read once, activations in and out once per token.
-OpParams linear(double in, double out, double lora, double dtype_bytes) {
-  OpParams p;
-  p.add(BatchFeature::tokens, 2 * (in * out + lora), (in + out) * dtype_bytes);
-  p.fixed_bytes = (in * out + lora) * dtype_bytes;
-  return p;
-}
+// A fixed-capacity map from boundary layer to slot, searched linearly (boundaries are few: the
+// exit points). Slots are left uninitialised until used.
+template <class Slot>
+struct SlotTable {
+  std::array<Slot, k_depth_slots> slots;
+  std::size_t used = 0;
 
-// Fused residual add + RMSNorm, as serving engines run it: reads the input and the residual,
-// writes the normalised output and the new residual, reads the norm weight.
-OpParams norm(const Dims& s) {
-  OpParams p;
-  p.add(BatchFeature::tokens, 4 * s.d_model, 4 * s.d_model * s.dtype_bytes);
-  p.fixed_bytes = s.d_model * s.dtype_bytes;
-  return p;
-}
-
-// Attention reads the K/V it attends over, writes the new tokens' K/V into the cache, and reads
-// Q and writes O. FLOPs are QK^T and PV: 2 x 2 x heads x head_dim per (query, key) pair.
-OpParams attention(const Dims& s, BatchFeature queries, BatchFeature pairs, BatchFeature kv_read) {
-  OpParams p;
-  p.add(pairs, 4 * s.q_width, 0);
-  p.add(kv_read, 0, s.kv_bytes);
-  p.add(queries, 0, s.kv_bytes + 2 * s.q_width * s.dtype_bytes);
-  p.launch_if = queries;
-  return p;
-}
-
-OpParams layer_op(OpKind kind, const Dims& s, double rank) {
-  switch (kind) {
-    case OpKind::input_norm:
-    case OpKind::post_attention_norm:
-      return norm(s);
-    case OpKind::qkv_projection:
-      return linear(s.d_model, s.q_width + 2 * s.kv_width,
-                    rank * (s.d_model + s.q_width) + 2 * rank * (s.d_model + s.kv_width),
-                    s.dtype_bytes);
-    case OpKind::attention_prefill:
-      return attention(s, BatchFeature::prefill_tokens, BatchFeature::prefill_pairs,
-                       BatchFeature::prefill_kv);
-    case OpKind::attention_decode:
-      return attention(s, BatchFeature::decode_seqs, BatchFeature::decode_kv,
-                       BatchFeature::decode_kv);
-    case OpKind::output_projection:
-      return linear(s.q_width, s.d_model, rank * (s.q_width + s.d_model), s.dtype_bytes);
-    case OpKind::mlp_gate_up: {
-      const double matrices = s.gated ? 2 : 1;
-      return linear(s.d_model, matrices * s.ffn, matrices * rank * (s.d_model + s.ffn),
-                    s.dtype_bytes);
+  // nullptr when full.
+  Slot* find(int depth) {
+    for (std::size_t i = 0; i < used; ++i) {
+      if (slots[i].depth == depth)
+        return &slots[i];
     }
-    case OpKind::mlp_activation: {
-      // Element-wise: SiLU(gate) * up reads two values and writes one; GELU reads one. The FLOP
-      // counts are nominal (the op is memory-bound by a wide margin).
-      OpParams p;
-      p.add(BatchFeature::tokens, (s.gated ? 5 : 8) * s.ffn,
-            (s.gated ? 3 : 2) * s.ffn * s.dtype_bytes);
-      return p;
-    }
-    case OpKind::mlp_down:
-      return linear(s.ffn, s.d_model, rank * (s.ffn + s.d_model), s.dtype_bytes);
-    case OpKind::final_norm:
-    case OpKind::lm_head:
-    case OpKind::sampling:
-      break;
+    if (used == k_depth_slots)
+      return nullptr;
+    Slot& slot = slots[used++];
+    slot = Slot{};
+    slot.depth = depth;
+    return &slot;
   }
-  throw std::logic_error("layer_op: not a layer op");
-}
-
-OpParams head_op(OpKind kind, const Dims& s) {
-  switch (kind) {
-    case OpKind::final_norm:
-      return norm(s);
-    case OpKind::lm_head: {
-      // Logits only for the tokens that emit: one row of d_model in, one row of vocab out each.
-      OpParams p;
-      p.add(BatchFeature::emitting, 2 * s.d_model * s.vocab, (s.d_model + s.vocab) * s.dtype_bytes);
-      p.fixed_bytes = s.d_model * s.vocab * s.dtype_bytes;
-      p.launch_if = BatchFeature::emitting;
-      return p;
-    }
-    case OpKind::sampling: {
-      // Softmax and a sampling scan over fp32 logits: two passes over vocab per emitting token.
-      OpParams p;
-      p.add(BatchFeature::emitting, 5 * s.vocab, 2 * s.vocab * 4);
-      p.launch_if = BatchFeature::emitting;
-      return p;
-    }
-    default:
-      break;
+  void sort() {
+    std::sort(slots.begin(), slots.begin() + static_cast<std::ptrdiff_t>(used),
+              [](const Slot& a, const Slot& b) { return a.depth < b.depth; });
   }
-  throw std::logic_error("head_op: not a head op");
-}
+};
 
-// One transformer layer. The two attention kernels depend only on the QKV projection (they serve
-// disjoint sequences); sharing stream 0 serialises them, as in engines that launch both.
-OpGraph build_layer_graph() {
-  OpGraph g;
-  const int in_norm = g.add_op(OpKind::input_norm);
-  const int qkv = g.add_op(OpKind::qkv_projection);
-  const int prefill = g.add_op(OpKind::attention_prefill);
-  const int decode = g.add_op(OpKind::attention_decode);
-  const int out = g.add_op(OpKind::output_projection);
-  const int post_norm = g.add_op(OpKind::post_attention_norm);
-  const int gate_up = g.add_op(OpKind::mlp_gate_up);
-  const int act = g.add_op(OpKind::mlp_activation);
-  const int down = g.add_op(OpKind::mlp_down);
-  g.add_dependency(in_norm, qkv);
-  g.add_dependency(qkv, prefill);
-  g.add_dependency(qkv, decode);
-  g.add_dependency(prefill, out);
-  g.add_dependency(decode, out);
-  g.add_dependency(out, post_norm);
-  g.add_dependency(post_norm, gate_up);
-  g.add_dependency(gate_up, act);
-  g.add_dependency(act, down);
-  g.finalize();
-  return g;
-}
-
-OpGraph build_head_graph() {
-  OpGraph g;
-  const int norm_op = g.add_op(OpKind::final_norm);
-  const int head = g.add_op(OpKind::lm_head);
-  const int sample = g.add_op(OpKind::sampling);
-  g.add_dependency(norm_op, head);
-  g.add_dependency(head, sample);
-  g.finalize();
-  return g;
-}
-
-void check_fraction(double value, const char* field) {
-  if (!(value > 0 && value <= 1)) {
-    throw InputError({"", 0, 0, field},
-                     expected_found("a fraction in (0, 1]", fmt::format("{}", value)));
-  }
-}
-
-// LoRA rank of each stack layer (0-based): that of its recursion, 0 in the prelude.
-int lora_rank_of_layer(const DepthStructure& depth, int layer) {
-  const int recursion = depth.recursion_of_depth(layer + 1);
-  if (recursion == 0 || depth.lora_rank.empty())
-    return 0;
-  return depth.lora_rank[static_cast<std::size_t>(recursion - 1)];
+// Adds plus - minus at layer `depth` to the run (masked == false) or masked part of the deltas.
+// Inlined so that the counts stay in registers.
+[[gnu::always_inline]] inline bool add_delta(SlotTable<DeltaSlot>& deltas, int depth,
+                                             const WorkCounts& plus, const WorkCounts& minus,
+                                             bool masked) {
+  DeltaSlot* slot = deltas.find(depth);
+  if (slot == nullptr)
+    return false;
+  WorkCounts& target = masked ? slot->masked : slot->run;
+  target.add(plus);
+  target.subtract(minus);
+  return true;
 }
 
 }  // namespace
@@ -261,11 +175,13 @@ struct RooflineCostModel::GraphTotals {
   double overhead = 0;
   double flops = 0;
   double bytes = 0;
+  double masked_flops = 0;
 };
 
 RooflineCostModel::RooflineCostModel(const ModelShape& model, const HardwareSpec& hardware,
                                      RooflineEfficiency efficiency)
-    : layer_graph_(build_layer_graph()), head_graph_(build_head_graph()) {
+    : layer_graph_(roofline_ops::build_layer_graph()),
+      head_graph_(roofline_ops::build_head_graph()) {
   if (const auto problem = find_shape_problem(model)) {
     throw InputError({"", 0, 0, "model." + problem->field}, problem->message);
   }
@@ -290,6 +206,7 @@ RooflineCostModel::RooflineCostModel(const ModelShape& model, const HardwareSpec
   ns_per_flop_ = 1e9 / (peak * efficiency.flops);
   ns_per_byte_ = 1e9 / (hardware.memory_bandwidth * efficiency.bandwidth);
   launch_ns_ = as_double(hardware.launch_overhead);
+  layout_ = StackLayout(model.depth);
   stacked_depth_ = model.depth.stacked_depth();
   coda_layers_ = model.depth.coda_layers;
 
@@ -304,14 +221,14 @@ RooflineCostModel::RooflineCostModel(const ModelShape& model, const HardwareSpec
     variant_of_layer[static_cast<std::size_t>(l)] = static_cast<int>(it - ranks.begin());
   }
   variants_ = static_cast<int>(ranks.size());
-  const Dims s = dims_of(model);
   for (const int rank : ranks) {
     for (int v = 0; v < layer_graph_.size(); ++v) {
-      layer_params_.push_back(layer_op(layer_graph_.op(v).kind, s, rank));
+      layer_params_.push_back(roofline_ops::layer_op(layer_graph_.op(v).kind, model, rank));
     }
+    kv_params_.push_back(roofline_ops::layer_op(OpKind::kv_projection, model, rank));
   }
   for (int v = 0; v < head_graph_.size(); ++v) {
-    head_params_.push_back(head_op(head_graph_.op(v).kind, s));
+    head_params_.push_back(roofline_ops::head_op(head_graph_.op(v).kind, model));
   }
   const auto row = static_cast<std::size_t>(stacked_depth_) + 1;
   variant_prefix_.assign(static_cast<std::size_t>(variants_) * row, 0);
@@ -327,6 +244,15 @@ int RooflineCostModel::clamp_depth(int depth) const {
   return std::clamp(depth, 0, stacked_depth_);
 }
 
+std::size_t RooflineCostModel::variant_of_layer(int layer) const {
+  const auto row = static_cast<std::size_t>(stacked_depth_) + 1;
+  const auto l = static_cast<std::size_t>(layer);
+  std::size_t variant = 0;
+  while (variant_prefix_[variant * row + l + 1] == variant_prefix_[variant * row + l])
+    ++variant;
+  return variant;
+}
+
 RooflineCostModel::Priced RooflineCostModel::price(const OpParams& params,
                                                    const BatchFeatures& x) const {
   Priced p;
@@ -334,7 +260,9 @@ RooflineCostModel::Priced RooflineCostModel::price(const OpParams& params,
     return p;
   double flops = 0;
   double bytes = params.fixed_bytes;
-  for (const OpParams::Term& term : params.terms) {
+  // Only the used terms: most ops have one or two of the four.
+  for (std::size_t i = 0; i < params.used_terms; ++i) {
+    const OpParams::Term& term = params.terms[i];
     const double amount = x[at(term.feature)];
     flops += term.flops * amount;
     bytes += term.bytes * amount;
@@ -391,65 +319,178 @@ void RooflineCostModel::add_graph(const OpGraph& graph, const OpParams* params,
   totals.bytes += repeat * bytes;
 }
 
-void RooflineCostModel::add_stack_layers(int first, int last, const BatchFeatures& x,
+void RooflineCostModel::add_stack_layers(int first, int last, const WorkCounts& run,
                                          GraphTotals& totals) const {
+  const BatchFeatures x = run.features();
   const auto row = static_cast<std::size_t>(stacked_depth_) + 1;
   const auto ops = static_cast<std::size_t>(layer_graph_.size());
   for (std::size_t v = 0; v < static_cast<std::size_t>(variants_); ++v) {
     const int layers = variant_prefix_[v * row + static_cast<std::size_t>(last)] -
                        variant_prefix_[v * row + static_cast<std::size_t>(first)];
-    if (layers > 0)
+    if (layers <= 0)
+      continue;
+    if (run.tokens > 0)
       add_graph(layer_graph_, &layer_params_[v * ops], x, layers, totals);
+    if (run.kv_only_tokens > 0)
+      add_serial_op(kv_params_[v], x, layers, totals);
   }
 }
 
-// Exact for any number of distinct depths: one pass per depth, each pricing the layers up to the
-// next depth with the entries that reach it.
+double RooflineCostModel::masked_flops(int first, int last, const BatchFeatures& run_x,
+                                       const WorkCounts& masked) const {
+  if (masked.tokens <= 0)
+    return 0;
+  const BatchFeatures x = masked.features();
+  const auto row = static_cast<std::size_t>(stacked_depth_) + 1;
+  const auto ops = static_cast<std::size_t>(layer_graph_.size());
+  double flops = 0;
+  for (std::size_t v = 0; v < static_cast<std::size_t>(variants_); ++v) {
+    const int layers = variant_prefix_[v * row + static_cast<std::size_t>(last)] -
+                       variant_prefix_[v * row + static_cast<std::size_t>(first)];
+    if (layers <= 0)
+      continue;
+    double per_layer = 0;
+    for (std::size_t op = 0; op < ops; ++op) {
+      const OpParams& params = layer_params_[v * ops + op];
+      if (run_x[at(params.launch_if)] > 0)
+        per_layer += flops_of(params, x);
+    }
+    flops += layers * per_layer;
+  }
+  return flops;
+}
+
+void RooflineCostModel::add_serial_op(const OpParams& params, const BatchFeatures& x, double repeat,
+                                      GraphTotals& totals) const {
+  const Priced p = price(params, x);
+  if (!p.launched)
+    return;
+  totals.total += repeat * p.duration_ns;
+  (p.compute_bound ? totals.compute : totals.memory) += repeat * p.body_ns;
+  totals.overhead += repeat * launch_ns_;
+  totals.flops += repeat * p.flops;
+  totals.bytes += repeat * p.bytes;
+}
+
+// Exact for any number of boundaries: one pass over the batch per group of layers, each summing
+// the entries' work at the group's first layer and finding where the next group begins.
 void RooflineCostModel::add_stack_by_sweep(std::span<const BatchEntry> batch,
                                            GraphTotals& totals) const {
   int done = 0;
   for (;;) {
-    Counts reached{};
+    WorkCounts run{};
+    WorkCounts masked{};
     int next = std::numeric_limits<int>::max();
     for (const BatchEntry& e : batch) {
-      const int depth = clamp_depth(e.depth);
-      if (e.query_tokens <= 0 || depth <= done)
+      if (e.query_tokens <= 0)
         continue;
-      reached.add(e);
-      next = std::min(next, depth);
+      const EntrySpan s = layout_.span_of(e);
+      if (s.kv_end <= done)
+        continue;
+      run.add(layout_.work_at(e, s, done));
+      masked.add(layout_.masked_at(e, s, done));
+      StackLayout::Breakpoints points;
+      const std::size_t n = layout_.breakpoints(e, s, points);
+      for (std::size_t i = 0; i < n; ++i) {
+        if (points[i] > done) {
+          next = std::min(next, points[i]);
+          break;
+        }
+      }
     }
     if (next == std::numeric_limits<int>::max())
       return;
-    add_stack_layers(done, next, reached.features(), totals);
+    add_stack_layers(done, next, run, totals);
+    totals.masked_flops += masked_flops(done, next, run.features(), masked);
     done = next;
   }
 }
 
-IterationCost RooflineCostModel::iteration_cost(std::span<const BatchEntry> batch) const {
-  struct Slot {
-    int depth;
-    Counts counts;
-  };
-  std::array<Slot, k_depth_slots> slots;
-  int used = 0;
-  // Adds a run of entries at one depth to its slot; false when the slots are full.
-  const auto flush = [&](int depth, const Counts& run) {
-    for (int i = 0; i < used; ++i) {
-      Slot& slot = slots[static_cast<std::size_t>(i)];
-      if (slot.depth == depth) {
-        slot.counts.add(run);
-        return true;
-      }
-    }
-    if (used == k_depth_slots)
+namespace {
+
+// state_copy's K/V-only layers and batch_sync's masked layers of an entry that otherwise runs
+// layers 1..depth plainly. False when the delta slots are full.
+bool add_side_work(const BatchEntry& e, int depth, int stacked_depth,
+                   SlotTable<DeltaSlot>& deltas) {
+  // Straight into the slots: a temporary WorkCounts written field by field and read back as
+  // vectors stalls store forwarding.
+  const int kv_end = std::min(e.kv_only_depth, stacked_depth);
+  if (kv_end > depth) {
+    DeltaSlot* from = deltas.find(depth);
+    DeltaSlot* to = deltas.find(kv_end);
+    if (from == nullptr || to == nullptr)
       return false;
-    slots[static_cast<std::size_t>(used++)] = {depth, run};
+    from->run.kv_only_tokens += e.query_tokens;
+    to->run.kv_only_tokens -= e.query_tokens;
+  }
+  const int useful = std::max(e.useful_depth, 0);
+  if (useful < depth) {
+    DeltaSlot* from = deltas.find(useful);
+    DeltaSlot* to = deltas.find(depth);
+    if (from == nullptr || to == nullptr)
+      return false;
+    from->masked.add_queries(e.query_tokens, e.context_tokens, 1);
+    to->masked.add_queries(e.query_tokens, e.context_tokens, -1);
+  }
+  return true;
+}
+
+// Any entry, as the changes of its work at each of its breakpoints. False when the delta slots
+// are full.
+bool add_entry_work(const StackLayout& layout, const BatchEntry& e, SlotTable<DeltaSlot>& deltas) {
+  const EntrySpan s = layout.span_of(e);
+  StackLayout::Breakpoints points;
+  const std::size_t n = layout.breakpoints(e, s, points);
+  WorkCounts run_before{};
+  WorkCounts masked_before{};
+  for (std::size_t i = 0; i < n; ++i) {
+    const int layer = points[i];
+    const WorkCounts run = layout.work_at(e, s, layer);
+    const WorkCounts masked = layout.masked_at(e, s, layer);
+    if (run != run_before && !add_delta(deltas, layer, run, run_before, false))
+      return false;
+    if (masked != masked_before && !add_delta(deltas, layer, masked, masked_before, true))
+      return false;
+    run_before = run;
+    masked_before = masked;
+  }
+  return true;
+}
+
+// Work other than plain runs from layer 1, gathered during the pass over the batch.
+struct OtherWork {
+  SlotTable<DeltaSlot> deltas;
+  WorkCounts coda_extra{};  // entries off the plain path that still run the coda
+};
+
+// Kept out of line so that the per-entry loop over plain entries stays small. False when the
+// delta slots are full.
+[[gnu::noinline]] bool add_other_work(const StackLayout& layout, const BatchEntry& e, bool plain,
+                                      int depth, OtherWork& other) {
+  if (plain)
+    return add_side_work(e, depth, layout.stacked_depth(), other.deltas);
+  if (e.start_depth <= 0)
+    other.coda_extra.add(e);
+  return add_entry_work(layout, e, other.deltas);
+}
+
+}  // namespace
+
+IterationCost RooflineCostModel::iteration_cost(std::span<const BatchEntry> batch) const {
+  SlotTable<DepthSlot> ends;
+  OtherWork other;
+  // Adds a run of plain entries at one depth to its slot; false when the slots are full.
+  const auto flush = [&](int depth, const PlainRun& run) {
+    DepthSlot* slot = ends.find(depth);
+    if (slot == nullptr)
+      return false;
+    slot->counts.add(run.counts());
     return true;
   };
 
-  // One pass: sums per distinct depth (few: the exit points). Consecutive entries at one depth
-  // are summed in registers and stored once.
-  Counts run{};
+  // One pass: plain entries summed per distinct depth (few: the exit points), consecutive ones at
+  // one depth in registers and stored once; the rest as changes at their boundaries.
+  PlainRun run{};
   int run_depth = -1;
   std::int64_t emitting = 0;
   bool overflow = false;
@@ -458,54 +499,89 @@ IterationCost RooflineCostModel::iteration_cost(std::span<const BatchEntry> batc
       continue;
     emitting += e.emits_token ? 1 : 0;
     const int depth = clamp_depth(e.depth);
-    if (depth != run_depth) {
-      if (run_depth >= 0 && !flush(run_depth, run)) {
-        overflow = true;
-        break;
+    const bool plain = plain_run(e);
+    if (plain) {
+      if (depth != run_depth) {
+        if (run_depth >= 0 && !flush(run_depth, run)) {
+          overflow = true;
+          break;
+        }
+        run = PlainRun{};
+        run_depth = depth;
       }
-      run = Counts{};
-      run_depth = depth;
+      run.add(e);
     }
-    run.add(e);
+    if ((!plain || e.kv_only_depth > depth || e.useful_depth < depth) &&
+        !add_other_work(layout_, e, plain, depth, other)) {
+      overflow = true;
+      break;
+    }
   }
   if (!overflow && run_depth >= 0 && !flush(run_depth, run))
     overflow = true;
+  SlotTable<DeltaSlot>& deltas = other.deltas;
+  const WorkCounts& coda_extra = other.coda_extra;
 
   GraphTotals totals;
-  BatchFeatures all{};
+  WorkCounts all{};
   if (!overflow) {
-    const auto n = static_cast<std::size_t>(used);
-    std::sort(slots.begin(), slots.begin() + used,
-              [](const Slot& a, const Slot& b) { return a.depth < b.depth; });
-    // Suffix sums: slot i then holds every entry at least as deep, i.e. the batch of its layers.
-    for (std::size_t i = n; i-- > 1;)
-      slots[i - 1].counts.add(slots[i].counts);
-    int done = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-      if (slots[i].depth > done) {
-        add_stack_layers(done, slots[i].depth, slots[i].counts.features(), totals);
-        done = slots[i].depth;
+    ends.sort();
+    deltas.sort();
+    // Walk the boundaries upwards. The batch of a group of layers is every plain entry deeper
+    // than the group's start plus the changes below it; integer sums make this exact.
+    WorkCounts running{};
+    for (std::size_t i = 0; i < ends.used; ++i)
+      running.add(ends.slots[i].counts);
+    all = running;
+    all.add(coda_extra);
+    // Time changes only where the batch does; masked FLOPs also where its masked part does.
+    WorkCounts masked{};
+    std::size_t i = 0;
+    std::size_t j = 0;
+    int group_start = 0;
+    int masked_start = 0;
+    const WorkCounts no_change{};
+    while (i < ends.used || j < deltas.used) {
+      const int at_end = i < ends.used ? ends.slots[i].depth : std::numeric_limits<int>::max();
+      const int at_delta =
+          j < deltas.used ? deltas.slots[j].depth : std::numeric_limits<int>::max();
+      const int boundary = std::min(at_end, at_delta);
+      const bool run_changes =
+          at_end == boundary || (at_delta == boundary && deltas.slots[j].run != no_change);
+      if (boundary > masked_start) {
+        if (masked.tokens > 0)
+          totals.masked_flops += masked_flops(masked_start, boundary, running.features(), masked);
+        masked_start = boundary;
+      }
+      if (run_changes && boundary > group_start) {
+        add_stack_layers(group_start, boundary, running, totals);
+        group_start = boundary;
+      }
+      if (at_end == boundary)
+        running.subtract(ends.slots[i++].counts);
+      if (at_delta == boundary) {
+        running.add(deltas.slots[j].run);
+        masked.add(deltas.slots[j++].masked);
       }
     }
-    if (n > 0)
-      all = slots[0].counts.features();
   } else {
     add_stack_by_sweep(batch, totals);
-    Counts every{};
     emitting = 0;
     for (const BatchEntry& e : batch) {
       if (e.query_tokens <= 0)
         continue;
-      every.add(e);
+      if (e.start_depth <= 0)
+        all.add(e);
       emitting += e.emits_token ? 1 : 0;
     }
-    all = every.features();
   }
-  // Coda layers run for every token, whatever its depth: later tokens attend over their K/V.
-  if (coda_layers_ > 0)
-    add_graph(layer_graph_, layer_params_.data(), all, coda_layers_, totals);
-  all[at(BatchFeature::emitting)] = as_double(emitting);
-  add_graph(head_graph_, head_params_.data(), all, 1, totals);
+  // Coda layers run for every token that started at layer 1, whatever its depth: later tokens
+  // attend over their K/V.
+  BatchFeatures all_x = all.features();
+  if (coda_layers_ > 0 && all.tokens > 0)
+    add_graph(layer_graph_, layer_params_.data(), all_x, coda_layers_, totals);
+  all_x[at(BatchFeature::emitting)] = as_double(emitting);
+  add_graph(head_graph_, head_params_.data(), all_x, 1, totals);
 
   IterationCost cost;
   cost.total = std::llround(totals.total);
@@ -518,50 +594,55 @@ IterationCost RooflineCostModel::iteration_cost(std::span<const BatchEntry> batc
   }
   cost.flops = totals.flops;
   cost.bytes = totals.bytes;
+  cost.masked_flops = totals.masked_flops;
   return cost;
 }
 
 std::vector<OpCost> RooflineCostModel::op_breakdown(std::span<const BatchEntry> batch) const {
   std::vector<OpCost> ops;
   const auto emit_graph = [&](const OpGraph& graph, const OpParams* params, const BatchFeatures& x,
-                              int layer) {
+                              const BatchFeatures& masked, int layer) {
     for (int v = 0; v < graph.size(); ++v) {
       const Priced p = price(params[v], x);
-      ops.push_back(
-          {graph.op(v).kind, layer, p.launched, p.compute_bound, p.duration_ns, p.flops, p.bytes});
+      ops.push_back({graph.op(v).kind, layer, p.launched, p.compute_bound, p.duration_ns, p.flops,
+                     p.bytes, p.launched ? flops_of(params[v], masked) : 0.0});
     }
   };
-  Counts every{};
+  WorkCounts all{};
   double emitting = 0;
   for (const BatchEntry& e : batch) {
     if (e.query_tokens <= 0)
       continue;
-    every.add(e);
+    if (e.start_depth <= 0)
+      all.add(e);
     if (e.emits_token)
       emitting += 1;
   }
-  BatchFeatures all = every.features();
-  const auto row = static_cast<std::size_t>(stacked_depth_) + 1;
+  const BatchFeatures none{};
   const auto n_ops = static_cast<std::size_t>(layer_graph_.size());
   for (int l = 0; l < stacked_depth_; ++l) {
-    Counts reached{};
+    WorkCounts reached{};
+    WorkCounts masked{};
     for (const BatchEntry& e : batch) {
-      if (e.query_tokens > 0 && clamp_depth(e.depth) > l)
-        reached.add(e);
+      if (e.query_tokens <= 0)
+        continue;
+      const EntrySpan s = layout_.span_of(e);
+      reached.add(layout_.work_at(e, s, l));
+      masked.add(layout_.masked_at(e, s, l));
     }
+    const std::size_t variant = variant_of_layer(l);
     const BatchFeatures x = reached.features();
-    std::size_t variant = 0;
-    const auto li = static_cast<std::size_t>(l);
-    while (variant_prefix_[variant * row + li + 1] == variant_prefix_[variant * row + li]) {
-      ++variant;
-    }
-    emit_graph(layer_graph_, &layer_params_[variant * n_ops], x, l);
+    emit_graph(layer_graph_, &layer_params_[variant * n_ops], x, masked.features(), l);
+    const Priced kv = price(kv_params_[variant], x);
+    ops.push_back({OpKind::kv_projection, l, kv.launched, kv.compute_bound, kv.duration_ns,
+                   kv.flops, kv.bytes, 0.0});
   }
+  BatchFeatures all_x = all.features();
   for (int l = 0; l < coda_layers_; ++l) {
-    emit_graph(layer_graph_, layer_params_.data(), all, stacked_depth_ + l);
+    emit_graph(layer_graph_, layer_params_.data(), all_x, none, stacked_depth_ + l);
   }
-  all[at(BatchFeature::emitting)] = emitting;
-  emit_graph(head_graph_, head_params_.data(), all, -1);
+  all_x[at(BatchFeature::emitting)] = emitting;
+  emit_graph(head_graph_, head_params_.data(), all_x, none, -1);
   return ops;
 }
 

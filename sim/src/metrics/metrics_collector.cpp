@@ -85,6 +85,9 @@ struct MetricsCollector::Impl {
   std::int64_t batched_sequences = 0;
   std::map<std::int64_t, std::int64_t> batch_sizes;
   metrics_detail::UsageSeries series;
+  DepthSummary depth;
+  std::int64_t depth_tokens = 0;
+  double exit_depth_sum = 0, executed_depth_sum = 0;
   std::unique_ptr<traces::detail::AtomicOutputFile> csv;
   std::string row;  // reused buffer for CSV rows
 };
@@ -152,6 +155,22 @@ void MetricsCollector::record_kv_usage(int replica, TimeNs time, std::int64_t us
   impl_->series.set_usage(replica, time, used, total);
 }
 
+void MetricsCollector::record_token_depth(int exit_depth, int executed_depth) {
+  Impl& m = *impl_;
+  ++m.depth.exit_depth_tokens[exit_depth];
+  ++m.depth_tokens;
+  m.exit_depth_sum += exit_depth;
+  m.executed_depth_sum += executed_depth;
+}
+
+void MetricsCollector::record_iteration_work(double flops, double masked_flops,
+                                             std::int64_t fill_tokens) {
+  Impl& m = *impl_;
+  m.depth.executed_flops += flops;
+  m.depth.masked_flops += masked_flops;
+  m.depth.fill_token_passes += fill_tokens;
+}
+
 void MetricsCollector::record_preemption() {
   ++impl_->preemptions;
 }
@@ -190,6 +209,11 @@ MetricsSummary MetricsCollector::summarize() const {
   s.iterations = m.iterations;
   s.preemptions = m.preemptions;
   s.batch_size_histogram = m.batch_sizes;
+  s.depth = m.depth;
+  if (m.depth_tokens > 0) {
+    s.depth.mean_exit_depth = m.exit_depth_sum / static_cast<double>(m.depth_tokens);
+    s.depth.mean_executed_depth = m.executed_depth_sum / static_cast<double>(m.depth_tokens);
+  }
   s.mean_batch_size = m.iterations > 0 ? static_cast<double>(m.batched_sequences) /
                                              static_cast<double>(m.iterations)
                                        : 0.0;

@@ -73,6 +73,18 @@ std::string summary_to_json(const MetricsSummary& s) {
     histogram[std::to_string(sequences)] = iterations;
   j["batch_size_histogram"] = std::move(histogram);
 
+  Json depth;
+  depth["mean_exit_depth"] = s.depth.mean_exit_depth;
+  depth["mean_executed_depth"] = s.depth.mean_executed_depth;
+  Json exits = Json::object();
+  for (const auto& [layers, tokens] : s.depth.exit_depth_tokens)
+    exits[std::to_string(layers)] = tokens;
+  depth["exit_depth_tokens"] = std::move(exits);
+  depth["executed_flops"] = s.depth.executed_flops;
+  depth["masked_flops"] = s.depth.masked_flops;
+  depth["fill_token_passes"] = s.depth.fill_token_passes;
+  j["depth"] = std::move(depth);
+
   Json series;
   series["window_ns"] = s.series_window;
   Json points = Json::array();

@@ -67,6 +67,16 @@ std::string format_summary(const MetricsSummary& s) {
   fmt::format_to(it, "{:<16}{} iterations, mean batch size {:.2f} sequences\n", "batches",
                  s.iterations, s.mean_batch_size);
   fmt::format_to(it, "{:<16}{}\n", "preemptions", s.preemptions);
+  if (s.depth.exit_depth_tokens.size() > 1 || s.depth.masked_flops > 0 ||
+      s.depth.fill_token_passes > 0) {
+    fmt::format_to(
+        it,
+        "{:<16}mean exit depth {:.2f} layers, executed {:.2f} per token; masked work "
+        "{:.1f}% of FLOPs; {} fill token passes\n",
+        "depth", s.depth.mean_exit_depth, s.depth.mean_executed_depth,
+        s.depth.executed_flops > 0 ? 100 * s.depth.masked_flops / s.depth.executed_flops : 0.0,
+        s.depth.fill_token_passes);
+  }
   fmt::format_to(it, "{:<16}within {:g}% relative error of a true sample (mean, max exact)\n",
                  "percentiles", 100 * s.percentile_relative_error);
   return out;

@@ -20,7 +20,8 @@ KvCapacity derive_kv_capacity(const ModelShape& model, const HardwareSpec& hardw
   KvCapacity capacity;
   capacity.block_size = request.block_size;
   capacity.weight_bytes = model.weight_bytes();
-  capacity.kv_bytes_per_token = model.kv_bytes_per_token_per_layer() * model.depth.full_depth();
+  const int kv_layers = request.kv_layers > 0 ? request.kv_layers : model.depth.full_depth();
+  capacity.kv_bytes_per_token = model.kv_bytes_per_token_per_layer() * kv_layers;
   capacity.reserve_bytes = static_cast<std::int64_t>(
       std::llround(static_cast<double>(hardware.memory_bytes) * request.memory_reserve_fraction));
   if (request.explicit_blocks > 0) {

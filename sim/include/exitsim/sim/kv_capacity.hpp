@@ -22,6 +22,7 @@ struct KvCapacityRequest {
   std::int64_t block_size = 16;
   std::int64_t explicit_blocks = 0;  // > 0 overrides the derivation
   double memory_reserve_fraction = 0.1;
+  int kv_layers = 0;  // layers storing K/V per token; 0 = every layer of the full depth
 };
 
 // Throws InputError (field "model") when the weights and the reserve do not fit in device memory

@@ -20,6 +20,9 @@ struct ReplicaSpec {
   HardwareSpec hardware;
   scenario::CostModelConfig cost_model;
   scenario::SchedulerConfig scheduler;
+  scenario::ExitPolicyConfig exit_policy;  // kind "none": static depth
+  scenario::SyncConfig sync;
+  std::uint64_t seed = 0;  // the replica's exit draws come from streams seeded with it
 };
 
 struct SimulationConfig {

@@ -1,6 +1,9 @@
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <string>
 
@@ -8,7 +11,14 @@
 
 namespace exitsim::sim {
 
-// One sequence's share of an iteration, as the cost model prices it.
+// Recursions whose attention context an entry can override (BatchEntry::recursion_context).
+inline constexpr std::size_t k_max_recursion_contexts = 8;
+
+// One sequence's share of an iteration, as the cost model prices it. Layers are counted 1-based
+// in the unrolled prelude + recursion stack; a range "a+1..b" is empty when b <= a. Only the first
+// four fields matter for a full-depth or plain early-exit entry; the rest describe the extra or
+// skipped work of the synchronization strategies (docs/cost_model.md, "Synchronization work") and
+// default to "none".
 struct BatchEntry {
   std::int64_t query_tokens = 0;    // tokens processed now (1 for decode, a chunk for prefill)
   std::int64_t context_tokens = 0;  // tokens already in K/V before this iteration
@@ -17,6 +27,32 @@ struct BatchEntry {
   // tokens attend over the coda's K/V); the LM head and sampling only for entries that emit.
   int depth = 0;
   bool emits_token = false;  // whether this entry's last token produces an output token
+
+  // Layers 1..start_depth are not run: the entry runs start_depth+1..depth. An entry that starts
+  // mid-stack continues tokens that went through the coda when they exited, so it runs neither
+  // the coda nor the final norm (the LM head still runs when it emits).
+  int start_depth = 0;
+  // deferred_fill: hidden states of this sequence left pending by earlier shallow exits. They are
+  // the last `pending_tokens` of `context_tokens` and join this entry's query at layers
+  // pending_from_depth+1..depth, where the entry attends as one call of query_tokens +
+  // pending_tokens queries over context_tokens - pending_tokens earlier tokens (filling their
+  // K/V). They run neither the coda nor the LM head.
+  std::int64_t pending_tokens = 0;
+  int pending_from_depth = 0;
+  // state_copy: layers depth+1..kv_only_depth compute only the K and V projections of the copied
+  // exit hidden state (and write that K/V); no Q, attention, O or MLP.
+  int kv_only_depth = 0;
+  // batch_sync: layers useful_depth+1..depth run (and are timed) but their result is discarded;
+  // their FLOPs are reported as IterationCost::masked_flops. Values >= depth mean none.
+  int useful_depth = std::numeric_limits<int>::max();
+  // shared_kv: at recursions >= 2 the K/V of recursion 1 are reused, so those layers compute
+  // neither K/V projections nor K/V writes for this entry (attention still reads the context).
+  bool reuse_first_recursion_kv = false;
+  // skip_kv: at recursion r (1-based, r <= recursion_context_count) attention runs over
+  // recursion_context[r - 1] earlier tokens instead of context_tokens; the prelude, the coda
+  // and later recursions use context_tokens.
+  std::uint8_t recursion_context_count = 0;
+  std::array<std::int64_t, k_max_recursion_contexts> recursion_context{};
 };
 
 // Time of each part of one iteration (the critical path and what lies on it), for metrics and
@@ -28,6 +64,9 @@ struct IterationCost {
   TimeNs overhead = 0;       // kernel-launch overhead on the critical path
   double flops = 0;          // executed FLOPs (all ops)
   double bytes = 0;          // bytes moved (all ops)
+  // Part of `flops` spent on layers above an entry's useful depth (batch_sync's masked riders):
+  // executed and timed, but wasted.
+  double masked_flops = 0;
 };
 
 // Prices one iteration of a replica. Implementations: roofline (from hardware and model specs)

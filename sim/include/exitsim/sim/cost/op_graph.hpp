@@ -12,6 +12,7 @@ namespace exitsim::sim {
 enum class OpKind : std::uint8_t {
   input_norm,           // fused residual add + RMSNorm before attention
   qkv_projection,       // one GEMM producing Q, K and V
+  kv_projection,        // K and V only, of hidden states copied at an exit (state_copy)
   attention_prefill,    // causal attention of prefill chunks (its own kernel in real engines)
   attention_decode,     // paged attention of decode tokens
   output_projection,    // attention output GEMM

@@ -11,6 +11,7 @@
 #include "exitsim/core/model_shape.hpp"
 #include "exitsim/sim/cost/cost_model.hpp"
 #include "exitsim/sim/cost/op_graph.hpp"
+#include "exitsim/sim/cost/stack_work.hpp"
 
 namespace exitsim::sim {
 
@@ -19,31 +20,18 @@ struct RooflineEfficiency {
   double bandwidth = 0.85;  // fraction of peak memory bandwidth
 };
 
-// Batch aggregates that every op's FLOPs and bytes are linear in. One vector describes the batch
-// one layer sees (the entries deep enough to run it).
-enum class BatchFeature : std::uint8_t {
-  tokens,          // T: query tokens of all entries
-  decode_seqs,     // entries with one query token
-  decode_kv,       // sum over decode entries of (context + 1): K/V tokens their attention reads
-  prefill_tokens,  // query tokens of entries with more than one
-  prefill_pairs,   // sum over prefill entries of q*c + q(q+1)/2: causal (query, key) pairs
-  prefill_kv,      // sum over prefill entries of (c + q): K/V tokens their attention reads
-  emitting,        // entries whose last token produces an output token
-};
-inline constexpr std::size_t k_batch_feature_count = 8;  // padded for vectorisation
-using BatchFeatures = std::array<double, k_batch_feature_count>;
-
 // One op's work as a linear function of the batch features (CUTLASS-style precomputed params):
 // FLOPs = sum of flops x feature, bytes = fixed_bytes + sum of bytes x feature, over a few
-// terms (no op depends on more than three features, so pricing is a handful of multiply-adds).
-// The op launches only when x[launch_if] > 0.
+// terms (no op depends on more than four features, so pricing is a handful of multiply-adds).
+// The op launches only when x[launch_if] > 0. Coefficients may be negative: they remove work
+// (K/V projections and writes) that a feature's tokens skip.
 struct OpParams {
   struct Term {
     BatchFeature feature = BatchFeature::tokens;
     double flops = 0;  // per unit of the feature
     double bytes = 0;
   };
-  static constexpr std::size_t k_max_terms = 3;
+  static constexpr std::size_t k_max_terms = 4;
   std::array<Term, k_max_terms> terms{};  // unused terms have zero coefficients
   std::size_t used_terms = 0;
   double fixed_bytes = 0;  // weights, read once per launch
@@ -62,6 +50,7 @@ struct OpCost {
   double duration_ns = 0;  // including launch overhead when launched
   double flops = 0;
   double bytes = 0;
+  double masked_flops = 0;  // part of `flops` on layers above entries' useful depth
 };
 
 // Roofline pricing of one iteration. Each op costs max(FLOPs / (peak x flops efficiency),
@@ -77,7 +66,8 @@ class RooflineCostModel final : public CostModel {
 
   std::string name() const override { return "roofline"; }
   // Allocation-free. Entries with no query tokens are ignored; depths are clamped to
-  // [0, stacked depth].
+  // [0, stacked depth], start_depth, pending_from_depth and useful_depth to [0, depth] and
+  // kv_only_depth to [depth, stacked depth].
   IterationCost iteration_cost(std::span<const BatchEntry> batch) const override;
 
   // Every op of the unrolled iteration priced one layer at a time, straight from the entries (no
@@ -94,9 +84,16 @@ class RooflineCostModel final : public CostModel {
   Priced price(const OpParams& params, const BatchFeatures& x) const;
   void add_graph(const OpGraph& graph, const OpParams* params, const BatchFeatures& x,
                  double repeat, GraphTotals& totals) const;
-  // Layers [first, last) of the stack, each seeing the batch `x`.
-  void add_stack_layers(int first, int last, const BatchFeatures& x, GraphTotals& totals) const;
+  // An op with no dependency inside the layer, serialised after it on stream 0.
+  void add_serial_op(const OpParams& params, const BatchFeatures& x, double repeat,
+                     GraphTotals& totals) const;
+  // Layers [first, last) of the stack, each seeing the batch `run`.
+  void add_stack_layers(int first, int last, const WorkCounts& run, GraphTotals& totals) const;
+  // FLOPs of the masked part of layers [first, last), in the ops the batch `run_x` launches.
+  double masked_flops(int first, int last, const BatchFeatures& run_x,
+                      const WorkCounts& masked) const;
   void add_stack_by_sweep(std::span<const BatchEntry> batch, GraphTotals& totals) const;
+  std::size_t variant_of_layer(int layer) const;
   int clamp_depth(int depth) const;
 
   OpGraph layer_graph_;
@@ -104,10 +101,13 @@ class RooflineCostModel final : public CostModel {
   // layer_params_[variant * layer_graph_.size() + op]; variant 0 has no LoRA, the others one
   // per distinct LoRA rank of the shared block.
   std::vector<OpParams> layer_params_;
+  // kv_params_[variant]: state_copy's K/V-only projection, after the layer on stream 0.
+  std::vector<OpParams> kv_params_;
   std::vector<OpParams> head_params_;
   // variant_prefix_[variant * (stacked + 1) + l]: stack layers below l that use the variant.
   std::vector<int> variant_prefix_;
   int variants_ = 1;
+  StackLayout layout_;
   int stacked_depth_ = 0;
   int coda_layers_ = 0;
   double ns_per_flop_ = 0;

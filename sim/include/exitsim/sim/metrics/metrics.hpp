@@ -65,6 +65,18 @@ struct SeriesPoint {
   double utilization = 0;  // fraction of the window replicas spent executing iterations
 };
 
+// Where tokens exited and what the synchronization strategy spent on them.
+struct DepthSummary {
+  std::map<int, std::int64_t> exit_depth_tokens;  // exit depth (layers) -> output tokens
+  double mean_exit_depth = 0;                     // per output token
+  double mean_executed_depth = 0;      // layers the iteration carried each output token through
+  double executed_flops = 0;           // all FLOPs of all iterations
+  double masked_flops = 0;             // part of executed_flops whose results were discarded
+  std::int64_t fill_token_passes = 0;  // deferred_fill: pending states run through deep layers
+
+  friend bool operator==(const DepthSummary&, const DepthSummary&) = default;
+};
+
 struct MetricsSummary {
   std::int64_t requests = 0;
   std::int64_t output_tokens = 0;
@@ -90,6 +102,7 @@ struct MetricsSummary {
   double mean_batch_size = 0;
   std::vector<SeriesPoint> series;
   TimeNs series_window = 0;
+  DepthSummary depth;
 };
 
 // Collects metrics as the simulation runs, in memory bounded independently of the number of
@@ -110,6 +123,10 @@ class MetricsCollector {
   void record_request(const RequestRecord& request);
   void record_iteration(const IterationRecord& iteration);
   void record_preemption();
+  // One output token that exited at `exit_depth` and was carried through `executed_depth` layers.
+  void record_token_depth(int exit_depth, int executed_depth);
+  // The work of one iteration, from the cost model.
+  void record_iteration_work(double flops, double masked_flops, std::int64_t fill_tokens);
   // KV blocks in use after an iteration completed (finished sequences freed theirs); `time` is
   // the end of that iteration.
   void record_kv_usage(int replica, TimeNs time, std::int64_t used, std::int64_t total);

@@ -1,0 +1,82 @@
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "exitsim/core/ids.hpp"
+#include "exitsim/core/model_shape.hpp"
+#include "exitsim/core/random.hpp"
+#include "exitsim/policy/exit_policy.hpp"
+#include "exitsim/policy/sync_strategy.hpp"
+#include "exitsim/scenario/scenario.hpp"
+#include "exitsim/sim/cost/cost_model.hpp"
+
+namespace exitsim::sim {
+
+// Per sequence, what the depth model remembers between its tokens.
+struct SequenceDepthState {
+  policy::PendingFill pending;  // deferred_fill
+  // skip_kv: tokens (prompt included) whose K/V exists at recursion r + 1.
+  std::array<std::int64_t, k_max_recursion_contexts> reached{};
+};
+
+// One decode token of the iteration, as the depth model sees it.
+struct DecodeToken {
+  std::size_t batch_index = 0;  // its entry in the iteration's batch
+  RequestId request;
+  std::int64_t position = 0;      // output position of the token being generated
+  std::int64_t max_position = 0;  // its sequence's output length
+  SequenceDepthState* state = nullptr;
+};
+
+// Decides each decode token's exit with the shared exit policy, plans the batch with the shared
+// synchronization strategy, and writes the resulting work into the batch entries the cost model
+// prices. Samples the inputs a real engine would measure (uniform draws, router scores) from
+// seeded streams of its own.
+class DepthModel {
+ public:
+  DepthModel(const scenario::ExitPolicyConfig& exit_policy, const scenario::SyncConfig& sync,
+             const ModelShape& model, std::uint64_t seed, int replica);
+
+  // False for static depth (no exits): entries keep the full depth and nothing is sampled.
+  bool dynamic() const { return dynamic_; }
+  int full_depth() const { return full_depth_; }
+  policy::SyncStrategy strategy() const { return strategy_; }
+  // K/V layers a full sequence stores per token (shared_kv keeps one recursion's worth).
+  int kv_layers() const;
+
+  // Sets depth fields of `batch` for `tokens`; writes each token's exit depth into `exit_depths`
+  // (same order). Returns the deferred-fill token passes planned.
+  std::int64_t plan(std::span<const DecodeToken> tokens, std::span<BatchEntry> batch,
+                    std::span<int> exit_depths);
+  // A prompt (or recompute) entry: prefill runs every layer; under skip_kv / shared_kv its
+  // attention follows the strategy too.
+  void plan_prefill(BatchEntry& entry, const SequenceDepthState& state) const;
+  // After a prefill chunk of `tokens` tokens: those tokens reached every recursion.
+  void on_prefill(SequenceDepthState& state, std::int64_t tokens) const;
+
+ private:
+  void set_recursion_contexts(BatchEntry& entry, const SequenceDepthState& state) const;
+
+  bool dynamic_ = false;
+  int full_depth_ = 0;
+  DepthStructure depth_;
+  policy::SyncStrategy strategy_ = policy::SyncStrategy::full_depth;
+  std::unique_ptr<policy::ExitPolicy> policy_;
+  bool scored_ = false;  // the policy reads router scores
+  RandomStream draws_;
+  RandomStream scores_;
+  // Reused every iteration.
+  std::vector<policy::ExitToken> exit_tokens_;
+  std::vector<double> score_values_;
+  std::vector<std::size_t> scratch_;
+  std::vector<int> exit_index_;
+  std::vector<int> exit_depth_;
+  std::vector<policy::PendingFill> pending_;
+  std::vector<policy::DepthPlan> plans_;
+};
+
+}  // namespace exitsim::sim

@@ -1,0 +1,196 @@
+#include "roofline_ops.hpp"
+
+#include <stdexcept>
+
+namespace exitsim::sim::roofline_ops {
+namespace {
+
+double as_double(std::int64_t v) {
+  return static_cast<double>(v);
+}
+
+// Shape numbers the op params are built from, as doubles.
+struct Dims {
+  double d_model, q_width, kv_width, ffn, vocab, dtype_bytes, kv_bytes;
+  bool gated;
+};
+
+Dims dims_of(const ModelShape& m) {
+  return {as_double(m.d_model),
+          as_double(m.n_heads * m.head_dim),
+          as_double(m.n_kv_heads * m.head_dim),
+          as_double(m.ffn_dim),
+          as_double(m.vocab),
+          as_double(bytes_per_element(m.dtype)),
+          as_double(m.kv_bytes_per_token_per_layer()),
+          m.mlp == MlpKind::gated};
+}
+
+// A GEMM of T tokens by an (in x out) weight, with `lora` extra adapter weights folded into the
+// same launch: weights read once, activations in and out once per token.
+OpParams linear(double in, double out, double lora, double dtype_bytes) {
+  OpParams p;
+  p.add(BatchFeature::tokens, 2 * (in * out + lora), (in + out) * dtype_bytes);
+  p.fixed_bytes = (in * out + lora) * dtype_bytes;
+  return p;
+}
+
+// Fused residual add + RMSNorm, as serving engines run it: reads the input and the residual,
+// writes the normalised output and the new residual, reads the norm weight.
+OpParams norm(const Dims& s) {
+  OpParams p;
+  p.add(BatchFeature::tokens, 4 * s.d_model, 4 * s.d_model * s.dtype_bytes);
+  p.fixed_bytes = s.d_model * s.dtype_bytes;
+  return p;
+}
+
+// Attention reads the K/V it attends over, writes the new tokens' K/V into the cache, and reads
+// Q and writes O. FLOPs are QK^T and PV: 2 x 2 x heads x head_dim per (query, key) pair. Queries
+// that reuse recursion 1's K/V write none.
+OpParams attention(const Dims& s, BatchFeature queries, BatchFeature pairs, BatchFeature kv_read,
+                   BatchFeature reusing) {
+  OpParams p;
+  p.add(pairs, 4 * s.q_width, 0);
+  p.add(kv_read, 0, s.kv_bytes);
+  p.add(queries, 0, s.kv_bytes + 2 * s.q_width * s.dtype_bytes);
+  p.add(reusing, 0, -s.kv_bytes);
+  p.launch_if = queries;
+  return p;
+}
+
+// Weights of the K and V projections with their adapters, in elements.
+double kv_weights(const Dims& s, double rank) {
+  return 2 * (s.d_model * s.kv_width + rank * (s.d_model + s.kv_width));
+}
+
+// Fused QKV GEMM. Tokens reusing recursion 1's K/V compute and write only Q; when every token
+// does, the K/V weights are not read either.
+OpParams qkv_projection(const Dims& s, double rank) {
+  OpParams p =
+      linear(s.d_model, s.q_width + 2 * s.kv_width,
+             rank * (s.d_model + s.q_width) + 2 * rank * (s.d_model + s.kv_width), s.dtype_bytes);
+  p.add(BatchFeature::kv_reuse_tokens, -2 * kv_weights(s, rank), -2 * s.kv_width * s.dtype_bytes);
+  p.add(BatchFeature::kv_reuse_all, 0, -kv_weights(s, rank) * s.dtype_bytes);
+  return p;
+}
+
+// state_copy: K and V of copied exit hidden states, a GEMM by the K/V weights plus the K/V cache
+// write. The weights are read with the layer's QKV projection when other tokens run the layer
+// (counted there, once per layer); only a layer that runs K/V-only tokens alone reads them here.
+OpParams kv_projection(const Dims& s, double rank) {
+  OpParams p;
+  p.add(BatchFeature::kv_only_tokens, 2 * kv_weights(s, rank),
+        (s.d_model + 2 * s.kv_width) * s.dtype_bytes + s.kv_bytes);
+  p.add(BatchFeature::kv_only_alone, 0, kv_weights(s, rank) * s.dtype_bytes);
+  p.launch_if = BatchFeature::kv_only_tokens;
+  return p;
+}
+
+}  // namespace
+
+OpParams layer_op(OpKind kind, const ModelShape& model, int rank_int) {
+  const Dims s = dims_of(model);
+  const double rank = rank_int;
+  switch (kind) {
+    case OpKind::input_norm:
+    case OpKind::post_attention_norm:
+      return norm(s);
+    case OpKind::qkv_projection:
+      return qkv_projection(s, rank);
+    case OpKind::kv_projection:
+      return kv_projection(s, rank);
+    case OpKind::attention_prefill:
+      return attention(s, BatchFeature::prefill_tokens, BatchFeature::prefill_pairs,
+                       BatchFeature::prefill_kv, BatchFeature::kv_reuse_prefill);
+    case OpKind::attention_decode:
+      return attention(s, BatchFeature::decode_seqs, BatchFeature::decode_kv,
+                       BatchFeature::decode_kv, BatchFeature::kv_reuse_decode);
+    case OpKind::output_projection:
+      return linear(s.q_width, s.d_model, rank * (s.q_width + s.d_model), s.dtype_bytes);
+    case OpKind::mlp_gate_up: {
+      const double matrices = s.gated ? 2 : 1;
+      return linear(s.d_model, matrices * s.ffn, matrices * rank * (s.d_model + s.ffn),
+                    s.dtype_bytes);
+    }
+    case OpKind::mlp_activation: {
+      // Element-wise: SiLU(gate) * up reads two values and writes one; GELU reads one. The FLOP
+      // counts are nominal (the op is memory-bound by a wide margin).
+      OpParams p;
+      p.add(BatchFeature::tokens, (s.gated ? 5 : 8) * s.ffn,
+            (s.gated ? 3 : 2) * s.ffn * s.dtype_bytes);
+      return p;
+    }
+    case OpKind::mlp_down:
+      return linear(s.ffn, s.d_model, rank * (s.ffn + s.d_model), s.dtype_bytes);
+    case OpKind::final_norm:
+    case OpKind::lm_head:
+    case OpKind::sampling:
+      break;
+  }
+  throw std::logic_error("layer_op: not a layer op");
+}
+
+OpParams head_op(OpKind kind, const ModelShape& model) {
+  const Dims s = dims_of(model);
+  switch (kind) {
+    case OpKind::final_norm:
+      return norm(s);
+    case OpKind::lm_head: {
+      // Logits only for the tokens that emit: one row of d_model in, one row of vocab out each.
+      OpParams p;
+      p.add(BatchFeature::emitting, 2 * s.d_model * s.vocab, (s.d_model + s.vocab) * s.dtype_bytes);
+      p.fixed_bytes = s.d_model * s.vocab * s.dtype_bytes;
+      p.launch_if = BatchFeature::emitting;
+      return p;
+    }
+    case OpKind::sampling: {
+      // Softmax and a sampling scan over fp32 logits: two passes over vocab per emitting token.
+      OpParams p;
+      p.add(BatchFeature::emitting, 5 * s.vocab, 2 * s.vocab * 4);
+      p.launch_if = BatchFeature::emitting;
+      return p;
+    }
+    default:
+      break;
+  }
+  throw std::logic_error("head_op: not a head op");
+}
+
+// The two attention kernels depend only on the QKV projection (they serve disjoint sequences);
+// sharing stream 0 serialises them, as in engines that launch both.
+OpGraph build_layer_graph() {
+  OpGraph g;
+  const int in_norm = g.add_op(OpKind::input_norm);
+  const int qkv = g.add_op(OpKind::qkv_projection);
+  const int prefill = g.add_op(OpKind::attention_prefill);
+  const int decode = g.add_op(OpKind::attention_decode);
+  const int out = g.add_op(OpKind::output_projection);
+  const int post_norm = g.add_op(OpKind::post_attention_norm);
+  const int gate_up = g.add_op(OpKind::mlp_gate_up);
+  const int act = g.add_op(OpKind::mlp_activation);
+  const int down = g.add_op(OpKind::mlp_down);
+  g.add_dependency(in_norm, qkv);
+  g.add_dependency(qkv, prefill);
+  g.add_dependency(qkv, decode);
+  g.add_dependency(prefill, out);
+  g.add_dependency(decode, out);
+  g.add_dependency(out, post_norm);
+  g.add_dependency(post_norm, gate_up);
+  g.add_dependency(gate_up, act);
+  g.add_dependency(act, down);
+  g.finalize();
+  return g;
+}
+
+OpGraph build_head_graph() {
+  OpGraph g;
+  const int norm_op = g.add_op(OpKind::final_norm);
+  const int head = g.add_op(OpKind::lm_head);
+  const int sample = g.add_op(OpKind::sampling);
+  g.add_dependency(norm_op, head);
+  g.add_dependency(head, sample);
+  g.finalize();
+  return g;
+}
+
+}  // namespace exitsim::sim::roofline_ops

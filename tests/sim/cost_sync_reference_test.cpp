@@ -1,0 +1,118 @@
+// The fast iteration_cost against the per-layer op_breakdown reference on random batches that use
+// every synchronization field, on plain and recursive (LoRA) models, through both the slot path
+// and the sweep taken when a batch has more boundaries than the slots hold.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "exitsim/core/presets.hpp"
+#include "exitsim/sim/cost/roofline.hpp"
+
+namespace exitsim::sim {
+namespace {
+
+const HardwareSpec& h100() {
+  static const HardwareSpec h = *find_hardware_preset("h100-sxm");
+  return h;
+}
+
+// Random entries over a few exit points (or any depth when `spread`), each field set with some
+// probability; the recursion fields only mean something on a recursive model.
+std::vector<BatchEntry> random_batch(std::mt19937& rng, int stacked, int size, bool spread) {
+  const auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  const auto chance = [&](int percent) { return pick(1, 100) <= percent; };
+  const std::vector<int> exits = {stacked / 4, stacked / 2, stacked};
+  const auto depth = [&] {
+    return spread ? pick(0, stacked) : exits[static_cast<std::size_t>(pick(0, 2))];
+  };
+  std::vector<BatchEntry> batch;
+  for (int i = 0; i < size; ++i) {
+    BatchEntry e;
+    e.query_tokens = chance(80) ? 1 : pick(0, 300);
+    e.context_tokens = pick(0, 4000);
+    e.depth = depth();
+    e.emits_token = chance(70);
+    if (chance(15))
+      e.start_depth = pick(0, e.depth);
+    if (chance(15)) {
+      e.pending_tokens = pick(1, 8);
+      e.pending_from_depth = depth();
+    }
+    if (chance(20))
+      e.kv_only_depth = chance(50) ? stacked : depth();
+    if (chance(25))
+      e.useful_depth = pick(0, e.depth);
+    if (chance(15))
+      e.reuse_first_recursion_kv = true;
+    if (chance(15)) {
+      e.recursion_context_count = static_cast<std::uint8_t>(pick(1, 8));
+      for (std::int64_t& c : e.recursion_context)
+        c = pick(0, static_cast<int>(e.context_tokens));
+    }
+    batch.push_back(e);
+  }
+  return batch;
+}
+
+void expect_matches_reference(const RooflineCostModel& m, const std::vector<BatchEntry>& batch) {
+  const IterationCost c = m.iteration_cost(batch);
+  double total = 0;
+  double flops = 0;
+  double bytes = 0;
+  double masked = 0;
+  for (const OpCost& op : m.op_breakdown(batch)) {
+    total += op.duration_ns;
+    flops += op.flops;
+    bytes += op.bytes;
+    masked += op.masked_flops;
+  }
+  EXPECT_NEAR(static_cast<double>(c.total), total, 1.0 + 1e-12 * total);
+  EXPECT_NEAR(c.flops, flops, 1e-9 * flops);
+  EXPECT_NEAR(c.bytes, bytes, 1e-9 * bytes);
+  EXPECT_NEAR(c.masked_flops, masked, 1e-9 * flops);
+  EXPECT_LE(c.masked_flops, c.flops * (1 + 1e-12));
+  // Order does not matter.
+  std::vector<BatchEntry> reversed(batch.rbegin(), batch.rend());
+  const IterationCost r = m.iteration_cost(reversed);
+  EXPECT_EQ(r.total, c.total);
+  EXPECT_NEAR(r.masked_flops, c.masked_flops, 1e-9 * flops);
+}
+
+TEST(CostSyncReference, RandomBatchesOnAPlainModel) {
+  const RooflineCostModel m(*find_model_preset("llama-3-8b"), h100(), {0.7, 0.85});
+  std::mt19937 rng(11);
+  for (int trial = 0; trial < 40; ++trial) {
+    SCOPED_TRACE(trial);
+    expect_matches_reference(m, random_batch(rng, 32, 1 + trial % 24, false));
+  }
+}
+
+TEST(CostSyncReference, RandomBatchesOnARecursiveModelWithLora) {
+  ModelShape shape = *find_model_preset("smollm-360m");
+  shape.depth = DepthStructure::middle_cycle(32, 3);
+  shape.depth.lora_rank = {0, 16, 64};
+  const RooflineCostModel m(shape, h100(), {0.7, 0.85});
+  std::mt19937 rng(23);
+  for (int trial = 0; trial < 40; ++trial) {
+    SCOPED_TRACE(trial);
+    expect_matches_reference(m,
+                             random_batch(rng, shape.depth.stacked_depth(), 1 + trial % 24, false));
+  }
+}
+
+TEST(CostSyncReference, ManyBoundariesTakeTheExactSweep) {
+  ModelShape shape = *find_model_preset("smollm-135m");
+  shape.depth = DepthStructure::middle_cycle(62, 6);
+  const RooflineCostModel m(shape, h100(), {0.7, 0.85});
+  std::mt19937 rng(5);
+  for (int trial = 0; trial < 10; ++trial) {
+    SCOPED_TRACE(trial);
+    expect_matches_reference(m, random_batch(rng, shape.depth.stacked_depth(), 80, true));
+  }
+}
+
+}  // namespace
+}  // namespace exitsim::sim

@@ -1,0 +1,170 @@
+// Dynamic depth in the simulator: exit policies and synchronization strategies against closed
+// forms, conservation and the orderings the strategies must show.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "exitsim/scenario/load.hpp"
+#include "exitsim/sim/simulator.hpp"
+#include "exitsim/sim/workload/workload.hpp"
+#include "support/request_traces.hpp"
+
+namespace exitsim::sim {
+namespace {
+
+// B requests arriving together, fixed lengths, static batching: every decode iteration holds
+// exactly B tokens, so per-iteration quantities have closed forms.
+SimulationResult run_batch(int batch, std::vector<std::string> overrides,
+                           std::int64_t output_tokens = 200) {
+  std::vector<RequestDescriptor> requests;
+  for (int i = 0; i < batch; ++i) {
+    requests.push_back({RequestId(static_cast<std::uint64_t>(i)), TimeNs{0}, 64, output_tokens});
+  }
+  test_support::VectorSource source(requests);
+  overrides.push_back("scheduler.kind=static");
+  overrides.push_back("scheduler.max_running=" + std::to_string(batch));
+  const auto s = scenario::load_default_scenario(overrides);
+  return simulate(simulation_config_from(s, ""), source);
+}
+
+const std::vector<std::string> k_layerskip_uniform = {
+    "model.preset=layerskip-llama-2-7b", "exit_policy.kind=distribution",
+    "exit_policy.probabilities=[0.25, 0.25, 0.25, 0.25]"};
+
+std::vector<std::string> with(std::vector<std::string> base, const std::string& extra) {
+  base.push_back(extra);
+  return base;
+}
+
+// E[max of B independent draws, uniform over the exit depths].
+double expected_max_depth(const std::vector<int>& depths, int batch) {
+  const double n = static_cast<double>(depths.size());
+  double expected = 0;
+  for (std::size_t k = 1; k <= depths.size(); ++k) {
+    const double p = std::pow(static_cast<double>(k) / n, batch) -
+                     std::pow(static_cast<double>(k - 1) / n, batch);
+    expected += p * depths[k - 1];
+  }
+  return expected;
+}
+
+TEST(DynamicDepth, BatchSyncStepDepthIsTheExpectedMaximumOfTheBatch) {
+  for (int batch : {1, 4, 16}) {
+    const SimulationResult r =
+        run_batch(batch, with(k_layerskip_uniform, "sync.strategy=batch_sync"), 2000);
+    // Prompt tokens run the full depth; 1999 of every request's 2000 tokens are decoded.
+    const double decoded = 1999.0 / 2000.0;
+    const double expected =
+        decoded * expected_max_depth({8, 16, 24, 32}, batch) + (1 - decoded) * 32;
+    EXPECT_NEAR(r.summary.depth.mean_executed_depth / expected, 1.0, 0.03) << "batch " << batch;
+    EXPECT_NEAR(r.summary.depth.mean_exit_depth, decoded * 20 + (1 - decoded) * 32, 0.6);
+  }
+}
+
+TEST(DynamicDepth, BatchSyncSpeedupOverFullDepthFallsTowardOneAsTheBatchGrows) {
+  double previous_speedup = 1e9;
+  for (int batch : {1, 4, 32}) {
+    const auto full = run_batch(batch, {"model.preset=layerskip-llama-2-7b"});
+    const auto sync = run_batch(batch, with(k_layerskip_uniform, "sync.strategy=batch_sync"));
+    const double speedup =
+        static_cast<double>(full.summary.makespan) / static_cast<double>(sync.summary.makespan);
+    EXPECT_GT(speedup, 0.999) << "batch " << batch;
+    EXPECT_LT(speedup, previous_speedup) << "batch " << batch;
+    previous_speedup = speedup;
+  }
+  EXPECT_LT(previous_speedup, 1.05);
+}
+
+TEST(DynamicDepth, BatchSyncCountsTheMaskedWork) {
+  const SimulationResult r = run_batch(8, with(k_layerskip_uniform, "sync.strategy=batch_sync"));
+  EXPECT_GT(r.summary.depth.masked_flops, 0.1 * r.summary.depth.executed_flops);
+  const SimulationResult copy = run_batch(8, with(k_layerskip_uniform, "sync.strategy=state_copy"));
+  EXPECT_EQ(copy.summary.depth.masked_flops, 0.0);
+}
+
+TEST(DynamicDepth, WithoutExitsEveryStrategyEqualsFullDepthExactly) {
+  const std::string baseline = summary_to_json(run_batch(6, {"model.preset=rrt-gemma-1b"}).summary);
+  for (const char* strategy : {"batch_sync", "state_copy", "deferred_fill", "skip_kv"}) {
+    const auto r =
+        run_batch(6, {"model.preset=rrt-gemma-1b", "sync.strategy=" + std::string(strategy)});
+    EXPECT_EQ(summary_to_json(r.summary), baseline) << strategy;
+  }
+}
+
+TEST(DynamicDepth, CompactingStrategiesBeatBatchSyncWhenBatchesAreLarge) {
+  const TimeNs batch_sync =
+      run_batch(64, with(k_layerskip_uniform, "sync.strategy=batch_sync")).summary.makespan;
+  for (const char* strategy : {"state_copy", "deferred_fill"}) {
+    const TimeNs makespan =
+        run_batch(64, with(k_layerskip_uniform, "sync.strategy=" + std::string(strategy)))
+            .summary.makespan;
+    EXPECT_LT(makespan, batch_sync) << strategy;
+  }
+}
+
+TEST(DynamicDepth, DeferredFillPaysOnlyForTokensThatLaterNeededDeepKv) {
+  const SimulationResult r = run_batch(8, with(k_layerskip_uniform, "sync.strategy=deferred_fill"));
+  const std::int64_t shallow = r.summary.depth.exit_depth_tokens.at(8) +
+                               r.summary.depth.exit_depth_tokens.at(16) +
+                               r.summary.depth.exit_depth_tokens.at(24);
+  EXPECT_GT(r.summary.depth.fill_token_passes, 0);
+  EXPECT_LE(r.summary.depth.fill_token_passes, shallow);
+  // With a deep token every ~4 tokens, only the final few shallow tokens of each request stay
+  // unpaid.
+  EXPECT_GE(r.summary.depth.fill_token_passes, shallow - 8 * 12);
+}
+
+TEST(DynamicDepth, SkipKvMemoryApproachesTheMixtureOfRecursionsFraction) {
+  // Recursive Gemma: two recursions of 9 layers, no prelude or coda; uniform exits over the two
+  // recursion ends keep K/V for (N_r + 1) / (2 N_r) = 3/4 of a full model's.
+  const std::vector<std::string> uniform = {"model.preset=rrt-gemma-1b",
+                                            "exit_policy.kind=distribution",
+                                            "exit_policy.probabilities=[0.5, 0.5]"};
+  const auto full = run_batch(1, {"model.preset=rrt-gemma-1b"}, 4000);
+  const auto skip = run_batch(1, with(uniform, "sync.strategy=skip_kv"), 4000);
+  const double ratio = static_cast<double>(skip.totals.max_kv_blocks_used) /
+                       static_cast<double>(full.totals.max_kv_blocks_used);
+  EXPECT_NEAR(ratio, 0.75, 0.02);
+}
+
+TEST(DynamicDepth, SharedKvHoldsOneRecursionOfKvSoMoreTokensFit) {
+  const auto s_full = scenario::load_default_scenario(
+      std::vector<std::string>{"model.preset=rrt-gemma-1b", "hardware.preset=a100-40gb"});
+  const auto s_shared = scenario::load_default_scenario(std::vector<std::string>{
+      "model.preset=rrt-gemma-1b", "hardware.preset=a100-40gb", "sync.strategy=shared_kv"});
+  std::vector<RequestDescriptor> one = {{RequestId(0), TimeNs{0}, 64, 16}};
+  test_support::VectorSource a(one), b(one);
+  const auto full = simulate(simulation_config_from(s_full, ""), a);
+  const auto shared = simulate(simulation_config_from(s_shared, ""), b);
+  // Twice the blocks in the same memory: each block stores one recursion's layers.
+  EXPECT_LE(shared.summary.makespan, full.summary.makespan);
+  EXPECT_EQ(shared.totals.tokens_emitted, 16);
+}
+
+TEST(DynamicDepth, RouterPoliciesProduceTheirCapacityDistribution) {
+  const SimulationResult r =
+      run_batch(30, {"model.preset=mor-smollm-360m-r3", "exit_policy.kind=router_expert_choice",
+                     "exit_policy.router_mode=top_k",
+                     "exit_policy.capacities=[1.0, 0.6666666666666666, 0.3333333333333333]",
+                     "sync.strategy=state_copy"});
+  // MoR's default capacities {1, 2/3, 1/3}: a third of the decoded tokens exit at each recursion.
+  const auto& exits = r.summary.depth.exit_depth_tokens;
+  ASSERT_EQ(exits.size(), 3u);
+  const double decoded = 30.0 * 199;
+  for (const auto& [depth, tokens] : exits) {
+    const double share = (static_cast<double>(tokens) - (depth == 31 ? 30 : 0)) / decoded;
+    EXPECT_NEAR(share, 1.0 / 3, 0.02)
+        << "depth " << depth << ": " << tokens << " tokens, batch " << r.summary.mean_batch_size;
+  }
+}
+
+TEST(DynamicDepth, SameSeedSameRun) {
+  const auto a = run_batch(8, with(k_layerskip_uniform, "sync.strategy=deferred_fill"));
+  const auto b = run_batch(8, with(k_layerskip_uniform, "sync.strategy=deferred_fill"));
+  EXPECT_EQ(summary_to_json(a.summary), summary_to_json(b.summary));
+}
+
+}  // namespace
+}  // namespace exitsim::sim
