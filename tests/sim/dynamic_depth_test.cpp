@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -164,6 +165,48 @@ TEST(DynamicDepth, SameSeedSameRun) {
   const auto a = run_batch(8, with(k_layerskip_uniform, "sync.strategy=deferred_fill"));
   const auto b = run_batch(8, with(k_layerskip_uniform, "sync.strategy=deferred_fill"));
   EXPECT_EQ(summary_to_json(a.summary), summary_to_json(b.summary));
+}
+
+}  // namespace
+}  // namespace exitsim::sim
+
+namespace exitsim::sim {
+namespace {
+
+TEST(DynamicDepth, ConfidenceIsSimulatedThroughTheMeasuredThresholdTable) {
+  const std::string table =
+      std::string(EXITSIM_SOURCE_DIR) + "/scenarios/examples/exit_table_smollm_mor3.csv";
+  const SimulationResult r =
+      run_batch(16,
+                {"model.preset=mor-smollm-360m-r3", "exit_policy.kind=confidence",
+                 "exit_policy.threshold=0.9", "exit_policy.threshold_table=" + table,
+                 "sync.strategy=state_copy"},
+                1000);
+  // The table's row for 0.9: exits {0.20, 0.30, 0.50} at depths 11, 21, 31.
+  const auto& exits = r.summary.depth.exit_depth_tokens;
+  const double decoded = 16.0 * 999;
+  EXPECT_NEAR(static_cast<double>(exits.at(11)) / decoded, 0.20, 0.015);
+  EXPECT_NEAR(static_cast<double>(exits.at(21)) / decoded, 0.30, 0.015);
+}
+
+TEST(DynamicDepth, ReplayFollowsTheTokenTrace) {
+  const std::string path = testing::TempDir() + "/exitsim_replay_tokens.csv";
+  {
+    std::ofstream out(path);
+    out << "# exitsim-token-trace v1\n"
+           "request_id,position,exit_depth,exit_point,score,policy,replica,time_ns\n";
+    // Request 0 exits at the first exit point at every position; request 1 is absent (full).
+    for (int position = 1; position < 50; ++position) {
+      out << "0," << position << ",8,0,,confidence,0,0\n";
+    }
+  }
+  const SimulationResult r =
+      run_batch(2,
+                {"model.preset=layerskip-llama-2-7b", "exit_policy.kind=replay",
+                 "exit_policy.token_trace=" + path, "sync.strategy=state_copy"},
+                50);
+  EXPECT_EQ(r.summary.depth.exit_depth_tokens.at(8), 49);
+  EXPECT_EQ(r.summary.depth.exit_depth_tokens.at(32), 51);  // request 1, and both first tokens
 }
 
 }  // namespace
