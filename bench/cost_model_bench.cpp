@@ -102,7 +102,8 @@ std::vector<BatchEntry> skip_kv_batch() {
   std::vector<BatchEntry> batch = mixed_depth_batch();
   for (BatchEntry& e : batch) {
     e.recursion_context_count = 3;
-    e.recursion_context = {e.context_tokens, e.context_tokens / 2, e.context_tokens / 4};
+    const auto c = static_cast<std::int32_t>(e.context_tokens);
+    e.recursion_context = {c, c / 2, c / 4};
   }
   return batch;
 }

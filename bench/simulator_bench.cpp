@@ -22,11 +22,19 @@ const std::string k_azure = std::string(EXITSIM_SHARED_TRACES_DIR) + "/azure_llm
 
 // The default scenario (Llama-3-8B on one H100) replaying the trace. The token budget admits
 // the trace's longest prompt (14,050 tokens) in one piece.
-exitsim::scenario::Scenario azure_scenario(const std::string& scheduler) {
+exitsim::scenario::Scenario azure_scenario(const std::string& scheduler,
+                                           const std::string& depth_yaml) {
   const std::string yaml = "workload: {source: trace, requests: 0, trace: {path: '" + k_azure +
-                           "'}}\nscheduler: {kind: " + scheduler + ", max_batched_tokens: 16384}\n";
+                           "'}}\nscheduler: {kind: " + scheduler +
+                           ", max_batched_tokens: 16384}\n" + depth_yaml;
   return exitsim::scenario::load_scenario_text(yaml, "simulator_bench");
 }
+
+// LayerSkip-style Llama-2-7B with exits at layers 8/16/24/32: the static replay and the same
+// replay with per-token exits, so the cost of dynamic depth is a ratio within one run.
+const std::string k_layerskip = "model: {preset: layerskip-llama-2-7b}\n";
+const std::string k_exits =
+    "exit_policy: {kind: distribution, probabilities: [0.3, 0.3, 0.2, 0.2]}\n";
 
 void BM_read_azure_trace(benchmark::State& state) {
   if (!std::filesystem::exists(k_azure)) {
@@ -44,12 +52,13 @@ void BM_read_azure_trace(benchmark::State& state) {
                                                     benchmark::Counter::kIsIterationInvariantRate);
 }
 
-void simulate_azure(benchmark::State& state, const std::string& scheduler) {
+void simulate_azure(benchmark::State& state, const std::string& scheduler,
+                    const std::string& depth_yaml) {
   if (!std::filesystem::exists(k_azure)) {
     state.SkipWithError("trace absent (../shared/traces)");
     return;
   }
-  const auto scenario = azure_scenario(scheduler);
+  const auto scenario = azure_scenario(scheduler, depth_yaml);
   const auto config = exitsim::sim::simulation_config_from(scenario, "");
   exitsim::sim::SimulationResult result;
   for (auto _ : state) {
@@ -69,9 +78,20 @@ void simulate_azure(benchmark::State& state, const std::string& scheduler) {
 }
 
 BENCHMARK(BM_read_azure_trace)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(simulate_azure, continuous, std::string("continuous"))
+BENCHMARK_CAPTURE(simulate_azure, continuous, std::string("continuous"), std::string())
     ->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(simulate_azure, chunked_prefill, std::string("chunked_prefill"))
+BENCHMARK_CAPTURE(simulate_azure, chunked_prefill, std::string("chunked_prefill"), std::string())
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(simulate_azure, layerskip_static, std::string("continuous"), k_layerskip)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(simulate_azure, layerskip_exits_batch_sync, std::string("continuous"),
+                  k_layerskip + k_exits + "sync: {strategy: batch_sync}\n")
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(simulate_azure, layerskip_exits_state_copy, std::string("continuous"),
+                  k_layerskip + k_exits + "sync: {strategy: state_copy}\n")
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(simulate_azure, layerskip_exits_deferred_fill, std::string("continuous"),
+                  k_layerskip + k_exits + "sync: {strategy: deferred_fill}\n")
     ->Unit(benchmark::kMillisecond);
 
 }  // namespace

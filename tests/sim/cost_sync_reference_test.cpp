@@ -49,7 +49,7 @@ std::vector<BatchEntry> random_batch(std::mt19937& rng, int stacked, int size, b
       e.reuse_first_recursion_kv = true;
     if (chance(15)) {
       e.recursion_context_count = static_cast<std::uint8_t>(pick(1, 8));
-      for (std::int64_t& c : e.recursion_context)
+      for (std::int32_t& c : e.recursion_context)
         c = pick(0, static_cast<int>(e.context_tokens));
     }
     batch.push_back(e);

@@ -126,8 +126,9 @@ void DepthModel::set_recursion_contexts(BatchEntry& entry, const SequenceDepthSt
     return;
   entry.recursion_context_count = static_cast<std::uint8_t>(depth_.recursions);
   for (int r = 0; r < depth_.recursions; ++r) {
+    // Requests are at most 2^31 tokens long (the trace readers' limit), so this fits.
     entry.recursion_context[static_cast<std::size_t>(r)] =
-        state.reached[static_cast<std::size_t>(r)];
+        static_cast<std::int32_t>(state.reached[static_cast<std::size_t>(r)]);
   }
 }
 

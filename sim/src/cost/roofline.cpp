@@ -441,18 +441,21 @@ bool add_entry_work(const StackLayout& layout, const BatchEntry& e, SlotTable<De
   const EntrySpan s = layout.span_of(e);
   StackLayout::Breakpoints points;
   const std::size_t n = layout.breakpoints(e, s, points);
+  const bool any_masked = s.useful < s.depth;
   WorkCounts run_before{};
   WorkCounts masked_before{};
   for (std::size_t i = 0; i < n; ++i) {
     const int layer = points[i];
     const WorkCounts run = layout.work_at(e, s, layer);
-    const WorkCounts masked = layout.masked_at(e, s, layer);
     if (run != run_before && !add_delta(deltas, layer, run, run_before, false))
       return false;
-    if (masked != masked_before && !add_delta(deltas, layer, masked, masked_before, true))
-      return false;
     run_before = run;
-    masked_before = masked;
+    if (any_masked) {
+      const WorkCounts masked = layout.masked_at(e, s, layer);
+      if (masked != masked_before && !add_delta(deltas, layer, masked, masked_before, true))
+        return false;
+      masked_before = masked;
+    }
   }
   return true;
 }

@@ -86,6 +86,9 @@ struct MetricsCollector::Impl {
   std::map<std::int64_t, std::int64_t> batch_sizes;
   metrics_detail::UsageSeries series;
   DepthSummary depth;
+  // Tokens by exit depth, indexed by depth: a map lookup per generated token would cost more
+  // than the rest of the token's bookkeeping.
+  std::vector<std::int64_t> tokens_by_exit_depth;
   std::int64_t depth_tokens = 0;
   double exit_depth_sum = 0, executed_depth_sum = 0;
   std::unique_ptr<traces::detail::AtomicOutputFile> csv;
@@ -157,7 +160,10 @@ void MetricsCollector::record_kv_usage(int replica, TimeNs time, std::int64_t us
 
 void MetricsCollector::record_token_depth(int exit_depth, int executed_depth) {
   Impl& m = *impl_;
-  ++m.depth.exit_depth_tokens[exit_depth];
+  const auto index = static_cast<std::size_t>(std::max(exit_depth, 0));
+  if (index >= m.tokens_by_exit_depth.size())
+    m.tokens_by_exit_depth.resize(index + 1, 0);
+  ++m.tokens_by_exit_depth[index];
   ++m.depth_tokens;
   m.exit_depth_sum += exit_depth;
   m.executed_depth_sum += executed_depth;
@@ -210,6 +216,11 @@ MetricsSummary MetricsCollector::summarize() const {
   s.preemptions = m.preemptions;
   s.batch_size_histogram = m.batch_sizes;
   s.depth = m.depth;
+  for (std::size_t d = 0; d < m.tokens_by_exit_depth.size(); ++d) {
+    if (m.tokens_by_exit_depth[d] > 0) {
+      s.depth.exit_depth_tokens[static_cast<int>(d)] = m.tokens_by_exit_depth[d];
+    }
+  }
   if (m.depth_tokens > 0) {
     s.depth.mean_exit_depth = m.exit_depth_sum / static_cast<double>(m.depth_tokens);
     s.depth.mean_executed_depth = m.executed_depth_sum / static_cast<double>(m.depth_tokens);

@@ -50,9 +50,10 @@ struct BatchEntry {
   bool reuse_first_recursion_kv = false;
   // skip_kv: at recursion r (1-based, r <= recursion_context_count) attention runs over
   // recursion_context[r - 1] earlier tokens instead of context_tokens; the prelude, the coda
-  // and later recursions use context_tokens.
+  // and later recursions use context_tokens. 32-bit to keep the entry small (the per-entry loop
+  // reads every entry).
   std::uint8_t recursion_context_count = 0;
-  std::array<std::int64_t, k_max_recursion_contexts> recursion_context{};
+  std::array<std::int32_t, k_max_recursion_contexts> recursion_context{};
 };
 
 // Time of each part of one iteration (the critical path and what lies on it), for metrics and
