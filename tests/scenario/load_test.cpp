@@ -119,7 +119,7 @@ TEST(LoadScenario, ExamplesResolveAsDescribed) {
   EXPECT_EQ(mor.exit_policy.kind, "distribution");
   ASSERT_EQ(mor.exit_policy.position_buckets.size(), 1u);
   EXPECT_EQ(mor.exit_policy.position_buckets[0].until_position, 32);
-  EXPECT_EQ(mor.sync.strategy, "depthwise");
+  EXPECT_EQ(mor.sync.strategy, "skip_kv");
 }
 
 TEST(LoadScenario, ExplicitModelAndHardwareRoundTrip) {

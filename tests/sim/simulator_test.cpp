@@ -196,8 +196,8 @@ namespace exitsim::sim {
 namespace {
 
 TEST(Simulator, DepthwiseBatchingIsRefusedRatherThanRunAsSomethingElse) {
-  const auto s = scenario::load_scenario_file(std::string(EXITSIM_SOURCE_DIR) +
-                                              "/scenarios/examples/mor_depth.yaml");
+  const auto s = scenario::load_default_scenario(std::vector<std::string>{
+      "model.preset=rrt-gemma-1b", "workload.requests=5", "sync.strategy=depthwise"});
   try {
     const auto workload = make_workload(s.workload, s.seed);
     simulate(simulation_config_from(s, ""), *workload);
