@@ -1,9 +1,13 @@
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include "exitsim/core/error.hpp"
 #include "exitsim/core/presets.hpp"
 #include "exitsim/sim/cost/make_cost_model.hpp"
 #include "exitsim/sim/cost/roofline.hpp"
+#include "exitsim/sim/cost/table_cost_model.hpp"
 
 namespace exitsim::sim {
 namespace {
@@ -36,18 +40,45 @@ TEST(CostFactory, RooflineKindBuildsTheRooflineModel) {
   EXPECT_NE(dynamic_cast<const RooflineCostModel*>(m.get()), nullptr);
 }
 
-TEST(CostFactory, ProfileKindsAreRefusedNotReplaced) {
-  for (const char* kind : {"calibrated", "table"}) {
-    scenario::CostModelConfig c = roofline_config();
-    c.kind = kind;
-    c.profile = "profile.json";
-    std::string message;
-    EXPECT_EQ(field_of_error(c, *find_model_preset("llama-3-8b"), *find_hardware_preset("h100-sxm"),
-                             &message),
-              "cost_model.kind");
-    EXPECT_NE(message.find(kind), std::string::npos);
-    EXPECT_NE(message.find("cost profile"), std::string::npos);
-  }
+TEST(CostFactory, CalibratedKindIsRefusedNotReplaced) {
+  scenario::CostModelConfig c = roofline_config();
+  c.kind = "calibrated";
+  c.profile = "profile.json";
+  std::string message;
+  EXPECT_EQ(field_of_error(c, *find_model_preset("llama-3-8b"), *find_hardware_preset("h100-sxm"),
+                           &message),
+            "cost_model.kind");
+  EXPECT_NE(message.find("calibrated"), std::string::npos);
+  EXPECT_NE(message.find("cost profile"), std::string::npos);
+}
+
+TEST(CostFactory, TableKindReadsTheProfile) {
+  const std::filesystem::path path =
+      std::filesystem::path(testing::TempDir()) / "cost_factory_table.csv";
+  std::ofstream(path) << "# exitsim-cost-table v1\nop,batch,time_us\nlayer,1,100\n"
+                         "lm_head,1,50\nembedding,1,5\n";
+  scenario::CostModelConfig c = roofline_config();
+  c.kind = "table";
+  c.profile = path.string();
+  const auto m =
+      make_cost_model(c, *find_model_preset("llama-3-8b"), *find_hardware_preset("h100-sxm"));
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->name(), "table");
+  EXPECT_NE(dynamic_cast<const TableCostModel*>(m.get()), nullptr);
+  std::filesystem::remove(path);
+}
+
+TEST(CostFactory, TableKindNamesAMissingOrUnreadableProfile) {
+  scenario::CostModelConfig c = roofline_config();
+  c.kind = "table";
+  c.profile = "";
+  const ModelShape model = *find_model_preset("llama-3-8b");
+  const HardwareSpec hw = *find_hardware_preset("h100-sxm");
+  EXPECT_EQ(field_of_error(c, model, hw), "cost_model.profile");
+  c.profile = "/nonexistent/exitsim/costs.csv";
+  std::string message;
+  EXPECT_EQ(field_of_error(c, model, hw, &message), "cost_model.profile");
+  EXPECT_NE(message.find("cannot be opened"), std::string::npos);
 }
 
 TEST(CostFactory, EfficienciesMustBeFractions) {

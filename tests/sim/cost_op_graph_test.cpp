@@ -1,9 +1,13 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
 #include <stdexcept>
 #include <vector>
 
+#include "exitsim/core/presets.hpp"
 #include "exitsim/sim/cost/op_graph.hpp"
+#include "exitsim/sim/cost/roofline.hpp"
 
 namespace exitsim::sim {
 namespace {
@@ -105,6 +109,70 @@ TEST(CostOpGraph, BadIdsAndLateEditsAreRejected) {
   EXPECT_THROW(g.add_dependency(a, 7), std::logic_error);
   g.finalize();
   EXPECT_THROW(g.add_op(OpKind::sampling), std::logic_error);
+}
+
+const RooflineCostModel& llama_on_h100() {
+  static const RooflineCostModel model(*find_model_preset("llama-3-8b"),
+                                       *find_hardware_preset("h100-sxm"), {0.7, 0.85});
+  return model;
+}
+
+TEST(CostOpGraph, SingleStreamIsDetected) {
+  EXPECT_TRUE(diamond(0).single_stream());
+  EXPECT_FALSE(diamond(1).single_stream());
+  EXPECT_TRUE(llama_on_h100().layer_graph().single_stream());
+  EXPECT_TRUE(llama_on_h100().head_graph().single_stream());
+  OpGraph empty;
+  empty.finalize();
+  EXPECT_FALSE(empty.single_stream());
+}
+
+// The roofline model's chain shortcut for a single-stream graph (RooflineCostModel::add_graph):
+// with non-negative durations, each of which moves the running end or is zero, the longest path
+// is the running sum in insertion order, bit for bit, and the walk back from its sink passes
+// every op of non-zero duration (so sums over the path, in walk order, equal sums over those ops
+// from the last to the first).
+TEST(CostOpGraph, ChainPathMatchesTheWalkOnOneStream) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> length(0.0, 5000.0);
+  std::uniform_int_distribution<int> percent(1, 100);
+  const std::vector<OpGraph> graphs = {llama_on_h100().layer_graph(), llama_on_h100().head_graph(),
+                                       diamond(0)};
+  for (const OpGraph& g : graphs) {
+    ASSERT_TRUE(g.single_stream());
+    const auto n = static_cast<std::size_t>(g.size());
+    for (int trial = 0; trial < 2000; ++trial) {
+      std::vector<double> duration(n);
+      for (double& d : duration)
+        d = percent(rng) <= 30 ? 0.0 : length(rng);
+      double end = 0;
+      bool chain = true;
+      for (const double d : duration) {
+        const double next = end + d;
+        chain = chain && d >= 0 && (d == 0 || next > end);
+        end = next;
+      }
+      ASSERT_TRUE(chain);
+      const Eval e = evaluate(g, duration);
+      if (end > 0) {
+        EXPECT_EQ(e.end.length, end);
+      } else {
+        EXPECT_EQ(e.end.length, 0.0);
+      }
+      double walk = 0;
+      for (const int v : e.path)
+        walk += duration[static_cast<std::size_t>(v)];
+      double reverse = 0;
+      for (std::size_t v = n; v-- > 0;)
+        reverse += duration[v];
+      EXPECT_EQ(walk, reverse);
+      for (std::size_t v = 0; v < n; ++v) {
+        if (duration[v] > 0) {
+          EXPECT_NE(std::find(e.path.begin(), e.path.end(), static_cast<int>(v)), e.path.end());
+        }
+      }
+    }
+  }
 }
 
 TEST(CostOpGraph, KindsHaveNames) {

@@ -114,5 +114,47 @@ TEST(CostSyncReference, ManyBoundariesTakeTheExactSweep) {
   }
 }
 
+// deferred_fill's usual entries (pending tokens joining from a layer, nothing else) take a
+// shortcut in the fast path. A per-recursion context equal to the entry's own context changes no
+// work on a model without recursions but sends the entry down the general path: both must give
+// the same doubles.
+TEST(CostSyncReference, PendingFillShortcutMatchesTheGeneralPathExactly) {
+  const RooflineCostModel m(*find_model_preset("llama-3-8b"), h100(), {0.7, 0.85});
+  std::mt19937 rng(5);
+  const auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  for (int trial = 0; trial < 300; ++trial) {
+    std::vector<BatchEntry> shortcut;
+    const int size = pick(1, 40);
+    for (int i = 0; i < size; ++i) {
+      BatchEntry e;
+      e.query_tokens = pick(0, 9) == 0 ? pick(2, 50) : 1;
+      e.context_tokens = pick(0, 3000);
+      e.depth = std::vector<int>{8, 16, 24, 32}[static_cast<std::size_t>(pick(0, 3))];
+      e.emits_token = pick(0, 3) != 0;
+      if (pick(0, 2) != 0) {
+        e.pending_tokens = pick(1, 6);
+        e.pending_from_depth = pick(-2, 34);
+      }
+      shortcut.push_back(e);
+    }
+    std::vector<BatchEntry> general = shortcut;
+    for (BatchEntry& e : general) {
+      if (e.pending_tokens > 0) {
+        e.recursion_context_count = 1;
+        e.recursion_context[0] = static_cast<std::int32_t>(e.context_tokens);
+      }
+    }
+    const IterationCost a = m.iteration_cost(shortcut);
+    const IterationCost b = m.iteration_cost(general);
+    EXPECT_EQ(a.total, b.total);
+    EXPECT_EQ(a.compute_bound, b.compute_bound);
+    EXPECT_EQ(a.memory_bound, b.memory_bound);
+    EXPECT_EQ(a.overhead, b.overhead);
+    EXPECT_EQ(a.flops, b.flops);
+    EXPECT_EQ(a.bytes, b.bytes);
+    EXPECT_EQ(a.masked_flops, b.masked_flops);
+  }
+}
+
 }  // namespace
 }  // namespace exitsim::sim

@@ -133,6 +133,31 @@ TEST(LatencySketch, MergeEqualsOneSketchOverTheUnion) {
     EXPECT_EQ(left.quantile(q), whole.quantile(q)) << "q=" << q;
 }
 
+TEST(LatencySketch, RepeatedValuesBucketAsFreshOnes) {
+  // add() remembers the last value's bucket; runs of repeats and alternations must bucket as a
+  // sketch that sees each value once.
+  std::mt19937_64 rng(11);
+  std::uniform_int_distribution<TimeNs> value(1, 50'000'000);
+  std::uniform_int_distribution<int> choice(0, 9);
+  LatencySketch repeated;
+  LatencySketch merged;
+  std::vector<TimeNs> recent = {value(rng), value(rng), value(rng)};
+  for (int i = 0; i < 20000; ++i) {
+    const int c = choice(rng);
+    const TimeNs v = c < 3 ? recent[static_cast<std::size_t>(c)] : (c < 5 ? 0 : value(rng));
+    if (c >= 5)
+      recent[static_cast<std::size_t>(i % 3)] = v;
+    repeated.add(v);
+    LatencySketch one;
+    one.add(v);
+    merged.merge(one);
+  }
+  EXPECT_EQ(repeated.count(), merged.count());
+  EXPECT_EQ(repeated.bucket_count(), merged.bucket_count());
+  for (const double q : k_quantiles)
+    EXPECT_EQ(repeated.quantile(q), merged.quantile(q)) << q;
+}
+
 TEST(LatencySketch, MergeWithEmptySketchesChangesNothing) {
   LatencySketch empty, sketch;
   sketch.add(42);

@@ -40,16 +40,6 @@ ExitSampler::ExitSampler(const std::vector<double>& probabilities) {
   }
 }
 
-int ExitSampler::sample(double uniform) const {
-  // Negative draws would otherwise pick a leading exit point of probability 0 (its cumulative
-  // sum, 0, exceeds them); a draw at or past the rounded total falls to the last possible one.
-  const double u = std::max(uniform, 0.0);
-  const auto it = std::upper_bound(cumulative_.begin(), cumulative_.end(), u);
-  if (it == cumulative_.end())
-    return last_positive_;
-  return static_cast<int>(it - cumulative_.begin());
-}
-
 void NoExit::choose_exits(const ExitBatch& batch, std::span<int> out) const {
   check_output_size(batch, out);
   std::fill(out.begin(), out.end(), last_exit());

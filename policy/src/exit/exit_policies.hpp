@@ -3,6 +3,7 @@
 // The built-in exit policies. make_exit_policy() validates their parameters; the constructors
 // assume valid ones.
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,22 @@ class ExitSampler {
   std::vector<double> cumulative_;
   int last_positive_ = 0;
 };
+
+// Inline: called once per token.
+inline int ExitSampler::sample(double uniform) const {
+  // Negative draws would otherwise pick a leading exit point of probability 0 (its cumulative
+  // sum, 0, exceeds them); a draw at or past the rounded total falls to the last possible one.
+  const double u = std::max(uniform, 0.0);
+  // The cumulative sums ascend, so the first one above u is at the count of those not above it
+  // (what upper_bound finds). Counted without branches: the draws are random, and a search over
+  // a handful of exit points mispredicts about once per token.
+  std::size_t index = 0;
+  for (const double c : cumulative_)
+    index += !(u < c) ? 1 : 0;
+  if (index == cumulative_.size())
+    return last_positive_;
+  return static_cast<int>(index);
+}
 
 class NoExit final : public ExitPolicy {
  public:

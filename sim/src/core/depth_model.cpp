@@ -174,18 +174,25 @@ std::int64_t DepthModel::plan(std::span<const DecodeToken> tokens, std::span<Bat
   pending_.resize(n);
   plans_.resize(n);
   exit_depth_.resize(n);
+  const std::span<const int> exit_points = policy_->exit_points();
   for (std::size_t i = 0; i < n; ++i) {
-    exit_depth_[i] = policy_->exit_points()[static_cast<std::size_t>(exit_index_[i])];
+    exit_depth_[i] = exit_points[static_cast<std::size_t>(exit_index_[i])];
     pending_[i] = tokens[i].state->pending;
   }
   policy::plan_depths(strategy_, exit_depth_, full_depth_, pending_, plans_);
 
+  // Decided once per batch, not per token: whether entries carry recursion fields and whether
+  // there are recursions to count.
+  const bool contexts = strategy_ == policy::SyncStrategy::shared_kv ||
+                        (strategy_ == policy::SyncStrategy::skip_kv && depth_.recursions >= 1);
+  const bool recursive = depth_.block_layers > 0 && depth_.recursions > 0;
   std::int64_t fill = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const policy::DepthPlan& p = plans_[i];
     SequenceDepthState& state = *tokens[i].state;
     BatchEntry& entry = batch[tokens[i].batch_index];
-    set_recursion_contexts(entry, state);
+    if (contexts)
+      set_recursion_contexts(entry, state);
     entry.depth = p.run_depth;
     if (p.useful_depth < p.run_depth)
       entry.useful_depth = p.useful_depth;
@@ -195,9 +202,11 @@ std::int64_t DepthModel::plan(std::span<const DecodeToken> tokens, std::span<Bat
     fill += p.fill_tokens;
     state.pending = pending_[i];
     // The token's K/V now exists at every recursion it ran (skip_kv's context for later tokens).
-    const int recursions_run = depth_.recursion_of_depth(p.run_depth);
-    for (int r = 0; r < std::min<int>(recursions_run, k_max_recursion_contexts); ++r) {
-      state.reached[static_cast<std::size_t>(r)] += 1;
+    if (recursive) {
+      const int recursions_run = depth_.recursion_of_depth(p.run_depth);
+      for (int r = 0; r < std::min<int>(recursions_run, k_max_recursion_contexts); ++r) {
+        state.reached[static_cast<std::size_t>(r)] += 1;
+      }
     }
     exit_depths[i] = p.useful_depth;
   }

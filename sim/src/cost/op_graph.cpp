@@ -98,6 +98,9 @@ void OpGraph::finalize() {
   for (const auto& [before, after] : edges_) {
     preds_[static_cast<std::size_t>(cursor[static_cast<std::size_t>(after)]++)] = before;
   }
+  single_stream_ = !ops_.empty() && std::all_of(ops_.begin(), ops_.end(), [&](const OpNode& node) {
+    return node.stream == ops_.front().stream;
+  });
   finalized_ = true;
 }
 

@@ -93,6 +93,8 @@ struct PlainRun {
 struct DepthSlot {
   int depth;
   WorkCounts counts;
+
+  void clear() { counts = WorkCounts{}; }
 };
 
 // Signed changes, at one layer boundary, of the batch and of its masked part: the work of
@@ -102,32 +104,55 @@ struct DeltaSlot {
   int depth;
   WorkCounts run;
   WorkCounts masked;
+
+  // Member by member: the compiler clears the whole slot with `rep stos`, whose start-up costs
+  // more than the rest of a new slot's work.
+  void clear() {
+    run = WorkCounts{};
+    masked = WorkCounts{};
+  }
 };
 
-// A fixed-capacity map from boundary layer to slot, searched linearly (boundaries are few: the
-// exit points). Slots are left uninitialised until used.
+// A fixed-capacity map from boundary layer to slot (boundaries are few: the exit points). The
+// depths are searched in an array of their own, and sort() orders slot indices, not the slots
+// (which are large): both keep the per-entry loop off long strides and big moves. Slots are left
+// uninitialised until used.
 template <class Slot>
 struct SlotTable {
+  std::array<int, k_depth_slots> depths;
   std::array<Slot, k_depth_slots> slots;
+  std::array<std::uint8_t, k_depth_slots> order;  // after sort(): slot indices by depth
   std::size_t used = 0;
 
   // nullptr when full.
   Slot* find(int depth) {
-    for (std::size_t i = 0; i < used; ++i) {
-      if (slots[i].depth == depth)
-        return &slots[i];
-    }
+    // Without an early exit: the depths come in random order, and a branch on each comparison
+    // mispredicts. They are distinct, so at most one matches.
+    std::size_t found = used;
+    for (std::size_t i = 0; i < used; ++i)
+      found = depths[i] == depth ? i : found;
+    if (found < used)
+      return &slots[found];
     if (used == k_depth_slots)
       return nullptr;
+    depths[used] = depth;
     Slot& slot = slots[used++];
-    slot = Slot{};
+    slot.clear();
     slot.depth = depth;
     return &slot;
   }
+  // Depths are distinct, so each slot's rank is the count of smaller depths: counted without
+  // branches (an insertion sort mispredicts on the random order the exits come in).
   void sort() {
-    std::sort(slots.begin(), slots.begin() + static_cast<std::ptrdiff_t>(used),
-              [](const Slot& a, const Slot& b) { return a.depth < b.depth; });
+    for (std::size_t i = 0; i < used; ++i) {
+      std::size_t rank = 0;
+      for (std::size_t j = 0; j < used; ++j)
+        rank += depths[j] < depths[i] ? 1U : 0U;
+      order[rank] = static_cast<std::uint8_t>(i);
+    }
   }
+  // The i-th slot by depth, after sort().
+  Slot& sorted(std::size_t i) { return slots[order[i]]; }
 };
 
 // Adds plus - minus at layer `depth` to the run (masked == false) or masked part of the deltas.
@@ -159,15 +184,6 @@ void OpParams::add(BatchFeature feature, double flops, double bytes) {
   terms[i].bytes += bytes;
 }
 
-struct RooflineCostModel::Priced {
-  double body_ns = 0;  // max(compute time, memory time)
-  double duration_ns = 0;
-  double flops = 0;
-  double bytes = 0;
-  bool launched = false;
-  bool compute_bound = false;
-};
-
 struct RooflineCostModel::GraphTotals {
   double total = 0;
   double compute = 0;
@@ -177,6 +193,33 @@ struct RooflineCostModel::GraphTotals {
   double bytes = 0;
   double masked_flops = 0;
 };
+
+// Inlined into the graph loops: an out-of-line call returning the struct through memory cost
+// more than the pricing itself.
+[[gnu::always_inline]] inline RooflineCostModel::Priced RooflineCostModel::price(
+    const OpParams& params, const BatchFeatures& x) const {
+  Priced p;
+  if (!(x[at(params.launch_if)] > 0))
+    return p;
+  double flops = 0;
+  double bytes = params.fixed_bytes;
+  // Only the used terms: most ops have one or two of the four.
+  for (std::size_t i = 0; i < params.used_terms; ++i) {
+    const OpParams::Term& term = params.terms[i];
+    const double amount = x[at(term.feature)];
+    flops += term.flops * amount;
+    bytes += term.bytes * amount;
+  }
+  const double compute_ns = flops * ns_per_flop_;
+  const double memory_ns = bytes * ns_per_byte_;
+  p.launched = true;
+  p.compute_bound = compute_ns > memory_ns;
+  p.body_ns = p.compute_bound ? compute_ns : memory_ns;
+  p.duration_ns = p.body_ns + launch_ns_;
+  p.flops = flops;
+  p.bytes = bytes;
+  return p;
+}
 
 RooflineCostModel::RooflineCostModel(const ModelShape& model, const HardwareSpec& hardware,
                                      RooflineEfficiency efficiency)
@@ -230,6 +273,52 @@ RooflineCostModel::RooflineCostModel(const ModelShape& model, const HardwareSpec
   for (int v = 0; v < head_graph_.size(); ++v) {
     head_params_.push_back(roofline_ops::head_op(head_graph_.op(v).kind, model));
   }
+  // The token-only ops: all they read (launch_if and their terms) is the token count and the
+  // K/V reuse features, which add_graph() requires to be zero for a lookup.
+  const auto ops = static_cast<std::size_t>(layer_graph_.size());
+  for (std::size_t op = 0; op < ops; ++op) {
+    bool only = true;
+    for (std::size_t v = 0; v < static_cast<std::size_t>(variants_); ++v) {
+      const OpParams& params = layer_params_[v * ops + op];
+      only = only && params.launch_if == BatchFeature::tokens;
+      for (std::size_t t = 0; t < params.used_terms; ++t) {
+        const BatchFeature f = params.terms[t].feature;
+        only = only && (f == BatchFeature::tokens || f == BatchFeature::kv_reuse_tokens ||
+                        f == BatchFeature::kv_reuse_all);
+      }
+    }
+    token_only_.push_back(only ? 1 : 0);
+  }
+  token_prices_.resize(static_cast<std::size_t>(variants_) * k_token_table * ops);
+  for (std::size_t v = 0; v < static_cast<std::size_t>(variants_); ++v) {
+    for (std::size_t t = 0; t < k_token_table; ++t) {
+      BatchFeatures x{};
+      x[at(BatchFeature::tokens)] = static_cast<double>(t);
+      for (std::size_t op = 0; op < ops; ++op) {
+        if (token_only_[op] != 0)
+          token_prices_[(v * k_token_table + t) * ops + op] = price(layer_params_[v * ops + op], x);
+      }
+    }
+  }
+
+  // Likewise the K/V-only projection, when all it reads is its token count and whether they are
+  // alone (kv_tabled() requires the latter to be zero).
+  bool kv_only = true;
+  for (const OpParams& params : kv_params_) {
+    kv_only = kv_only && params.launch_if == BatchFeature::kv_only_tokens;
+    for (std::size_t t = 0; t < params.used_terms; ++t) {
+      const BatchFeature f = params.terms[t].feature;
+      kv_only = kv_only && (f == BatchFeature::kv_only_tokens || f == BatchFeature::kv_only_alone);
+    }
+  }
+  for (std::size_t v = 0; kv_only && v < static_cast<std::size_t>(variants_); ++v) {
+    for (std::size_t t = 0; t < k_token_table; ++t) {
+      BatchFeatures x{};
+      x[at(BatchFeature::kv_only_tokens)] = static_cast<double>(t);
+      kv_prices_.push_back(price(kv_params_[v], x));
+    }
+  }
+
   const auto row = static_cast<std::size_t>(stacked_depth_) + 1;
   variant_prefix_.assign(static_cast<std::size_t>(variants_) * row, 0);
   for (std::size_t v = 0; v < static_cast<std::size_t>(variants_); ++v) {
@@ -253,70 +342,90 @@ std::size_t RooflineCostModel::variant_of_layer(int layer) const {
   return variant;
 }
 
-RooflineCostModel::Priced RooflineCostModel::price(const OpParams& params,
-                                                   const BatchFeatures& x) const {
-  Priced p;
-  if (!(x[at(params.launch_if)] > 0))
-    return p;
-  double flops = 0;
-  double bytes = params.fixed_bytes;
-  // Only the used terms: most ops have one or two of the four.
-  for (std::size_t i = 0; i < params.used_terms; ++i) {
-    const OpParams::Term& term = params.terms[i];
-    const double amount = x[at(term.feature)];
-    flops += term.flops * amount;
-    bytes += term.bytes * amount;
-  }
-  const double compute_ns = flops * ns_per_flop_;
-  const double memory_ns = bytes * ns_per_byte_;
-  p.launched = true;
-  p.compute_bound = compute_ns > memory_ns;
-  p.body_ns = p.compute_bound ? compute_ns : memory_ns;
-  p.duration_ns = p.body_ns + launch_ns_;
-  p.flops = flops;
-  p.bytes = bytes;
-  return p;
-}
-
 void RooflineCostModel::add_graph(const OpGraph& graph, const OpParams* params,
-                                  const BatchFeatures& x, double repeat,
+                                  const Priced* token_prices, const BatchFeatures& x, double repeat,
                                   GraphTotals& totals) const {
   const auto n = static_cast<std::size_t>(graph.size());
+  // The table row of this token count, when the token-only ops see nothing else: then price()
+  // would read exactly the values it was tabulated with.
+  const double tokens = x[at(BatchFeature::tokens)];
+  const Priced* tabled = nullptr;
+  if (token_prices != nullptr && tokens >= 0 && tokens < static_cast<double>(k_token_table) &&
+      static_cast<double>(static_cast<std::size_t>(tokens)) == tokens &&
+      x[at(BatchFeature::kv_reuse_tokens)] == 0 && x[at(BatchFeature::kv_reuse_all)] == 0) {
+    tabled = token_prices + static_cast<std::size_t>(tokens) * n;
+  }
   // Plain arrays, left uninitialised: only the first n entries are written and read.
   std::array<double, k_max_graph_ops> body;
   std::array<std::uint8_t, k_max_graph_ops> kind;  // 0 not launched, 1 memory-, 2 compute-bound
   std::array<double, k_max_graph_ops> duration;
-  std::array<double, k_max_graph_ops> finish;
-  std::array<int, k_max_graph_ops> via;
   double flops = 0;
   double bytes = 0;
+  // On one stream every op waits for the one added before it, so while durations are
+  // non-negative each op ends at the previous end plus its duration: the longest path is that
+  // running sum, and it holds every launched op. `chain` stays true while that argument gives
+  // the same doubles as the graph walk below (CostOpGraph.ChainPathMatchesTheWalkOnOneStream): no
+  // negative or NaN part, and every op of non-zero duration moves the end (one absorbed by rounding
+  // would leave the walk's path).
+  bool chain = graph.single_stream() && launch_ns_ >= 0;
+  double end = 0;
   for (std::size_t v = 0; v < n; ++v) {
-    const Priced p = price(params[v], x);
+    const Priced p = tabled != nullptr && token_only_[v] != 0 ? tabled[v] : price(params[v], x);
     body[v] = p.body_ns;
     kind[v] = p.launched ? (p.compute_bound ? 2 : 1) : 0;
     duration[v] = p.duration_ns;
     flops += p.flops;
     bytes += p.bytes;
+    const double next = end + p.duration_ns;
+    chain = chain && p.body_ns >= 0 && (p.duration_ns == 0 || next > end);
+    end = next;
   }
-  const PathEnd end =
-      graph.longest_path(std::span<const double>(duration.data(), n),
-                         std::span<double>(finish.data(), n), std::span<int>(via.data(), n));
+  double length = 0;
   double compute = 0;
   double memory = 0;
   double overhead = 0;
-  for (int v = end.sink; v >= 0; v = via[static_cast<std::size_t>(v)]) {
-    const auto vi = static_cast<std::size_t>(v);
-    if (kind[vi] == 0)
-      continue;
-    overhead += launch_ns_;
-    (kind[vi] == 2 ? compute : memory) += body[vi];
+  if (chain) {
+    // The walk adds the parts from the sink back to the source; ops of zero duration it may
+    // skip add zero.
+    length = end;
+    for (std::size_t v = n; v-- > 0;) {
+      if (kind[v] == 0)
+        continue;
+      overhead += launch_ns_;
+      (kind[v] == 2 ? compute : memory) += body[v];
+    }
+  } else {
+    std::array<double, k_max_graph_ops> finish;
+    std::array<int, k_max_graph_ops> via;
+    const PathEnd path =
+        graph.longest_path(std::span<const double>(duration.data(), n),
+                           std::span<double>(finish.data(), n), std::span<int>(via.data(), n));
+    length = path.length;
+    for (int v = path.sink; v >= 0; v = via[static_cast<std::size_t>(v)]) {
+      const auto vi = static_cast<std::size_t>(v);
+      if (kind[vi] == 0)
+        continue;
+      overhead += launch_ns_;
+      (kind[vi] == 2 ? compute : memory) += body[vi];
+    }
   }
-  totals.total += repeat * end.length;
+  totals.total += repeat * length;
   totals.compute += repeat * compute;
   totals.memory += repeat * memory;
   totals.overhead += repeat * overhead;
   totals.flops += repeat * flops;
   totals.bytes += repeat * bytes;
+}
+
+const RooflineCostModel::Priced* RooflineCostModel::kv_tabled(std::size_t variant,
+                                                              const BatchFeatures& x) const {
+  const double tokens = x[at(BatchFeature::kv_only_tokens)];
+  if (!kv_prices_.empty() && x[at(BatchFeature::kv_only_alone)] == 0 && tokens >= 0 &&
+      tokens < static_cast<double>(k_token_table) &&
+      static_cast<double>(static_cast<std::size_t>(tokens)) == tokens) {
+    return &kv_prices_[variant * k_token_table + static_cast<std::size_t>(tokens)];
+  }
+  return nullptr;
 }
 
 void RooflineCostModel::add_stack_layers(int first, int last, const WorkCounts& run,
@@ -330,9 +439,10 @@ void RooflineCostModel::add_stack_layers(int first, int last, const WorkCounts& 
     if (layers <= 0)
       continue;
     if (run.tokens > 0)
-      add_graph(layer_graph_, &layer_params_[v * ops], x, layers, totals);
+      add_graph(layer_graph_, &layer_params_[v * ops], &token_prices_[v * k_token_table * ops], x,
+                layers, totals);
     if (run.kv_only_tokens > 0)
-      add_serial_op(kv_params_[v], x, layers, totals);
+      add_serial_op(kv_params_[v], kv_tabled(v, x), x, layers, totals);
   }
 }
 
@@ -360,9 +470,10 @@ double RooflineCostModel::masked_flops(int first, int last, const BatchFeatures&
   return flops;
 }
 
-void RooflineCostModel::add_serial_op(const OpParams& params, const BatchFeatures& x, double repeat,
+void RooflineCostModel::add_serial_op(const OpParams& params, const Priced* tabled,
+                                      const BatchFeatures& x, double repeat,
                                       GraphTotals& totals) const {
-  const Priced p = price(params, x);
+  const Priced p = tabled != nullptr ? *tabled : price(params, x);
   if (!p.launched)
     return;
   totals.total += repeat * p.duration_ns;
@@ -410,8 +521,8 @@ namespace {
 
 // state_copy's K/V-only layers and batch_sync's masked layers of an entry that otherwise runs
 // layers 1..depth plainly. False when the delta slots are full.
-bool add_side_work(const BatchEntry& e, int depth, int stacked_depth,
-                   SlotTable<DeltaSlot>& deltas) {
+[[gnu::always_inline]] inline bool add_side_work(const BatchEntry& e, int depth, int stacked_depth,
+                                                 SlotTable<DeltaSlot>& deltas) {
   // Straight into the slots: a temporary WorkCounts written field by field and read back as
   // vectors stalls store forwarding.
   const int kv_end = std::min(e.kv_only_depth, stacked_depth);
@@ -460,6 +571,36 @@ bool add_entry_work(const StackLayout& layout, const BatchEntry& e, SlotTable<De
   return true;
 }
 
+// deferred_fill's usual entry: from layer 1, its queries alone below the layer its pending
+// tokens join and with them from there to its depth; nothing else. The same changes as
+// add_entry_work gives it (its breakpoints are 0, the join layer and the depth, and the work
+// differs across each), in the same order, without sorting breakpoints.
+bool fill_shape(const BatchEntry& e, int depth) {
+  return e.start_depth <= 0 && e.pending_tokens > 0 && e.recursion_context_count == 0 &&
+         !e.reuse_first_recursion_kv && e.kv_only_depth <= depth && e.useful_depth >= depth &&
+         depth > 0;
+}
+
+bool add_fill_work(const BatchEntry& e, int depth, SlotTable<DeltaSlot>& deltas) {
+  const int from = std::clamp(e.pending_from_depth, 0, depth);
+  const WorkCounts none{};
+  WorkCounts alone{};
+  alone.add_queries(e.query_tokens, e.context_tokens);
+  WorkCounts joined{};
+  joined.add_queries(e.query_tokens + e.pending_tokens,
+                     std::max<std::int64_t>(e.context_tokens - e.pending_tokens, 0));
+  if (from == 0) {
+    return add_delta(deltas, 0, joined, none, false) &&
+           add_delta(deltas, depth, none, joined, false);
+  }
+  if (from == depth) {
+    return add_delta(deltas, 0, alone, none, false) && add_delta(deltas, depth, none, alone, false);
+  }
+  return add_delta(deltas, 0, alone, none, false) &&
+         add_delta(deltas, from, joined, alone, false) &&
+         add_delta(deltas, depth, none, joined, false);
+}
+
 // Work other than plain runs from layer 1, gathered during the pass over the batch.
 struct OtherWork {
   SlotTable<DeltaSlot> deltas;
@@ -474,6 +615,8 @@ struct OtherWork {
     return add_side_work(e, depth, layout.stacked_depth(), other.deltas);
   if (e.start_depth <= 0)
     other.coda_extra.add(e);
+  if (fill_shape(e, depth))
+    return add_fill_work(e, depth, other.deltas);
   return add_entry_work(layout, e, other.deltas);
 }
 
@@ -514,8 +657,12 @@ IterationCost RooflineCostModel::iteration_cost(std::span<const BatchEntry> batc
       }
       run.add(e);
     }
-    if ((!plain || e.kv_only_depth > depth || e.useful_depth < depth) &&
-        !add_other_work(layout_, e, plain, depth, other)) {
+    const bool side = plain && (e.kv_only_depth > depth || e.useful_depth < depth);
+    if (side && !add_side_work(e, depth, stacked_depth_, other.deltas)) {
+      overflow = true;
+      break;
+    }
+    if (!plain && !add_other_work(layout_, e, plain, depth, other)) {
       overflow = true;
       break;
     }
@@ -534,7 +681,7 @@ IterationCost RooflineCostModel::iteration_cost(std::span<const BatchEntry> batc
     // than the group's start plus the changes below it; integer sums make this exact.
     WorkCounts running{};
     for (std::size_t i = 0; i < ends.used; ++i)
-      running.add(ends.slots[i].counts);
+      running.add(ends.sorted(i).counts);
     all = running;
     all.add(coda_extra);
     // Time changes only where the batch does; masked FLOPs also where its masked part does.
@@ -545,12 +692,12 @@ IterationCost RooflineCostModel::iteration_cost(std::span<const BatchEntry> batc
     int masked_start = 0;
     const WorkCounts no_change{};
     while (i < ends.used || j < deltas.used) {
-      const int at_end = i < ends.used ? ends.slots[i].depth : std::numeric_limits<int>::max();
+      const int at_end = i < ends.used ? ends.sorted(i).depth : std::numeric_limits<int>::max();
       const int at_delta =
-          j < deltas.used ? deltas.slots[j].depth : std::numeric_limits<int>::max();
+          j < deltas.used ? deltas.sorted(j).depth : std::numeric_limits<int>::max();
       const int boundary = std::min(at_end, at_delta);
       const bool run_changes =
-          at_end == boundary || (at_delta == boundary && deltas.slots[j].run != no_change);
+          at_end == boundary || (at_delta == boundary && deltas.sorted(j).run != no_change);
       if (boundary > masked_start) {
         if (masked.tokens > 0)
           totals.masked_flops += masked_flops(masked_start, boundary, running.features(), masked);
@@ -561,10 +708,10 @@ IterationCost RooflineCostModel::iteration_cost(std::span<const BatchEntry> batc
         group_start = boundary;
       }
       if (at_end == boundary)
-        running.subtract(ends.slots[i++].counts);
+        running.subtract(ends.sorted(i++).counts);
       if (at_delta == boundary) {
-        running.add(deltas.slots[j].run);
-        masked.add(deltas.slots[j++].masked);
+        running.add(deltas.sorted(j).run);
+        masked.add(deltas.sorted(j++).masked);
       }
     }
   } else {
@@ -582,9 +729,10 @@ IterationCost RooflineCostModel::iteration_cost(std::span<const BatchEntry> batc
   // attend over their K/V.
   BatchFeatures all_x = all.features();
   if (coda_layers_ > 0 && all.tokens > 0)
-    add_graph(layer_graph_, layer_params_.data(), all_x, coda_layers_, totals);
+    add_graph(layer_graph_, layer_params_.data(), token_prices_.data(), all_x, coda_layers_,
+              totals);
   all_x[at(BatchFeature::emitting)] = as_double(emitting);
-  add_graph(head_graph_, head_params_.data(), all_x, 1, totals);
+  add_graph(head_graph_, head_params_.data(), nullptr, all_x, 1, totals);
 
   IterationCost cost;
   cost.total = std::llround(totals.total);

@@ -72,7 +72,11 @@ void LatencySketch::add(TimeNs value) {
     ++zero_count_;
     return;
   }
-  const int index = bucket_of(value);
+  if (value != last_value_) {
+    last_bucket_ = bucket_of(value);
+    last_value_ = value;
+  }
+  const int index = last_bucket_;
   cover(index, index);
   ++counts_[static_cast<std::size_t>(index - first_bucket_)];
 }

@@ -10,9 +10,10 @@
 namespace exitsim::sim {
 
 // The cost model a scenario asks for. `roofline` is built from the model shape and the hardware
-// spec. Throws InputError for `calibrated` and `table` (they read a cost profile, which this
-// release cannot produce yet), for efficiencies outside (0, 1], and for hardware without a peak
-// for the model's dtype or without memory bandwidth.
+// spec; `table` reads the per-op cost table at `config.profile` (relative paths resolve against
+// the working directory). Throws InputError for `calibrated` (its fitted profiles are not
+// produced yet), for a malformed or unreadable table, for efficiencies outside (0, 1], and for
+// hardware without a peak for the model's dtype or without memory bandwidth.
 std::unique_ptr<CostModel> make_cost_model(const scenario::CostModelConfig& config,
                                            const ModelShape& model, const HardwareSpec& hardware);
 

@@ -58,6 +58,9 @@ class OpGraph {
   // Every edge, data dependencies and stream order alike, as (before, after); after finalize().
   const std::vector<std::pair<int, int>>& edges() const { return edges_; }
   const std::vector<int>& topological_order() const { return order_; }
+  // Every op on one stream: the stream order then chains all ops in insertion order (which is
+  // the topological order). False for an empty graph; set by finalize().
+  bool single_stream() const { return single_stream_; }
 
   // Longest path through the DAG where op v takes duration[v]. Fills finish[v] (when v ends if it
   // starts as soon as all its predecessors have ended) and via[v] (the predecessor its start
@@ -71,6 +74,7 @@ class OpGraph {
   std::vector<int> order_;
   std::vector<int> pred_begin_;  // predecessors of v: preds_[pred_begin_[v] .. pred_begin_[v+1])
   std::vector<int> preds_;
+  bool single_stream_ = false;
   bool finalized_ = false;
 };
 

@@ -79,14 +79,29 @@ class RooflineCostModel final : public CostModel {
 
  private:
   struct GraphTotals;
-  struct Priced;
+  // One op priced for one batch.
+  struct Priced {
+    double body_ns = 0;  // max(compute time, memory time)
+    double duration_ns = 0;
+    double flops = 0;
+    double bytes = 0;
+    bool launched = false;
+    bool compute_bound = false;
+  };
+  // Layer groups of up to this many tokens take the prices of their token-only ops from
+  // token_prices_.
+  static constexpr std::size_t k_token_table = 64;
 
   Priced price(const OpParams& params, const BatchFeatures& x) const;
-  void add_graph(const OpGraph& graph, const OpParams* params, const BatchFeatures& x,
-                 double repeat, GraphTotals& totals) const;
+  // `token_prices`: the variant's rows of token_prices_ (nullptr for the head graph).
+  void add_graph(const OpGraph& graph, const OpParams* params, const Priced* token_prices,
+                 const BatchFeatures& x, double repeat, GraphTotals& totals) const;
   // An op with no dependency inside the layer, serialised after it on stream 0.
-  void add_serial_op(const OpParams& params, const BatchFeatures& x, double repeat,
-                     GraphTotals& totals) const;
+  // kv_params_[variant]'s entry of kv_prices_ for the batch x, nullptr when it has none.
+  const Priced* kv_tabled(std::size_t variant, const BatchFeatures& x) const;
+  // `tabled`: its price from kv_prices_ when that holds this batch's, else nullptr.
+  void add_serial_op(const OpParams& params, const Priced* tabled, const BatchFeatures& x,
+                     double repeat, GraphTotals& totals) const;
   // Layers [first, last) of the stack, each seeing the batch `run`.
   void add_stack_layers(int first, int last, const WorkCounts& run, GraphTotals& totals) const;
   // FLOPs of the masked part of layers [first, last), in the ops the batch `run_x` launches.
@@ -101,8 +116,17 @@ class RooflineCostModel final : public CostModel {
   // layer_params_[variant * layer_graph_.size() + op]; variant 0 has no LoRA, the others one
   // per distinct LoRA rank of the shared block.
   std::vector<OpParams> layer_params_;
+  // Most layer ops read only the token count (the K/V reuse features, zero outside shared_kv,
+  // aside), and decode groups are small: their prices for 0..k_token_table - 1 tokens are
+  // computed once, by price() itself, so a lookup gives the same doubles.
+  // token_prices_[(variant * k_token_table + tokens) * layer ops + op], where token_only_[op].
+  std::vector<Priced> token_prices_;
+  std::vector<std::uint8_t> token_only_;
   // kv_params_[variant]: state_copy's K/V-only projection, after the layer on stream 0.
   std::vector<OpParams> kv_params_;
+  // kv_prices_[variant * k_token_table + tokens]: kv_params_ priced for that many K/V-only
+  // tokens, not alone (all the op reads), as token_prices_ is for the layer ops.
+  std::vector<Priced> kv_prices_;
   std::vector<OpParams> head_params_;
   // variant_prefix_[variant * (stacked + 1) + l]: stack layers below l that use the variant.
   std::vector<int> variant_prefix_;

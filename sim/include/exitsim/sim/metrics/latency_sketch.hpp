@@ -69,6 +69,10 @@ class LatencySketch {
   // them that fits in int64 can overflow it).
   std::uint64_t sum_low_ = 0;
   std::uint64_t sum_high_ = 0;
+  // The last value bucketed and its bucket: consecutive samples often repeat (every sequence of
+  // an iteration waits the same gap), and a hit skips the logarithm.
+  TimeNs last_value_ = 0;
+  int last_bucket_ = 0;
   int first_bucket_ = 0;              // bucket index of counts_[0]
   std::vector<std::int64_t> counts_;  // counts of buckets first_bucket_ .. first_bucket_ + size - 1
 };

@@ -1,0 +1,381 @@
+#include "exitsim/sim/cost/table_cost_model.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <string_view>
+#include <utility>
+
+#include "exitsim/core/error.hpp"
+#include "exitsim/core/hardware.hpp"
+
+namespace exitsim::sim {
+namespace {
+
+constexpr std::string_view k_version_line = "# exitsim-cost-table v1";
+constexpr std::array<std::string_view, 3> k_columns = {"op", "batch", "time_us"};
+constexpr std::string_view k_ops =
+    "one of layer, lm_head, embedding, prefill_layer_per_token, kv_only_fraction";
+
+struct Cell {
+  std::string_view text;
+  std::int64_t column = 0;  // 1-based
+};
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
+    s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
+    s.remove_suffix(1);
+  return s;
+}
+
+// Comma-separated cells, surrounding spaces and tabs trimmed, each with its 1-based column.
+std::vector<Cell> split_cells(std::string_view line) {
+  std::vector<Cell> out;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t comma = std::min(line.find(',', start), line.size());
+    std::size_t first = start;
+    std::size_t last = comma;
+    while (first < last && (line[first] == ' ' || line[first] == '\t'))
+      ++first;
+    while (last > first && (line[last - 1] == ' ' || line[last - 1] == '\t'))
+      --last;
+    out.push_back({line.substr(first, last - first), static_cast<std::int64_t>(first) + 1});
+    if (comma == line.size())
+      return out;
+    start = comma + 1;
+  }
+}
+
+std::string shown(std::string_view text) {
+  if (text.empty())
+    return "an empty field";
+  constexpr std::size_t k_max = 60;
+  std::string out = "\"";
+  out += text.substr(0, k_max);
+  if (text.size() > k_max)
+    out += "...";
+  return out + "\"";
+}
+
+class Reader {
+ public:
+  Reader(std::istream& in, std::string name) : in_(in), name_(std::move(name)) {}
+
+  [[noreturn]] void fail(std::int64_t column, const std::string& field,
+                         const std::string& message) const {
+    throw InputError(SourceLocation{name_, line_number_, column, field}, message);
+  }
+  // A problem found at end of file: the position just past the last line.
+  [[noreturn]] void fail_at_end(const std::string& field, const std::string& message) const {
+    throw InputError(SourceLocation{name_, line_number_ + 1, 1, field}, message);
+  }
+
+  bool next_line() {
+    if (!std::getline(in_, line_))
+      return false;
+    ++line_number_;
+    if (!line_.empty() && line_.back() == '\r')
+      line_.pop_back();
+    return true;
+  }
+  // The next line that is neither blank nor a comment ('#' first): rows may carry provenance.
+  bool next_content_line() {
+    while (next_line()) {
+      const std::string_view t = trim(line_);
+      if (!t.empty() && t.front() != '#')
+        return true;
+    }
+    return false;
+  }
+
+  const std::string& line() const { return line_; }
+  std::int64_t line_number() const { return line_number_; }
+  const std::string& name() const { return name_; }
+
+ private:
+  std::istream& in_;
+  std::string name_;
+  std::string line_;
+  std::int64_t line_number_ = 0;
+};
+
+std::int64_t parse_batch(const Reader& reader, const Cell& cell, const std::string& expected) {
+  std::int64_t value = 0;
+  const char* end = cell.text.data() + cell.text.size();
+  const auto [ptr, ec] = std::from_chars(cell.text.data(), end, value);
+  if (cell.text.empty() || ec != std::errc{} || ptr != end)
+    reader.fail(cell.column, "batch", expected_found(expected, shown(cell.text)));
+  return value;
+}
+
+double parse_number(const Reader& reader, const Cell& cell, const std::string& expected) {
+  double value = 0.0;
+  const char* end = cell.text.data() + cell.text.size();
+  const auto [ptr, ec] = std::from_chars(cell.text.data(), end, value);
+  if (cell.text.empty() || ec != std::errc{} || ptr != end || !std::isfinite(value))
+    reader.fail(cell.column, "time_us", expected_found(expected, shown(cell.text)));
+  return value;
+}
+
+void read_version(Reader& reader) {
+  if (!reader.next_line())
+    reader.fail_at_end("version",
+                       expected_found("\"" + std::string(k_version_line) + "\"", "end of file"));
+  const std::string_view got = trim(reader.line());
+  if (got != k_version_line) {
+    reader.fail(1, "version",
+                expected_found("\"" + std::string(k_version_line) + "\"", shown(got)));
+  }
+}
+
+void read_header(Reader& reader) {
+  if (!reader.next_content_line()) {
+    reader.fail_at_end("header", expected_found("the header \"op,batch,time_us\"", "end of file"));
+  }
+  const std::vector<Cell> cells = split_cells(reader.line());
+  for (std::size_t k = 0; k < k_columns.size(); ++k) {
+    if (k >= cells.size()) {
+      reader.fail(static_cast<std::int64_t>(reader.line().size()) + 1, "header",
+                  expected_found("column \"" + std::string(k_columns[k]) + "\"", "end of line"));
+    }
+    if (cells[k].text != k_columns[k]) {
+      reader.fail(
+          cells[k].column, "header",
+          expected_found("column \"" + std::string(k_columns[k]) + "\"", shown(cells[k].text)));
+    }
+  }
+  if (cells.size() > k_columns.size()) {
+    reader.fail(cells[k_columns.size()].column, "header",
+                expected_found("3 columns (op,batch,time_us)", std::to_string(cells.size())));
+  }
+}
+
+}  // namespace
+
+CostTable CostTable::read(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw InputError({path, 0, 0, "cost_model.profile"},
+                     expected_found("a readable cost table", "a path that cannot be opened"));
+  }
+  return parse(in, path);
+}
+
+CostTable CostTable::parse(std::istream& in, const std::string& name) {
+  Reader reader(in, name);
+  read_version(reader);
+  read_header(reader);
+
+  CostTable table;
+  table.source = name;
+  std::int64_t kv_only_line = 0;
+  while (reader.next_content_line()) {
+    const std::vector<Cell> cells = split_cells(reader.line());
+    if (cells.size() != k_columns.size()) {
+      const std::int64_t column = cells.size() > k_columns.size()
+                                      ? cells[k_columns.size()].column
+                                      : static_cast<std::int64_t>(reader.line().size()) + 1;
+      reader.fail(column, "row",
+                  expected_found("3 fields (op,batch,time_us)", std::to_string(cells.size())));
+    }
+    const Cell& op = cells[0];
+    if (op.text == "kv_only_fraction") {
+      if (kv_only_line > 0) {
+        reader.fail(op.column, "op",
+                    expected_found(fmt::format("one kv_only_fraction row (the first is on line {})",
+                                               kv_only_line),
+                                   "a second"));
+      }
+      const std::int64_t batch = parse_batch(reader, cells[1], "batch 0 for kv_only_fraction");
+      if (batch != 0) {
+        reader.fail(cells[1].column, "batch",
+                    expected_found("batch 0 for kv_only_fraction", shown(cells[1].text)));
+      }
+      const double fraction = parse_number(reader, cells[2], "a fraction in [0, 1]");
+      if (!(fraction >= 0.0 && fraction <= 1.0))
+        reader.fail(cells[2].column, "time_us",
+                    expected_found("a fraction in [0, 1]", shown(cells[2].text)));
+      table.kv_only_fraction = fraction;
+      kv_only_line = reader.line_number();
+      continue;
+    }
+    std::vector<Point>* points = nullptr;
+    if (op.text == "layer")
+      points = &table.layer;
+    else if (op.text == "lm_head")
+      points = &table.lm_head;
+    else if (op.text == "embedding")
+      points = &table.embedding;
+    else if (op.text == "prefill_layer_per_token")
+      points = &table.prefill_layer_per_token;
+    else
+      reader.fail(op.column, "op", expected_found(std::string(k_ops), shown(op.text)));
+
+    const std::string batch_expected = "a whole number of tokens >= 1";
+    const std::int64_t batch = parse_batch(reader, cells[1], batch_expected);
+    if (batch < 1)
+      reader.fail(cells[1].column, "batch", expected_found(batch_expected, shown(cells[1].text)));
+    if (!points->empty() && batch <= points->back().batch) {
+      reader.fail(cells[1].column, "batch",
+                  expected_found(fmt::format("a batch above {} (the rows of an op ascend by batch)",
+                                             points->back().batch),
+                                 shown(cells[1].text)));
+    }
+    const std::string time_expected = "a time in microseconds >= 0";
+    const double time_us = parse_number(reader, cells[2], time_expected);
+    if (time_us < 0)
+      reader.fail(cells[2].column, "time_us", expected_found(time_expected, shown(cells[2].text)));
+    points->push_back({batch, time_us});
+  }
+
+  for (const auto& [op, points] :
+       {std::pair{"layer", &table.layer}, std::pair{"lm_head", &table.lm_head},
+        std::pair{"embedding", &table.embedding}}) {
+    if (points->empty()) {
+      reader.fail_at_end("op", expected_found(fmt::format("at least one \"{}\" row", op), "none"));
+    }
+  }
+  return table;
+}
+
+double interpolate_us(std::span<const CostTable::Point> points, double batch) {
+  if (batch <= static_cast<double>(points.front().batch))
+    return points.front().time_us;
+  if (batch >= static_cast<double>(points.back().batch))
+    return points.back().time_us;
+  const auto upper =
+      std::upper_bound(points.begin(), points.end(), batch,
+                       [](double b, const auto& p) { return b < static_cast<double>(p.batch); });
+  const CostTable::Point& hi = *upper;
+  const CostTable::Point& lo = *(upper - 1);
+  const double t =
+      (batch - static_cast<double>(lo.batch)) / static_cast<double>(hi.batch - lo.batch);
+  return lo.time_us + t * (hi.time_us - lo.time_us);
+}
+
+namespace {
+
+// The FLOP and byte counts come from the roofline, whose times are discarded; any positive
+// speeds serve, so the table model does not depend on the hardware spec having a peak for the
+// model's dtype.
+HardwareSpec counting_hardware(const ModelShape& model) {
+  HardwareSpec h;
+  h.name = "table-counts";
+  h.set_peak_flops(model.dtype, 1e15);
+  h.memory_bandwidth = 1e12;
+  return h;
+}
+
+double kv_weight_share(const ModelShape& model) {
+  const double kv = 2.0 * static_cast<double>(model.d_model * model.n_kv_heads * model.head_dim);
+  const double layer = static_cast<double>(model.layer_parameters());
+  return layer > 0 ? kv / layer : 0.0;
+}
+
+}  // namespace
+
+TableCostModel::TableCostModel(CostTable table, const ModelShape& model)
+    : table_(std::move(table)),
+      counts_(model, counting_hardware(model), RooflineEfficiency{1.0, 1.0}),
+      kv_only_fraction_(table_.kv_only_fraction.value_or(kv_weight_share(model))),
+      stacked_depth_(model.depth.stacked_depth()),
+      coda_layers_(model.depth.coda_layers) {}
+
+double TableCostModel::layer_us(std::int64_t dec, std::int64_t pre) const {
+  if (table_.prefill_layer_per_token.empty()) {
+    const std::int64_t tokens = dec + pre;
+    return tokens > 0 ? interpolate_us(table_.layer, static_cast<double>(tokens)) : 0.0;
+  }
+  double us = dec > 0 ? interpolate_us(table_.layer, static_cast<double>(dec)) : 0.0;
+  if (pre > 0) {
+    us += static_cast<double>(pre) *
+          interpolate_us(table_.prefill_layer_per_token, static_cast<double>(pre));
+  }
+  return us;
+}
+
+IterationCost TableCostModel::iteration_cost(std::span<const BatchEntry> batch) const {
+  // Difference arrays over stack layers 1..S (index l - 1): tokens of single-token queries,
+  // tokens of longer queries (prefill chunks, deferred fills) and K/V-only tokens.
+  struct Delta {
+    std::int64_t dec = 0;
+    std::int64_t pre = 0;
+    std::int64_t kv = 0;
+  };
+  const auto layers = static_cast<std::size_t>(stacked_depth_);
+  std::vector<Delta> delta(layers + 1);
+  std::int64_t coda_dec = 0;
+  std::int64_t coda_pre = 0;
+  std::int64_t embedded = 0;
+  std::int64_t emitting = 0;
+  const auto add = [&](int first, int last, std::int64_t tokens, bool single) {
+    // Layers first+1..last (1-based) gain `tokens`.
+    if (last <= first)
+      return;
+    std::int64_t Delta::*member = single ? &Delta::dec : &Delta::pre;
+    delta[static_cast<std::size_t>(first)].*member += tokens;
+    delta[static_cast<std::size_t>(last)].*member -= tokens;
+  };
+  for (const BatchEntry& e : batch) {
+    const std::int64_t q = e.query_tokens;
+    if (q <= 0)
+      continue;
+    const int depth = std::clamp(e.depth, 0, stacked_depth_);
+    const int start = std::clamp(e.start_depth, 0, depth);
+    const std::int64_t pending = std::max<std::int64_t>(e.pending_tokens, 0);
+    const int join = pending > 0 ? std::clamp(e.pending_from_depth, start, depth) : depth;
+    add(start, join, q, q == 1);
+    add(join, depth, q + pending, false);  // one call of q + pending queries
+    const int kv_end = std::clamp(e.kv_only_depth, depth, stacked_depth_);
+    if (kv_end > depth) {
+      delta[static_cast<std::size_t>(depth)].kv += q;
+      delta[static_cast<std::size_t>(kv_end)].kv -= q;
+    }
+    if (start == 0) {
+      (q == 1 ? coda_dec : coda_pre) += q;
+      embedded += q;
+    }
+    if (e.emits_token)
+      ++emitting;
+  }
+
+  double us = 0;
+  Delta run;
+  Delta priced{-1, -1, -1};
+  double priced_us = 0;
+  for (std::size_t l = 0; l < layers; ++l) {
+    run.dec += delta[l].dec;
+    run.pre += delta[l].pre;
+    run.kv += delta[l].kv;
+    // Consecutive layers usually see the same batch: price each distinct one once.
+    if (run.dec != priced.dec || run.pre != priced.pre || run.kv != priced.kv) {
+      priced = run;
+      priced_us = layer_us(run.dec, run.pre);
+      if (run.kv > 0)
+        priced_us += kv_only_fraction_ * interpolate_us(table_.layer, static_cast<double>(run.kv));
+    }
+    us += priced_us;
+  }
+  us += static_cast<double>(coda_layers_) * layer_us(coda_dec, coda_pre);
+  if (emitting > 0)
+    us += interpolate_us(table_.lm_head, static_cast<double>(emitting));
+  if (embedded > 0)
+    us += interpolate_us(table_.embedding, static_cast<double>(embedded));
+
+  const IterationCost counted = counts_.iteration_cost(batch);
+  IterationCost cost;
+  cost.total = static_cast<TimeNs>(std::llround(us * static_cast<double>(k_ns_per_us)));
+  cost.flops = counted.flops;
+  cost.bytes = counted.bytes;
+  cost.masked_flops = counted.masked_flops;
+  return cost;
+}
+
+}  // namespace exitsim::sim
