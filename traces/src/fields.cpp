@@ -9,10 +9,6 @@ namespace {
 
 constexpr std::int64_t k_ns_per_s = 1'000'000'000;
 
-bool is_blank(char c) {
-  return c == ' ' || c == '\t';
-}
-
 bool is_digit(char c) {
   return c >= '0' && c <= '9';
 }
@@ -40,25 +36,6 @@ std::string quoted(std::string_view text) {
 
 std::string quoted_line(std::string_view text) {
   return text.empty() ? "an empty line" : quoted(text);
-}
-
-void split_csv(std::string_view line, std::vector<Field>& out) {
-  out.clear();
-  std::size_t start = 0;
-  for (;;) {
-    const std::size_t comma = line.find(',', start);
-    const std::size_t stop = comma == std::string_view::npos ? line.size() : comma;
-    std::size_t first = start;
-    std::size_t last = stop;
-    while (first < last && is_blank(line[first]))
-      ++first;
-    while (last > first && is_blank(line[last - 1]))
-      --last;
-    out.push_back(Field{line.substr(first, last - first), static_cast<std::int64_t>(first) + 1});
-    if (comma == std::string_view::npos)
-      break;
-    start = comma + 1;
-  }
 }
 
 std::int64_t check_token_count(const RowContext& where, std::int64_t value, std::int64_t column,

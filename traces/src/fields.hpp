@@ -10,6 +10,8 @@
 #include <system_error>
 #include <vector>
 
+#include "exitsim/core/csv_fields.hpp"
+
 namespace exitsim::traces {
 
 // The line a row came from, for error messages.
@@ -19,10 +21,7 @@ struct RowContext {
 };
 
 // One CSV field and the 1-based column where its text starts in the physical line.
-struct Field {
-  std::string_view text;
-  std::int64_t column = 0;
-};
+using Field = CsvField;
 
 // Token counts above this are rejected: no model has such a context, and the limit keeps every
 // later sum of a few lengths far from int64 overflow.
@@ -47,7 +46,9 @@ std::string quoted_line(std::string_view text);
 
 // Splits on commas; surrounding spaces and tabs are trimmed. Quoted fields are not supported:
 // none of the supported formats quotes its fields.
-void split_csv(std::string_view line, std::vector<Field>& out);
+inline void split_csv(std::string_view line, std::vector<Field>& out) {
+  split_csv_fields(line, out);
+}
 
 // At most this many bytes of a found value are quoted in a message.
 inline constexpr std::size_t k_max_quoted_bytes = 60;

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "exit/exit_policies.hpp"
+#include "exitsim/core/csv_fields.hpp"
 #include "exitsim/core/error.hpp"
 
 namespace exitsim::policy {
@@ -18,28 +19,10 @@ using exit::number_text;
 
 constexpr double k_sum_tolerance = 1e-6;
 
-struct Cell {
-  std::string_view text;
-  std::int64_t column = 0;  // 1-based
-};
+using Cell = CsvField;
 
-// Comma-separated cells with surrounding spaces and tabs trimmed.
 void split_cells(std::string_view line, std::vector<Cell>& out) {
-  out.clear();
-  std::size_t start = 0;
-  while (true) {
-    const std::size_t comma = std::min(line.find(',', start), line.size());
-    std::size_t first = start;
-    std::size_t last = comma;
-    while (first < last && (line[first] == ' ' || line[first] == '\t'))
-      ++first;
-    while (last > first && (line[last - 1] == ' ' || line[last - 1] == '\t'))
-      --last;
-    out.push_back({line.substr(first, last - first), static_cast<std::int64_t>(first) + 1});
-    if (comma == line.size())
-      return;
-    start = comma + 1;
-  }
+  split_csv_fields(line, out);
 }
 
 std::string shown(std::string_view text) {

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <utility>
 
+#include "exitsim/core/csv_fields.hpp"
 #include "exitsim/core/error.hpp"
 #include "exitsim/core/hardware.hpp"
 
@@ -21,10 +22,7 @@ constexpr std::array<std::string_view, 3> k_columns = {"op", "batch", "time_us"}
 constexpr std::string_view k_ops =
     "one of layer, lm_head, embedding, prefill_layer_per_token, kv_only_fraction";
 
-struct Cell {
-  std::string_view text;
-  std::int64_t column = 0;  // 1-based
-};
+using Cell = CsvField;
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
@@ -34,23 +32,10 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
-// Comma-separated cells, surrounding spaces and tabs trimmed, each with its 1-based column.
 std::vector<Cell> split_cells(std::string_view line) {
   std::vector<Cell> out;
-  std::size_t start = 0;
-  while (true) {
-    const std::size_t comma = std::min(line.find(',', start), line.size());
-    std::size_t first = start;
-    std::size_t last = comma;
-    while (first < last && (line[first] == ' ' || line[first] == '\t'))
-      ++first;
-    while (last > first && (line[last - 1] == ' ' || line[last - 1] == '\t'))
-      --last;
-    out.push_back({line.substr(first, last - first), static_cast<std::int64_t>(first) + 1});
-    if (comma == line.size())
-      return out;
-    start = comma + 1;
-  }
+  split_csv_fields(line, out);
+  return out;
 }
 
 std::string shown(std::string_view text) {

@@ -1,0 +1,19 @@
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+namespace exitsim {
+
+// One comma-separated field of a line, with surrounding spaces and tabs trimmed.
+struct CsvField {
+  std::string_view text;
+  std::int64_t column = 0;  // 1-based position of the trimmed text in the line
+};
+
+// Splits `line` on commas into `out` (cleared first). Quoting is not supported: the plain
+// formats that use this (request traces, exit tables, cost tables) never quote their fields.
+void split_csv_fields(std::string_view line, std::vector<CsvField>& out);
+
+}  // namespace exitsim
