@@ -104,6 +104,11 @@ std::string check_decision(const SchedulerSnapshot& snapshot, const SchedulerDec
            std::to_string(snapshot.kv.free_blocks) + " free, " + std::to_string(freed) +
            " freed by preemption)";
   }
+  // An executor starts no iteration for an empty `work`, so preemptions alone would never be
+  // applied and the replica would idle with sequences left.
+  if (decision.work.empty() && !decision.preempt.empty()) {
+    return "the decision preempts but schedules no work";
+  }
   return "";
 }
 

@@ -66,3 +66,20 @@ TEST(AdmitAlone, ChecksStillRejectAnOverBudgetBatchOfSeveral) {
 
 }  // namespace
 }  // namespace exitsim::policy
+
+namespace exitsim::policy {
+namespace {
+
+TEST(CheckDecision, PreemptionWithoutWorkIsInfeasible) {
+  SequenceView running = waiting_sequence(1, 10, 1);
+  running.computed_tokens = 10;
+  running.kv_blocks = 1;
+  const std::vector<SequenceView> set = {running};
+  const SchedulerSnapshot snapshot{set, {}, {16, 100, 99}, {256, 256}, 0};
+  SchedulerDecision only_preempts;
+  only_preempts.preempt = {0};
+  EXPECT_EQ(check_decision(snapshot, only_preempts), "the decision preempts but schedules no work");
+}
+
+}  // namespace
+}  // namespace exitsim::policy
