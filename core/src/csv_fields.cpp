@@ -28,4 +28,15 @@ void split_csv_fields(std::string_view line, std::vector<CsvField>& out) {
   }
 }
 
+std::string quote_field(std::string_view text) {
+  if (text.empty())
+    return "an empty field";
+  constexpr std::size_t k_max = 60;
+  std::string out = "\"";
+  out += text.substr(0, k_max);
+  if (text.size() > k_max)
+    out += "...";
+  return out + "\"";
+}
+
 }  // namespace exitsim

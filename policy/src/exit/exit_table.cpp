@@ -21,21 +21,6 @@ constexpr double k_sum_tolerance = 1e-6;
 
 using Cell = CsvField;
 
-void split_cells(std::string_view line, std::vector<Cell>& out) {
-  split_csv_fields(line, out);
-}
-
-std::string shown(std::string_view text) {
-  if (text.empty())
-    return "an empty field";
-  constexpr std::size_t k_max = 60;
-  std::string out = "\"";
-  out += text.substr(0, k_max);
-  if (text.size() > k_max)
-    out += "...";
-  return out + "\"";
-}
-
 std::string probability_column(std::size_t k) {
   return "p_exit_" + std::to_string(k + 1);
 }
@@ -75,7 +60,7 @@ double parse_number(const TableReader& reader, const Cell& cell, const std::stri
   const char* end = cell.text.data() + cell.text.size();
   const auto [ptr, ec] = std::from_chars(cell.text.data(), end, value);
   if (cell.text.empty() || ec != std::errc{} || ptr != end || !std::isfinite(value))
-    reader.fail(cell.column, field, expected_found(expected, shown(cell.text)));
+    reader.fail(cell.column, field, expected_found(expected, quote_field(cell.text)));
   return value;
 }
 
@@ -85,10 +70,10 @@ std::size_t read_header(TableReader& reader, std::vector<Cell>& cells) {
     reader.at_line(reader.line_number() + 1);
     reader.fail(0, "header", "expected the header row, found end of file");
   }
-  split_cells(reader.line(), cells);
+  split_csv_fields(reader.line(), cells);
   if (cells[0].text != "threshold") {
     reader.fail(cells[0].column, "header",
-                expected_found("column \"threshold\"", shown(cells[0].text)));
+                expected_found("column \"threshold\"", quote_field(cells[0].text)));
   }
   if (cells.size() < 2) {
     reader.fail(0, "header",
@@ -98,7 +83,7 @@ std::size_t read_header(TableReader& reader, std::vector<Cell>& cells) {
     const std::string expected = probability_column(k);
     if (cells[k + 1].text != expected) {
       reader.fail(cells[k + 1].column, "header",
-                  expected_found("column \"" + expected + "\"", shown(cells[k + 1].text)));
+                  expected_found("column \"" + expected + "\"", quote_field(cells[k + 1].text)));
     }
   }
   return cells.size() - 1;
@@ -146,9 +131,10 @@ ExitTable ExitTable::parse(std::istream& in, const std::string& name) {
         expected_found("\"" + std::string(k_exit_table_version_line) + "\"", "an empty file"));
   }
   if (reader.line() != k_exit_table_version_line) {
-    reader.fail(0, "version",
-                expected_found("\"" + std::string(k_exit_table_version_line) + "\"",
-                               reader.line().empty() ? "an empty line" : shown(reader.line())));
+    reader.fail(
+        0, "version",
+        expected_found("\"" + std::string(k_exit_table_version_line) + "\"",
+                       reader.line().empty() ? "an empty line" : quote_field(reader.line())));
   }
   std::vector<Cell> cells;
   ExitTable table;
@@ -156,7 +142,7 @@ ExitTable ExitTable::parse(std::istream& in, const std::string& name) {
   table.exit_points_ = read_header(reader, cells);
   const std::size_t columns = table.exit_points_ + 1;
   while (reader.next_line()) {
-    split_cells(reader.line(), cells);
+    split_csv_fields(reader.line(), cells);
     if (cells.size() != columns) {
       reader.fail(
           0, "row",

@@ -13,9 +13,6 @@
 namespace exitsim::policy {
 namespace {
 
-// Free blocks admission keeps back for decodes, as continuous batching does.
-constexpr double k_watermark_fraction = 0.01;
-
 // The waiting sequence that comes next in (pending tokens, queue position) order after `after`.
 // Walking the order this way needs no sorted copy of the queue, so the scheduler stays
 // allocation-free.
@@ -45,7 +42,7 @@ void ShortestPromptFirst::schedule(const SchedulerSnapshot& snapshot,
   auto running = static_cast<std::int64_t>(snapshot.running.size());
   std::int64_t tokens = 0;
   std::int64_t spare =
-      snapshot.kv.free_blocks - watermark_blocks(snapshot.kv, k_watermark_fraction);
+      snapshot.kv.free_blocks - watermark_blocks(snapshot.kv, k_default_watermark_fraction);
   for (auto i = next_shortest(snapshot.waiting, std::nullopt); i;
        i = next_shortest(snapshot.waiting, i)) {
     const SequenceView& seq = snapshot.waiting[*i];

@@ -164,9 +164,9 @@ std::size_t Replica::apply_admissions_and_preemptions() {
     victims_views_.push_back(victim);
     victims_extras_.push_back(extra);
   }
-  scratch_indices_.assign(decision_.preempt.begin(), decision_.preempt.end());
-  std::sort(scratch_indices_.begin(), scratch_indices_.end());
-  running_.remove(scratch_indices_);
+  preempted_sorted_.assign(decision_.preempt.begin(), decision_.preempt.end());
+  std::sort(preempted_sorted_.begin(), preempted_sorted_.end());
+  running_.remove(preempted_sorted_);
   for (std::size_t k = victims_views_.size(); k-- > 0;) {
     waiting_.push_front(victims_views_[k], victims_extras_[k]);
   }
@@ -179,7 +179,6 @@ std::size_t Replica::apply_admissions_and_preemptions() {
 
 void Replica::map_work_to_running(std::size_t kept_running) {
   // Snapshot running index -> index after the victims left (their work is never scheduled).
-  std::sort(scratch_indices_.begin(), scratch_indices_.end());  // the preempted, ascending
   work_tokens_.assign(running_.size(), 0);
   for (const policy::ScheduledWork& work : decision_.work) {
     std::size_t target = 0;
@@ -189,9 +188,9 @@ void Replica::map_work_to_running(std::size_t kept_running) {
       target = kept_running + static_cast<std::size_t>(position - decision_.admit.begin());
     } else {
       const auto removed_before =
-          std::lower_bound(scratch_indices_.begin(), scratch_indices_.end(), work.sequence.index);
-      target =
-          work.sequence.index - static_cast<std::size_t>(removed_before - scratch_indices_.begin());
+          std::lower_bound(preempted_sorted_.begin(), preempted_sorted_.end(), work.sequence.index);
+      target = work.sequence.index -
+               static_cast<std::size_t>(removed_before - preempted_sorted_.begin());
     }
     work_tokens_[target] = work.tokens;
   }

@@ -115,6 +115,9 @@ class Replica {
   std::vector<int> exit_depths_;
   std::vector<std::int64_t> work_tokens_;  // by running index, for the iteration in flight
   std::vector<std::size_t> scratch_indices_;
+  // The snapshot's running indices preempted this iteration, ascending: maps the decision's
+  // running references to the running set after the victims left.
+  std::vector<std::size_t> preempted_sorted_;
   std::vector<policy::SequenceView> admitted_views_, victims_views_;
   std::vector<SequenceExtra> admitted_extras_, victims_extras_;
   IterationRecord last_iteration_;

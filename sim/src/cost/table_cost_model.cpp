@@ -38,17 +38,6 @@ std::vector<Cell> split_cells(std::string_view line) {
   return out;
 }
 
-std::string shown(std::string_view text) {
-  if (text.empty())
-    return "an empty field";
-  constexpr std::size_t k_max = 60;
-  std::string out = "\"";
-  out += text.substr(0, k_max);
-  if (text.size() > k_max)
-    out += "...";
-  return out + "\"";
-}
-
 class Reader {
  public:
   Reader(std::istream& in, std::string name) : in_(in), name_(std::move(name)) {}
@@ -96,7 +85,7 @@ std::int64_t parse_batch(const Reader& reader, const Cell& cell, const std::stri
   const char* end = cell.text.data() + cell.text.size();
   const auto [ptr, ec] = std::from_chars(cell.text.data(), end, value);
   if (cell.text.empty() || ec != std::errc{} || ptr != end)
-    reader.fail(cell.column, "batch", expected_found(expected, shown(cell.text)));
+    reader.fail(cell.column, "batch", expected_found(expected, quote_field(cell.text)));
   return value;
 }
 
@@ -105,7 +94,7 @@ double parse_number(const Reader& reader, const Cell& cell, const std::string& e
   const char* end = cell.text.data() + cell.text.size();
   const auto [ptr, ec] = std::from_chars(cell.text.data(), end, value);
   if (cell.text.empty() || ec != std::errc{} || ptr != end || !std::isfinite(value))
-    reader.fail(cell.column, "time_us", expected_found(expected, shown(cell.text)));
+    reader.fail(cell.column, "time_us", expected_found(expected, quote_field(cell.text)));
   return value;
 }
 
@@ -116,7 +105,7 @@ void read_version(Reader& reader) {
   const std::string_view got = trim(reader.line());
   if (got != k_version_line) {
     reader.fail(1, "version",
-                expected_found("\"" + std::string(k_version_line) + "\"", shown(got)));
+                expected_found("\"" + std::string(k_version_line) + "\"", quote_field(got)));
   }
 }
 
@@ -131,9 +120,9 @@ void read_header(Reader& reader) {
                   expected_found("column \"" + std::string(k_columns[k]) + "\"", "end of line"));
     }
     if (cells[k].text != k_columns[k]) {
-      reader.fail(
-          cells[k].column, "header",
-          expected_found("column \"" + std::string(k_columns[k]) + "\"", shown(cells[k].text)));
+      reader.fail(cells[k].column, "header",
+                  expected_found("column \"" + std::string(k_columns[k]) + "\"",
+                                 quote_field(cells[k].text)));
     }
   }
   if (cells.size() > k_columns.size()) {
@@ -181,12 +170,12 @@ CostTable CostTable::parse(std::istream& in, const std::string& name) {
       const std::int64_t batch = parse_batch(reader, cells[1], "batch 0 for kv_only_fraction");
       if (batch != 0) {
         reader.fail(cells[1].column, "batch",
-                    expected_found("batch 0 for kv_only_fraction", shown(cells[1].text)));
+                    expected_found("batch 0 for kv_only_fraction", quote_field(cells[1].text)));
       }
       const double fraction = parse_number(reader, cells[2], "a fraction in [0, 1]");
       if (!(fraction >= 0.0 && fraction <= 1.0))
         reader.fail(cells[2].column, "time_us",
-                    expected_found("a fraction in [0, 1]", shown(cells[2].text)));
+                    expected_found("a fraction in [0, 1]", quote_field(cells[2].text)));
       table.kv_only_fraction = fraction;
       kv_only_line = reader.line_number();
       continue;
@@ -201,22 +190,24 @@ CostTable CostTable::parse(std::istream& in, const std::string& name) {
     else if (op.text == "prefill_layer_per_token")
       points = &table.prefill_layer_per_token;
     else
-      reader.fail(op.column, "op", expected_found(std::string(k_ops), shown(op.text)));
+      reader.fail(op.column, "op", expected_found(std::string(k_ops), quote_field(op.text)));
 
     const std::string batch_expected = "a whole number of tokens >= 1";
     const std::int64_t batch = parse_batch(reader, cells[1], batch_expected);
     if (batch < 1)
-      reader.fail(cells[1].column, "batch", expected_found(batch_expected, shown(cells[1].text)));
+      reader.fail(cells[1].column, "batch",
+                  expected_found(batch_expected, quote_field(cells[1].text)));
     if (!points->empty() && batch <= points->back().batch) {
       reader.fail(cells[1].column, "batch",
                   expected_found(fmt::format("a batch above {} (the rows of an op ascend by batch)",
                                              points->back().batch),
-                                 shown(cells[1].text)));
+                                 quote_field(cells[1].text)));
     }
     const std::string time_expected = "a time in microseconds >= 0";
     const double time_us = parse_number(reader, cells[2], time_expected);
     if (time_us < 0)
-      reader.fail(cells[2].column, "time_us", expected_found(time_expected, shown(cells[2].text)));
+      reader.fail(cells[2].column, "time_us",
+                  expected_found(time_expected, quote_field(cells[2].text)));
     points->push_back({batch, time_us});
   }
 

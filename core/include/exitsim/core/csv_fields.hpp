@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -15,5 +16,9 @@ struct CsvField {
 // Splits `line` on commas into `out` (cleared first). Quoting is not supported: the plain
 // formats that use this (request traces, exit tables, cost tables) never quote their fields.
 void split_csv_fields(std::string_view line, std::vector<CsvField>& out);
+
+// How a field's text appears in an "expected X, found Y" message: quoted and cut to 60 bytes
+// (with "..." when cut), or "an empty field".
+std::string quote_field(std::string_view text);
 
 }  // namespace exitsim

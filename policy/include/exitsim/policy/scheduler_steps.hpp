@@ -25,6 +25,9 @@ std::int64_t tokens_within_blocks(const SequenceView& seq, std::int64_t spare_bl
 // the last free block would make the next decode step preempt at once.
 std::int64_t watermark_blocks(const KvView& kv, double fraction);
 
+// The fraction of all blocks the built-in whole-prompt admissions keep back (vLLM's default).
+inline constexpr double k_default_watermark_fraction = 0.01;
+
 // Which running sequences schedule_running() gives work to.
 enum class RunningWork : std::uint8_t {
   all_pending,  // every running sequence, all its pending tokens (1 for a decode step)

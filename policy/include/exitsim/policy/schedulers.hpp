@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "exitsim/policy/scheduler.hpp"
+#include "exitsim/policy/scheduler_steps.hpp"
 
 namespace exitsim::policy {
 
@@ -27,7 +28,7 @@ class StaticBatching final : public Scheduler {
 class ContinuousBatching final : public Scheduler {
  public:
   struct Params {
-    double watermark_fraction = 0.01;  // of total blocks, kept free by admissions
+    double watermark_fraction = k_default_watermark_fraction;  // of total blocks kept free
   };
 
   ContinuousBatching() = default;
@@ -47,7 +48,7 @@ class ContinuousBatching final : public Scheduler {
 class ChunkedPrefill final : public Scheduler {
  public:
   struct Params {
-    double watermark_fraction = 0.01;  // of total blocks, kept free by admissions
+    double watermark_fraction = k_default_watermark_fraction;  // of total blocks kept free
   };
 
   ChunkedPrefill() = default;
