@@ -68,7 +68,8 @@ TEST(SyncStrategy, NamesRoundTrip) {
     ASSERT_TRUE(parse_sync_strategy(name).has_value()) << name;
     EXPECT_EQ(to_string(*parse_sync_strategy(name)), name);
   }
-  EXPECT_FALSE(parse_sync_strategy("depthwise").has_value());
+  EXPECT_EQ(parse_sync_strategy("depthwise"), SyncStrategy::depthwise);
+  EXPECT_FALSE(parse_sync_strategy("depth_wise").has_value());
 }
 
 }  // namespace

@@ -47,6 +47,8 @@ std::vector<BatchEntry> random_batch(std::mt19937& rng, int stacked, int size, b
       e.useful_depth = pick(0, e.depth);
     if (chance(15))
       e.reuse_first_recursion_kv = true;
+    if (chance(15))
+      e.coda = chance(50) ? BatchEntry::Coda::run : BatchEntry::Coda::skip;
     if (chance(15)) {
       e.recursion_context_count = static_cast<std::uint8_t>(pick(1, 8));
       for (std::int32_t& c : e.recursion_context)

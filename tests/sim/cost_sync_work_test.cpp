@@ -83,6 +83,36 @@ TEST(CostSyncWork, StartDepthRunsOnlyTheUpperLayers) {
   EXPECT_NEAR(top_cost.flops, stack_flops / 2, 1e-9 * stack_flops);
 }
 
+TEST(CostSyncWork, TheCodaFieldDecidesWhoRunsTheCodaAndTheFinalNorm) {
+  const RooflineCostModel m(recursive_llama(), h100(), {0.7, 0.85});
+  // Depth-wise steps: one token enters (prelude + recursion 1, no coda), one leaves the block
+  // after recursion 2 (folded onto recursion 1's layers) with its coda and head.
+  BatchEntry entering = decode(500, 11);
+  entering.emits_token = false;
+  entering.coda = BatchEntry::Coda::skip;
+  BatchEntry leaving = decode(500, 11);
+  leaving.start_depth = 1;
+  leaving.coda = BatchEntry::Coda::run;
+  const std::vector<OpCost> ops = m.op_breakdown(std::vector<BatchEntry>{entering, leaving});
+  EXPECT_DOUBLE_EQ(op_at(ops, OpKind::qkv_projection, 0).flops,
+                   op_at(ops, OpKind::qkv_projection, 10).flops / 2);
+  EXPECT_DOUBLE_EQ(op_at(ops, OpKind::qkv_projection, 31).flops,
+                   op_at(ops, OpKind::qkv_projection, 0).flops);  // the coda: one token
+  EXPECT_FALSE(op_at(ops, OpKind::qkv_projection, 11).launched);
+  EXPECT_DOUBLE_EQ(op_at(ops, OpKind::final_norm, -1).flops, 4 * k_d_model);
+  // A coda-only entry (a token that waited for the head) prices the coda and the head only.
+  BatchEntry waited = decode(500, 31);
+  waited.start_depth = 31;
+  waited.coda = BatchEntry::Coda::run;
+  const IterationCost alone = m.iteration_cost({&waited, 1});
+  const IterationCost with_leaving =
+      m.iteration_cost(std::vector<BatchEntry>{entering, leaving, waited});
+  const IterationCost without = m.iteration_cost(std::vector<BatchEntry>{entering, leaving});
+  EXPECT_GT(alone.total, 0);
+  EXPECT_GT(with_leaving.flops, without.flops);
+  EXPECT_LT(with_leaving.total - without.total, alone.total);  // weights read once
+}
+
 TEST(CostSyncWork, PendingFillAttendsAsOneCallOverTheWholeContext) {
   const RooflineCostModel m = llama_on_h100();
   const std::int64_t c = 2000;

@@ -227,6 +227,21 @@ TEST(CostTablePricing, StartDepthSkipsLowerLayersEmbeddingAndCoda) {
   EXPECT_EQ(m.iteration_cost(batch).total, us(2 * 102 + 4 * 100 + 1 * 102 + 51 + 5));
 }
 
+TEST(CostTablePricing, TheCodaFieldOverridesTheStartRule) {
+  ModelShape model = preset("smollm-135m");
+  model.depth = DepthStructure{2, 2, 2, {}, 1, {}};
+  const TableCostModel m(parse(k_head + k_base_rows), model);
+  // A depth-wise token leaving the block at recursion 2 runs that recursion, the coda and the head.
+  BatchEntry leaving{1, 100, 4, true};
+  leaving.start_depth = 2;
+  leaving.coda = BatchEntry::Coda::run;
+  EXPECT_EQ(m.iteration_cost(std::vector<BatchEntry>{leaving}).total, us(2 * 100 + 100 + 50));
+  // One entering the block runs the prelude and recursion 1, and is embedded, but no coda yet.
+  BatchEntry entering{1, 100, 4, false};
+  entering.coda = BatchEntry::Coda::skip;
+  EXPECT_EQ(m.iteration_cost(std::vector<BatchEntry>{entering}).total, us(4 * 100 + 5));
+}
+
 TEST(CostTablePricing, PendingTokensJoinTheQueryAtTheirLayers) {
   const TableCostModel m(parse(k_head + k_base_rows), preset("gemma-2b"));
   BatchEntry fill = decode(18);

@@ -193,21 +193,5 @@ TEST(Simulator, ImpossibleClusterSettingsAreRejectedBeforeTheRun) {
 }  // namespace exitsim::sim
 
 namespace exitsim::sim {
-namespace {
-
-TEST(Simulator, DepthwiseBatchingIsRefusedRatherThanRunAsSomethingElse) {
-  const auto s = scenario::load_default_scenario(std::vector<std::string>{
-      "model.preset=rrt-gemma-1b", "workload.requests=5", "sync.strategy=depthwise"});
-  try {
-    const auto workload = make_workload(s.workload, s.seed);
-    simulate(simulation_config_from(s, ""), *workload);
-    FAIL() << "expected InputError";
-  } catch (const InputError& e) {
-    EXPECT_STREQ(e.what(),
-                 "sync.strategy: depthwise batching is not simulated yet; use full_depth, "
-                 "batch_sync, state_copy, deferred_fill, skip_kv or shared_kv");
-  }
-}
-
-}  // namespace
+namespace {}  // namespace
 }  // namespace exitsim::sim

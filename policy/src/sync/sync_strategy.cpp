@@ -7,13 +7,14 @@
 namespace exitsim::policy {
 namespace {
 
-constexpr std::array<std::pair<std::string_view, SyncStrategy>, 6> k_names = {{
+constexpr std::array<std::pair<std::string_view, SyncStrategy>, 7> k_names = {{
     {"full_depth", SyncStrategy::full_depth},
     {"batch_sync", SyncStrategy::batch_sync},
     {"state_copy", SyncStrategy::state_copy},
     {"deferred_fill", SyncStrategy::deferred_fill},
     {"skip_kv", SyncStrategy::skip_kv},
     {"shared_kv", SyncStrategy::shared_kv},
+    {"depthwise", SyncStrategy::depthwise},
 }};
 
 }  // namespace
@@ -56,6 +57,7 @@ void plan_depths(SyncStrategy strategy, std::span<const int> exit_depths, int fu
       case SyncStrategy::full_depth:
       case SyncStrategy::skip_kv:
       case SyncStrategy::shared_kv:
+      case SyncStrategy::depthwise:
         break;
       case SyncStrategy::batch_sync:
         plan.run_depth = deepest;

@@ -15,11 +15,6 @@ namespace exitsim::sim {
 namespace {
 
 policy::SyncStrategy strategy_from(const scenario::SyncConfig& sync) {
-  if (sync.strategy == "depthwise") {
-    throw InputError({"", 0, 0, "sync.strategy"},
-                     "depthwise batching is not simulated yet; use full_depth, batch_sync, "
-                     "state_copy, deferred_fill, skip_kv or shared_kv");
-  }
   const auto strategy = policy::parse_sync_strategy(sync.strategy);
   if (!strategy) {
     throw_setting_error("sync.strategy", "a synchronization strategy", "\"" + sync.strategy + "\"");
@@ -86,6 +81,31 @@ policy::ExitPolicyParams exit_params(const scenario::ExitPolicyConfig& config,
   return params;
 }
 
+policy::DepthwiseRule depthwise_rule_from(const scenario::SyncConfig& sync) {
+  policy::DepthwiseRule rule;
+  if (sync.exited_tokens == "accumulate") {
+    rule.exited = policy::ExitedTokens::accumulate;
+    rule.accumulate_threshold = sync.accumulate_threshold;
+  }
+  return rule;
+}
+
+// A depth-wise step runs whole recursions of the shared block, so a token can only leave it at
+// the end of one.
+void check_depthwise_exit_points(const DepthStructure& depth) {
+  for (const int point : depth.effective_exit_points()) {
+    const int above = point - depth.prelude_layers;
+    if (depth.block_layers <= 0 || above <= 0 || above % depth.block_layers != 0) {
+      throw InputError(
+          {"", 0, 0, "model.depth.exit_points"},
+          expected_found(fmt::format("exit points at ends of recursions ({} prelude + a multiple "
+                                     "of {} block layers) for depthwise batching",
+                                     depth.prelude_layers, depth.block_layers),
+                         std::to_string(point)));
+    }
+  }
+}
+
 }  // namespace
 
 DepthModel::DepthModel(const scenario::ExitPolicyConfig& exit_policy,
@@ -94,20 +114,25 @@ DepthModel::DepthModel(const scenario::ExitPolicyConfig& exit_policy,
     : full_depth_(model.depth.stacked_depth()),
       depth_(model.depth),
       strategy_(strategy_from(sync)),
+      depthwise_rule_(depthwise_rule_from(sync)),
       draws_(seed, fmt::format("exit.replica{}.draws", replica)),
       scores_(seed, fmt::format("exit.replica{}.scores", replica)) {
   const bool exits = exit_policy.kind != "none";
-  // Shared K/V changes memory and attention work even when every token runs the full depth.
+  // Shared K/V changes memory and attention work even when every token runs the full depth, and
+  // depth-wise batching the way every token is stepped.
   dynamic_ = strategy_ != policy::SyncStrategy::full_depth &&
-             (exits || strategy_ == policy::SyncStrategy::shared_kv);
-  if (!exits)
-    return;
-  if (model.depth.recursions > static_cast<int>(k_max_recursion_contexts)) {
+             (exits || strategy_ == policy::SyncStrategy::shared_kv || depthwise());
+  if (depthwise())
+    check_depthwise_exit_points(model.depth);
+  if ((exits || depthwise()) &&
+      model.depth.recursions > static_cast<int>(k_max_recursion_contexts)) {
     throw InputError({"", 0, 0, "model.depth.recursions"},
                      expected_found(fmt::format("at most {} recursions for dynamic depth",
                                                 k_max_recursion_contexts),
                                     std::to_string(model.depth.recursions)));
   }
+  if (!exits)
+    return;
   policy_ = policy::make_exit_policy(exit_params(exit_policy, model.depth), model.depth);
   scored_ = exit_policy.kind == "router_token_choice" || exit_policy.kind == "router_expert_choice";
 }
@@ -119,10 +144,14 @@ int DepthModel::kv_layers() const {
   return depth_.full_depth();
 }
 
+bool DepthModel::skips_kv() const {
+  return strategy_ == policy::SyncStrategy::skip_kv || depthwise();
+}
+
 void DepthModel::set_recursion_contexts(BatchEntry& entry, const SequenceDepthState& state) const {
   if (strategy_ == policy::SyncStrategy::shared_kv)
     entry.reuse_first_recursion_kv = true;
-  if (strategy_ != policy::SyncStrategy::skip_kv || depth_.recursions < 1)
+  if (!skips_kv() || depth_.recursions < 1)
     return;
   entry.recursion_context_count = static_cast<std::uint8_t>(depth_.recursions);
   for (int r = 0; r < depth_.recursions; ++r) {
@@ -142,17 +171,8 @@ void DepthModel::on_prefill(SequenceDepthState& state, std::int64_t tokens) cons
     reached += tokens;
 }
 
-std::int64_t DepthModel::plan(std::span<const DecodeToken> tokens, std::span<BatchEntry> batch,
-                              std::span<int> exit_depths) {
+void DepthModel::choose_exit_depths(std::span<const DecodeToken> tokens) {
   const std::size_t n = tokens.size();
-  if (!dynamic_ || policy_ == nullptr) {
-    for (std::size_t i = 0; i < n; ++i) {
-      exit_depths[i] = full_depth_;
-      if (dynamic_)
-        set_recursion_contexts(batch[tokens[i].batch_index], *tokens[i].state);
-    }
-    return 0;
-  }
   const std::size_t points = policy_->exit_points().size();
   exit_tokens_.resize(n);
   score_values_.resize(scored_ ? n * points : 0);
@@ -169,16 +189,30 @@ std::int64_t DepthModel::plan(std::span<const DecodeToken> tokens, std::span<Bat
     exit_tokens_[i] = {tokens[i].request, tokens[i].position, draws_.uniform(), scores};
     max_position = std::max(max_position, tokens[i].max_position);
   }
-  policy_->choose_exits({exit_tokens_, max_position, scratch_}, exit_index_);
 
-  pending_.resize(n);
-  plans_.resize(n);
+  policy_->choose_exits({exit_tokens_, max_position, scratch_}, exit_index_);
   exit_depth_.resize(n);
   const std::span<const int> exit_points = policy_->exit_points();
-  for (std::size_t i = 0; i < n; ++i) {
+  for (std::size_t i = 0; i < n; ++i)
     exit_depth_[i] = exit_points[static_cast<std::size_t>(exit_index_[i])];
-    pending_[i] = tokens[i].state->pending;
+}
+
+std::int64_t DepthModel::plan(std::span<const DecodeToken> tokens, std::span<BatchEntry> batch,
+                              std::span<int> exit_depths) {
+  const std::size_t n = tokens.size();
+  if (!dynamic_ || policy_ == nullptr) {
+    for (std::size_t i = 0; i < n; ++i) {
+      exit_depths[i] = full_depth_;
+      if (dynamic_)
+        set_recursion_contexts(batch[tokens[i].batch_index], *tokens[i].state);
+    }
+    return 0;
   }
+  choose_exit_depths(tokens);
+  pending_.resize(n);
+  plans_.resize(n);
+  for (std::size_t i = 0; i < n; ++i)
+    pending_[i] = tokens[i].state->pending;
   policy::plan_depths(strategy_, exit_depth_, full_depth_, pending_, plans_);
 
   // Decided once per batch, not per token: whether entries carry recursion fields and whether
@@ -211,6 +245,70 @@ std::int64_t DepthModel::plan(std::span<const DecodeToken> tokens, std::span<Bat
     exit_depths[i] = p.useful_depth;
   }
   return fill;
+}
+
+void DepthModel::plan_depthwise(std::span<const DecodeToken> tokens, std::span<BatchEntry> batch,
+                                std::span<int> exit_depths) {
+  // Tokens entering the block draw their exit point now: the policy sees them as one batch.
+  entering_.clear();
+  for (const DecodeToken& token : tokens) {
+    if (token.state->stage.next_recursion() == 1)
+      entering_.push_back(token);
+  }
+  if (policy_ != nullptr && !entering_.empty()) {
+    choose_exit_depths(entering_);
+    for (std::size_t k = 0; k < entering_.size(); ++k)
+      entering_[k].state->exit_depth = exit_depth_[k];
+  } else {
+    for (const DecodeToken& token : entering_)
+      token.state->exit_depth = full_depth_;
+  }
+
+  const std::size_t n = tokens.size();
+  stages_.resize(n);
+  left_block_.resize(n);
+  runs_head_.resize(n);
+  const int block_end = depth_.prelude_layers + depth_.block_layers;
+  for (std::size_t i = 0; i < n; ++i) {
+    SequenceDepthState& state = *tokens[i].state;
+    BatchEntry& entry = batch[tokens[i].batch_index];
+    stages_[i] = state.stage;
+    left_block_[i] = 0;
+    entry.coda = BatchEntry::Coda::skip;
+    entry.emits_token = false;
+    const int recursion = state.stage.next_recursion();
+    if (recursion == 0) {
+      entry.query_tokens = 0;  // waiting for the head: no work unless it runs below
+      continue;
+    }
+    // Every recursion's tokens share the block's weights: priced as recursion 1's layers, with
+    // the attention context of the recursion the token is really at.
+    const auto r = static_cast<std::size_t>(recursion - 1);
+    entry.start_depth = recursion == 1 ? 0 : depth_.prelude_layers;
+    entry.depth = block_end;
+    entry.recursion_context_count = 1;
+    entry.recursion_context[0] = static_cast<std::int32_t>(state.reached[r]);
+    if (r < k_max_recursion_contexts)
+      state.reached[r] += 1;
+    left_block_[i] = depth_.prelude_layers + recursion * depth_.block_layers >= state.exit_depth;
+  }
+  policy::finish_depthwise_step(depthwise_rule_, stages_, left_block_, runs_head_);
+  for (std::size_t i = 0; i < n; ++i) {
+    SequenceDepthState& state = *tokens[i].state;
+    state.stage = stages_[i];
+    exit_depths[i] = -1;
+    if (runs_head_[i] == 0)
+      continue;
+    BatchEntry& entry = batch[tokens[i].batch_index];
+    if (entry.query_tokens == 0) {  // left the block in an earlier step: coda and head only
+      entry.query_tokens = 1;
+      entry.start_depth = full_depth_;
+      entry.depth = full_depth_;
+    }
+    entry.coda = BatchEntry::Coda::run;
+    entry.emits_token = true;
+    exit_depths[i] = state.exit_depth;
+  }
 }
 
 }  // namespace exitsim::sim

@@ -9,6 +9,7 @@
 #include "exitsim/core/ids.hpp"
 #include "exitsim/core/model_shape.hpp"
 #include "exitsim/core/random.hpp"
+#include "exitsim/policy/depthwise.hpp"
 #include "exitsim/policy/exit_policy.hpp"
 #include "exitsim/policy/sync_strategy.hpp"
 #include "exitsim/scenario/scenario.hpp"
@@ -21,6 +22,9 @@ struct SequenceDepthState {
   policy::PendingFill pending;  // deferred_fill
   // skip_kv: tokens (prompt included) whose K/V exists at recursion r + 1.
   std::array<std::int64_t, k_max_recursion_contexts> reached{};
+  // depthwise: the in-flight token's stage and the exit point (stack depth) it drew on entering.
+  policy::DepthwiseStage stage;
+  int exit_depth = 0;
 };
 
 // One decode token of the iteration, as the depth model sees it.
@@ -47,11 +51,20 @@ class DepthModel {
   policy::SyncStrategy strategy() const { return strategy_; }
   // K/V layers a full sequence stores per token (shared_kv keeps one recursion's worth).
   int kv_layers() const;
+  // Whether exited tokens store no K/V at the recursions they skipped (skip_kv, depthwise).
+  bool skips_kv() const;
+  bool depthwise() const { return strategy_ == policy::SyncStrategy::depthwise; }
 
   // Sets depth fields of `batch` for `tokens`; writes each token's exit depth into `exit_depths`
   // (same order). Returns the deferred-fill token passes planned.
   std::int64_t plan(std::span<const DecodeToken> tokens, std::span<BatchEntry> batch,
                     std::span<int> exit_depths);
+  // The depth-wise step: each token runs one recursion of the shared block (tokens entering run
+  // the prelude first), all folded onto one block call; a token whose coda and head run this step
+  // emits, with its exit depth in `exit_depths`, the others get -1 there. A token waiting for the
+  // head gets an entry of no query tokens (nothing to price) until its head runs.
+  void plan_depthwise(std::span<const DecodeToken> tokens, std::span<BatchEntry> batch,
+                      std::span<int> exit_depths);
   // A prompt (or recompute) entry: prefill runs every layer; under skip_kv / shared_kv its
   // attention follows the strategy too.
   void plan_prefill(BatchEntry& entry, const SequenceDepthState& state) const;
@@ -60,6 +73,8 @@ class DepthModel {
 
  private:
   void set_recursion_contexts(BatchEntry& entry, const SequenceDepthState& state) const;
+  // The exit policy's exit point (stack depth) of each token, into exit_depth_ (same order).
+  void choose_exit_depths(std::span<const DecodeToken> tokens);
 
   bool dynamic_ = false;
   int full_depth_ = 0;
@@ -67,6 +82,7 @@ class DepthModel {
   policy::SyncStrategy strategy_ = policy::SyncStrategy::full_depth;
   std::unique_ptr<policy::ExitPolicy> policy_;
   bool scored_ = false;  // the policy reads router scores
+  policy::DepthwiseRule depthwise_rule_;
   RandomStream draws_;
   RandomStream scores_;
   // Reused every iteration.
@@ -77,6 +93,10 @@ class DepthModel {
   std::vector<int> exit_depth_;
   std::vector<policy::PendingFill> pending_;
   std::vector<policy::DepthPlan> plans_;
+  std::vector<DecodeToken> entering_;
+  std::vector<policy::DepthwiseStage> stages_;
+  std::vector<std::uint8_t> left_block_;
+  std::vector<std::uint8_t> runs_head_;
 };
 
 }  // namespace exitsim::sim

@@ -103,18 +103,30 @@ TimeNs Replica::start_iteration(TimeNs now) {
     batch_rows_.push_back(i);
   }
   exit_depths_.resize(decode_tokens_.size());
-  const std::int64_t fill_tokens = depth_model_.plan(decode_tokens_, batch_, exit_depths_);
-  for (std::size_t k = 0; k < decode_tokens_.size(); ++k) {
-    metrics_.record_token_depth(exit_depths_[k], batch_[decode_tokens_[k].batch_index].depth);
+  std::int64_t fill_tokens = 0;
+  if (depth_model_.depthwise()) {
+    depth_model_.plan_depthwise(decode_tokens_, batch_, exit_depths_);
+    for (const int depth : exit_depths_) {
+      if (depth >= 0)
+        metrics_.record_token_depth(depth, depth);
+    }
+  } else {
+    fill_tokens = depth_model_.plan(decode_tokens_, batch_, exit_depths_);
+    for (std::size_t k = 0; k < decode_tokens_.size(); ++k) {
+      metrics_.record_token_depth(exit_depths_[k], batch_[decode_tokens_[k].batch_index].depth);
+    }
   }
+  emits_.assign(running_.size(), 0);
   for (std::size_t k = 0; k < batch_.size(); ++k) {
-    policy::SequenceView& view = running_.view(batch_rows_[k]);
+    const std::size_t row = batch_rows_[k];
+    policy::SequenceView& view = running_.view(row);
     const BatchEntry& entry = batch_[k];
+    emits_[row] = entry.emits_token ? 1 : 0;
     if (!view.is_decoding() && entry.emits_token) {
       metrics_.record_token_depth(full_depth, full_depth);  // a prompt's first token
     }
     const std::int64_t needed =
-        blocks_after(view, running_.extra(batch_rows_[k]), entry.query_tokens, !view.is_decoding());
+        blocks_after(view, running_.extra(row), work_tokens_[row], !view.is_decoding());
     kv_free_ -= needed - view.kv_blocks;
     view.kv_blocks = needed;
   }
@@ -205,9 +217,12 @@ IterationOutcome Replica::complete_iteration(TimeNs now) {
       continue;
     policy::SequenceView& view = running_.view(i);
     SequenceExtra& extra = running_.extra(i);
-    const bool emits = tokens == view.pending_tokens();
-    if (!view.is_decoding())
+    const bool emits = emits_[i] != 0;
+    if (!view.is_decoding()) {
       depth_model_.on_prefill(extra.depth, tokens);
+    } else if (!emits) {
+      continue;  // a depth-wise token still in flight: its K/V row is not complete yet
+    }
     view.computed_tokens += tokens;
     if (!emits)
       continue;
@@ -244,8 +259,7 @@ std::int64_t Replica::blocks_after(const policy::SequenceView& view, const Seque
                                    std::int64_t tokens, bool prefill) const {
   const std::int64_t computed = view.computed_tokens + tokens;
   std::int64_t blocks = (computed + block_size_ - 1) / block_size_;
-  if (depth_model_.dynamic() && depth_model_.strategy() == policy::SyncStrategy::skip_kv &&
-      model_depth_.recursions > 0) {
+  if (depth_model_.dynamic() && depth_model_.skips_kv() && model_depth_.recursions > 0) {
     // K/V in layer-token units: prelude and coda layers for every token, each recursion's block
     // only for the tokens that reached it; a block holds block_size tokens of every layer.
     std::int64_t units =

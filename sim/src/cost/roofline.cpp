@@ -53,7 +53,7 @@ double flops_of(const OpParams& params, const BatchFeatures& x) {
 // common case, summed in registers and stored once per run of equal depths.
 bool plain_run(const BatchEntry& e) {
   return e.start_depth <= 0 && e.pending_tokens <= 0 && e.recursion_context_count == 0 &&
-         !e.reuse_first_recursion_kv;
+         !e.reuse_first_recursion_kv && e.coda == BatchEntry::Coda::from_start;
 }
 
 // The sums of a run of plain entries: only the features they touch, so that the per-entry loop
@@ -577,8 +577,8 @@ bool add_entry_work(const StackLayout& layout, const BatchEntry& e, SlotTable<De
 // differs across each), in the same order, without sorting breakpoints.
 bool fill_shape(const BatchEntry& e, int depth) {
   return e.start_depth <= 0 && e.pending_tokens > 0 && e.recursion_context_count == 0 &&
-         !e.reuse_first_recursion_kv && e.kv_only_depth <= depth && e.useful_depth >= depth &&
-         depth > 0;
+         e.coda == BatchEntry::Coda::from_start && !e.reuse_first_recursion_kv &&
+         e.kv_only_depth <= depth && e.useful_depth >= depth && depth > 0;
 }
 
 bool add_fill_work(const BatchEntry& e, int depth, SlotTable<DeltaSlot>& deltas) {
@@ -613,7 +613,7 @@ struct OtherWork {
                                       int depth, OtherWork& other) {
   if (plain)
     return add_side_work(e, depth, layout.stacked_depth(), other.deltas);
-  if (e.start_depth <= 0)
+  if (runs_coda(e))
     other.coda_extra.add(e);
   if (fill_shape(e, depth))
     return add_fill_work(e, depth, other.deltas);
@@ -720,13 +720,13 @@ IterationCost RooflineCostModel::iteration_cost(std::span<const BatchEntry> batc
     for (const BatchEntry& e : batch) {
       if (e.query_tokens <= 0)
         continue;
-      if (e.start_depth <= 0)
+      if (runs_coda(e))
         all.add(e);
       emitting += e.emits_token ? 1 : 0;
     }
   }
-  // Coda layers run for every token that started at layer 1, whatever its depth: later tokens
-  // attend over their K/V.
+  // Coda layers run for every token that started at layer 1, whatever its depth (later tokens
+  // attend over their K/V), or that says so (depth-wise batching).
   BatchFeatures all_x = all.features();
   if (coda_layers_ > 0 && all.tokens > 0)
     add_graph(layer_graph_, layer_params_.data(), token_prices_.data(), all_x, coda_layers_,
@@ -764,7 +764,7 @@ std::vector<OpCost> RooflineCostModel::op_breakdown(std::span<const BatchEntry> 
   for (const BatchEntry& e : batch) {
     if (e.query_tokens <= 0)
       continue;
-    if (e.start_depth <= 0)
+    if (runs_coda(e))
       all.add(e);
     if (e.emits_token)
       emitting += 1;

@@ -314,10 +314,10 @@ IterationCost TableCostModel::iteration_cost(std::span<const BatchEntry> batch) 
       delta[static_cast<std::size_t>(depth)].kv += q;
       delta[static_cast<std::size_t>(kv_end)].kv -= q;
     }
-    if (start == 0) {
+    if (runs_coda(e))
       (q == 1 ? coda_dec : coda_pre) += q;
+    if (start == 0)
       embedded += q;
-    }
     if (e.emits_token)
       ++emitting;
   }

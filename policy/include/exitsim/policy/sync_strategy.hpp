@@ -21,6 +21,9 @@ enum class SyncStrategy : std::uint8_t {
   deferred_fill,  // FREE: skipped layers wait; the next deep token fills them at query m+1
   skip_kv,        // MoR recursion-wise caching: no K/V at recursions a token did not reach
   shared_kv,      // MoR recursive sharing: first-recursion K/V reused at deeper recursions
+  // RRT continuous depth-wise batching: one block call runs tokens at mixed recursion indices
+  // (policy/depthwise.hpp steps them); exited tokens keep no deeper K/V, as under skip_kv.
+  depthwise,
 };
 
 std::optional<SyncStrategy> parse_sync_strategy(std::string_view name);
@@ -52,7 +55,8 @@ struct DepthPlan {
 // Plans the batch: `exit_depths[i]` is token i's exit depth (from the exit policy, in executed
 // layers of the stack), `pending[i]` its sequence's deferred-fill state, which the function
 // updates (a shallow exit stacks one more state; a deep token clears the stack by filling it).
-// `full_depth` is the stack's depth. Allocation-free.
+// `full_depth` is the stack's depth. Allocation-free. Depth-wise batching runs one recursion per
+// step rather than a token's whole depth per iteration; as a per-iteration plan it is skip_kv's.
 void plan_depths(SyncStrategy strategy, std::span<const int> exit_depths, int full_depth,
                  std::span<PendingFill> pending, std::span<DepthPlan> out);
 

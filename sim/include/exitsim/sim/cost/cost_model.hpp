@@ -29,9 +29,14 @@ struct BatchEntry {
   bool emits_token = false;  // whether this entry's last token produces an output token
 
   // Layers 1..start_depth are not run: the entry runs start_depth+1..depth. An entry that starts
-  // mid-stack continues tokens that went through the coda when they exited, so it runs neither
-  // the coda nor the final norm (the LM head still runs when it emits).
+  // mid-stack continues tokens that went through the coda when they exited, so by default it runs
+  // neither the coda nor the final norm (the LM head still runs when it emits).
   int start_depth = 0;
+  // Whether the query tokens run the coda layers and the final norm. `from_start`: exactly when
+  // the entry starts at layer 1. Depth-wise batching says it per step: a token runs them only in
+  // the step its coda and head run, which may be a later step than the one it left the block.
+  enum class Coda : std::uint8_t { from_start, run, skip };
+  Coda coda = Coda::from_start;
   // deferred_fill: hidden states of this sequence left pending by earlier shallow exits. They are
   // the last `pending_tokens` of `context_tokens` and join this entry's query at layers
   // pending_from_depth+1..depth, where the entry attends as one call of query_tokens +
@@ -55,6 +60,11 @@ struct BatchEntry {
   std::uint8_t recursion_context_count = 0;
   std::array<std::int32_t, k_max_recursion_contexts> recursion_context{};
 };
+
+inline bool runs_coda(const BatchEntry& e) {
+  return e.coda == BatchEntry::Coda::from_start ? e.start_depth <= 0
+                                                : e.coda == BatchEntry::Coda::run;
+}
 
 // Time of each part of one iteration (the critical path and what lies on it), for metrics and
 // timelines.

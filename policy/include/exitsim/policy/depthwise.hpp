@@ -1,0 +1,45 @@
+#pragma once
+
+// Continuous depth-wise batching (Relaxed Recursive Transformers, BRIEF.md "depthwise"): the
+// shared block's weights are the same at every recursion, so one call of the block runs a mixed
+// batch of in-flight tokens, each at its own recursion index. A token enters the block after the
+// prelude, runs one recursion per step, and leaves it when it exits or finishes its last
+// recursion; its sequence's next token enters at the step after its coda and head ran. The
+// engine and the simulator both step their tokens with these functions.
+
+#include <cstdint>
+#include <span>
+
+namespace exitsim::policy {
+
+enum class ExitedTokens : std::uint8_t {
+  immediate,   // a token that left the block runs the coda and the head in the same step
+  accumulate,  // tokens that left wait until enough of them share one coda + head call
+};
+
+struct DepthwiseRule {
+  ExitedTokens exited = ExitedTokens::immediate;
+  std::int64_t accumulate_threshold = 1;  // accumulate: waiting tokens that trigger the head
+};
+
+// One sequence's in-flight token.
+struct DepthwiseStage {
+  int recursions_done = 0;     // recursions of the shared block it has run (0: not entered yet)
+  bool awaiting_head = false;  // left the block; its coda and head have not run yet
+
+  // The recursion (1-based) it runs in the next block call, or 0 while it waits for the head.
+  int next_recursion() const { return awaiting_head ? 0 : recursions_done + 1; }
+  friend bool operator==(const DepthwiseStage&, const DepthwiseStage&) = default;
+};
+
+// Completes one step after the block call. `stages` are the batch's tokens as they were before
+// the call; those not awaiting the head ran one recursion, and `left_block[i]` (read only for
+// them) says token i exited or finished its last recursion. Sets `runs_head[i]` for the tokens
+// whose coda and head run in this step and resets their stage for the sequence's next token.
+// Under `accumulate`, waiting tokens run the head once at least `accumulate_threshold` wait, or
+// when no token is left in the block (nothing else could ever release them). Allocation-free.
+void finish_depthwise_step(const DepthwiseRule& rule, std::span<DepthwiseStage> stages,
+                           std::span<const std::uint8_t> left_block,
+                           std::span<std::uint8_t> runs_head);
+
+}  // namespace exitsim::policy
