@@ -36,6 +36,13 @@ const std::string k_layerskip = "model: {preset: layerskip-llama-2-7b}\n";
 const std::string k_exits =
     "exit_policy: {kind: distribution, probabilities: [0.3, 0.3, 0.2, 0.2]}\n";
 
+// Mixture-of-Recursions on SmolLM-1.7B (three recursions of a 10-layer block): the static replay
+// and depth-wise batching with per-token exits, which steps every token one recursion at a time.
+const std::string k_mor = "model: {preset: mor-smollm-1.7b-r3}\n";
+const std::string k_mor_exits =
+    "exit_policy: {kind: distribution, probabilities: [0.4, 0.3, 0.3]}\n"
+    "sync: {strategy: depthwise}\n";
+
 void BM_read_azure_trace(benchmark::State& state) {
   if (!std::filesystem::exists(k_azure)) {
     state.SkipWithError("trace absent (../shared/traces)");
@@ -92,6 +99,12 @@ BENCHMARK_CAPTURE(simulate_azure, layerskip_exits_state_copy, std::string("conti
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(simulate_azure, layerskip_exits_deferred_fill, std::string("continuous"),
                   k_layerskip + k_exits + "sync: {strategy: deferred_fill}\n")
+    ->Unit(benchmark::kMillisecond);
+
+BENCHMARK_CAPTURE(simulate_azure, mor_static, std::string("continuous"), k_mor)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(simulate_azure, mor_exits_depthwise, std::string("continuous"),
+                  k_mor + k_mor_exits)
     ->Unit(benchmark::kMillisecond);
 
 }  // namespace

@@ -184,13 +184,15 @@ std::vector<KeyDef> serving_keys() {
           .when("sync.strategy", {"deferred_fill"})
           .bind(field(&Scenario::sync, &SyncConfig::rollback_probability)),
       Key("sync.exited_tokens", Type::enumeration,
-          "immediate: a freed slot is refilled at once; accumulate: wait for "
-          "accumulate_threshold exited tokens.")
+          "immediate: a token that leaves the shared block runs the coda and LM head in the "
+          "same step; accumulate: tokens that left wait until accumulate_threshold of them (or "
+          "all in flight) share one coda + head call.")
           .allowed({"immediate", "accumulate"})
           .def(std::string("immediate"))
           .when("sync.strategy", {"depthwise"})
           .bind(field(&Scenario::sync, &SyncConfig::exited_tokens)),
-      Key("sync.accumulate_threshold", Type::integer, "Exited tokens gathered before a refill.")
+      Key("sync.accumulate_threshold", Type::integer,
+          "Tokens waiting for the coda and head that trigger their shared call.")
           .range(1, 1e6)
           .def(std::int64_t{8})
           .when("sync.exited_tokens", {"accumulate"})

@@ -294,14 +294,14 @@ TEST(CostTablePricing, MaskedLayersAreTimedAndTheirFlopsReported) {
 
 // The RRT worked example: the scenario runs as shipped (profile path relative to the repo root,
 // here made absolute), and continuous batching beats static batching.
-double rrt_throughput(const std::vector<std::string>& extra) {
-  const fs::path root(EXITSIM_SOURCE_DIR);
-  std::vector<std::string> overrides = {
-      "cost_model.profile=" + (root / "scenarios/examples/rrt_gemma_a100_costs.csv").string(),
-      "workload.requests=300"};
+double rrt_throughput(const std::vector<std::string>& extra,
+                      const std::string& example = "rrt_gemma.yaml",
+                      const std::string& costs = "rrt_gemma_a100_costs.csv") {
+  const fs::path examples = fs::path(EXITSIM_SOURCE_DIR) / "scenarios/examples";
+  std::vector<std::string> overrides = {"cost_model.profile=" + (examples / costs).string(),
+                                        "workload.requests=300"};
   overrides.insert(overrides.end(), extra.begin(), extra.end());
-  const auto scenario = scenario::load_scenario_file(
-      (root / "scenarios/examples/rrt_gemma.yaml").string(), overrides);
+  const auto scenario = scenario::load_scenario_file((examples / example).string(), overrides);
   const auto workload = make_workload(scenario.workload, scenario.seed);
   const SimulationResult result = simulate(simulation_config_from(scenario, ""), *workload);
   EXPECT_EQ(result.totals.requests_finished, 300);
@@ -314,6 +314,19 @@ TEST(CostTableExample, RrtGemmaRunsAndContinuousBeatsStatic) {
   const double continuous = rrt_throughput({"scheduler.kind=continuous"});
   EXPECT_GT(static_batching, 0.0);
   EXPECT_GT(continuous, static_batching * 1.1);
+}
+
+TEST(CostTableExample, RrtGemmaDepthwiseBatchingTurnsExitsIntoThroughput) {
+  const auto recursive = [](const std::vector<std::string>& extra) {
+    return rrt_throughput(extra, "rrt_gemma_recursive.yaml", "rrt_gemma_1b_a100_costs.csv");
+  };
+  const double depthwise = recursive({});
+  const double sequence_wise = recursive({"sync.strategy=skip_kv"});
+  const double no_exits = recursive({"exit_policy.kind=none", "sync.strategy=full_depth"});
+  // Flat layer costs: sequence-wise, exits save almost nothing (some token of the batch runs
+  // loop 2 in nearly every iteration); depth-wise, each step is one block call.
+  EXPECT_LT(sequence_wise, no_exits * 1.05);
+  EXPECT_GT(depthwise, sequence_wise * 1.3);
 }
 
 }  // namespace
