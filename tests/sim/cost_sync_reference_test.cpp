@@ -116,6 +116,42 @@ TEST(CostSyncReference, ManyBoundariesTakeTheExactSweep) {
   }
 }
 
+// Depth-wise steps: entries over the prelude and recursion 1 (recursion r folded onto it, with
+// its own context), tokens that waited running only the coda, and a prompt in between.
+TEST(CostSyncReference, DepthwiseStepsMatchTheReference) {
+  ModelShape shape = *find_model_preset("smollm-360m");
+  shape.depth = DepthStructure::middle_cycle(32, 3);  // prelude 1, block 10, coda 1
+  const RooflineCostModel m(shape, h100(), {0.7, 0.85});
+  std::mt19937 rng(17);
+  const auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  for (int trial = 0; trial < 100; ++trial) {
+    SCOPED_TRACE(trial);
+    std::vector<BatchEntry> batch;
+    const int size = pick(1, 40);
+    for (int i = 0; i < size; ++i) {
+      BatchEntry e{1, pick(0, 3000), 11, pick(0, 3) == 0};
+      e.coda = e.emits_token ? BatchEntry::Coda::run : BatchEntry::Coda::skip;
+      const int kind = pick(0, 9);
+      if (kind == 0) {  // waited for the head
+        e.start_depth = 31;
+        e.depth = 31;
+        e.coda = BatchEntry::Coda::run;
+      } else if (kind == 1) {  // a prompt chunk through the whole stack
+        e = BatchEntry{pick(2, 300), pick(0, 500), 31, true};
+        e.recursion_context_count = 3;
+        for (int r = 0; r < 3; ++r)
+          e.recursion_context[static_cast<std::size_t>(r)] = pick(0, 500);
+      } else {
+        e.start_depth = pick(0, 1);
+        e.recursion_context_count = 1;
+        e.recursion_context[0] = pick(0, static_cast<int>(e.context_tokens));
+      }
+      batch.push_back(e);
+    }
+    expect_matches_reference(m, batch);
+  }
+}
+
 // deferred_fill's usual entries (pending tokens joining from a layer, nothing else) take a
 // shortcut in the fast path. A per-recursion context equal to the entry's own context changes no
 // work on a model without recursions but sends the entry down the general path: both must give

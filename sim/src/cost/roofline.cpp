@@ -601,6 +601,38 @@ bool add_fill_work(const BatchEntry& e, int depth, SlotTable<DeltaSlot>& deltas)
          add_delta(deltas, depth, none, joined, false);
 }
 
+// Depth-wise batching's entry: its queries over the prelude (own context) and then recursion 1's
+// layers (with recursion_context[0], its only override), or nothing in the stack at all (a token
+// that waited for its coda and head). The same changes add_entry_work gives it, without
+// breakpoints.
+bool first_recursion_shape(const BatchEntry& e, int depth, const StackLayout& layout) {
+  return e.recursion_context_count <= 1 && e.pending_tokens <= 0 && !e.reuse_first_recursion_kv &&
+         e.kv_only_depth <= depth && e.useful_depth >= depth &&
+         (depth <= layout.first_recursion_end() || e.start_depth >= depth);
+}
+
+bool add_first_recursion_work(const BatchEntry& e, int depth, const StackLayout& layout,
+                              SlotTable<DeltaSlot>& deltas) {
+  const int start = std::clamp(e.start_depth, 0, depth);
+  if (start >= depth)
+    return true;
+  const int begin = std::clamp(layout.first_recursion_begin(), start, depth);
+  const WorkCounts none{};
+  WorkCounts own{};
+  own.add_queries(e.query_tokens, e.context_tokens);
+  WorkCounts recursion{};
+  recursion.add_queries(e.query_tokens,
+                        e.recursion_context_count == 1 ? e.recursion_context[0] : e.context_tokens);
+  if (begin == start)
+    return add_delta(deltas, start, recursion, none, false) &&
+           add_delta(deltas, depth, none, recursion, false);
+  if (begin == depth)
+    return add_delta(deltas, start, own, none, false) && add_delta(deltas, depth, none, own, false);
+  return add_delta(deltas, start, own, none, false) &&
+         add_delta(deltas, begin, recursion, own, false) &&
+         add_delta(deltas, depth, none, recursion, false);
+}
+
 // Work other than plain runs from layer 1, gathered during the pass over the batch.
 struct OtherWork {
   SlotTable<DeltaSlot> deltas;
@@ -617,6 +649,8 @@ struct OtherWork {
     other.coda_extra.add(e);
   if (fill_shape(e, depth))
     return add_fill_work(e, depth, other.deltas);
+  if (first_recursion_shape(e, depth, layout))
+    return add_first_recursion_work(e, depth, layout, other.deltas);
   return add_entry_work(layout, e, other.deltas);
 }
 

@@ -13,6 +13,8 @@ StackLayout::StackLayout(const DepthStructure& depth) {
     if (r > static_cast<int>(recursion_begin_.size()))
       recursion_begin_.push_back(l);
   }
+  first_recursion_begin_ = recursion_begin_.empty() ? stacked : recursion_begin_[0];
+  first_recursion_end_ = recursion_begin_.size() > 1 ? recursion_begin_[1] : stacked;
 }
 
 std::size_t StackLayout::breakpoints(const BatchEntry& e, const EntrySpan& s,

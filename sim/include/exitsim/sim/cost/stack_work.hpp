@@ -136,6 +136,10 @@ class StackLayout {
   explicit StackLayout(const DepthStructure& depth);
 
   int stacked_depth() const { return static_cast<int>(recursion_of_layer_.size()); }
+  // The 0-based layer range [begin, end) of recursion 1; both are the stacked depth on a plain
+  // model.
+  int first_recursion_begin() const { return first_recursion_begin_; }
+  int first_recursion_end() const { return first_recursion_end_; }
   // Recursion (1-based) of a 0-based stack layer; 0 in the prelude.
   int recursion_of_layer(int layer) const {
     return recursion_of_layer_[static_cast<std::size_t>(layer)];
@@ -154,6 +158,8 @@ class StackLayout {
  private:
   std::vector<int> recursion_of_layer_;
   std::vector<int> recursion_begin_;  // [r - 1]: first layer of recursion r
+  int first_recursion_begin_ = 0;
+  int first_recursion_end_ = 0;
 };
 
 // Inline: the fast path calls these per entry that is off the plain path.
