@@ -13,6 +13,8 @@ exitsim_require_package(yaml-cpp libyaml-cpp-dev)
 exitsim_require_package(nlohmann_json nlohmann-json3-dev 3.10)
 exitsim_require_package(CLI11 libcli11-dev CONFIG)
 exitsim_require_package(fmt libfmt-dev)
+# The CPU engine spreads rows over the cores; GCC's libgomp comes with the compiler.
+exitsim_require_package(OpenMP libgomp1)
 if(EXITSIM_BUILD_TESTS)
   exitsim_require_package(GTest libgtest-dev)
 endif()

@@ -1,0 +1,104 @@
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "exitsim/core/ids.hpp"
+#include "exitsim/core/time.hpp"
+#include "exitsim/engine/cpu_model.hpp"
+#include "exitsim/policy/depthwise.hpp"
+#include "exitsim/policy/exit_policy.hpp"
+#include "exitsim/policy/scheduler.hpp"
+#include "exitsim/policy/sync_strategy.hpp"
+#include "exitsim/profiler/host_profiler.hpp"
+
+namespace exitsim::engine {
+
+struct EngineRequest {
+  RequestId id;
+  TimeNs arrival = 0;  // on the engine clock (honoured only with EngineOptions::honour_arrivals)
+  std::vector<std::int32_t> prompt;
+  std::int64_t output_tokens = 1;  // generated exactly: request traces fix output lengths
+  // Teacher forcing (quality evaluation): when given, output position p emits forced[p] whatever
+  // the model predicts; the logits, exits and K/V are computed as in free decoding. At least
+  // output_tokens entries.
+  std::vector<std::int32_t> forced;
+};
+
+// Hooks into a run, for quality measurement (engine eval) and tests. Each may be empty.
+struct EngineObserver {
+  // The logits an emitted token was drawn from, with the exit point that produced them.
+  std::function<void(RequestId request, std::int64_t position, int exit_point,
+                     std::span<const float> logits)>
+      on_logits;
+  // A finished sequence's K/V at one executed layer, just before it is freed: the positions
+  // whose rows exist there and their keys and values (rows of kv_width floats, in order).
+  std::function<void(RequestId request, int layer, std::span<const std::int32_t> positions,
+                     std::span<const float> keys, std::span<const float> values)>
+      on_finished_kv;
+};
+
+struct EngineOptions {
+  std::string scheduler = "continuous";
+  policy::SchedulerLimits limits;
+  std::int64_t block_size = 16;
+  // K/V capacity in blocks of block_size tokens at every layer (the simulator's unit).
+  std::int64_t kv_blocks = 4096;
+  policy::ExitPolicyParams exit_policy;  // kind "none": every token runs the full depth
+  policy::SyncStrategy strategy = policy::SyncStrategy::full_depth;
+  policy::DepthwiseRule depthwise;
+  double temperature = 0;  // 0: greedy (the lowest index among tied maxima)
+  std::uint64_t seed = 0;  // sampling and the exit draws of `distribution`
+  bool honour_arrivals = false;
+  EngineObserver observer;
+};
+
+// One generated token, as the token trace records it.
+struct GeneratedToken {
+  RequestId request;
+  std::int64_t position = 0;  // output position
+  std::int32_t token = 0;
+  int exit_point = 0;  // index into the effective exit points
+  int exit_depth = 0;  // stack layers run before the coda
+  double score = 0;    // the confidence or router score that decided the exit; NaN when none
+  TimeNs time = 0;     // engine clock at emission
+};
+
+struct EngineRun {
+  std::vector<std::vector<std::int32_t>> outputs;  // per request, in the order given
+  std::vector<GeneratedToken> tokens;              // in emission order
+  std::int64_t iterations = 0;
+  std::int64_t preemptions = 0;
+  TimeNs wall = 0;
+};
+
+// The decoding loop: continuous batching under a shared scheduler, per-token depth from the
+// shared exit policy, and each synchronization strategy executed for real on the K/V cache.
+class Engine {
+ public:
+  // Throws InputError for options the model cannot run (a strategy that needs recursions on a
+  // plain model, router policies without routers, exit points inside a recursion under
+  // depthwise, an unknown scheduler).
+  Engine(const CpuModel& model, EngineOptions options, profiler::HostProfiler* profiler = nullptr);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Decodes every request to its output length. Throws InputError for a request that can never
+  // fit the K/V capacity or a token outside the vocabulary.
+  EngineRun run(std::span<const EngineRequest> requests);
+
+ private:
+  class Loop;
+  const CpuModel& model_;
+  EngineOptions options_;
+  profiler::HostProfiler* profiler_;
+  std::unique_ptr<policy::Scheduler> scheduler_;
+  std::unique_ptr<policy::ExitPolicy> exit_policy_;
+};
+
+}  // namespace exitsim::engine

@@ -1,0 +1,65 @@
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace exitsim::engine {
+
+// Keys and values in paged blocks. A *stream* is the K/V of one sequence at one executed layer
+// (a prelude layer, a block layer at one recursion, or a coda layer); its rows are the tokens
+// whose K/V exists there, in ascending position, each tagged with its position. Under skip_kv a
+// stream lacks the tokens that exited before its recursion, and attention simply does not see
+// them. Blocks of `block_size` rows come from one pool shared by all streams, so memory is
+// charged for exactly the rows that exist.
+class KvCache {
+ public:
+  // `kv_width`: n_kv_heads x head_dim floats per row for K and again for V.
+  KvCache(std::int64_t kv_width, std::int64_t block_size, std::int64_t total_blocks);
+
+  // A new empty stream (ids of closed streams are reused).
+  int open_stream();
+  // Frees the stream's blocks.
+  void close_stream(int stream);
+
+  // Appends one row; `position` must exceed the stream's last. Throws std::logic_error when the
+  // pool is exhausted (admission control must prevent it) or positions go backwards.
+  void append(int stream, std::int32_t position, std::span<const float> key,
+              std::span<const float> value);
+
+  std::int64_t rows(int stream) const;
+  const float* key(int stream, std::int64_t row) const;
+  const float* value(int stream, std::int64_t row) const;
+  std::int32_t position(int stream, std::int64_t row) const;
+  // Rows with position <= `position` (rows are ascending, so a prefix).
+  std::int64_t rows_up_to(int stream, std::int32_t position) const;
+
+  std::int64_t kv_width() const { return kv_width_; }
+  std::int64_t block_size() const { return block_size_; }
+  std::int64_t total_blocks() const { return total_blocks_; }
+  std::int64_t free_blocks() const { return static_cast<std::int64_t>(free_.size()); }
+  std::int64_t blocks_of(int stream) const;
+  // Blocks a stream needs to hold `rows` rows.
+  std::int64_t blocks_for_rows(std::int64_t rows) const {
+    return (rows + block_size_ - 1) / block_size_;
+  }
+
+ private:
+  struct Stream {
+    std::vector<std::int32_t> blocks;
+    std::vector<std::int32_t> positions;
+    bool open = false;
+  };
+  const float* row_at(const Stream& s, std::int64_t row, std::int64_t offset) const;
+
+  std::int64_t kv_width_;
+  std::int64_t block_size_;
+  std::int64_t total_blocks_;
+  // One block: block_size rows of K, then block_size rows of V.
+  std::vector<float> storage_;
+  std::vector<std::int32_t> free_;
+  std::vector<Stream> streams_;
+  std::vector<int> closed_;
+};
+
+}  // namespace exitsim::engine

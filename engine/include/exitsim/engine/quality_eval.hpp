@@ -1,0 +1,42 @@
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "exitsim/engine/cpu_model.hpp"
+#include "exitsim/policy/exit_policy.hpp"
+#include "exitsim/policy/sync_strategy.hpp"
+
+namespace exitsim::engine {
+
+struct QualityEvalOptions {
+  std::int64_t context = 64;     // tokens of each window given as the prompt
+  std::int64_t window = 192;     // tokens scored per window (teacher-forced outputs)
+  std::int64_t max_windows = 0;  // 0: every window the corpus holds
+  policy::SyncStrategy strategy = policy::SyncStrategy::state_copy;
+  std::int64_t max_running = 16;
+  std::uint64_t seed = 0;
+};
+
+// One exit setting measured on the evaluation text.
+struct QualityMeasurement {
+  policy::ExitPolicyParams exit_policy;  // kind "none": the full-depth baseline
+  std::int64_t tokens = 0;
+  double nll_per_token = 0;    // nats, of the text's next token under the exit's prediction
+  double top1_agreement = 0;   // fraction whose exit argmax equals the full-depth argmax
+  double mean_exit_depth = 0;  // stack layers
+  std::vector<double> exit_distribution;  // per effective exit point
+};
+
+// Teacher-forces the corpus through the engine, window by window (prompt = `context` tokens,
+// then `window` forced tokens; windows advance by `window`, so each scored token is scored
+// once), first at full depth and then under each setting with the options' strategy. Every
+// output token is counted, the first of each window included (it comes from the prompt's
+// prefill at full depth). Throws InputError when the corpus holds no window.
+std::vector<QualityMeasurement> evaluate_quality(const CpuModel& model,
+                                                 std::span<const std::int32_t> corpus,
+                                                 std::span<const policy::ExitPolicyParams> settings,
+                                                 const QualityEvalOptions& options);
+
+}  // namespace exitsim::engine

@@ -1,0 +1,294 @@
+#include "exitsim/engine/cpu_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+namespace exitsim::engine {
+namespace {
+
+// Linear layers in LoRA order (RecursionLora's array).
+enum Linear : std::size_t { q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj };
+
+void rms_norm_rows(const Matrix& x, const Eigen::VectorXf& weight, float eps, Matrix& y) {
+  y.resize(x.rows(), x.cols());
+#pragma omp parallel for schedule(static) if (x.rows() > 1)
+  for (Eigen::Index r = 0; r < x.rows(); ++r) {
+    const double mean_square =
+        x.row(r).cast<double>().squaredNorm() / static_cast<double>(x.cols());
+    const auto scale = static_cast<float>(1.0 / std::sqrt(mean_square + double{eps}));
+    y.row(r) = (x.row(r) * scale).cwiseProduct(weight.transpose());
+  }
+}
+
+float silu(float x) {
+  return x / (1.0f + std::exp(-x));
+}
+
+// Spans of one layer call, all with the call's shape.
+class LayerSpans {
+ public:
+  LayerSpans(const OpProfile& profile, int layer, int recursion, std::span<const LayerRow> rows,
+             const KvCache& kv)
+      : profiler_(profile.profiler) {
+    if (profiler_ == nullptr)
+      return;
+    shape_.batch_tokens = static_cast<std::int64_t>(rows.size());
+    for (const LayerRow& row : rows) {
+      if (row.read_stream >= 0)
+        shape_.context_tokens += kv.rows_up_to(row.read_stream, row.position);
+    }
+    shape_.depth = layer;
+    shape_.recursion = recursion;
+    shape_.step_id = profile.step;
+  }
+  profiler::HostProfiler::Span operator()(const char* name, traces::OpKind kind) const {
+    return profiler_ == nullptr ? profiler::HostProfiler::Span{}
+                                : profiler_->span(name, kind, shape_);
+  }
+
+ private:
+  profiler::HostProfiler* profiler_;
+  profiler::SpanShape shape_;
+};
+
+}  // namespace
+
+CpuModel::CpuModel(const ModelConfig& config, const ModelWeights& weights)
+    : config_(config), weights_(weights) {
+  const std::int64_t half = config.shape.head_dim / 2;
+  inv_freq_.resize(static_cast<std::size_t>(half));
+  for (std::int64_t j = 0; j < half; ++j) {
+    inv_freq_[static_cast<std::size_t>(j)] = static_cast<float>(
+        std::pow(config.rope_theta,
+                 -2.0 * static_cast<double>(j) / static_cast<double>(config.shape.head_dim)));
+  }
+}
+
+LayerSource CpuModel::source_of(int executed_layer) const {
+  const DepthStructure& d = depth();
+  if (executed_layer < d.prelude_layers)
+    return {executed_layer, 0};
+  const int in_stack = executed_layer - d.prelude_layers;
+  if (in_stack < d.block_layers * d.recursions) {
+    return {d.prelude_layers + in_stack % d.block_layers, in_stack / d.block_layers + 1};
+  }
+  return {executed_layer - d.block_layers * (d.recursions - 1), 0};
+}
+
+Matrix CpuModel::embed(std::span<const std::int32_t> tokens) const {
+  Matrix x(static_cast<Eigen::Index>(tokens.size()), config_.shape.d_model);
+  for (std::size_t i = 0; i < tokens.size(); ++i) {
+    if (tokens[i] < 0 || tokens[i] >= weights_.embedding.rows())
+      throw std::out_of_range("CpuModel::embed: token id out of the vocabulary");
+    x.row(static_cast<Eigen::Index>(i)) = weights_.embedding.row(tokens[i]);
+  }
+  return x;
+}
+
+void CpuModel::adapters_of(int layer, std::span<const LayerRow> rows,
+                           std::vector<const LoraSet*>& out) const {
+  out.assign(rows.size(), nullptr);
+  const LayerSource source = source_of(layer);
+  if (weights_.lora.empty() || source.recursion == 0)
+    return;
+  const auto j = static_cast<std::size_t>(source.unique_layer - depth().prelude_layers);
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    const int recursion = rows[r].recursion >= 1 ? rows[r].recursion : source.recursion;
+    const auto& per_layer = weights_.lora[static_cast<std::size_t>(recursion - 1)].layers;
+    if (j < per_layer.size())
+      out[r] = &per_layer[j];
+  }
+}
+
+void CpuModel::project(const Matrix& w, std::span<const LoraSet* const> adapters,
+                       std::size_t linear, const Matrix& x, Matrix& y) const {
+  y.resize(x.rows(), w.rows());
+#pragma omp parallel for schedule(static) if (x.rows() > 1)
+  for (Eigen::Index r = 0; r < x.rows(); ++r) {
+    y.row(r).noalias() = (w * x.row(r).transpose()).transpose();
+    const LoraSet* set = adapters.empty() ? nullptr : adapters[static_cast<std::size_t>(r)];
+    if (set != nullptr && (*set)[linear].a.rows() > 0) {
+      const LinearLora& lora = (*set)[linear];
+      const Eigen::VectorXf down = lora.a * x.row(r).transpose();
+      y.row(r).noalias() += (lora.b * down).transpose();
+    }
+  }
+}
+
+void CpuModel::rotate(Matrix& m, std::int64_t heads, std::span<const LayerRow> rows) const {
+  const std::int64_t head_dim = config_.shape.head_dim;
+  const std::int64_t half = head_dim / 2;
+  for (Eigen::Index r = 0; r < m.rows(); ++r) {
+    const auto position = static_cast<float>(rows[static_cast<std::size_t>(r)].position);
+    for (std::int64_t j = 0; j < half; ++j) {
+      const float angle = position * inv_freq_[static_cast<std::size_t>(j)];
+      const float c = std::cos(angle);
+      const float s = std::sin(angle);
+      for (std::int64_t h = 0; h < heads; ++h) {
+        float& a = m(r, h * head_dim + j);
+        float& b = m(r, h * head_dim + j + half);
+        const float x1 = a;
+        const float x2 = b;
+        a = x1 * c - x2 * s;
+        b = x2 * c + x1 * s;
+      }
+    }
+  }
+}
+
+void CpuModel::attend(const Matrix& q, const Matrix& k, const Matrix& v,
+                      std::span<const LayerRow> rows, const KvCache& kv, Matrix& out) const {
+  const std::int64_t heads = config_.shape.n_heads;
+  const std::int64_t head_dim = config_.shape.head_dim;
+  const std::int64_t group = heads / config_.shape.n_kv_heads;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
+  out.setZero(q.rows(), heads * head_dim);
+  const auto n = static_cast<std::int64_t>(rows.size());
+#pragma omp parallel for schedule(static) if (n * heads > 1)
+  for (std::int64_t task = 0; task < n * heads; ++task) {
+    const std::int64_t r = task / heads;
+    const std::int64_t h = task % heads;
+    const LayerRow& row = rows[static_cast<std::size_t>(r)];
+    const std::int64_t kv_offset = (h / group) * head_dim;
+    const Eigen::Map<const Eigen::VectorXf> query(q.row(r).data() + h * head_dim, head_dim);
+    const std::int64_t cached =
+        row.read_stream >= 0 ? kv.rows_up_to(row.read_stream, row.position) : 0;
+    const std::int64_t count = cached + (row.probe ? 1 : 0);
+    // Scores, softmax and the weighted sum in double: a few extra cycles per key buy logits
+    // that match a float64 reference to ~1e-6 rather than ~1e-5.
+    std::vector<double> weights(static_cast<std::size_t>(count));
+    double max = -std::numeric_limits<double>::infinity();
+    for (std::int64_t j = 0; j < count; ++j) {
+      const float* key =
+          j < cached ? kv.key(row.read_stream, j) + kv_offset : k.row(r).data() + kv_offset;
+      double dot = 0;
+      for (std::int64_t c = 0; c < head_dim; ++c)
+        dot += double{query[c]} * double{key[c]};
+      weights[static_cast<std::size_t>(j)] = dot * scale;
+      max = std::max(max, weights[static_cast<std::size_t>(j)]);
+    }
+    double sum = 0;
+    for (double& w : weights) {
+      w = std::exp(w - max);
+      sum += w;
+    }
+    Eigen::VectorXd acc = Eigen::VectorXd::Zero(head_dim);
+    for (std::int64_t j = 0; j < count; ++j) {
+      const float* value =
+          j < cached ? kv.value(row.read_stream, j) + kv_offset : v.row(r).data() + kv_offset;
+      acc.noalias() += weights[static_cast<std::size_t>(j)] *
+                       Eigen::Map<const Eigen::VectorXf>(value, head_dim).cast<double>();
+    }
+    if (count > 0)
+      out.row(r).segment(h * head_dim, head_dim) = (acc / sum).cast<float>().transpose();
+  }
+}
+
+void CpuModel::layer(int layer, Matrix& x, std::span<const LayerRow> rows, KvCache& kv,
+                     const OpProfile& profile) const {
+  const LayerSource source = source_of(layer);
+  const LayerWeights& w = weights_.layers[static_cast<std::size_t>(source.unique_layer)];
+  std::vector<const LoraSet*> adapters;
+  adapters_of(layer, rows, adapters);
+  const LayerSpans spans(profile, layer, source.recursion, rows, kv);
+  using traces::OpKind;
+
+  Matrix h, q, k, v;
+  {
+    auto timed = spans("attn_norm", OpKind::norm);
+    rms_norm_rows(x, w.attn_norm, config_.rms_eps, h);
+  }
+  {
+    auto timed = spans("qkv_proj", OpKind::gemm);
+    project(w.wq, adapters, q_proj, h, q);
+    project(w.wk, adapters, k_proj, h, k);
+    project(w.wv, adapters, v_proj, h, v);
+  }
+  {
+    auto timed = spans("rotary", OpKind::elementwise);
+    rotate(q, config_.shape.n_heads, rows);
+    rotate(k, config_.shape.n_kv_heads, rows);
+  }
+  {
+    auto timed = spans("kv_write", OpKind::memcpy);
+    const auto width = static_cast<std::size_t>(kv_width());
+    for (std::size_t r = 0; r < rows.size(); ++r) {
+      if (rows[r].write_stream >= 0 && !rows[r].probe) {
+        const auto i = static_cast<Eigen::Index>(r);
+        kv.append(rows[r].write_stream, rows[r].position, {k.row(i).data(), width},
+                  {v.row(i).data(), width});
+      }
+    }
+  }
+  Matrix attention, projected;
+  {
+    auto timed = spans("attention", OpKind::attention);
+    attend(q, k, v, rows, kv, attention);
+  }
+  {
+    auto timed = spans("o_proj", OpKind::gemm);
+    project(w.wo, adapters, o_proj, attention, projected);
+    x += projected;
+  }
+  Matrix gate, up, hidden;
+  {
+    auto timed = spans("mlp_norm", OpKind::norm);
+    rms_norm_rows(x, w.mlp_norm, config_.rms_eps, h);
+  }
+  {
+    auto timed = spans("mlp.gate_up", OpKind::gemm);
+    project(w.w_gate, adapters, gate_proj, h, gate);
+    project(w.w_up, adapters, up_proj, h, up);
+  }
+  {
+    auto timed = spans("mlp.act", OpKind::elementwise);
+    hidden = gate.unaryExpr(&silu).cwiseProduct(up);
+  }
+  {
+    auto timed = spans("mlp.down", OpKind::gemm);
+    project(w.w_down, adapters, down_proj, hidden, projected);
+    x += projected;
+  }
+}
+
+void CpuModel::kv_only(int layer, const Matrix& x, std::span<const LayerRow> rows, KvCache& kv,
+                       const OpProfile& profile) const {
+  const LayerSource source = source_of(layer);
+  const LayerWeights& w = weights_.layers[static_cast<std::size_t>(source.unique_layer)];
+  std::vector<const LoraSet*> adapters;
+  adapters_of(layer, rows, adapters);
+  const LayerSpans spans(profile, layer, source.recursion, rows, kv);
+  auto timed = spans("state_copy.kv_proj", traces::OpKind::gemm);
+  Matrix h, k, v;
+  rms_norm_rows(x, w.attn_norm, config_.rms_eps, h);
+  project(w.wk, adapters, k_proj, h, k);
+  project(w.wv, adapters, v_proj, h, v);
+  rotate(k, config_.shape.n_kv_heads, rows);
+  const auto width = static_cast<std::size_t>(kv_width());
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    const auto i = static_cast<Eigen::Index>(r);
+    kv.append(rows[r].write_stream, rows[r].position, {k.row(i).data(), width},
+              {v.row(i).data(), width});
+  }
+}
+
+Matrix CpuModel::logits(const Matrix& x) const {
+  Matrix h, out;
+  rms_norm_rows(x, weights_.final_norm, config_.rms_eps, h);
+  project(weights_.lm_head, {}, 0, h, out);
+  return out;
+}
+
+std::vector<double> CpuModel::router_scores(int recursion, const Matrix& x) const {
+  const Router& router = weights_.routers.at(static_cast<std::size_t>(recursion - 1));
+  std::vector<double> scores(static_cast<std::size_t>(x.rows()));
+  for (Eigen::Index r = 0; r < x.rows(); ++r) {
+    const double logit = double{x.row(r).dot(router.weight.transpose())} + double{router.bias};
+    scores[static_cast<std::size_t>(r)] = 1.0 / (1.0 + std::exp(-logit));
+  }
+  return scores;
+}
+
+}  // namespace exitsim::engine

@@ -1,0 +1,99 @@
+#include "exitsim/engine/kv_cache.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace exitsim::engine {
+
+KvCache::KvCache(std::int64_t kv_width, std::int64_t block_size, std::int64_t total_blocks)
+    : kv_width_(kv_width), block_size_(block_size), total_blocks_(total_blocks) {
+  if (kv_width <= 0 || block_size <= 0 || total_blocks < 0)
+    throw std::invalid_argument("KvCache: widths and sizes must be positive");
+  storage_.resize(static_cast<std::size_t>(total_blocks * block_size * kv_width * 2));
+  free_.reserve(static_cast<std::size_t>(total_blocks));
+  // Handed out lowest first, so a run's layout does not depend on the pool size.
+  for (std::int64_t b = total_blocks; b-- > 0;)
+    free_.push_back(static_cast<std::int32_t>(b));
+}
+
+int KvCache::open_stream() {
+  int id = 0;
+  if (!closed_.empty()) {
+    id = closed_.back();
+    closed_.pop_back();
+  } else {
+    id = static_cast<int>(streams_.size());
+    streams_.emplace_back();
+  }
+  streams_[static_cast<std::size_t>(id)].open = true;
+  return id;
+}
+
+void KvCache::close_stream(int stream) {
+  Stream& s = streams_.at(static_cast<std::size_t>(stream));
+  if (!s.open)
+    throw std::logic_error("KvCache: stream " + std::to_string(stream) + " closed twice");
+  for (auto it = s.blocks.rbegin(); it != s.blocks.rend(); ++it)
+    free_.push_back(*it);
+  s.blocks.clear();
+  s.positions.clear();
+  s.open = false;
+  closed_.push_back(stream);
+}
+
+void KvCache::append(int stream, std::int32_t position, std::span<const float> key,
+                     std::span<const float> value) {
+  Stream& s = streams_.at(static_cast<std::size_t>(stream));
+  if (!s.positions.empty() && position <= s.positions.back()) {
+    throw std::logic_error("KvCache: position " + std::to_string(position) + " after " +
+                           std::to_string(s.positions.back()) + " in stream " +
+                           std::to_string(stream));
+  }
+  const auto row = static_cast<std::int64_t>(s.positions.size());
+  if (row % block_size_ == 0) {
+    if (free_.empty())
+      throw std::logic_error("KvCache: out of blocks (admission control let too much in)");
+    s.blocks.push_back(free_.back());
+    free_.pop_back();
+  }
+  s.positions.push_back(position);
+  const std::int64_t block = s.blocks.back();
+  const std::int64_t in_block = row % block_size_;
+  float* base = storage_.data() + block * block_size_ * kv_width_ * 2;
+  std::copy(key.begin(), key.end(), base + in_block * kv_width_);
+  std::copy(value.begin(), value.end(), base + (block_size_ + in_block) * kv_width_);
+}
+
+std::int64_t KvCache::rows(int stream) const {
+  return static_cast<std::int64_t>(streams_.at(static_cast<std::size_t>(stream)).positions.size());
+}
+
+const float* KvCache::row_at(const Stream& s, std::int64_t row, std::int64_t offset) const {
+  const std::int64_t block = s.blocks[static_cast<std::size_t>(row / block_size_)];
+  return storage_.data() + block * block_size_ * kv_width_ * 2 +
+         (offset + row % block_size_) * kv_width_;
+}
+
+const float* KvCache::key(int stream, std::int64_t row) const {
+  return row_at(streams_[static_cast<std::size_t>(stream)], row, 0);
+}
+
+const float* KvCache::value(int stream, std::int64_t row) const {
+  return row_at(streams_[static_cast<std::size_t>(stream)], row, block_size_);
+}
+
+std::int32_t KvCache::position(int stream, std::int64_t row) const {
+  return streams_[static_cast<std::size_t>(stream)].positions[static_cast<std::size_t>(row)];
+}
+
+std::int64_t KvCache::rows_up_to(int stream, std::int32_t position) const {
+  const auto& positions = streams_.at(static_cast<std::size_t>(stream)).positions;
+  return std::upper_bound(positions.begin(), positions.end(), position) - positions.begin();
+}
+
+std::int64_t KvCache::blocks_of(int stream) const {
+  return static_cast<std::int64_t>(streams_.at(static_cast<std::size_t>(stream)).blocks.size());
+}
+
+}  // namespace exitsim::engine

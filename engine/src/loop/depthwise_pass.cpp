@@ -1,0 +1,207 @@
+// Continuous depth-wise batching (policy/depthwise.hpp): one call of the shared block per step
+// over every in-flight token at its own recursion. Tokens entering run the prelude first; a token
+// that leaves the block runs the coda and the head when the shared rule says so. K/V as under
+// skip_kv: a recursion's stream holds only the tokens that reached it.
+#include <limits>
+
+#include "loop.hpp"
+
+namespace exitsim::engine {
+namespace {
+
+constexpr double k_unknown = -std::numeric_limits<double>::infinity();
+
+}  // namespace
+
+void Engine::Loop::choose_from_flight(std::span<Sequence* const> seqs, std::span<int> chosen) {
+  std::vector<policy::ExitToken> tokens(seqs.size());
+  std::vector<std::size_t> scratch(seqs.size());
+  for (std::size_t i = 0; i < seqs.size(); ++i) {
+    const Sequence& s = *seqs[i];
+    const auto position = static_cast<std::int64_t>(s.tokens.size() - s.request->prompt.size());
+    tokens[i] = {s.request->id, position, 0.0, s.flight_scores};
+  }
+  exit_policy_->choose_exits({tokens, max_position(), scratch}, chosen);
+}
+
+void Engine::Loop::decide_in_flight(std::span<Sequence* const> in_block,
+                                    std::span<const int> recursion_of,
+                                    std::span<const std::size_t> deciding,
+                                    std::span<std::uint8_t> leaves) {
+  std::vector<Sequence*> seqs;
+  Matrix states(static_cast<Eigen::Index>(deciding.size()), model_.config().shape.d_model);
+  std::vector<std::int32_t> positions;
+  for (std::size_t k = 0; k < deciding.size(); ++k) {
+    Sequence* s = in_block[deciding[k]];
+    seqs.push_back(s);
+    states.row(static_cast<Eigen::Index>(k)) = s->flight;
+    positions.push_back(static_cast<std::int32_t>(s->tokens.size() - 1));
+  }
+  const int prelude = model_.depth().prelude_layers;
+  const int block = model_.depth().block_layers;
+  if (feed_ == ExitFeed::confidence) {
+    const Matrix logits = head(states, seqs, positions, true);
+    for (std::size_t k = 0; k < deciding.size(); ++k) {
+      const int point = point_at_depth(prelude + recursion_of[deciding[k]] * block);
+      seqs[k]->flight_scores[static_cast<std::size_t>(point)] =
+          confidence_of(logits.row(static_cast<Eigen::Index>(k)));
+    }
+  } else {
+    // Expert choice: the router of the next recursion decides whether the token runs it.
+    for (std::size_t k = 0; k < deciding.size(); ++k) {
+      const int next = recursion_of[deciding[k]] + 1;
+      const Matrix one = states.row(static_cast<Eigen::Index>(k));
+      seqs[k]->flight_scores[static_cast<std::size_t>(next - 1)] =
+          model_.router_scores(next, one)[0];
+    }
+  }
+  std::vector<int> chosen(seqs.size());
+  choose_from_flight(seqs, chosen);
+  for (std::size_t k = 0; k < deciding.size(); ++k) {
+    const int r = recursion_of[deciding[k]];
+    const int point = point_at_depth(prelude + r * block);
+    const bool exits = feed_ == ExitFeed::confidence ? chosen[k] <= point : chosen[k] < r;
+    if (!exits)
+      continue;
+    leaves[deciding[k]] = 1;
+    seqs[k]->flight_exit = point;
+    const std::size_t decisive = feed_ == ExitFeed::confidence ? static_cast<std::size_t>(point)
+                                                               : static_cast<std::size_t>(r);
+    seqs[k]->flight_score = seqs[k]->flight_scores[decisive];
+  }
+}
+
+void Engine::Loop::depthwise_pass(std::span<Sequence* const> seqs) {
+  const DepthStructure& depth = model_.depth();
+  const int prelude = depth.prelude_layers;
+  const int block = depth.block_layers;
+  const std::size_t points = exit_depths_.size();
+  const int last_point = static_cast<int>(points) - 1;
+
+  std::vector<Sequence*> entering;
+  std::vector<std::int32_t> entering_tokens, entering_positions;
+  for (Sequence* s : seqs) {
+    if (s->stage.next_recursion() == 1) {
+      entering.push_back(s);
+      entering_tokens.push_back(s->tokens.back());
+      entering_positions.push_back(static_cast<std::int32_t>(s->tokens.size() - 1));
+    }
+  }
+  if (!entering.empty()) {
+    Matrix x;
+    {
+      auto timed =
+          span("embed", traces::OpKind::other, static_cast<std::int64_t>(entering.size()), -1);
+      x = model_.embed(entering_tokens);
+    }
+    std::vector<LayerRow> rows(entering.size());
+    for (int layer = 0; layer < prelude; ++layer) {
+      for (std::size_t i = 0; i < entering.size(); ++i)
+        rows[i] = row_for(*entering[i], layer, entering_positions[i]);
+      run_layer(layer, x, rows, "depthwise.prelude");
+    }
+    std::vector<int> exits(entering.size(), -1);
+    if (feed_ == ExitFeed::upfront)
+      decide_upfront(entering, exits);
+    for (std::size_t i = 0; i < entering.size(); ++i) {
+      Sequence& s = *entering[i];
+      s.flight = x.row(static_cast<Eigen::Index>(i));
+      s.flight_exit = exits[i];
+      s.flight_score = std::numeric_limits<double>::quiet_NaN();
+      s.flight_scores.assign(points, k_unknown);
+    }
+    if (feed_ == ExitFeed::token_choice || feed_ == ExitFeed::expert_choice) {
+      const int routers = feed_ == ExitFeed::token_choice ? depth.recursions : 1;
+      for (int r = 1; r <= routers; ++r) {
+        const std::vector<double> s = model_.router_scores(r, x);
+        for (std::size_t i = 0; i < entering.size(); ++i)
+          entering[i]->flight_scores[static_cast<std::size_t>(r - 1)] = s[i];
+      }
+    }
+    if (feed_ == ExitFeed::token_choice) {
+      std::vector<int> chosen(entering.size());
+      choose_from_flight(entering, chosen);
+      for (std::size_t i = 0; i < entering.size(); ++i) {
+        entering[i]->flight_exit = chosen[i];
+        entering[i]->flight_score = entering[i]->flight_scores[static_cast<std::size_t>(chosen[i])];
+      }
+    }
+  }
+
+  // The shared block, once, over every token not waiting for its head.
+  std::vector<Sequence*> in_block;
+  std::vector<int> recursion_of;
+  for (Sequence* s : seqs) {
+    if (s->stage.next_recursion() >= 1) {
+      in_block.push_back(s);
+      recursion_of.push_back(s->stage.next_recursion());
+    }
+  }
+  Matrix x(static_cast<Eigen::Index>(in_block.size()), model_.config().shape.d_model);
+  for (std::size_t i = 0; i < in_block.size(); ++i)
+    x.row(static_cast<Eigen::Index>(i)) = in_block[i]->flight;
+  std::vector<LayerRow> rows(in_block.size());
+  for (int j = 0; j < block; ++j) {
+    for (std::size_t i = 0; i < in_block.size(); ++i) {
+      const int layer = prelude + (recursion_of[i] - 1) * block + j;
+      rows[i] =
+          row_for(*in_block[i], layer, static_cast<std::int32_t>(in_block[i]->tokens.size() - 1));
+      rows[i].recursion = recursion_of[i];
+    }
+    run_layer(prelude + j, x, rows, "depthwise.block");
+  }
+  for (std::size_t i = 0; i < in_block.size(); ++i)
+    in_block[i]->flight = x.row(static_cast<Eigen::Index>(i));
+
+  // Who leaves the block: at the last recursion everyone; at an exit point, as the policy says.
+  std::vector<std::uint8_t> leaves(in_block.size(), 0);
+  std::vector<std::size_t> deciding;  // in_block indices at an exit point the policy decides
+  for (std::size_t i = 0; i < in_block.size(); ++i) {
+    Sequence& s = *in_block[i];
+    const int r = recursion_of[i];
+    const int point = point_at_depth(prelude + r * block);
+    if (r == depth.recursions) {
+      leaves[i] = 1;
+      s.flight_exit = last_point;
+    } else if (point >= 0 && (feed_ == ExitFeed::upfront || feed_ == ExitFeed::token_choice)) {
+      leaves[i] = s.flight_exit == point ? 1 : 0;
+    } else if (point >= 0) {
+      deciding.push_back(i);
+    }
+  }
+  if (!deciding.empty())
+    decide_in_flight(in_block, recursion_of, deciding, leaves);
+
+  std::vector<policy::DepthwiseStage> stages(seqs.size());
+  std::vector<std::uint8_t> left(seqs.size(), 0), runs_head(seqs.size(), 0);
+  for (std::size_t k = 0, i = 0; k < seqs.size(); ++k) {
+    stages[k] = seqs[k]->stage;
+    if (i < in_block.size() && in_block[i] == seqs[k])
+      left[k] = leaves[i++];
+  }
+  policy::finish_depthwise_step(options_.depthwise, stages, left, runs_head);
+
+  std::vector<Sequence*> heads;
+  std::vector<std::int32_t> head_positions;
+  for (std::size_t k = 0; k < seqs.size(); ++k) {
+    seqs[k]->stage = stages[k];
+    if (runs_head[k] != 0) {
+      heads.push_back(seqs[k]);
+      head_positions.push_back(static_cast<std::int32_t>(seqs[k]->tokens.size() - 1));
+    }
+  }
+  if (heads.empty())
+    return;
+  Matrix states(static_cast<Eigen::Index>(heads.size()), x.cols());
+  for (std::size_t i = 0; i < heads.size(); ++i)
+    states.row(static_cast<Eigen::Index>(i)) = heads[i]->flight;
+  const Matrix logits = head(states, heads, head_positions, false);
+  for (std::size_t i = 0; i < heads.size(); ++i) {
+    Sequence& s = *heads[i];
+    const auto row = static_cast<Eigen::Index>(i);
+    emit(s, sample(s, logits.row(row)), s.flight_exit, s.flight_score, logits.row(row));
+    s.flight_exit = -1;
+  }
+}
+
+}  // namespace exitsim::engine

@@ -1,0 +1,397 @@
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <stdexcept>
+#include <thread>
+
+#include "exitsim/core/error.hpp"
+#include "exitsim/policy/scheduler_registry.hpp"
+#include "loop.hpp"
+
+namespace exitsim::engine {
+namespace {
+
+ExitFeed feed_of(const std::string& kind) {
+  if (kind == "confidence")
+    return ExitFeed::confidence;
+  if (kind == "router_expert_choice")
+    return ExitFeed::expert_choice;
+  if (kind == "router_token_choice")
+    return ExitFeed::token_choice;
+  if (kind == "oracle")
+    return ExitFeed::oracle;
+  return ExitFeed::upfront;
+}
+
+void check_options(const CpuModel& model, const EngineOptions& options) {
+  const DepthStructure& depth = model.depth();
+  const bool recursive = depth.recursions > 0 && depth.block_layers > 0;
+  const policy::SyncStrategy strategy = options.strategy;
+  if (!recursive &&
+      (strategy == policy::SyncStrategy::skip_kv || strategy == policy::SyncStrategy::shared_kv ||
+       strategy == policy::SyncStrategy::depthwise)) {
+    throw InputError({"", 0, 0, "sync.strategy"},
+                     fmt::format("strategy {} needs a recursive model; {} has no shared block",
+                                 policy::to_string(strategy), model.config().shape.name));
+  }
+  const std::string& kind = options.exit_policy.kind;
+  if ((kind == "router_expert_choice" || kind == "router_token_choice") &&
+      static_cast<int>(model.router_count()) < depth.recursions) {
+    throw InputError({"", 0, 0, "exit_policy.kind"},
+                     fmt::format("exit policy {} needs one router per recursion; {} has {}", kind,
+                                 model.config().shape.name, model.router_count()));
+  }
+  if (strategy == policy::SyncStrategy::depthwise && kind == "oracle") {
+    throw InputError({"", 0, 0, "exit_policy.kind"},
+                     "the oracle exit policy runs every token to the full depth to find its "
+                     "exit; depthwise batching cannot, use a sequence-wise strategy");
+  }
+  if (strategy == policy::SyncStrategy::depthwise) {
+    for (const int point : depth.effective_exit_points()) {
+      const int above = point - depth.prelude_layers;
+      if (above <= 0 || above % depth.block_layers != 0) {
+        throw InputError({"", 0, 0, "model.depth.exit_points"},
+                         expected_found("exit points at ends of recursions for depthwise batching",
+                                        std::to_string(point)));
+      }
+    }
+  }
+  if (options.block_size <= 0 || options.kv_blocks <= 0) {
+    throw InputError(
+        {"", 0, 0, "scheduler.kv_blocks"},
+        expected_found("a positive block size and block count",
+                       fmt::format("{} and {}", options.block_size, options.kv_blocks)));
+  }
+}
+
+}  // namespace
+
+Sequence::Sequence(std::uint64_t seed, RequestId id)
+    : sampler(seed, fmt::format("engine.sample.{}", id.value)),
+      exit_draws(seed, fmt::format("engine.exit.{}", id.value)) {}
+
+KvLayout::KvLayout(const DepthStructure& depth, policy::SyncStrategy strategy) {
+  const int layers = depth.full_depth();
+  const bool shared = strategy == policy::SyncStrategy::shared_kv && depth.recursions > 1;
+  instance_.resize(static_cast<std::size_t>(layers));
+  writes_.resize(static_cast<std::size_t>(layers), 1);
+  int next = 0;
+  for (int e = 0; e < layers; ++e) {
+    const int in_stack = e - depth.prelude_layers;
+    const bool deeper_recursion =
+        in_stack >= depth.block_layers && in_stack < depth.block_layers * depth.recursions;
+    if (shared && deeper_recursion) {
+      instance_[static_cast<std::size_t>(e)] =
+          instance_[static_cast<std::size_t>(depth.prelude_layers + in_stack % depth.block_layers)];
+      writes_[static_cast<std::size_t>(e)] = 0;
+    } else {
+      instance_[static_cast<std::size_t>(e)] = next++;
+    }
+  }
+  instances_ = next;
+}
+
+Engine::Engine(const CpuModel& model, EngineOptions options, profiler::HostProfiler* profiler)
+    : model_(model), options_(std::move(options)), profiler_(profiler) {
+  check_options(model_, options_);
+  policy::SchedulerParams params;
+  scheduler_ = policy::make_scheduler(options_.scheduler, params);
+  if (options_.exit_policy.kind != "none")
+    exit_policy_ = policy::make_exit_policy(options_.exit_policy, model_.depth());
+}
+
+Engine::~Engine() = default;
+
+EngineRun Engine::run(std::span<const EngineRequest> requests) {
+  Loop loop(model_, options_, profiler_, *scheduler_, exit_policy_.get());
+  return loop.run(requests);
+}
+
+Engine::Loop::Loop(const CpuModel& model, const EngineOptions& options,
+                   profiler::HostProfiler* profiler, const policy::Scheduler& scheduler,
+                   const policy::ExitPolicy* exit_policy)
+    : model_(model),
+      options_(options),
+      profiler_(profiler),
+      scheduler_(scheduler),
+      exit_policy_(exit_policy),
+      feed_(exit_policy == nullptr ? ExitFeed::upfront : feed_of(options.exit_policy.kind)),
+      layout_(model.depth(), options.strategy),
+      kv_(model.kv_width(), options.block_size, options.kv_blocks * layout_.instances()),
+      exit_depths_(model.depth().effective_exit_points()) {}
+
+TimeNs Engine::Loop::now() const {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
+                                                              start_)
+      .count();
+}
+
+void Engine::Loop::open_streams(Sequence& s) {
+  s.streams.resize(static_cast<std::size_t>(layout_.instances()));
+  for (int& stream : s.streams)
+    stream = kv_.open_stream();
+}
+
+void Engine::Loop::close_streams(Sequence& s) {
+  for (const int stream : s.streams)
+    kv_.close_stream(stream);
+  s.streams.clear();
+  s.pending.clear();
+  s.stage = policy::DepthwiseStage{};
+  s.flight_exit = -1;
+}
+
+std::int64_t Engine::Loop::physical_blocks(const Sequence& s) const {
+  std::int64_t blocks = 0;
+  for (const int stream : s.streams)
+    blocks += kv_.blocks_of(stream);
+  return blocks;
+}
+
+void Engine::Loop::refresh_kv_views() {
+  // The scheduler counts blocks of block_size tokens at every K/V instance; a sequence holding
+  // fewer rows somewhere (skip_kv) is charged for what it holds, rounded up.
+  const std::int64_t per_block = layout_.instances();
+  for (std::size_t i = 0; i < running_.size(); ++i) {
+    running_views_[i].kv_blocks = (physical_blocks(*running_[i]) + per_block - 1) / per_block;
+  }
+}
+
+void Engine::Loop::admit_arrivals(TimeNs now) {
+  while (next_arrival_ < arrival_order_.size()) {
+    Sequence* s = sequences_[arrival_order_[next_arrival_]].get();
+    if (options_.honour_arrivals && s->request->arrival > now)
+      return;
+    ++next_arrival_;
+    policy::SequenceView view;
+    view.id = s->request->id;
+    view.arrival = s->request->arrival;
+    view.prompt_tokens = static_cast<std::int64_t>(s->request->prompt.size());
+    waiting_views_.push_back(view);
+    waiting_.push_back(s);
+  }
+}
+
+void Engine::Loop::check_requests(std::span<const EngineRequest> requests) const {
+  const std::int64_t vocab = model_.config().shape.vocab;
+  for (const EngineRequest& r : requests) {
+    const auto where = SourceLocation{"", 0, 0, "workload"};
+    if (r.prompt.empty() || r.output_tokens < 1) {
+      throw InputError(where, fmt::format("request {}: expected a non-empty prompt and at least "
+                                          "one output token, found {} and {}",
+                                          r.id.value, r.prompt.size(), r.output_tokens));
+    }
+    if (!r.forced.empty() && static_cast<std::int64_t>(r.forced.size()) < r.output_tokens) {
+      throw InputError(
+          where, fmt::format("request {}: expected at least {} forced tokens, found {}", r.id.value,
+                             r.output_tokens, r.forced.size()));
+    }
+    for (const std::int32_t token : r.forced) {
+      if (token < 0 || token >= vocab) {
+        throw InputError(where, fmt::format("request {}: expected forced token ids in [0, {}), "
+                                            "found {}",
+                                            r.id.value, vocab, token));
+      }
+    }
+    for (const std::int32_t token : r.prompt) {
+      if (token < 0 || token >= vocab) {
+        throw InputError(where, fmt::format("request {}: expected token ids in [0, {}), found {}",
+                                            r.id.value, vocab, token));
+      }
+    }
+    const std::int64_t length = static_cast<std::int64_t>(r.prompt.size()) + r.output_tokens;
+    if (length > model_.config().max_positions) {
+      throw InputError(where, fmt::format("request {} needs {} positions ({} prompt + {} output) "
+                                          "but the model has {}",
+                                          r.id.value, length, r.prompt.size(), r.output_tokens,
+                                          model_.config().max_positions));
+    }
+    const std::int64_t blocks = (length + options_.block_size - 1) / options_.block_size;
+    if (blocks > options_.kv_blocks) {
+      throw InputError({"", 0, 0, "scheduler.kv_blocks"},
+                       fmt::format("request {} needs {} K/V blocks of {} tokens but the engine "
+                                   "holds {}",
+                                   r.id.value, blocks, options_.block_size, options_.kv_blocks));
+    }
+  }
+}
+
+void Engine::Loop::apply(const policy::SchedulerDecision& decision,
+                         std::vector<std::int64_t>& work) {
+  std::vector<std::size_t> victims(decision.preempt.begin(), decision.preempt.end());
+  std::sort(victims.begin(), victims.end());
+  std::vector<policy::SequenceView> new_waiting_views;
+  std::vector<Sequence*> new_waiting;
+  for (const std::size_t v : decision.preempt) {
+    Sequence* s = running_[v];
+    close_streams(*s);
+    policy::SequenceView view = running_views_[v];
+    view.computed_tokens = 0;
+    view.kv_blocks = 0;
+    new_waiting_views.push_back(view);
+    new_waiting.push_back(s);
+    ++result_.preemptions;
+  }
+  std::vector<policy::SequenceView> kept_views;
+  std::vector<Sequence*> kept;
+  for (std::size_t i = 0; i < running_.size(); ++i) {
+    if (!std::binary_search(victims.begin(), victims.end(), i)) {
+      kept_views.push_back(running_views_[i]);
+      kept.push_back(running_[i]);
+    }
+  }
+  const std::size_t kept_count = kept.size();
+  for (const std::size_t a : decision.admit) {
+    kept_views.push_back(waiting_views_[a]);
+    kept.push_back(waiting_[a]);
+    open_streams(*waiting_[a]);
+  }
+  std::vector<std::size_t> admitted(decision.admit.begin(), decision.admit.end());
+  std::sort(admitted.begin(), admitted.end());
+  for (std::size_t i = 0; i < waiting_.size(); ++i) {
+    if (!std::binary_search(admitted.begin(), admitted.end(), i)) {
+      new_waiting_views.push_back(waiting_views_[i]);
+      new_waiting.push_back(waiting_[i]);
+    }
+  }
+  work.assign(kept.size(), 0);
+  for (const policy::ScheduledWork& w : decision.work) {
+    std::size_t target = 0;
+    if (w.sequence.waiting) {
+      const auto at = std::find(decision.admit.begin(), decision.admit.end(), w.sequence.index);
+      target = kept_count + static_cast<std::size_t>(at - decision.admit.begin());
+    } else {
+      const auto before = std::lower_bound(victims.begin(), victims.end(), w.sequence.index);
+      target = w.sequence.index - static_cast<std::size_t>(before - victims.begin());
+    }
+    work[target] = w.tokens;
+  }
+  running_views_ = std::move(kept_views);
+  running_ = std::move(kept);
+  waiting_views_ = std::move(new_waiting_views);
+  waiting_ = std::move(new_waiting);
+}
+
+EngineRun Engine::Loop::run(std::span<const EngineRequest> requests) {
+  check_requests(requests);
+  start_ = std::chrono::steady_clock::now();
+  result_ = EngineRun{};
+  result_.outputs.resize(requests.size());
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    auto s = std::make_unique<Sequence>(options_.seed, requests[i].id);
+    s->index = i;
+    s->request = &requests[i];
+    s->tokens = requests[i].prompt;
+    sequences_.push_back(std::move(s));
+    arrival_order_.push_back(i);
+    max_output_ = std::max(max_output_, requests[i].output_tokens);
+  }
+  std::stable_sort(arrival_order_.begin(), arrival_order_.end(), [&](std::size_t a, std::size_t b) {
+    return requests[a].arrival < requests[b].arrival;
+  });
+
+  policy::SchedulerDecision decision;
+  std::vector<std::int64_t> work;
+  std::vector<Sequence*> prefills, decodes;
+  std::vector<std::int64_t> starts, chunks;
+  for (;;) {
+    admit_arrivals(now());
+    if (running_.empty() && waiting_.empty()) {
+      if (next_arrival_ == arrival_order_.size())
+        break;
+      wait_for_next_arrival();
+      continue;
+    }
+    std::int64_t used = 0;
+    for (const policy::SequenceView& v : running_views_)
+      used += v.kv_blocks;
+    const policy::SchedulerSnapshot snapshot{
+        running_views_,
+        waiting_views_,
+        {options_.block_size, options_.kv_blocks, options_.kv_blocks - used},
+        options_.limits,
+        now()};
+    decision.clear();
+    scheduler_.schedule(snapshot, decision);
+#ifndef NDEBUG
+    if (const std::string problem = policy::check_decision(snapshot, decision); !problem.empty())
+      throw std::logic_error("engine: infeasible scheduler decision: " + problem);
+#endif
+    if (decision.work.empty()) {
+      if (running_.empty() && next_arrival_ == arrival_order_.size()) {
+        throw InputError({"", 0, 0, "scheduler"},
+                         fmt::format("the engine cannot schedule request {} ({} prompt tokens) "
+                                     "with scheduler {}; raise max_batched_tokens or use "
+                                     "chunked_prefill",
+                                     waiting_views_.front().id.value,
+                                     waiting_views_.front().prompt_tokens, options_.scheduler));
+      }
+      wait_for_next_arrival();
+      continue;
+    }
+    apply(decision, work);
+    prefills.clear();
+    decodes.clear();
+    starts.clear();
+    chunks.clear();
+    for (std::size_t i = 0; i < running_.size(); ++i) {
+      if (work[i] == 0)
+        continue;
+      running_[i]->emitted = false;
+      if (running_views_[i].is_decoding()) {
+        decodes.push_back(running_[i]);
+      } else {
+        prefills.push_back(running_[i]);
+        starts.push_back(running_views_[i].computed_tokens);
+        chunks.push_back(work[i]);
+      }
+    }
+    ++step_;
+    if (!prefills.empty())
+      prefill_pass(prefills, starts, chunks);
+    if (!decodes.empty()) {
+      if (options_.strategy == policy::SyncStrategy::depthwise)
+        depthwise_pass(decodes);
+      else
+        decode_pass(decodes);
+    }
+    finish_iteration(work);
+    ++result_.iterations;
+  }
+  result_.wall = now();
+  return std::move(result_);
+}
+
+void Engine::Loop::finish_iteration(std::span<const std::int64_t> work) {
+  std::vector<policy::SequenceView> views;
+  std::vector<Sequence*> still;
+  for (std::size_t i = 0; i < running_.size(); ++i) {
+    Sequence& s = *running_[i];
+    policy::SequenceView& view = running_views_[i];
+    if (work[i] > 0 && (!view.is_decoding() || s.emitted))
+      view.computed_tokens += view.is_decoding() ? 1 : work[i];
+    view.generated_tokens = static_cast<std::int64_t>(s.tokens.size()) - view.prompt_tokens;
+    if (view.generated_tokens >= s.request->output_tokens) {
+      report_kv(s);
+      close_streams(s);
+      result_.outputs[s.index].assign(s.tokens.begin() + view.prompt_tokens, s.tokens.end());
+      continue;
+    }
+    views.push_back(view);
+    still.push_back(&s);
+  }
+  running_views_ = std::move(views);
+  running_ = std::move(still);
+  refresh_kv_views();
+}
+
+void Engine::Loop::wait_for_next_arrival() {
+  if (!options_.honour_arrivals || next_arrival_ == arrival_order_.size())
+    return;
+  const TimeNs arrival = sequences_[arrival_order_[next_arrival_]]->request->arrival;
+  const TimeNs wait = arrival - now();
+  if (wait > 0)
+    std::this_thread::sleep_for(std::chrono::nanoseconds(wait));
+}
+
+}  // namespace exitsim::engine

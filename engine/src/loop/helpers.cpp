@@ -1,0 +1,144 @@
+// What the passes share: K/V rows of a sequence at a layer, layer calls with their spans, the
+// head, sampling, exit decisions taken before a token runs, and emission.
+#include <cmath>
+#include <limits>
+
+#include "exitsim/engine/cpu_ops.hpp"
+#include "loop.hpp"
+
+namespace exitsim::engine {
+
+LayerRow Engine::Loop::row_for(const Sequence& s, int layer, std::int32_t position) const {
+  LayerRow row;
+  row.position = position;
+  row.read_stream = s.streams[static_cast<std::size_t>(layout_.instance_of(layer))];
+  row.write_stream = layout_.writes(layer) ? row.read_stream : -1;
+  return row;
+}
+
+profiler::HostProfiler::Span Engine::Loop::span(const char* name, traces::OpKind kind,
+                                                std::int64_t tokens, int layer) {
+  if (profiler_ == nullptr)
+    return {};
+  profiler::SpanShape shape;
+  shape.batch_tokens = tokens;
+  shape.depth = layer;
+  shape.recursion =
+      layer >= 0 && layer < model_.executed_layers() ? model_.source_of(layer).recursion : 0;
+  shape.step_id = step_;
+  return profiler_->span(name, kind, shape);
+}
+
+void Engine::Loop::run_layer(int layer, Matrix& x, std::span<const LayerRow> rows,
+                             const char* phase) {
+  (void)phase;
+  if (rows.empty())
+    return;
+  model_.layer(layer, x, rows, kv_, {profiler_, step_});
+}
+
+Matrix Engine::Loop::head(Matrix x, std::span<Sequence* const> sequences,
+                          std::span<const std::int32_t> positions, bool probe) {
+  const DepthStructure& depth = model_.depth();
+  const int first_coda = depth.stacked_depth();
+  std::vector<LayerRow> rows(sequences.size());
+  for (int c = 0; c < depth.coda_layers; ++c) {
+    for (std::size_t i = 0; i < sequences.size(); ++i) {
+      rows[i] = row_for(*sequences[i], first_coda + c, positions[i]);
+      rows[i].probe = probe;
+    }
+    run_layer(first_coda + c, x, rows, probe ? "coda.probe" : "coda");
+  }
+  auto timed = span(probe ? "lm_head.probe" : "lm_head", traces::OpKind::lm_head, x.rows(), -1);
+  return model_.logits(x);
+}
+
+std::int32_t Engine::Loop::sample(Sequence& s, const Eigen::Ref<const Eigen::RowVectorXf>& logits) {
+  if (options_.temperature <= 0) {
+    Eigen::Index best = 0;
+    for (Eigen::Index i = 1; i < logits.size(); ++i) {
+      if (logits[i] > logits[best])
+        best = i;
+    }
+    return static_cast<std::int32_t>(best);
+  }
+  const double max = logits.maxCoeff();
+  double total = 0;
+  for (Eigen::Index i = 0; i < logits.size(); ++i)
+    total += std::exp((logits[i] - max) / options_.temperature);
+  double draw = s.sampler.uniform() * total;
+  for (Eigen::Index i = 0; i < logits.size(); ++i) {
+    draw -= std::exp((logits[i] - max) / options_.temperature);
+    if (draw < 0)
+      return static_cast<std::int32_t>(i);
+  }
+  return static_cast<std::int32_t>(logits.size() - 1);
+}
+
+double Engine::Loop::confidence_of(const Eigen::Ref<const Eigen::RowVectorXf>& logits) const {
+  const Top2Confidence c =
+      top2_confidence({logits.data(), static_cast<std::size_t>(logits.size())});
+  return options_.exit_policy.confidence_measure == "margin" ? c.margin : c.top1_prob;
+}
+
+int Engine::Loop::point_at_depth(int depth) const {
+  for (std::size_t p = 0; p < exit_depths_.size(); ++p) {
+    if (exit_depths_[p] == depth)
+      return static_cast<int>(p);
+  }
+  return -1;
+}
+
+void Engine::Loop::decide_upfront(std::span<Sequence* const> sequences, std::span<int> exits) {
+  if (exit_policy_ == nullptr) {
+    std::fill(exits.begin(), exits.end(), static_cast<int>(exit_depths_.size()) - 1);
+    return;
+  }
+  std::vector<policy::ExitToken> tokens(sequences.size());
+  std::vector<std::size_t> scratch(sequences.size());
+  for (std::size_t i = 0; i < sequences.size(); ++i) {
+    const Sequence& s = *sequences[i];
+    const auto position = static_cast<std::int64_t>(s.tokens.size() - s.request->prompt.size());
+    tokens[i] = {s.request->id, position, sequences[i]->exit_draws.uniform(), {}};
+  }
+  exit_policy_->choose_exits({tokens, max_position(), scratch}, exits);
+}
+
+void Engine::Loop::emit(Sequence& s, std::int32_t token, int exit_point, double score,
+                        const Eigen::Ref<const Eigen::RowVectorXf>& logits) {
+  if (options_.observer.on_logits) {
+    const auto position = static_cast<std::int64_t>(s.tokens.size() - s.request->prompt.size());
+    options_.observer.on_logits(s.request->id, position, exit_point,
+                                {logits.data(), static_cast<std::size_t>(logits.size())});
+  }
+  const auto position = static_cast<std::int64_t>(s.tokens.size() - s.request->prompt.size());
+  if (!s.request->forced.empty())
+    token = s.request->forced[static_cast<std::size_t>(position)];
+  s.tokens.push_back(token);
+  s.emitted = true;
+  result_.tokens.push_back({s.request->id, position, token, exit_point,
+                            exit_depths_[static_cast<std::size_t>(exit_point)], score, now()});
+}
+
+void Engine::Loop::report_kv(const Sequence& s) const {
+  if (!options_.observer.on_finished_kv)
+    return;
+  const std::int64_t width = kv_.kv_width();
+  for (int layer = 0; layer < model_.executed_layers(); ++layer) {
+    if (!layout_.writes(layer))
+      continue;
+    const int stream = s.streams[static_cast<std::size_t>(layout_.instance_of(layer))];
+    const std::int64_t rows = kv_.rows(stream);
+    std::vector<std::int32_t> positions(static_cast<std::size_t>(rows));
+    std::vector<float> keys(static_cast<std::size_t>(rows * width));
+    std::vector<float> values(keys.size());
+    for (std::int64_t r = 0; r < rows; ++r) {
+      positions[static_cast<std::size_t>(r)] = kv_.position(stream, r);
+      std::copy_n(kv_.key(stream, r), width, keys.begin() + r * width);
+      std::copy_n(kv_.value(stream, r), width, values.begin() + r * width);
+    }
+    options_.observer.on_finished_kv(s.request->id, layer, positions, keys, values);
+  }
+}
+
+}  // namespace exitsim::engine

@@ -1,0 +1,139 @@
+#pragma once
+
+// The engine's decoding loop, split by pass: engine.cpp drives iterations (scheduler, admission,
+// preemption, emission), prefill_pass.cpp runs prompts through the whole stack,
+// decode_pass.cpp runs the sequence-wise strategies and depthwise_pass.cpp the depth-wise steps.
+
+#include <Eigen/Core>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "exitsim/core/random.hpp"
+#include "exitsim/engine/engine.hpp"
+#include "exitsim/engine/kv_cache.hpp"
+
+namespace exitsim::engine {
+
+// A hidden state left behind by an early exit under deferred_fill: it has run `depth` stack
+// layers, and joins its sequence's next token at the layers above until it reaches the top.
+struct PendingState {
+  Eigen::RowVectorXf hidden;
+  std::int32_t position = 0;
+  int depth = 0;
+};
+
+struct Sequence {
+  std::size_t index = 0;  // in the request list
+  const EngineRequest* request = nullptr;
+  std::vector<std::int32_t> tokens;  // prompt, then the outputs so far
+  std::vector<int> streams;          // K/V stream per K/V instance; empty while not admitted
+  std::vector<PendingState> pending;
+  // Depth-wise batching: the in-flight token's stage, hidden state and exit decision.
+  policy::DepthwiseStage stage;
+  Eigen::RowVectorXf flight;
+  int flight_exit = -1;  // exit point decided when it entered; -1: decided as it goes
+  std::vector<double> flight_scores;
+  double flight_score = 0;
+  RandomStream sampler;
+  RandomStream exit_draws;
+  bool emitted = false;  // emitted a token in the iteration in flight
+
+  Sequence(std::uint64_t seed, RequestId id);
+};
+
+// Which K/V stream each executed layer reads and writes (shared_kv reuses recursion 1's).
+class KvLayout {
+ public:
+  KvLayout(const DepthStructure& depth, policy::SyncStrategy strategy);
+  int instances() const { return instances_; }
+  int instance_of(int layer) const { return instance_[static_cast<std::size_t>(layer)]; }
+  bool writes(int layer) const { return writes_[static_cast<std::size_t>(layer)] != 0; }
+
+ private:
+  int instances_ = 0;
+  std::vector<int> instance_;
+  std::vector<std::uint8_t> writes_;
+};
+
+// How the exit policy is fed: some decide from draws before a token runs, the others from what
+// the model computes at exit points (confidences, router scores, agreement with full depth).
+enum class ExitFeed : std::uint8_t { upfront, token_choice, confidence, expert_choice, oracle };
+
+class Engine::Loop {
+ public:
+  Loop(const CpuModel& model, const EngineOptions& options, profiler::HostProfiler* profiler,
+       const policy::Scheduler& scheduler, const policy::ExitPolicy* exit_policy);
+  EngineRun run(std::span<const EngineRequest> requests);
+
+ private:
+  // Passes over the iteration's work.
+  // Chunk k of sequences[k] covers positions starts[k] .. starts[k] + chunks[k] - 1; a chunk
+  // that reaches the last known token emits the next one.
+  void prefill_pass(std::span<Sequence* const> sequences, std::span<const std::int64_t> starts,
+                    std::span<const std::int64_t> chunks);
+  void decode_pass(std::span<Sequence* const> sequences);
+  void depthwise_pass(std::span<Sequence* const> sequences);
+  // The exit policy over in-flight tokens' scores so far (depth-wise batching).
+  void choose_from_flight(std::span<Sequence* const> seqs, std::span<int> chosen);
+  // Scores the tokens at `deciding` (indices into in_block) at the end of their recursion and
+  // sets `leaves` for those the policy lets go.
+  void decide_in_flight(std::span<Sequence* const> in_block, std::span<const int> recursion_of,
+                        std::span<const std::size_t> deciding, std::span<std::uint8_t> leaves);
+
+  // Helpers shared by the passes.
+  LayerRow row_for(const Sequence& s, int layer, std::int32_t position) const;
+  void run_layer(int layer, Matrix& x, std::span<const LayerRow> rows, const char* phase);
+  // Coda layers (writing their K/V unless `probe`), final norm and LM head over x.
+  Matrix head(Matrix x, std::span<Sequence* const> sequences,
+              std::span<const std::int32_t> positions, bool probe);
+  std::int32_t sample(Sequence& s, const Eigen::Ref<const Eigen::RowVectorXf>& logits);
+  double confidence_of(const Eigen::Ref<const Eigen::RowVectorXf>& logits) const;
+  // Index of the exit point at stack depth `depth`, or -1.
+  int point_at_depth(int depth) const;
+  void decide_upfront(std::span<Sequence* const> sequences, std::span<int> exits);
+  void emit(Sequence& s, std::int32_t token, int exit_point, double score,
+            const Eigen::Ref<const Eigen::RowVectorXf>& logits);
+  void report_kv(const Sequence& s) const;
+  std::int64_t max_position() const { return max_output_; }
+  profiler::HostProfiler::Span span(const char* name, traces::OpKind kind, std::int64_t tokens,
+                                    int layer);
+
+  // Iteration bookkeeping (engine.cpp).
+  void check_requests(std::span<const EngineRequest> requests) const;
+  void admit_arrivals(TimeNs now);
+  void wait_for_next_arrival();
+  // Applies the decision's preemptions and admissions; `work` gets each running sequence's
+  // tokens for this iteration.
+  void apply(const policy::SchedulerDecision& decision, std::vector<std::int64_t>& work);
+  void finish_iteration(std::span<const std::int64_t> work);
+  void open_streams(Sequence& s);
+  void close_streams(Sequence& s);
+  std::int64_t physical_blocks(const Sequence& s) const;
+  void refresh_kv_views();
+  TimeNs now() const;
+
+  const CpuModel& model_;
+  const EngineOptions& options_;
+  profiler::HostProfiler* profiler_;
+  const policy::Scheduler& scheduler_;
+  const policy::ExitPolicy* exit_policy_;
+  ExitFeed feed_ = ExitFeed::upfront;
+  KvLayout layout_;
+  KvCache kv_;
+  std::vector<int> exit_depths_;  // the effective exit points (stack depths)
+  std::int64_t max_output_ = 1;
+  std::uint64_t step_ = 0;
+
+  std::vector<std::unique_ptr<Sequence>> sequences_;
+  std::vector<policy::SequenceView> running_views_, waiting_views_;
+  std::vector<Sequence*> running_, waiting_;
+  std::size_t next_arrival_ = 0;
+  std::vector<std::size_t> arrival_order_;  // request indices by arrival
+  EngineRun result_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+}  // namespace exitsim::engine

@@ -1,0 +1,69 @@
+// Prompts (and sequences recomputed after preemption) run every layer: their K/V is needed by
+// every later token at every depth, whatever the strategy.
+#include <limits>
+
+#include "loop.hpp"
+
+namespace exitsim::engine {
+
+void Engine::Loop::prefill_pass(std::span<Sequence* const> sequences,
+                                std::span<const std::int64_t> starts,
+                                std::span<const std::int64_t> chunks) {
+  std::vector<std::int32_t> tokens;
+  std::vector<const Sequence*> owner;
+  std::vector<std::int32_t> positions;
+  for (std::size_t k = 0; k < sequences.size(); ++k) {
+    for (std::int64_t t = starts[k]; t < starts[k] + chunks[k]; ++t) {
+      tokens.push_back(sequences[k]->tokens[static_cast<std::size_t>(t)]);
+      owner.push_back(sequences[k]);
+      positions.push_back(static_cast<std::int32_t>(t));
+    }
+  }
+  Matrix x;
+  {
+    auto timed = span("embed", traces::OpKind::other, static_cast<std::int64_t>(tokens.size()), -1);
+    x = model_.embed(tokens);
+  }
+  std::vector<LayerRow> rows(tokens.size());
+  for (int layer = 0; layer < model_.depth().stacked_depth(); ++layer) {
+    for (std::size_t r = 0; r < rows.size(); ++r)
+      rows[r] = row_for(*owner[r], layer, positions[r]);
+    run_layer(layer, x, rows, "prefill.layer");
+  }
+  // Every prompt token runs the coda (later tokens attend to its K/V there); only the last token
+  // of a completed prompt goes on to the head.
+  const int first_coda = model_.depth().stacked_depth();
+  for (int c = 0; c < model_.depth().coda_layers; ++c) {
+    for (std::size_t r = 0; r < rows.size(); ++r)
+      rows[r] = row_for(*owner[r], first_coda + c, positions[r]);
+    run_layer(first_coda + c, x, rows, "prefill.coda");
+  }
+  std::vector<Eigen::Index> last_rows;
+  std::vector<Sequence*> emitting;
+  Eigen::Index offset = 0;
+  for (std::size_t k = 0; k < sequences.size(); ++k) {
+    offset += chunks[k];
+    if (starts[k] + chunks[k] == static_cast<std::int64_t>(sequences[k]->tokens.size())) {
+      last_rows.push_back(offset - 1);
+      emitting.push_back(sequences[k]);
+    }
+  }
+  if (emitting.empty())
+    return;
+  Matrix last(static_cast<Eigen::Index>(last_rows.size()), x.cols());
+  for (std::size_t i = 0; i < last_rows.size(); ++i)
+    last.row(static_cast<Eigen::Index>(i)) = x.row(last_rows[i]);
+  Matrix logits;
+  {
+    auto timed = span("lm_head", traces::OpKind::lm_head, last.rows(), -1);
+    logits = model_.logits(last);
+  }
+  const int full = static_cast<int>(exit_depths_.size()) - 1;
+  for (std::size_t i = 0; i < emitting.size(); ++i) {
+    const auto row = static_cast<Eigen::Index>(i);
+    emit(*emitting[i], sample(*emitting[i], logits.row(row)), full,
+         std::numeric_limits<double>::quiet_NaN(), logits.row(row));
+  }
+}
+
+}  // namespace exitsim::engine

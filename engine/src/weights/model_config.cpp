@@ -1,0 +1,301 @@
+#include "exitsim/engine/model_config.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <system_error>
+
+#include "exitsim/core/error.hpp"
+#include "exitsim/core/model_validation.hpp"
+#include "exitsim/core/suggest.hpp"
+#include "weights/strict_json.hpp"
+
+namespace exitsim::engine {
+namespace {
+
+using detail::describe_json;
+using detail::ObjectReader;
+using nlohmann::json;
+
+// Config files are small; anything larger is not a config.
+constexpr std::uint64_t k_max_config_bytes = 16u << 20;
+// Bounds that keep every product of dimensions far from int64 overflow while admitting any real
+// model (the widest vocabularies are a few hundred thousand tokens).
+constexpr std::int64_t k_max_dimension = std::int64_t{1} << 24;
+constexpr int k_max_layers = 1 << 16;
+
+std::string default_name(const std::filesystem::path& dir) {
+  const std::filesystem::path clean = dir.lexically_normal();
+  const std::string name = (clean.has_filename() ? clean : clean.parent_path()).filename().string();
+  return name.empty() ? "model" : name;
+}
+
+TokenizerKind parse_tokenizer(const ObjectReader& reader) {
+  const std::string name = reader.string("tokenizer", "bytes");
+  if (name == "bytes")
+    return TokenizerKind::bytes;
+  if (name == "ids")
+    return TokenizerKind::ids;
+  const std::array<std::string, 2> names = {"bytes", "ids"};
+  const std::string near = nearest_match(name, names);
+  throw reader.error("tokenizer", "\"bytes\" or \"ids\"",
+                     detail::json_quoted(name) +
+                         (near.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", near)));
+}
+
+DepthStructure parse_depth(const json& value, const std::string& file) {
+  const ObjectReader reader(value, file, "depth.");
+  static const std::array<std::string, 6> known = {"prelude", "block",     "recursions",
+                                                   "coda",    "lora_rank", "exit_points"};
+  reader.reject_unknown(known);
+  DepthStructure depth;
+  depth.prelude_layers = static_cast<int>(reader.integer("prelude", 0, k_max_layers, 0));
+  depth.block_layers = static_cast<int>(reader.integer("block", 0, k_max_layers, 0));
+  depth.recursions = static_cast<int>(reader.integer("recursions", 0, k_max_layers, 0));
+  depth.coda_layers = static_cast<int>(reader.integer("coda", 0, k_max_layers, 0));
+  depth.lora_rank = reader.integers("lora_rank", 0, k_max_layers);
+  depth.exit_points = reader.integers("exit_points", 1, std::numeric_limits<int>::max());
+  return depth;
+}
+
+json parse_object(std::string_view text, const std::string& file) {
+  json root = detail::parse_strict_json(text, file, "", 32);
+  if (!root.is_object())
+    throw InputError({file, 0, 0, ""}, expected_found("a JSON object", describe_json(root)));
+  return root;
+}
+
+// Hugging Face keys for the fields find_shape_problem reports, so that a problem in a Llama
+// config names the key the user can see.
+std::string hf_field(const std::string& field) {
+  static const std::array<std::pair<const char*, const char*>, 7> names = {
+      {{"d_model", "hidden_size"},
+       {"n_heads", "num_attention_heads"},
+       {"n_kv_heads", "num_key_value_heads"},
+       {"ffn_dim", "intermediate_size"},
+       {"vocab", "vocab_size"},
+       {"depth.prelude", "num_hidden_layers"},
+       {"max_positions", "max_position_embeddings"}}};
+  for (const auto& [ours, theirs] : names) {
+    if (field == ours)
+      return theirs;
+  }
+  return field;
+}
+
+// Doubles print in their shortest round-trip form ("1e-05"), not as the float's exact value.
+double shortest_double(float value) {
+  return std::stod(fmt::format("{}", value));
+}
+
+}  // namespace
+
+std::string_view to_string(TokenizerKind kind) {
+  return kind == TokenizerKind::bytes ? "bytes" : "ids";
+}
+
+void validate_model_config(const ModelConfig& config) {
+  const auto fail = [&](const std::string& field, const std::string& message) {
+    const std::string shown = config.format == ModelFormat::hf_llama ? hf_field(field) : field;
+    return InputError({config.config_file, 0, 0, shown}, message);
+  };
+  if (const std::optional<ShapeProblem> problem = find_shape_problem(config.shape))
+    throw fail(problem->field, problem->message);
+  const ModelShape& shape = config.shape;
+  if (shape.head_dim % 2 != 0) {
+    throw fail("head_dim", expected_found("an even number (rotary embeddings rotate pairs)",
+                                          fmt::format("{}", shape.head_dim)));
+  }
+  if (shape.mlp != MlpKind::gated)
+    throw fail("mlp", expected_found("a gated (SwiGLU) MLP", "a plain one"));
+  if (config.tokenizer == TokenizerKind::bytes && shape.vocab < 256) {
+    throw fail("vocab", expected_found("at least 256 for the \"bytes\" tokenizer",
+                                       fmt::format("{}", shape.vocab)));
+  }
+  if (config.routers && !shape.depth.is_recursive())
+    throw fail("routers", expected_found("false for a model without recursions", "true"));
+  if (!(config.rms_eps > 0) || !std::isfinite(config.rms_eps))
+    throw fail("rms_eps", expected_found("a positive number", fmt::format("{}", config.rms_eps)));
+  if (!(config.rope_theta > 0) || !std::isfinite(config.rope_theta)) {
+    throw fail("rope_theta",
+               expected_found("a positive number", fmt::format("{}", config.rope_theta)));
+  }
+  if (config.max_positions < 1) {
+    throw fail("max_positions",
+               expected_found("a positive integer", fmt::format("{}", config.max_positions)));
+  }
+  if (config.weights.empty())
+    throw fail("weights", expected_found("a file name", "an empty string"));
+}
+
+ModelConfig parse_exitsim_config(std::string_view text, const std::string& file,
+                                 const std::filesystem::path& dir) {
+  const json root = parse_object(text, file);
+  const ObjectReader reader(root, file, "");
+  static const std::array<std::string, 16> known = {
+      "format",  "name",    "d_model",   "n_heads",    "n_kv_heads",    "head_dim",
+      "ffn_dim", "vocab",   "rms_eps",   "rope_theta", "max_positions", "tied_embeddings",
+      "depth",   "routers", "tokenizer", "weights"};
+  reader.reject_unknown(known);
+  const json* format = reader.find("format");
+  if (format == nullptr || *format != k_model_format_v1) {
+    throw reader.error("format", detail::json_quoted(k_model_format_v1),
+                       format == nullptr ? "none" : describe_json(*format));
+  }
+  ModelConfig config;
+  config.dir = dir;
+  config.config_file = file;
+  config.format = ModelFormat::exitsim;
+  ModelShape& shape = config.shape;
+  shape.name = reader.string("name", default_name(dir));
+  shape.d_model = reader.integer("d_model", 1, k_max_dimension);
+  shape.n_heads = reader.integer("n_heads", 1, k_max_dimension);
+  shape.n_kv_heads = reader.integer("n_kv_heads", 1, k_max_dimension);
+  shape.head_dim = reader.integer("head_dim", 1, k_max_dimension);
+  shape.ffn_dim = reader.integer("ffn_dim", 1, k_max_dimension);
+  shape.vocab = reader.integer("vocab", 1, k_max_dimension);
+  shape.dtype = DType::fp32;
+  shape.mlp = MlpKind::gated;
+  shape.tied_embeddings = reader.boolean("tied_embeddings", false);
+  const json* depth = reader.object("depth");
+  if (depth == nullptr)
+    throw reader.error("depth", "an object", "none");
+  shape.depth = parse_depth(*depth, file);
+  config.rms_eps = static_cast<float>(reader.positive_number("rms_eps", 1e-5));
+  config.rope_theta = reader.positive_number("rope_theta", 10000.0);
+  config.max_positions = reader.integer("max_positions", 1, k_max_dimension, 4096);
+  config.routers = reader.boolean("routers", false);
+  config.tokenizer = parse_tokenizer(reader);
+  config.weights = reader.string("weights", "model.safetensors");
+  validate_model_config(config);
+  return config;
+}
+
+ModelConfig parse_hf_llama_config(std::string_view text, const std::string& file,
+                                  const std::filesystem::path& dir) {
+  const json root = parse_object(text, file);
+  // Hugging Face configs carry many keys we have no use for (token ids, versions), so unknown
+  // keys pass; the keys that would change the numerics are refused below instead.
+  const ObjectReader reader(root, file, "", /*null_is_absent=*/true);
+  bool is_llama = reader.find("model_type") != nullptr && *reader.find("model_type") == "llama";
+  if (const json* architectures = reader.find("architectures"); architectures != nullptr) {
+    is_llama = is_llama ||
+               (architectures->is_array() && std::find(architectures->begin(), architectures->end(),
+                                                       "LlamaForCausalLM") != architectures->end());
+  }
+  if (!is_llama) {
+    const json* type = reader.find("model_type");
+    throw reader.error("model_type", "\"llama\" (or architectures containing \"LlamaForCausalLM\")",
+                       type == nullptr ? "none" : describe_json(*type));
+  }
+  if (reader.find("rope_scaling") != nullptr) {
+    throw reader.error("rope_scaling", "null (scaled rotary embeddings are not supported)",
+                       describe_json(*reader.find("rope_scaling")));
+  }
+  for (const char* key : {"attention_bias", "mlp_bias"}) {
+    if (reader.boolean(key, false))
+      throw reader.error(key, "false (biases are not supported)", "true");
+  }
+  if (const std::string act = reader.string("hidden_act", "silu"); act != "silu")
+    throw reader.error("hidden_act", "\"silu\" (SwiGLU)", detail::json_quoted(act));
+
+  ModelConfig config;
+  config.dir = dir;
+  config.config_file = file;
+  config.format = ModelFormat::hf_llama;
+  ModelShape& shape = config.shape;
+  const json* name = reader.find("_name_or_path");
+  shape.name = name != nullptr && name->is_string() && !name->get<std::string>().empty()
+                   ? name->get<std::string>()
+                   : default_name(dir);
+  shape.d_model = reader.integer("hidden_size", 1, k_max_dimension);
+  shape.n_heads = reader.integer("num_attention_heads", 1, k_max_dimension);
+  shape.n_kv_heads = reader.integer("num_key_value_heads", 1, k_max_dimension, shape.n_heads);
+  if (reader.find("head_dim") == nullptr && shape.d_model % shape.n_heads != 0) {
+    throw reader.error("head_dim",
+                       fmt::format("a value, as hidden_size ({}) is not a multiple of "
+                                   "num_attention_heads ({})",
+                                   shape.d_model, shape.n_heads),
+                       "none");
+  }
+  shape.head_dim = reader.integer("head_dim", 1, k_max_dimension, shape.d_model / shape.n_heads);
+  shape.ffn_dim = reader.integer("intermediate_size", 1, k_max_dimension);
+  shape.vocab = reader.integer("vocab_size", 1, k_max_dimension);
+  shape.dtype = DType::fp32;
+  shape.mlp = MlpKind::gated;
+  shape.tied_embeddings = reader.boolean("tie_word_embeddings", false);
+  shape.depth =
+      DepthStructure::plain(static_cast<int>(reader.integer("num_hidden_layers", 1, k_max_layers)));
+  // LlamaConfig's own defaults for the keys older configs leave out.
+  config.rms_eps = static_cast<float>(reader.positive_number("rms_norm_eps", 1e-6));
+  config.rope_theta = reader.positive_number("rope_theta", 10000.0);
+  config.max_positions = reader.integer("max_position_embeddings", 1, k_max_dimension, 2048);
+  config.routers = false;
+  config.tokenizer = TokenizerKind::ids;
+  std::error_code ec;
+  const bool sharded = !std::filesystem::exists(dir / "model.safetensors", ec) &&
+                       std::filesystem::exists(dir / "model.safetensors.index.json", ec);
+  config.weights = sharded ? "model.safetensors.index.json" : "model.safetensors";
+  validate_model_config(config);
+  return config;
+}
+
+ModelConfig load_model_config(const std::filesystem::path& dir,
+                              std::vector<int> exit_layers_override) {
+  std::error_code ec;
+  const std::filesystem::path ours = dir / k_exitsim_config_file;
+  const std::filesystem::path theirs = dir / k_hf_config_file;
+  ModelConfig config;
+  if (std::filesystem::exists(ours, ec)) {
+    config =
+        parse_exitsim_config(detail::read_small_file(ours, k_max_config_bytes), ours.string(), dir);
+  } else if (std::filesystem::exists(theirs, ec)) {
+    config = parse_hf_llama_config(detail::read_small_file(theirs, k_max_config_bytes),
+                                   theirs.string(), dir);
+  } else {
+    throw InputError(
+        {dir.string(), 0, 0, ""},
+        expected_found(
+            fmt::format("a model directory with {} or {}", k_exitsim_config_file, k_hf_config_file),
+            std::filesystem::is_directory(dir, ec) ? "neither" : "no such directory"));
+  }
+  if (!exit_layers_override.empty()) {
+    config.shape.depth.exit_points = std::move(exit_layers_override);
+    validate_model_config(config);
+  }
+  return config;
+}
+
+std::string model_config_json(const ModelConfig& config) {
+  const ModelShape& shape = config.shape;
+  const DepthStructure& depth = shape.depth;
+  const nlohmann::ordered_json out = {{"format", k_model_format_v1},
+                                      {"name", shape.name},
+                                      {"d_model", shape.d_model},
+                                      {"n_heads", shape.n_heads},
+                                      {"n_kv_heads", shape.n_kv_heads},
+                                      {"head_dim", shape.head_dim},
+                                      {"ffn_dim", shape.ffn_dim},
+                                      {"vocab", shape.vocab},
+                                      {"rms_eps", shortest_double(config.rms_eps)},
+                                      {"rope_theta", config.rope_theta},
+                                      {"max_positions", config.max_positions},
+                                      {"tied_embeddings", shape.tied_embeddings},
+                                      {"depth",
+                                       {{"prelude", depth.prelude_layers},
+                                        {"block", depth.block_layers},
+                                        {"recursions", depth.recursions},
+                                        {"coda", depth.coda_layers},
+                                        {"lora_rank", depth.lora_rank},
+                                        {"exit_points", depth.exit_points}}},
+                                      {"routers", config.routers},
+                                      {"tokenizer", to_string(config.tokenizer)},
+                                      {"weights", config.weights}};
+  return out.dump(2) + "\n";
+}
+
+}  // namespace exitsim::engine

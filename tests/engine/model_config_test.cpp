@@ -1,0 +1,257 @@
+#include "exitsim/engine/model_config.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <string>
+
+#include "exitsim/core/error.hpp"
+
+namespace exitsim::engine {
+namespace {
+
+const char* const k_tiny = R"({"format": "exitsim-model v1", "name": "tiny-recursive",
+  "d_model": 192, "n_heads": 6, "n_kv_heads": 2, "head_dim": 32, "ffn_dim": 512, "vocab": 260,
+  "rms_eps": 1e-5, "rope_theta": 10000.0, "max_positions": 4096, "tied_embeddings": true,
+  "depth": {"prelude": 1, "block": 1, "recursions": 4, "coda": 1, "lora_rank": [],
+            "exit_points": []},
+  "routers": false, "tokenizer": "bytes", "weights": "model.safetensors"})";
+
+const char* const k_llama = R"({"architectures": ["LlamaForCausalLM"], "model_type": "llama",
+  "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
+  "intermediate_size": 128, "num_hidden_layers": 4, "vocab_size": 100, "rms_norm_eps": 1e-6,
+  "rope_theta": 500000.0, "tie_word_embeddings": false, "max_position_embeddings": 2048,
+  "hidden_act": "silu", "rope_scaling": null, "attention_bias": false, "torch_dtype": "bfloat16",
+  "bos_token_id": 1, "transformers_version": "4.40.0"})";
+
+// k_tiny with `from` replaced by `to` (which must occur).
+std::string tiny_with(const std::string& from, const std::string& to) {
+  std::string text = k_tiny;
+  const std::size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  return text.replace(at, from.size(), to);
+}
+
+std::string error_of(const std::function<void()>& action) {
+  try {
+    action();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "<no InputError>";
+}
+
+std::string tiny_error(const std::string& text) {
+  return error_of([&] { parse_exitsim_config(text, "exitsim.json", "models/tiny"); });
+}
+
+std::string llama_error(const std::string& text) {
+  return error_of([&] { parse_hf_llama_config(text, "config.json", "models/llama"); });
+}
+
+std::string llama_with(const std::string& from, const std::string& to) {
+  std::string text = k_llama;
+  const std::size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  return text.replace(at, from.size(), to);
+}
+
+std::filesystem::path model_dir(const std::string& name) {
+  const std::filesystem::path dir =
+      std::filesystem::path(testing::TempDir()) / ("exitsim_config_" + name);
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+void write(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream(path) << text;
+}
+
+TEST(ModelConfig, ParsesTheTinyRecursiveModel) {
+  const ModelConfig c = parse_exitsim_config(k_tiny, "exitsim.json", "models/tiny");
+  EXPECT_EQ(c.shape.name, "tiny-recursive");
+  EXPECT_EQ(c.shape.d_model, 192);
+  EXPECT_EQ(c.shape.n_kv_heads, 2);
+  EXPECT_EQ(c.shape.dtype, DType::fp32);
+  EXPECT_TRUE(c.shape.tied_embeddings);
+  EXPECT_EQ(c.shape.depth.recursions, 4);
+  EXPECT_EQ(c.shape.depth.unique_layers(), 3);
+  EXPECT_EQ(c.shape.depth.effective_exit_points(), (std::vector<int>{2, 3, 4, 5}));
+  EXPECT_EQ(c.rms_eps, 1e-5f);
+  EXPECT_EQ(c.rope_theta, 10000.0);
+  EXPECT_EQ(c.tokenizer, TokenizerKind::bytes);
+  EXPECT_EQ(c.format, ModelFormat::exitsim);
+  EXPECT_EQ(c.weights_path(), std::filesystem::path("models/tiny/model.safetensors"));
+}
+
+TEST(ModelConfig, DefaultsAndJsonRoundTrip) {
+  const std::string minimal = R"({"format": "exitsim-model v1", "d_model": 8, "n_heads": 2,
+    "n_kv_heads": 1, "head_dim": 4, "ffn_dim": 16, "vocab": 300,
+    "depth": {"prelude": 1, "block": 2, "recursions": 2, "lora_rank": [2, 0],
+              "exit_points": [3]}, "routers": true})";
+  const ModelConfig c = parse_exitsim_config(minimal, "exitsim.json", "models/small/");
+  EXPECT_EQ(c.shape.name, "small");
+  EXPECT_EQ(c.max_positions, 4096);
+  EXPECT_FALSE(c.shape.tied_embeddings);
+  EXPECT_EQ(c.weights, "model.safetensors");
+  EXPECT_EQ(c.shape.depth.lora_rank, (std::vector<int>{2, 0}));
+  const std::string text = model_config_json(c);
+  EXPECT_NE(text.find("\"rms_eps\": 1e-05"), std::string::npos) << text;
+  EXPECT_EQ(parse_exitsim_config(text, "exitsim.json", "models/small/"), c);
+}
+
+TEST(ModelConfig, UnknownKeysAreErrorsWithASuggestion) {
+  EXPECT_EQ(tiny_error(tiny_with("\"d_model\"", "\"d_modle\"")),
+            "exitsim.json: d_modle: unknown key \"d_modle\"; did you mean \"d_model\"?");
+  EXPECT_EQ(tiny_error(tiny_with("\"recursions\"", "\"recursion\"")),
+            "exitsim.json: depth.recursion: unknown key \"recursion\"; did you mean "
+            "\"recursions\"?");
+  EXPECT_EQ(tiny_error(tiny_with("\"routers\"", "\"xyzzy\"")),
+            "exitsim.json: xyzzy: unknown key \"xyzzy\"; expected one of format, name, d_model, "
+            "n_heads, n_kv_heads, head_dim, ffn_dim, vocab, rms_eps, rope_theta, max_positions, "
+            "tied_embeddings, depth, routers, tokenizer, weights");
+}
+
+TEST(ModelConfig, WrongTypesAndRangesNameTheKey) {
+  EXPECT_EQ(tiny_error(tiny_with("\"n_heads\": 6", "\"n_heads\": \"6\"")),
+            "exitsim.json: n_heads: expected an integer in [1, 16777216], found the string \"6\"");
+  EXPECT_EQ(tiny_error(tiny_with("\"vocab\": 260", "\"vocab\": 2.5")),
+            "exitsim.json: vocab: expected an integer in [1, 16777216], found the number 2.5");
+  EXPECT_EQ(tiny_error(tiny_with("\"vocab\": 260,", "")),
+            "exitsim.json: vocab: expected an integer in [1, 16777216], found none");
+  EXPECT_EQ(tiny_error(tiny_with("\"recursions\": 4", "\"recursions\": -1")),
+            "exitsim.json: depth.recursions: expected an integer in [0, 65536], found the number "
+            "-1");
+  EXPECT_EQ(tiny_error(tiny_with("\"rms_eps\": 1e-5", "\"rms_eps\": 0")),
+            "exitsim.json: rms_eps: expected a positive number, found the number 0");
+  EXPECT_EQ(tiny_error(tiny_with("\"routers\": false", "\"routers\": 0")),
+            "exitsim.json: routers: expected true or false, found the number 0");
+  EXPECT_EQ(tiny_error(tiny_with("\"lora_rank\": []", "\"lora_rank\": [1, \"2\"]")),
+            "exitsim.json: depth.lora_rank: expected an array of integers in [0, 65536], found "
+            "the string \"2\" in the array");
+  EXPECT_EQ(tiny_error(tiny_with("\"tokenizer\": \"bytes\"", "\"tokenizer\": \"byte\"")),
+            "exitsim.json: tokenizer: expected \"bytes\" or \"ids\", found \"byte\" (did you mean "
+            "\"bytes\"?)");
+  EXPECT_EQ(tiny_error(tiny_with("\"exitsim-model v1\"", "\"exitsim-model v2\"")),
+            "exitsim.json: format: expected \"exitsim-model v1\", found the string "
+            "\"exitsim-model v2\"");
+}
+
+TEST(ModelConfig, InconsistentShapes) {
+  EXPECT_EQ(tiny_error(tiny_with("\"n_kv_heads\": 2", "\"n_kv_heads\": 4")),
+            "exitsim.json: n_kv_heads: expected a divisor of n_heads (6), found 4");
+  EXPECT_EQ(tiny_error(tiny_with("\"exit_points\": []", "\"exit_points\": [2, 9]")),
+            "exitsim.json: depth.exit_points: expected exit points in [1, 5], found 9");
+  EXPECT_EQ(tiny_error(tiny_with("\"lora_rank\": []", "\"lora_rank\": [4]")),
+            "exitsim.json: depth.lora_rank: expected one rank per recursion (4), found 1");
+  EXPECT_EQ(tiny_error(tiny_with("\"head_dim\": 32", "\"head_dim\": 31")),
+            "exitsim.json: head_dim: expected an even number (rotary embeddings rotate pairs), "
+            "found 31");
+  EXPECT_EQ(tiny_error(tiny_with("\"vocab\": 260", "\"vocab\": 100")),
+            "exitsim.json: vocab: expected at least 256 for the \"bytes\" tokenizer, found 100");
+  EXPECT_EQ(tiny_error(tiny_with("\"recursions\": 4", "\"recursions\": 0")),
+            "exitsim.json: depth.block: expected 0 when recursions is 0, found 1");
+  const std::string plain = tiny_with("\"block\": 1, \"recursions\": 4", "\"block\": 0");
+  EXPECT_EQ(tiny_error(std::string(plain).replace(plain.find("\"routers\": false"), 16,
+                                                  "\"routers\": true")),
+            "exitsim.json: routers: expected false for a model without recursions, found true");
+}
+
+TEST(ModelConfig, MalformedJson) {
+  EXPECT_EQ(tiny_error("[1]"), "exitsim.json: expected a JSON object, found the array [1]");
+  EXPECT_EQ(tiny_error(tiny_with("\"name\": \"tiny-recursive\"", "\"vocab\": 300")),
+            "exitsim.json: expected each key once per object, found the key \"vocab\" twice");
+  EXPECT_EQ(tiny_error("{\"format\": "),
+            "exitsim.json: expected valid JSON, found parse error at line 1, column 12: syntax "
+            "error while parsing value - unexpected end of input; expected '[', '{', or a "
+            "literal");
+}
+
+TEST(ModelConfig, HuggingFaceLlamaLoadsAsAPlainModel) {
+  const ModelConfig c = parse_hf_llama_config(k_llama, "config.json", "models/llama");
+  EXPECT_EQ(c.format, ModelFormat::hf_llama);
+  EXPECT_EQ(c.shape.name, "llama");
+  EXPECT_EQ(c.shape.d_model, 64);
+  EXPECT_EQ(c.shape.head_dim, 16);  // hidden_size / num_attention_heads
+  EXPECT_EQ(c.shape.depth, DepthStructure::plain(4));
+  EXPECT_EQ(c.shape.depth.effective_exit_points(), (std::vector<int>{4}));
+  EXPECT_EQ(c.rms_eps, 1e-6f);
+  EXPECT_EQ(c.rope_theta, 500000.0);
+  EXPECT_EQ(c.tokenizer, TokenizerKind::ids);
+  EXPECT_FALSE(c.routers);
+
+  const ModelConfig mha = parse_hf_llama_config(
+      llama_with("\"num_key_value_heads\": 2,", "\"head_dim\": null,"), "config.json", "x");
+  EXPECT_EQ(mha.shape.n_kv_heads, 4);
+  EXPECT_EQ(mha.shape.head_dim, 16);
+}
+
+TEST(ModelConfig, HuggingFaceFeaturesWeDoNotRunAreRefused) {
+  EXPECT_EQ(llama_error(llama_with("\"rope_scaling\": null",
+                                   "\"rope_scaling\": {\"rope_type\": \"llama3\"}")),
+            "config.json: rope_scaling: expected null (scaled rotary embeddings are not "
+            "supported), found the object {\"rope_type\":\"llama3\"}");
+  EXPECT_EQ(llama_error(llama_with("\"attention_bias\": false", "\"attention_bias\": true")),
+            "config.json: attention_bias: expected false (biases are not supported), found true");
+  EXPECT_EQ(llama_error(llama_with("\"attention_bias\": false", "\"mlp_bias\": true")),
+            "config.json: mlp_bias: expected false (biases are not supported), found true");
+  EXPECT_EQ(llama_error(llama_with("\"silu\"", "\"gelu\"")),
+            "config.json: hidden_act: expected \"silu\" (SwiGLU), found \"gelu\"");
+  EXPECT_EQ(llama_error(R"({"model_type": "mistral"})"),
+            "config.json: model_type: expected \"llama\" (or architectures containing "
+            "\"LlamaForCausalLM\"), found the string \"mistral\"");
+  // Shape problems name the Hugging Face key.
+  EXPECT_EQ(llama_error(llama_with("\"num_key_value_heads\": 2", "\"num_key_value_heads\": 3")),
+            "config.json: num_key_value_heads: expected a divisor of n_heads (4), found 3");
+  EXPECT_EQ(llama_error(llama_with("\"hidden_size\": 64", "\"hidden_size\": 66")),
+            "config.json: head_dim: expected a value, as hidden_size (66) is not a multiple of "
+            "num_attention_heads (4), found none");
+}
+
+TEST(ModelConfig, LoadPrefersExitsimJsonAndAppliesExitLayers) {
+  const std::filesystem::path both = model_dir("both");
+  write(both / "exitsim.json", k_tiny);
+  write(both / "config.json", k_llama);
+  const ModelConfig ours = load_model_config(both);
+  EXPECT_EQ(ours.format, ModelFormat::exitsim);
+  EXPECT_EQ(ours.config_file, (both / "exitsim.json").string());
+  EXPECT_EQ(ours.dir, both);
+
+  const std::filesystem::path llama = model_dir("llama");
+  write(llama / "config.json", k_llama);
+  const ModelConfig plain = load_model_config(llama, {2, 4});
+  EXPECT_EQ(plain.format, ModelFormat::hf_llama);
+  EXPECT_EQ(plain.shape.depth.exit_points, (std::vector<int>{2, 4}));
+  EXPECT_EQ(plain.weights, "model.safetensors");
+  const std::string config = (llama / "config.json").string();
+  EXPECT_EQ(error_of([&] {
+              load_model_config(llama, {3, 8});
+            }),
+            config + ": depth.exit_points: expected exit points in [1, 4], found 8");
+  EXPECT_EQ(error_of([&] {
+              load_model_config(llama, {3, 2});
+            }),
+            config + ": depth.exit_points: expected exit points ascending past 3, found 2");
+
+  write(llama / "model.safetensors.index.json", "{}");
+  EXPECT_EQ(load_model_config(llama).weights, "model.safetensors.index.json");
+}
+
+TEST(ModelConfig, LoadFromADirectoryWithoutAConfig) {
+  const std::filesystem::path empty = model_dir("empty");
+  EXPECT_EQ(error_of([&] { load_model_config(empty); }),
+            empty.string() +
+                ": expected a model directory with exitsim.json or config.json, "
+                "found neither");
+  const std::filesystem::path nowhere = empty / "nowhere";
+  EXPECT_EQ(error_of([&] { load_model_config(nowhere); }),
+            nowhere.string() +
+                ": expected a model directory with exitsim.json or config.json, "
+                "found no such directory");
+}
+
+}  // namespace
+}  // namespace exitsim::engine
