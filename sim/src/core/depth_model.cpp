@@ -9,6 +9,7 @@
 
 #include "exitsim/core/error.hpp"
 #include "exitsim/policy/exit_table.hpp"
+#include "exitsim/sim/policy_params.hpp"
 #include "exitsim/traces/token_trace.hpp"
 
 namespace exitsim::sim {
@@ -57,20 +58,7 @@ policy::ExitLookup token_trace_lookup(const std::string& path) {
 
 policy::ExitPolicyParams exit_params(const scenario::ExitPolicyConfig& config,
                                      const DepthStructure& depth) {
-  policy::ExitPolicyParams params;
-  params.kind = config.kind;
-  params.threshold = config.threshold;
-  params.confidence_measure = config.confidence_measure;
-  params.calm_decay = config.calm_decay;
-  params.router_mode = config.router_mode;
-  params.capacities = config.capacities;
-  params.probabilities = config.probabilities;
-  for (const scenario::PositionBucket& bucket : config.position_buckets) {
-    params.position_buckets.push_back({bucket.until_position, bucket.probabilities});
-  }
-  for (const scenario::DepthScheduleStep& step : config.schedule) {
-    params.schedule.push_back({step.from_position, step.depth});
-  }
+  policy::ExitPolicyParams params = exit_policy_params(config);
   if (config.kind == "confidence" || config.kind == "oracle") {
     params.kind = "distribution";
     params.probabilities = table_distribution(config, depth);
@@ -79,15 +67,6 @@ policy::ExitPolicyParams exit_params(const scenario::ExitPolicyConfig& config,
     params.replay_lookup = token_trace_lookup(config.token_trace);
   }
   return params;
-}
-
-policy::DepthwiseRule depthwise_rule_from(const scenario::SyncConfig& sync) {
-  policy::DepthwiseRule rule;
-  if (sync.exited_tokens == "accumulate") {
-    rule.exited = policy::ExitedTokens::accumulate;
-    rule.accumulate_threshold = sync.accumulate_threshold;
-  }
-  return rule;
 }
 
 // A depth-wise step runs whole recursions of the shared block, so a token can only leave it at
@@ -114,7 +93,7 @@ DepthModel::DepthModel(const scenario::ExitPolicyConfig& exit_policy,
     : full_depth_(model.depth.stacked_depth()),
       depth_(model.depth),
       strategy_(strategy_from(sync)),
-      depthwise_rule_(depthwise_rule_from(sync)),
+      depthwise_rule_(depthwise_rule(sync)),
       draws_(seed, fmt::format("exit.replica{}.draws", replica)),
       scores_(seed, fmt::format("exit.replica{}.scores", replica)) {
   const bool exits = exit_policy.kind != "none";
