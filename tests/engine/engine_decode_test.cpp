@@ -222,3 +222,53 @@ TEST_F(EngineDecode, DepthwiseAccumulationDelaysHeadsButNotTokens) {
 
 }  // namespace
 }  // namespace exitsim::engine
+
+namespace exitsim::engine {
+namespace {
+
+TEST(EngineProfile, EveryOpOfTheLoopIsASpanWithItsShape) {
+  const ModelConfig config = test_support::small_config(test_support::small_recursive_depth());
+  const ModelWeights weights = test_support::small_weights(config);
+  const CpuModel model(config, weights);
+  EngineOptions options;
+  options.strategy = policy::SyncStrategy::state_copy;
+  options.exit_policy.kind = "router_expert_choice";
+  options.exit_policy.threshold = 0.5;
+  options.block_size = 4;
+  options.kv_blocks = 64;
+  profiler::HostProfiler profiler;
+  Engine engine(model, options, &profiler);
+  std::vector<EngineRequest> reqs(2);
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    reqs[i].id = RequestId(i);
+    reqs[i].prompt = {1, 2, 3, static_cast<std::int32_t>(4 + i)};
+    reqs[i].output_tokens = 6;
+  }
+  const EngineRun run = engine.run(reqs);
+  std::map<std::string, int> names;
+  std::uint64_t last_step = 0;
+  std::int64_t max_context = 0;
+  for (const traces::OpTraceRow& row : profiler.rows()) {
+    ++names[row.name];
+    EXPECT_GE(row.duration_ns, 0);
+    EXPECT_GT(row.step_id, 0u);
+    last_step = std::max(last_step, row.step_id);
+    if (row.name == "attention") {
+      // Context: K/V rows there before the call (0 for a first prompt chunk, as in the
+      // simulator's batch entries).
+      EXPECT_GE(row.depth, 0);
+      max_context = std::max(max_context, row.context_tokens);
+      EXPECT_EQ(row.recursion, model.source_of(row.depth).recursion);
+    }
+  }
+  for (const char* op :
+       {"embed", "attn_norm", "qkv_proj", "rotary", "kv_write", "attention", "o_proj", "mlp_norm",
+        "mlp.gate_up", "mlp.act", "mlp.down", "lm_head", "router", "sampling", "compaction"}) {
+    EXPECT_GT(names[op], 0) << op;
+  }
+  EXPECT_EQ(static_cast<std::int64_t>(last_step), run.iterations);
+  EXPECT_EQ(max_context, 2 * 8);  // the last decode step: two sequences, 8 earlier tokens each
+}
+
+}  // namespace
+}  // namespace exitsim::engine

@@ -75,7 +75,7 @@ void Engine::Loop::decode_pass(std::span<Sequence* const> seqs) {
         recursion >= 1 && (layer - depth.prelude_layers) % depth.block_layers == 0;
     if (recursion_starts && feed_ == ExitFeed::token_choice && recursion == 1) {
       for (int r = 1; r <= depth.recursions; ++r) {
-        const std::vector<double> s = model_.router_scores(r, x);
+        const std::vector<double> s = route(r, x);
         for (std::size_t i = 0; i < n; ++i)
           scores[i * points + static_cast<std::size_t>(r - 1)] = s[i];
       }
@@ -86,7 +86,7 @@ void Engine::Loop::decode_pass(std::span<Sequence* const> seqs) {
       }
     }
     if (recursion_starts && feed_ == ExitFeed::expert_choice) {
-      const std::vector<double> s = model_.router_scores(recursion, x);
+      const std::vector<double> s = route(recursion, x);
       for (std::size_t i = 0; i < n; ++i) {
         if (active[i] != 0)
           scores[i * points + static_cast<std::size_t>(recursion - 1)] = s[i];
@@ -117,12 +117,20 @@ void Engine::Loop::decode_pass(std::span<Sequence* const> seqs) {
     }
     if (!rows.empty()) {
       Matrix xs(static_cast<Eigen::Index>(rows.size()), x.cols());
-      for (std::size_t m = 0; m < members.size(); ++m) {
-        const auto& [i, pending] = members[m];
-        xs.row(static_cast<Eigen::Index>(m)) =
-            pending != nullptr ? pending->hidden : x.row(static_cast<Eigen::Index>(i));
+      {
+        // Gathering the tokens still running (and pending states joining) is the compaction
+        // that exits cost; scattering back is counted with it below.
+        auto timed = span("compaction", traces::OpKind::memcpy,
+                          static_cast<std::int64_t>(rows.size()), layer);
+        for (std::size_t m = 0; m < members.size(); ++m) {
+          const auto& [i, pending] = members[m];
+          xs.row(static_cast<Eigen::Index>(m)) =
+              pending != nullptr ? pending->hidden : x.row(static_cast<Eigen::Index>(i));
+        }
       }
       run_layer(layer, xs, rows, defer ? "decode.layer+fill" : "decode.layer");
+      auto timed =
+          span("compaction", traces::OpKind::memcpy, static_cast<std::int64_t>(rows.size()), layer);
       for (std::size_t m = 0; m < members.size(); ++m) {
         const auto& [i, pending] = members[m];
         if (pending != nullptr) {
@@ -214,6 +222,7 @@ void Engine::Loop::decode_pass(std::span<Sequence* const> seqs) {
   }
 
   const Matrix logits = head(exit_hidden, seqs, positions, false);
+  auto timed = span("sampling", traces::OpKind::sampling, static_cast<std::int64_t>(n), -1);
   for (std::size_t i = 0; i < n; ++i) {
     const auto row = static_cast<Eigen::Index>(i);
     const std::int32_t token = sample(*seqs[i], logits.row(row));

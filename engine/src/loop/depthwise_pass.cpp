@@ -51,8 +51,7 @@ void Engine::Loop::decide_in_flight(std::span<Sequence* const> in_block,
     for (std::size_t k = 0; k < deciding.size(); ++k) {
       const int next = recursion_of[deciding[k]] + 1;
       const Matrix one = states.row(static_cast<Eigen::Index>(k));
-      seqs[k]->flight_scores[static_cast<std::size_t>(next - 1)] =
-          model_.router_scores(next, one)[0];
+      seqs[k]->flight_scores[static_cast<std::size_t>(next - 1)] = route(next, one)[0];
     }
   }
   std::vector<int> chosen(seqs.size());
@@ -113,7 +112,7 @@ void Engine::Loop::depthwise_pass(std::span<Sequence* const> seqs) {
     if (feed_ == ExitFeed::token_choice || feed_ == ExitFeed::expert_choice) {
       const int routers = feed_ == ExitFeed::token_choice ? depth.recursions : 1;
       for (int r = 1; r <= routers; ++r) {
-        const std::vector<double> s = model_.router_scores(r, x);
+        const std::vector<double> s = route(r, x);
         for (std::size_t i = 0; i < entering.size(); ++i)
           entering[i]->flight_scores[static_cast<std::size_t>(r - 1)] = s[i];
       }
@@ -196,6 +195,8 @@ void Engine::Loop::depthwise_pass(std::span<Sequence* const> seqs) {
   for (std::size_t i = 0; i < heads.size(); ++i)
     states.row(static_cast<Eigen::Index>(i)) = heads[i]->flight;
   const Matrix logits = head(states, heads, head_positions, false);
+  auto timed =
+      span("sampling", traces::OpKind::sampling, static_cast<std::int64_t>(heads.size()), -1);
   for (std::size_t i = 0; i < heads.size(); ++i) {
     Sequence& s = *heads[i];
     const auto row = static_cast<Eigen::Index>(i);

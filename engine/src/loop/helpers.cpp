@@ -75,6 +75,12 @@ std::int32_t Engine::Loop::sample(Sequence& s, const Eigen::Ref<const Eigen::Row
   return static_cast<std::int32_t>(logits.size() - 1);
 }
 
+std::vector<double> Engine::Loop::route(int recursion, const Matrix& x) {
+  const int layer = model_.depth().prelude_layers + (recursion - 1) * model_.depth().block_layers;
+  auto timed = span("router", traces::OpKind::router, x.rows(), layer);
+  return model_.router_scores(recursion, x);
+}
+
 double Engine::Loop::confidence_of(const Eigen::Ref<const Eigen::RowVectorXf>& logits) const {
   const Top2Confidence c =
       top2_confidence({logits.data(), static_cast<std::size_t>(logits.size())});

@@ -91,6 +91,8 @@ class Engine::Loop {
               std::span<const std::int32_t> positions, bool probe);
   std::int32_t sample(Sequence& s, const Eigen::Ref<const Eigen::RowVectorXf>& logits);
   double confidence_of(const Eigen::Ref<const Eigen::RowVectorXf>& logits) const;
+  // Recursion r's router scores for the rows of x, as a router span.
+  std::vector<double> route(int recursion, const Matrix& x);
   // Index of the exit point at stack depth `depth`, or -1.
   int point_at_depth(int depth) const;
   void decide_upfront(std::span<Sequence* const> sequences, std::span<int> exits);

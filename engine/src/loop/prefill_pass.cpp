@@ -59,6 +59,8 @@ void Engine::Loop::prefill_pass(std::span<Sequence* const> sequences,
     logits = model_.logits(last);
   }
   const int full = static_cast<int>(exit_depths_.size()) - 1;
+  auto timed =
+      span("sampling", traces::OpKind::sampling, static_cast<std::int64_t>(emitting.size()), -1);
   for (std::size_t i = 0; i < emitting.size(); ++i) {
     const auto row = static_cast<Eigen::Index>(i);
     emit(*emitting[i], sample(*emitting[i], logits.row(row)), full,
