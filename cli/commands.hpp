@@ -14,5 +14,6 @@ namespace exitsim::cli {
 void add_simulate_command(CLI::App& app);
 void add_scenario_commands(CLI::App& app);
 void add_trace_commands(CLI::App& app);
+void add_engine_commands(CLI::App& app);
 
 }  // namespace exitsim::cli

@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   exitsim::cli::add_simulate_command(app);
   exitsim::cli::add_scenario_commands(app);
   exitsim::cli::add_trace_commands(app);
+  exitsim::cli::add_engine_commands(app);
 
   try {
     app.parse(argc, argv);

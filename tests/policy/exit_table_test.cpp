@@ -1,4 +1,5 @@
-// The threshold table: round trip, lookup and interpolation, and every malformed input.
+// The threshold table: round trip, lookup and interpolation, every malformed input, and the
+// confidence rows of a quality table read as one.
 
 #include "exitsim/policy/exit_table.hpp"
 
@@ -7,6 +8,7 @@
 #include <sstream>
 
 #include "exitsim/core/error.hpp"
+#include "support/test_files.hpp"
 
 namespace exitsim::policy {
 namespace {
@@ -114,6 +116,66 @@ TEST(ExitTable, MissingFileIsAnInputError) {
   } catch (const InputError& e) {
     EXPECT_STREQ(e.what(), "/nonexistent/exit_table.csv: cannot open the exit table for reading");
   }
+}
+
+const std::string k_quality =
+    "# exitsim-quality-table v1\n"
+    "policy,measure,threshold,capacities,tokens,nll_per_token,top1_agreement,mean_exit_depth,"
+    "p_exit_1,p_exit_2,p_exit_3\n"
+    "full_depth,,,,400,1.2,1,31,0,0,1\n"
+    "confidence,margin,0.5,,400,1.3,0.98,18,0.6,0.3,0.1\n"
+    "router_expert_choice,,0.5,,400,1.4,0.95,22,0.3,0.3,0.4\n"
+    "confidence,margin,0.9,,400,1.25,0.99,26,0.2,0.3,0.5\n";
+
+TEST(ExitTable, ReadsTheConfidenceRowsOfAQualityTable) {
+  const ExitTable table = parse(k_quality);
+  EXPECT_EQ(table.source(), "t.csv");
+  EXPECT_EQ(table.measure(), "margin");
+  EXPECT_EQ(table.exit_points(), 3u);
+  EXPECT_EQ(std::vector<double>(table.thresholds().begin(), table.thresholds().end()),
+            (std::vector<double>{0.5, 0.9}));
+  EXPECT_EQ(table.exit_distribution_for(0.9), (std::vector<double>{0.2, 0.3, 0.5}));
+  EXPECT_EQ(table, ExitTable({0.5, 0.9}, {{0.6, 0.3, 0.1}, {0.2, 0.3, 0.5}}));
+  EXPECT_EQ(parse(k_good).measure(), "");
+
+  std::istringstream in(k_quality);
+  const ExitTable from_memory = ExitTable::from_quality_table(QualityTable::parse(in, "q.csv"));
+  EXPECT_EQ(from_memory, table);
+  EXPECT_EQ(from_memory.source(), "q.csv");
+  EXPECT_EQ(from_memory.measure(), "margin");
+}
+
+TEST(ExitTable, ReadsAQualityTableFile) {
+  const test_support::TempDir dir;
+  EXPECT_EQ(ExitTable::read(dir.write("quality.csv", k_quality)), parse(k_quality));
+}
+
+TEST(ExitTable, QualityTableNeedsConfidenceRowsOfOneMeasure) {
+  const std::string top1 = "confidence,top1,0.7,,400,1.3,0.98,18,0.6,0.3,0.1\n";
+  const std::string head = k_quality.substr(0, k_quality.find("full_depth"));
+  const auto message = [](const std::string& text) {
+    return test_support::error_of([&] { parse(text); });
+  };
+  EXPECT_EQ(message(k_quality + top1),
+            "t.csv:7: measure: expected \"margin\" as on line 4 (a threshold means something else "
+            "under each measure: keep one measure per table), found \"top1\"");
+  EXPECT_EQ(message(head + "full_depth,,,,400,1.2,1,31,0,0,1\n"),
+            "t.csv: policy: expected at least one confidence row (its exit distributions per "
+            "threshold), found none");
+  EXPECT_EQ(message("# exitsim-quality-table v2\n"),
+            "t.csv:1: version: expected \"# exitsim-quality-table v1\", found "
+            "\"# exitsim-quality-table v2\"");
+  // The quality table's own rules apply, with their positions.
+  EXPECT_EQ(message(k_quality + "confidence,margin,0.9,,400,1.25,0.99,26,0.2,0.3,0.5\n"),
+            "t.csv:7:19: threshold: expected a threshold above 0.9 (the previous confidence "
+            "margin row's), found 0.9");
+
+  std::istringstream in(k_quality + top1);
+  const QualityTable mixed = QualityTable::parse(in, "q.csv");
+  EXPECT_EQ(test_support::error_of([&] { ExitTable::from_quality_table(mixed); }),
+            "q.csv: measure: expected \"margin\" as on the first confidence row (a threshold "
+            "means something else under each measure: keep one measure per table), found "
+            "\"top1\"");
 }
 
 struct Malformed {

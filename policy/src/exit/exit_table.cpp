@@ -1,7 +1,6 @@
 #include "exitsim/policy/exit_table.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <fstream>
 #include <istream>
@@ -9,85 +8,20 @@
 #include <stdexcept>
 
 #include "exit/exit_policies.hpp"
+#include "exit/table_reader.hpp"
 #include "exitsim/core/csv_fields.hpp"
 #include "exitsim/core/error.hpp"
 
 namespace exitsim::policy {
 namespace {
 
+using exit::k_sum_tolerance;
 using exit::number_text;
+using exit::TableReader;
 
-constexpr double k_sum_tolerance = 1e-6;
-
-using Cell = CsvField;
-
-std::string probability_column(std::size_t k) {
-  return "p_exit_" + std::to_string(k + 1);
-}
-
-class TableReader {
- public:
-  TableReader(std::istream& in, std::string name) : in_(in), name_(std::move(name)) {}
-
-  [[noreturn]] void fail(std::int64_t column, const std::string& field,
-                         const std::string& message) const {
-    throw InputError(SourceLocation{name_, line_number_, column, field}, message);
-  }
-
-  bool next_line() {
-    if (!std::getline(in_, line_))
-      return false;
-    ++line_number_;
-    if (!line_.empty() && line_.back() == '\r')
-      line_.pop_back();
-    return true;
-  }
-
-  const std::string& line() const { return line_; }
-  std::int64_t line_number() const { return line_number_; }
-  void at_line(std::int64_t line) { line_number_ = line; }
-
- private:
-  std::istream& in_;
-  std::string name_;
-  std::string line_;
-  std::int64_t line_number_ = 0;
-};
-
-double parse_number(const TableReader& reader, const Cell& cell, const std::string& field,
-                    const std::string& expected) {
-  double value = 0.0;
-  const char* end = cell.text.data() + cell.text.size();
-  const auto [ptr, ec] = std::from_chars(cell.text.data(), end, value);
-  if (cell.text.empty() || ec != std::errc{} || ptr != end || !std::isfinite(value))
-    reader.fail(cell.column, field, expected_found(expected, quote_field(cell.text)));
-  return value;
-}
-
-// The header's probability columns: p_exit_1 ... p_exit_n, n >= 1.
-std::size_t read_header(TableReader& reader, std::vector<Cell>& cells) {
-  if (!reader.next_line()) {
-    reader.at_line(reader.line_number() + 1);
-    reader.fail(0, "header", "expected the header row, found end of file");
-  }
-  split_csv_fields(reader.line(), cells);
-  if (cells[0].text != "threshold") {
-    reader.fail(cells[0].column, "header",
-                expected_found("column \"threshold\"", quote_field(cells[0].text)));
-  }
-  if (cells.size() < 2) {
-    reader.fail(0, "header",
-                expected_found("at least one exit column (p_exit_1)", "only \"threshold\""));
-  }
-  for (std::size_t k = 0; k + 1 < cells.size(); ++k) {
-    const std::string expected = probability_column(k);
-    if (cells[k + 1].text != expected) {
-      reader.fail(cells[k + 1].column, "header",
-                  expected_found("column \"" + expected + "\"", quote_field(cells[k + 1].text)));
-    }
-  }
-  return cells.size() - 1;
-}
+// The quality table's family: a version line of this prefix is judged against its version, so
+// a quality table of another version is not told to be an exit table.
+constexpr std::string_view k_quality_table_family = "# exitsim-quality-table";
 
 }  // namespace
 
@@ -124,66 +58,80 @@ ExitTable ExitTable::read(const std::string& path) {
 
 ExitTable ExitTable::parse(std::istream& in, const std::string& name) {
   TableReader reader(in, name);
-  if (!reader.next_line()) {
-    reader.at_line(1);
-    reader.fail(
-        0, "version",
-        expected_found("\"" + std::string(k_exit_table_version_line) + "\"", "an empty file"));
+  if (reader.next_line() && reader.line().starts_with(k_quality_table_family)) {
+    reader.check_version(k_quality_table_version_line);
+    const exit::ParsedQualityTable parsed = exit::parse_quality_table(reader);
+    return from_quality_rows(parsed.table, parsed.lines);
   }
-  if (reader.line() != k_exit_table_version_line) {
-    reader.fail(
-        0, "version",
-        expected_found("\"" + std::string(k_exit_table_version_line) + "\"",
-                       reader.line().empty() ? "an empty line" : quote_field(reader.line())));
-  }
-  std::vector<Cell> cells;
+  reader.check_version(k_exit_table_version_line);
+  constexpr std::string_view k_fixed[] = {"threshold"};
   ExitTable table;
   table.source_ = name;
-  table.exit_points_ = read_header(reader, cells);
-  const std::size_t columns = table.exit_points_ + 1;
+  table.exit_points_ = exit::read_header(reader, k_fixed);
   while (reader.next_line()) {
-    split_csv_fields(reader.line(), cells);
-    if (cells.size() != columns) {
-      reader.fail(
-          0, "row",
-          expected_found(std::to_string(columns) + " fields",
-                         reader.line().empty() ? "an empty line" : std::to_string(cells.size())));
-    }
-    const double threshold = parse_number(reader, cells[0], "threshold", "a finite number");
+    const std::vector<CsvField>& cells = reader.split_row(table.exit_points_ + 1);
+    const double threshold = exit::parse_number(reader, cells[0], "threshold", "a finite number");
     if (!table.thresholds_.empty() && threshold <= table.thresholds_.back()) {
       reader.fail(cells[0].column, "threshold",
                   expected_found("a threshold above " + number_text(table.thresholds_.back()) +
                                      " (the previous row's)",
                                  number_text(threshold)));
     }
-    double sum = 0.0;
-    for (std::size_t k = 0; k < table.exit_points_; ++k) {
-      const Cell& cell = cells[k + 1];
-      const double p = parse_number(reader, cell, probability_column(k), "a probability in [0, 1]");
-      if (p < 0.0 || p > 1.0) {
-        reader.fail(cell.column, probability_column(k),
-                    expected_found("a probability in [0, 1]", number_text(p)));
-      }
-      table.probabilities_.push_back(p);
-      sum += p;
-    }
-    if (std::abs(sum - 1.0) > k_sum_tolerance) {
-      reader.fail(0, "row",
-                  expected_found("probabilities summing to 1", "a sum of " + number_text(sum)));
-    }
+    exit::parse_exit_distribution(reader, std::span(cells).subspan(1), table.probabilities_);
     table.thresholds_.push_back(threshold);
   }
-  if (table.thresholds_.empty()) {
-    reader.at_line(reader.line_number() + 1);
-    reader.fail(0, "row", "expected at least one threshold row, found end of file");
-  }
+  if (table.thresholds_.empty())
+    reader.fail_at_end("row", "expected at least one threshold row, found end of file");
   return table;
+}
+
+ExitTable ExitTable::from_quality_table(const QualityTable& table) {
+  return from_quality_rows(table, {});
+}
+
+ExitTable ExitTable::from_quality_rows(const QualityTable& table,
+                                       std::span<const std::int64_t> lines) {
+  std::vector<double> thresholds;
+  std::vector<std::vector<double>> distributions;
+  std::string measure;
+  std::int64_t measure_line = 0;
+  for (std::size_t i = 0; i < table.rows().size(); ++i) {
+    const QualityRow& row = table.rows()[i];
+    if (row.policy != "confidence")
+      continue;
+    const std::int64_t line = i < lines.size() ? lines[i] : 0;
+    if (thresholds.empty()) {
+      measure = row.measure;
+      measure_line = line;
+    } else if (row.measure != measure) {
+      const std::string first =
+          measure_line > 0 ? "line " + std::to_string(measure_line) : "the first confidence row";
+      throw InputError(
+          SourceLocation{table.source(), line, 0, "measure"},
+          expected_found("\"" + measure + "\" as on " + first +
+                             " (a threshold means something else under each measure: keep one "
+                             "measure per table)",
+                         "\"" + row.measure + "\""));
+    }
+    // The quality table keeps each policy and measure's thresholds ascending.
+    thresholds.push_back(*row.threshold);
+    distributions.push_back(row.p_exit);
+  }
+  if (thresholds.empty()) {
+    throw InputError(
+        SourceLocation{table.source(), 0, 0, "policy"},
+        expected_found("at least one confidence row (its exit distributions per threshold)",
+                       "none"));
+  }
+  ExitTable out(std::move(thresholds), std::move(distributions), table.source());
+  out.measure_ = measure;
+  return out;
 }
 
 void ExitTable::write(std::ostream& out) const {
   out << k_exit_table_version_line << "\nthreshold";
   for (std::size_t k = 0; k < exit_points_; ++k)
-    out << ',' << probability_column(k);
+    out << ',' << exit::probability_column(k);
   out << '\n';
   for (std::size_t row = 0; row < rows(); ++row) {
     out << number_text(thresholds_[row]);

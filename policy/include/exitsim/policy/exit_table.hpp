@@ -8,13 +8,19 @@
 //   threshold,p_exit_1,p_exit_2,p_exit_3
 //   0.5,0.6,0.3,0.1
 //   0.9,0.2,0.3,0.5
+//
+// A quality table (quality_table.hpp), which `exitsim engine eval` writes, serves as well: its
+// `confidence` rows are the thresholds.
 
 #include <cstddef>
+#include <cstdint>
 #include <iosfwd>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "exitsim/policy/quality_table.hpp"
 
 namespace exitsim::policy {
 
@@ -30,8 +36,15 @@ class ExitTable {
 
   // Strict readers: any malformed content throws InputError with the file, line, column and
   // field (version, header, row, threshold or p_exit_<k>) and an "expected X, found Y" message.
+  // The version line decides the format: an exit table, or a quality table read as
+  // from_quality_table() reads it (with the line of the offending row in its errors).
   static ExitTable read(const std::string& path);
   static ExitTable parse(std::istream& in, const std::string& name);
+
+  // The `confidence` rows of a quality table, thresholds ascending. Throws InputError (naming
+  // the table's source) when it has none, or rows of both confidence measures: a threshold means
+  // something different under each, so one table must hold one measure.
+  static ExitTable from_quality_table(const QualityTable& table);
 
   // Writes the format above; numbers in their shortest exact form, so parse() reads back an
   // equal table.
@@ -42,6 +55,9 @@ class ExitTable {
   std::span<const double> thresholds() const { return thresholds_; }
   std::span<const double> distribution(std::size_t row) const;
   const std::string& source() const { return source_; }
+  // The confidence measure ("top1" or "margin") of a table read from a quality table; empty for
+  // an exit table, whose format does not say.
+  const std::string& measure() const { return measure_; }
 
   // The exit distribution at `threshold`: a row's own when it is in the table, otherwise the
   // linear interpolation between the neighbouring rows. Throws InputError (field
@@ -55,11 +71,15 @@ class ExitTable {
 
  private:
   ExitTable() = default;
+  // from_quality_table(), with lines[i] the line row i was read from (for errors) when known.
+  static ExitTable from_quality_rows(const QualityTable& table,
+                                     std::span<const std::int64_t> lines);
 
   std::size_t exit_points_ = 0;
   std::vector<double> thresholds_;
   std::vector<double> probabilities_;  // row-major, rows() x exit_points()
   std::string source_;
+  std::string measure_;
 };
 
 }  // namespace exitsim::policy

@@ -1,0 +1,247 @@
+// The quality table: what it reads, what it writes, and every malformed input.
+
+#include "exitsim/policy/quality_table.hpp"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <stdexcept>
+
+#include "exitsim/core/error.hpp"
+
+namespace exitsim::policy {
+namespace {
+
+QualityTable parse(const std::string& text) {
+  std::istringstream in(text);
+  return QualityTable::parse(in, "q.csv");
+}
+
+const std::string k_header =
+    "policy,measure,threshold,capacities,tokens,nll_per_token,top1_agreement,mean_exit_depth,";
+const std::string k_head = "# exitsim-quality-table v1\n" + k_header + "p_exit_1,p_exit_2\n";
+
+const std::string k_good = "# exitsim-quality-table v1\n" + k_header +
+                           "p_exit_1,p_exit_2,p_exit_3\n"
+                           "full_depth,,,,40000,1.2345,1,31,0,0,1\n"
+                           "confidence,top1,0.5,,40000,1.31,0.982,18.2,0.55,0.3,0.15\n"
+                           "confidence,margin,0.2,,40000,1.3,0.99,19,0.5,0.3,0.2\n"
+                           "confidence,top1,0.9,,40000,1.25,0.9997,26,0.2,0.3,0.5\n"
+                           "router_expert_choice,,0.5,,40000,1.4,0.95,22,0.3,0.3,0.4\n"
+                           "router_expert_choice,,,1;0.67;0.33,40000,1.5,0.93,21,0.33,0.34,0.33\n";
+
+QualityRow row(std::string policy, std::string measure, std::optional<double> threshold,
+               std::vector<double> p_exit) {
+  QualityRow r;
+  r.policy = std::move(policy);
+  r.measure = std::move(measure);
+  r.threshold = threshold;
+  r.tokens = 100;
+  r.nll_per_token = 1.5;
+  r.top1_agreement = 0.75;
+  r.mean_exit_depth = 12.5;
+  r.p_exit = std::move(p_exit);
+  return r;
+}
+
+TEST(QualityTable, ReadsEveryColumn) {
+  const QualityTable table = parse(k_good);
+  EXPECT_EQ(table.source(), "q.csv");
+  EXPECT_EQ(table.exit_points(), 3u);
+  ASSERT_EQ(table.rows().size(), 6u);
+  const QualityRow& full = table.rows()[0];
+  EXPECT_EQ(full.policy, "full_depth");
+  EXPECT_EQ(full.measure, "");
+  EXPECT_FALSE(full.threshold.has_value());
+  EXPECT_TRUE(full.capacities.empty());
+  EXPECT_EQ(full.tokens, 40000);
+  EXPECT_EQ(full.nll_per_token, 1.2345);
+  EXPECT_EQ(full.top1_agreement, 1.0);
+  EXPECT_EQ(full.mean_exit_depth, 31.0);
+  EXPECT_EQ(full.p_exit, (std::vector<double>{0, 0, 1}));
+  const QualityRow& top1 = table.rows()[1];
+  EXPECT_EQ(top1.measure, "top1");
+  EXPECT_EQ(top1.threshold, 0.5);
+  EXPECT_EQ(table.rows()[5].capacities, (std::vector<double>{1, 0.67, 0.33}));
+}
+
+TEST(QualityTable, WritesWhatItReads) {
+  QualityRow capacities = row("router_expert_choice", "", std::nullopt, {0.5, 0.5});
+  capacities.capacities = {1.0, 1.0 / 3};
+  const QualityTable table(
+      {row("full_depth", "", std::nullopt, {0, 1}),
+       row("confidence", "margin", 0.30000000000000004, {1.0 / 3, 2.0 / 3}), capacities},
+      "mem");
+  std::ostringstream out;
+  table.write(out);
+  EXPECT_EQ(out.str(),
+            k_head +
+                "full_depth,,,,100,1.5,0.75,12.5,0,1\n"
+                "confidence,margin,0.30000000000000004,,100,1.5,0.75,12.5,0.3333333333333333,"
+                "0.6666666666666666\n"
+                "router_expert_choice,,,1;0.3333333333333333,100,1.5,0.75,12.5,0.5,0.5\n");
+  EXPECT_EQ(parse(out.str()), table);
+
+  std::ostringstream again;
+  parse(k_good).write(again);
+  EXPECT_EQ(again.str(), k_good);
+}
+
+TEST(QualityTable, ToleratesCarriageReturnsAndSpaces) {
+  const QualityTable table = parse(
+      "# exitsim-quality-table v1\r\n"
+      "policy, measure ,threshold,capacities,tokens,nll_per_token,top1_agreement,"
+      "mean_exit_depth,\tp_exit_1\r\n"
+      " none ,, , ,7,\t0.5,1,4,1\r\n");
+  ASSERT_EQ(table.rows().size(), 1u);
+  EXPECT_EQ(table.rows()[0].policy, "none");
+  EXPECT_EQ(table.rows()[0].tokens, 7);
+}
+
+TEST(QualityTable, ConstructorAppliesTheReadersRules) {
+  EXPECT_THROW(QualityTable({}), std::invalid_argument);
+  EXPECT_THROW(QualityTable({row("full_depth", "", std::nullopt, {})}), std::invalid_argument);
+  EXPECT_THROW(QualityTable({row("full_depth", "", std::nullopt, {1}),
+                             row("none", "", std::nullopt, {0.5, 0.5})}),
+               std::invalid_argument);
+  try {
+    QualityTable({row("full_depth", "", std::nullopt, {1}), row("full_depth", "top1", 0.5, {1})},
+                 "mem");
+    FAIL() << "expected std::invalid_argument";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(),
+                 "quality table mem: row 2: measure: expected an empty field (only confidence rows "
+                 "have a measure), found \"top1\"");
+  }
+}
+
+TEST(QualityTable, MissingFileIsAnInputError) {
+  try {
+    QualityTable::read("/nonexistent/quality.csv");
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "/nonexistent/quality.csv: cannot open the quality table for reading");
+  }
+}
+
+struct Malformed {
+  const char* name;
+  std::string text;
+  const char* message;
+};
+
+class QualityTableMalformed : public testing::TestWithParam<Malformed> {};
+
+TEST_P(QualityTableMalformed, IsRejectedWithOneLine) {
+  try {
+    parse(GetParam().text);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), GetParam().message);
+  }
+}
+
+// A valid row's fields after the policy, measure, threshold and capacities.
+const std::string k_rest = "10,1.5,0.9,12,0.5,0.5";
+
+INSTANTIATE_TEST_SUITE_P(
+    Inputs, QualityTableMalformed,
+    testing::Values(
+        Malformed{"EmptyFile", "",
+                  "q.csv:1: version: expected \"# exitsim-quality-table v1\", found an empty file"},
+        Malformed{"ExitTable", "# exitsim-exit-table v1\nthreshold,p_exit_1\n",
+                  "q.csv:1: version: expected \"# exitsim-quality-table v1\", found "
+                  "\"# exitsim-exit-table v1\""},
+        Malformed{"NoHeader", "# exitsim-quality-table v1\n",
+                  "q.csv:2: header: expected the header row, found end of file"},
+        Malformed{"HeaderRenamedColumn",
+                  "# exitsim-quality-table v1\npolicy,measure,setting,capacities\n",
+                  "q.csv:2:16: header: expected column \"threshold\", found \"setting\""},
+        Malformed{"HeaderCut", "# exitsim-quality-table v1\npolicy,measure\n",
+                  "q.csv:2: header: expected column \"threshold\", found the end of the header"},
+        Malformed{"HeaderWithoutExits", "# exitsim-quality-table v1\n" + k_header.substr(0, 87),
+                  "q.csv:2: header: expected at least one exit column (p_exit_1), found nothing "
+                  "after \"mean_exit_depth\""},
+        Malformed{"HeaderSkipsAnExit", "# exitsim-quality-table v1\n" + k_header + "p_exit_2\n",
+                  "q.csv:2:89: header: expected column \"p_exit_1\", found \"p_exit_2\""},
+        Malformed{"NoRows", k_head,
+                  "q.csv:3: row: expected at least one setting row, found end of file"},
+        Malformed{"TooFewFields", k_head + "none,,,,10,1.5,0.9,12,1\n",
+                  "q.csv:3: row: expected 10 fields, found 9"},
+        Malformed{"EmptyLine", k_head + "\n",
+                  "q.csv:3: row: expected 10 fields, found an empty line"},
+        Malformed{"UnknownPolicy", k_head + "confidance,top1,0.5,," + k_rest + "\n",
+                  "q.csv:3:1: policy: expected full_depth or an exit policy (none, confidence, "
+                  "router_expert_choice, router_token_choice, oracle, position_schedule, replay, "
+                  "distribution), found \"confidance\""},
+        Malformed{"ConfidenceWithoutMeasure", k_head + "confidence,,0.5,," + k_rest + "\n",
+                  "q.csv:3:12: measure: expected \"top1\" or \"margin\" (a confidence row's "
+                  "measure), found an empty field"},
+        Malformed{"UnknownMeasure", k_head + "confidence,entropy,0.5,," + k_rest + "\n",
+                  "q.csv:3:12: measure: expected \"top1\" or \"margin\" (a confidence row's "
+                  "measure), found \"entropy\""},
+        Malformed{"MeasureElsewhere", k_head + "oracle,top1,,," + k_rest + "\n",
+                  "q.csv:3:8: measure: expected an empty field (only confidence rows have a "
+                  "measure), found \"top1\""},
+        Malformed{"ConfidenceWithoutThreshold", k_head + "confidence,top1,,," + k_rest + "\n",
+                  "q.csv:3:17: threshold: expected a confidence threshold, found an empty field"},
+        Malformed{"ThresholdNotANumber", k_head + "confidence,top1,high,," + k_rest + "\n",
+                  "q.csv:3:17: threshold: expected a finite number, found \"high\""},
+        Malformed{"ThresholdInfinite", k_head + "confidence,top1,inf,," + k_rest + "\n",
+                  "q.csv:3:17: threshold: expected a finite number, found \"inf\""},
+        Malformed{"ThresholdAndCapacities",
+                  k_head + "router_expert_choice,,0.5,1;0.5," + k_rest + "\n",
+                  "q.csv:3:27: capacities: expected an empty field (a row has a threshold or "
+                  "capacities, not both), found \"1;0.5\""},
+        Malformed{"CapacitiesEmptyPart", k_head + "router_expert_choice,,,1;;0.5," + k_rest + "\n",
+                  "q.csv:3:24: capacities: expected capacities in (0, 1] separated by \";\", "
+                  "found \"1;;0.5\""},
+        Malformed{"CapacitiesCommaless", k_head + "router_expert_choice,,,1 0.5," + k_rest + "\n",
+                  "q.csv:3:24: capacities: expected capacities in (0, 1] separated by \";\", "
+                  "found \"1 0.5\""},
+        Malformed{"CapacityZero", k_head + "router_expert_choice,,,1;0," + k_rest + "\n",
+                  "q.csv:3:24: capacities: expected capacities in (0, 1] separated by \";\", "
+                  "found \"1;0\""},
+        Malformed{"TokensFractional", k_head + "none,,,,12.5,1.5,0.9,12,0.5,0.5\n",
+                  "q.csv:3:9: tokens: expected a token count of at least 1, found \"12.5\""},
+        Malformed{"TokensZero", k_head + "none,,,,0,1.5,0.9,12,0.5,0.5\n",
+                  "q.csv:3:9: tokens: expected a token count of at least 1, found 0"},
+        Malformed{"TokensOverflow", k_head + "none,,,,99999999999999999999,1.5,0.9,12,0.5,0.5\n",
+                  "q.csv:3:9: tokens: expected a token count of at least 1, found "
+                  "\"99999999999999999999\""},
+        Malformed{"NllNegative", k_head + "none,,,,10,-0.5,0.9,12,0.5,0.5\n",
+                  "q.csv:3:12: nll_per_token: expected a non-negative number of nats, found -0.5"},
+        Malformed{"NllNan", k_head + "none,,,,10,nan,0.9,12,0.5,0.5\n",
+                  "q.csv:3:12: nll_per_token: expected a non-negative number of nats, found "
+                  "\"nan\""},
+        Malformed{"AgreementAboveOne", k_head + "none,,,,10,1.5,1.25,12,0.5,0.5\n",
+                  "q.csv:3:16: top1_agreement: expected a fraction in [0, 1], found 1.25"},
+        Malformed{"DepthNegative", k_head + "none,,,,10,1.5,0.9,-1,0.5,0.5\n",
+                  "q.csv:3:20: mean_exit_depth: expected a non-negative number of layers, found "
+                  "-1"},
+        Malformed{"ProbabilityNotANumber", k_head + "none,,,,10,1.5,0.9,12,0.5,half\n",
+                  "q.csv:3:27: p_exit_2: expected a probability in [0, 1], found \"half\""},
+        Malformed{"ProbabilityAboveOne", k_head + "none,,,,10,1.5,0.9,12,1.5,-0.5\n",
+                  "q.csv:3:23: p_exit_1: expected a probability in [0, 1], found 1.5"},
+        Malformed{"SumNotOne", k_head + "none,,,,10,1.5,0.9,12,0.5,0.4\n",
+                  "q.csv:3: row: expected probabilities summing to 1, found a sum of 0.9"},
+        Malformed{"ThresholdsNotAscending",
+                  k_head + "confidence,top1,0.9,," + k_rest + "\nconfidence,margin,0.1,," + k_rest +
+                      "\nconfidence,top1,0.9,," + k_rest + "\n",
+                  "q.csv:5:17: threshold: expected a threshold above 0.9 (the previous confidence "
+                  "top1 row's), found 0.9"},
+        Malformed{"SettingTwice",
+                  k_head + "full_depth,,,," + k_rest + "\nnone,,,," + k_rest + "\nfull_depth,,,," +
+                      k_rest + "\n",
+                  "q.csv:5: row: expected one row per setting, found a second full_depth row"},
+        Malformed{"CapacitiesTwice",
+                  k_head + "router_expert_choice,,,1;0.5," + k_rest +
+                      "\nrouter_expert_choice,,,1;0.50," + k_rest + "\n",
+                  "q.csv:4: row: expected one row per setting, found a second "
+                  "router_expert_choice row with capacities 1;0.5"}),
+    [](const testing::TestParamInfo<Malformed>& param_info) {
+      return std::string(param_info.param.name);
+    });
+
+}  // namespace
+}  // namespace exitsim::policy
