@@ -156,9 +156,35 @@ void write_profile(const profiler::HostProfiler& profiler, const std::string& di
   chrome.finish();
 }
 
+// The scenario's model section made to describe the engine's model, so that the scenario's exit
+// policy is validated against the exit points the engine really has. The user's --set come
+// after and win.
+ScenarioOptions with_engine_model(const ScenarioOptions& options, const ModelShape& m) {
+  const DepthStructure& d = m.depth;
+  ScenarioOptions out = options;
+  const std::vector<std::string> model = {
+      "model.preset=null",
+      "model.name=" + m.name,
+      fmt::format("model.d_model={}", m.d_model),
+      fmt::format("model.n_heads={}", m.n_heads),
+      fmt::format("model.n_kv_heads={}", m.n_kv_heads),
+      fmt::format("model.head_dim={}", m.head_dim),
+      fmt::format("model.ffn_dim={}", m.ffn_dim),
+      fmt::format("model.vocab={}", m.vocab),
+      fmt::format("model.tied_embeddings={}", m.tied_embeddings),
+      fmt::format("model.depth.prelude={}", d.prelude_layers),
+      fmt::format("model.depth.block={}", d.block_layers),
+      fmt::format("model.depth.recursions={}", d.recursions),
+      fmt::format("model.depth.coda={}", d.coda_layers),
+      fmt::format("model.depth.lora_rank=[{}]", fmt::join(d.lora_rank, ", ")),
+      fmt::format("model.depth.exit_points=[{}]", fmt::join(d.exit_points, ", "))};
+  out.overrides.insert(out.overrides.begin(), model.begin(), model.end());
+  return out;
+}
+
 void run_engine(const RunArgs& args) {
-  const scenario::Scenario s = args.scenario.load();
   const auto loaded = load_model(args.model);
+  const scenario::Scenario s = with_engine_model(args.scenario, loaded->config.shape).load();
   const std::vector<engine::EngineRequest> requests =
       engine_requests(s, args.model.corpus(loaded->config));
   std::int64_t longest = 1;

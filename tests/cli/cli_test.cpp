@@ -237,3 +237,78 @@ TEST_F(Cli, UnusableOutputDirectoryIsAUserError) {
 }
 
 }  // namespace
+
+namespace {
+
+// The engine end to end: a random model directory, a text for prompts, a decode with its token
+// trace and op trace, a quality table the simulator then reads.
+TEST_F(Cli, EngineRunsAModelAndItsQualityTableFeedsTheSimulator) {
+  const fs::path model = dir_ / "model";
+  ASSERT_EQ(run("engine random-model -o '" + model.string() + "' --seed 3").exit_code, 0);
+  std::string text;
+  for (int i = 0; i < 400; ++i)
+    text += "In the beginning the simulator and the engine agreed. ";
+  const fs::path corpus = file("corpus.txt", text);
+  const std::string common = "--model '" + model.string() + "' --text '" + corpus.string() + "'";
+  const std::string workload =
+      " --set workload.requests=4 --set 'workload.input_tokens={dist: fixed, value: 24}'"
+      " --set 'workload.output_tokens={dist: fixed, value: 10}' --set exit_policy.kind=distribution"
+      " --set 'exit_policy.probabilities=[0.4, 0.3, 0.2, 0.1]' --set sync.strategy=depthwise";
+  const fs::path out = dir_ / "out";
+  const fs::path profile = dir_ / "profile";
+  const Result r = run("engine run " + common + workload + " --out '" + out.string() +
+                       "' --profile '" + profile.string() + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("40 output tokens"), std::string::npos) << r.out;
+  const std::string tokens = slurp(out / "token_trace.csv");
+  EXPECT_EQ(std::count(tokens.begin(), tokens.end(), '\n'), 2 + 40);
+  EXPECT_NE(slurp(profile / "op_trace.csv").find("attention,attention,cpu"), std::string::npos);
+  EXPECT_NE(slurp(profile / "op_trace.json").find("\"traceEvents\""), std::string::npos);
+
+  // Same scenario and seed: the same tokens at the same depths (times are wall-clock).
+  const fs::path again = dir_ / "again";
+  ASSERT_EQ(run("engine run " + common + workload + " --out '" + again.string() + "'").exit_code,
+            0);
+  const auto without_times = [](const std::string& trace) {
+    std::string kept;
+    std::istringstream lines(trace);
+    for (std::string line; std::getline(lines, line);)
+      kept += line.substr(0, line.rfind(',')) + "\n";
+    return kept;
+  };
+  EXPECT_EQ(without_times(slurp(again / "token_trace.csv")), without_times(tokens));
+
+  const fs::path table = dir_ / "quality.csv";
+  const Result eval = run("engine eval " + common +
+                          " --thresholds 0.02,0.05 --context 16"
+                          " --window 32 --max-windows 4 -o '" +
+                          table.string() + "'");
+  ASSERT_EQ(eval.exit_code, 0) << eval.err;
+  EXPECT_EQ(slurp(table).rfind("# exitsim-quality-table v1\n", 0), 0u);
+  const Result sim =
+      run("simulate --no-output --set model.preset=mor-smollm-360m-r4 --set workload.requests=20"
+          " --set exit_policy.kind=confidence --set exit_policy.threshold=0.03"
+          " --set exit_policy.threshold_table='" +
+          table.string() + "'");
+  EXPECT_EQ(sim.exit_code, 0) << sim.err;
+}
+
+TEST_F(Cli, EngineUserErrorsAreOneLine) {
+  const fs::path corpus = file("corpus.txt", std::string(500, 'a'));
+  const Result missing =
+      run("engine run --model '" + (dir_ / "nope").string() + "' --text '" + corpus.string() + "'");
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_EQ(std::count(missing.err.begin(), missing.err.end(), '\n'), 1) << missing.err;
+  const fs::path model = dir_ / "model";
+  ASSERT_EQ(run("engine random-model -o '" + model.string() + "'").exit_code, 0);
+  const Result no_text = run("engine run --model '" + model.string() + "'");
+  EXPECT_EQ(no_text.exit_code, 1);
+  EXPECT_NE(no_text.err.find("--text"), std::string::npos) << no_text.err;
+  const Result bad_exits =
+      run("engine run --model '" + model.string() + "' --text '" + corpus.string() +
+          "' --set exit_policy.kind=distribution --set 'exit_policy.probabilities=[0.5, 0.5]'");
+  EXPECT_EQ(bad_exits.exit_code, 1);
+  EXPECT_NE(bad_exits.err.find("exit_policy.probabilities"), std::string::npos) << bad_exits.err;
+}
+
+}  // namespace
