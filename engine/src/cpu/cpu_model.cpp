@@ -53,6 +53,20 @@ class LayerSpans {
   profiler::SpanShape shape_;
 };
 
+std::vector<RowRange> chunks_of(std::span<const LayerRow> rows) {
+  std::vector<RowRange> chunks;
+  for (std::size_t r = 0; r < rows.size();) {
+    std::size_t end = r + 1;
+    if (rows[r].chunk >= 0) {
+      while (end < rows.size() && rows[end].chunk == rows[r].chunk)
+        ++end;
+      chunks.push_back({static_cast<Eigen::Index>(r), static_cast<Eigen::Index>(end)});
+    }
+    r = end;
+  }
+  return chunks;
+}
+
 }  // namespace
 
 CpuModel::CpuModel(const ModelConfig& config, const ModelWeights& weights)
@@ -103,12 +117,13 @@ void CpuModel::adapters_of(int layer, std::span<const LayerRow> rows,
 }
 
 void CpuModel::project(const Matrix& w, std::span<const LoraSet* const> adapters,
-                       std::size_t linear, const Matrix& x, Matrix& y) const {
-  y.resize(x.rows(), w.rows());
-#pragma omp parallel for schedule(static) if (x.rows() > 1)
+                       std::size_t linear, std::span<const RowRange> chunks, const Matrix& x,
+                       Matrix& y) const {
+  linear_rows(w, x, chunks, y);
+  if (adapters.empty())
+    return;
   for (Eigen::Index r = 0; r < x.rows(); ++r) {
-    y.row(r).noalias() = (w * x.row(r).transpose()).transpose();
-    const LoraSet* set = adapters.empty() ? nullptr : adapters[static_cast<std::size_t>(r)];
+    const LoraSet* set = adapters[static_cast<std::size_t>(r)];
     if (set != nullptr && (*set)[linear].a.rows() > 0) {
       const LinearLora& lora = (*set)[linear];
       const Eigen::VectorXf down = lora.a * x.row(r).transpose();
@@ -193,6 +208,7 @@ void CpuModel::layer(int layer, Matrix& x, std::span<const LayerRow> rows, KvCac
   std::vector<const LoraSet*> adapters;
   adapters_of(layer, rows, adapters);
   const LayerSpans spans(profile, layer, source.recursion, rows, kv);
+  const std::vector<RowRange> chunks = chunks_of(rows);
   using traces::OpKind;
 
   Matrix h, q, k, v;
@@ -202,9 +218,9 @@ void CpuModel::layer(int layer, Matrix& x, std::span<const LayerRow> rows, KvCac
   }
   {
     auto timed = spans("qkv_proj", OpKind::gemm);
-    project(w.wq, adapters, q_proj, h, q);
-    project(w.wk, adapters, k_proj, h, k);
-    project(w.wv, adapters, v_proj, h, v);
+    project(w.wq, adapters, q_proj, chunks, h, q);
+    project(w.wk, adapters, k_proj, chunks, h, k);
+    project(w.wv, adapters, v_proj, chunks, h, v);
   }
   {
     auto timed = spans("rotary", OpKind::elementwise);
@@ -229,7 +245,7 @@ void CpuModel::layer(int layer, Matrix& x, std::span<const LayerRow> rows, KvCac
   }
   {
     auto timed = spans("o_proj", OpKind::gemm);
-    project(w.wo, adapters, o_proj, attention, projected);
+    project(w.wo, adapters, o_proj, chunks, attention, projected);
     x += projected;
   }
   Matrix gate, up, hidden;
@@ -239,8 +255,8 @@ void CpuModel::layer(int layer, Matrix& x, std::span<const LayerRow> rows, KvCac
   }
   {
     auto timed = spans("mlp.gate_up", OpKind::gemm);
-    project(w.w_gate, adapters, gate_proj, h, gate);
-    project(w.w_up, adapters, up_proj, h, up);
+    project(w.w_gate, adapters, gate_proj, chunks, h, gate);
+    project(w.w_up, adapters, up_proj, chunks, h, up);
   }
   {
     auto timed = spans("mlp.act", OpKind::elementwise);
@@ -248,7 +264,7 @@ void CpuModel::layer(int layer, Matrix& x, std::span<const LayerRow> rows, KvCac
   }
   {
     auto timed = spans("mlp.down", OpKind::gemm);
-    project(w.w_down, adapters, down_proj, hidden, projected);
+    project(w.w_down, adapters, down_proj, chunks, hidden, projected);
     x += projected;
   }
 }
@@ -260,11 +276,12 @@ void CpuModel::kv_only(int layer, const Matrix& x, std::span<const LayerRow> row
   std::vector<const LoraSet*> adapters;
   adapters_of(layer, rows, adapters);
   const LayerSpans spans(profile, layer, source.recursion, rows, kv);
+  const std::vector<RowRange> chunks = chunks_of(rows);
   auto timed = spans("state_copy.kv_proj", traces::OpKind::gemm);
   Matrix h, k, v;
   rms_norm_rows(x, w.attn_norm, config_.rms_eps, h);
-  project(w.wk, adapters, k_proj, h, k);
-  project(w.wv, adapters, v_proj, h, v);
+  project(w.wk, adapters, k_proj, chunks, h, k);
+  project(w.wv, adapters, v_proj, chunks, h, v);
   rotate(k, config_.shape.n_kv_heads, rows);
   const auto width = static_cast<std::size_t>(kv_width());
   for (std::size_t r = 0; r < rows.size(); ++r) {
@@ -277,7 +294,7 @@ void CpuModel::kv_only(int layer, const Matrix& x, std::span<const LayerRow> row
 Matrix CpuModel::logits(const Matrix& x) const {
   Matrix h, out;
   rms_norm_rows(x, weights_.final_norm, config_.rms_eps, h);
-  project(weights_.lm_head, {}, 0, h, out);
+  linear_rows(weights_.lm_head, h, {}, out);
   return out;
 }
 

@@ -11,11 +11,13 @@ void Engine::Loop::prefill_pass(std::span<Sequence* const> sequences,
                                 std::span<const std::int64_t> chunks) {
   std::vector<std::int32_t> tokens;
   std::vector<const Sequence*> owner;
+  std::vector<int> chunk_of;
   std::vector<std::int32_t> positions;
   for (std::size_t k = 0; k < sequences.size(); ++k) {
     for (std::int64_t t = starts[k]; t < starts[k] + chunks[k]; ++t) {
       tokens.push_back(sequences[k]->tokens[static_cast<std::size_t>(t)]);
       owner.push_back(sequences[k]);
+      chunk_of.push_back(static_cast<int>(k));
       positions.push_back(static_cast<std::int32_t>(t));
     }
   }
@@ -26,16 +28,20 @@ void Engine::Loop::prefill_pass(std::span<Sequence* const> sequences,
   }
   std::vector<LayerRow> rows(tokens.size());
   for (int layer = 0; layer < model_.depth().stacked_depth(); ++layer) {
-    for (std::size_t r = 0; r < rows.size(); ++r)
+    for (std::size_t r = 0; r < rows.size(); ++r) {
       rows[r] = row_for(*owner[r], layer, positions[r]);
+      rows[r].chunk = chunk_of[r];
+    }
     run_layer(layer, x, rows, "prefill.layer");
   }
   // Every prompt token runs the coda (later tokens attend to its K/V there); only the last token
   // of a completed prompt goes on to the head.
   const int first_coda = model_.depth().stacked_depth();
   for (int c = 0; c < model_.depth().coda_layers; ++c) {
-    for (std::size_t r = 0; r < rows.size(); ++r)
+    for (std::size_t r = 0; r < rows.size(); ++r) {
       rows[r] = row_for(*owner[r], first_coda + c, positions[r]);
+      rows[r].chunk = chunk_of[r];
+    }
     run_layer(first_coda + c, x, rows, "prefill.coda");
   }
   std::vector<Eigen::Index> last_rows;

@@ -8,6 +8,7 @@
 
 #include "exitsim/engine/cpu_ops.hpp"
 #include "exitsim/engine/kv_cache.hpp"
+#include "exitsim/engine/linear.hpp"
 #include "exitsim/engine/model_config.hpp"
 #include "exitsim/engine/model_weights.hpp"
 #include "exitsim/profiler/host_profiler.hpp"
@@ -26,6 +27,10 @@ struct LayerRow {
   // Depth-wise batching mixes recursions in one call of the shared block: the recursion whose
   // LoRA this row uses. -1: the layer's own.
   int recursion = -1;
+  // Consecutive rows with the same chunk id >= 0 are one prompt chunk of one sequence: their
+  // projections run as one matrix-matrix product. Other rows (decode tokens) run through the
+  // batch-invariant kernel (see linear.hpp).
+  int chunk = -1;
 };
 
 using LoraSet = std::array<LinearLora, 7>;  // q, k, v, o, gate, up, down
@@ -76,9 +81,10 @@ class CpuModel {
   std::vector<double> router_scores(int recursion, const Matrix& x) const;
 
  private:
-  // y = x W^T plus, per row, the LoRA of `adapters[row]` (nullptr: none).
+  // y = x W^T plus, per row, the LoRA of `adapters[row]` (nullptr: none); `chunks` are the
+  // prompt chunks' row ranges.
   void project(const Matrix& w, std::span<const LoraSet* const> adapters, std::size_t linear,
-               const Matrix& x, Matrix& y) const;
+               std::span<const RowRange> chunks, const Matrix& x, Matrix& y) const;
   // Each row's LoRA set for executed layer `layer`.
   void adapters_of(int layer, std::span<const LayerRow> rows,
                    std::vector<const LoraSet*>& out) const;
