@@ -1,98 +1,146 @@
-// CPU engine speed: decode throughput per synchronization strategy, and the cost of profiling
-// (the same decode with the host profiler recording every op against it switched off).
+// CPU engine speed, as ratios within one run:
+//   - prefill: the engine's linear layers on a 512-token prompt chunk against Eigen's own GEMM on
+//     the same shapes (target: at least 60%);
+//   - decode tokens/s per synchronization strategy at batch 1, 8 and 32 on a model too big for
+//     the caches (random weights in the shape of Mixture-of-Recursions on SmolLM-135M, three
+//     recursions: ~0.3 GB in fp32), so that decode is memory-bound as on a GPU;
+//   - the cost of profiling: the same decode with the host profiler recording every op.
 //
 //   build/release/bin/engine_bench
-//
-// Model: random weights in the shape of the tiny recursive model the project ships (d 192,
-// 6 heads over 2 K/V heads, SwiGLU 512, byte vocabulary; 1 prelude layer, a 1-layer block
-// applied 4 times, 1 coda layer). Workload: 16 requests, 64-token prompts, 64 output tokens.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "exitsim/core/presets.hpp"
 #include "exitsim/engine/engine.hpp"
+#include "exitsim/engine/linear.hpp"
 #include "exitsim/engine/model_weights.hpp"
 
 namespace {
 
 using namespace exitsim;
 
-struct Fixture {
+struct Model {
   engine::ModelConfig config;
   engine::ModelWeights weights;
-  std::unique_ptr<engine::CpuModel> model;
-  std::vector<engine::EngineRequest> requests;
+  std::unique_ptr<engine::CpuModel> cpu;
 
-  Fixture() {
-    config.shape.name = "bench-tiny-recursive";
-    config.shape.d_model = 192;
-    config.shape.n_heads = 6;
-    config.shape.n_kv_heads = 2;
-    config.shape.head_dim = 32;
-    config.shape.ffn_dim = 512;
-    config.shape.vocab = 260;
+  explicit Model(const std::string& preset) {
+    config.shape = *find_model_preset(preset);
     config.shape.dtype = DType::fp32;
-    config.shape.tied_embeddings = true;
-    config.shape.depth.prelude_layers = 1;
-    config.shape.depth.block_layers = 1;
-    config.shape.depth.recursions = 4;
-    config.shape.depth.coda_layers = 1;
     config.routers = true;
     weights = engine::random_model_weights(config, 1);
-    model = std::make_unique<engine::CpuModel>(config, weights);
-    for (int i = 0; i < 16; ++i) {
-      engine::EngineRequest r;
-      r.id = RequestId(static_cast<std::uint64_t>(i));
-      for (int t = 0; t < 64; ++t)
-        r.prompt.push_back(static_cast<std::int32_t>((31 * t + 7 * i) % 256));
-      r.output_tokens = 64;
-      requests.push_back(r);
-    }
+    cpu = std::make_unique<engine::CpuModel>(config, weights);
   }
 };
 
-const Fixture& fixture() {
-  static const Fixture f;
-  return f;
+const Model& mor135() {
+  static const Model m("mor-smollm-135m-r3");
+  return m;
 }
 
-void decode(benchmark::State& state, const std::string& strategy, bool profile) {
-  const Fixture& f = fixture();
+std::vector<engine::EngineRequest> requests(int batch, std::int64_t prompt, std::int64_t output) {
+  std::vector<engine::EngineRequest> out;
+  for (int i = 0; i < batch; ++i) {
+    engine::EngineRequest r;
+    r.id = RequestId(static_cast<std::uint64_t>(i));
+    for (std::int64_t t = 0; t < prompt; ++t)
+      r.prompt.push_back(static_cast<std::int32_t>((31 * t + 7 * i) % 4096));
+    r.output_tokens = output;
+    out.push_back(r);
+  }
+  return out;
+}
+
+// The linear layers of one unique layer on a prompt chunk: the engine's path and Eigen's GEMM.
+void prefill_linears(benchmark::State& state, bool engine_path) {
+  const Model& m = mor135();
+  const engine::LayerWeights& w = m.weights.layers[1];
+  const std::vector<const engine::Matrix*> linears = {&w.wq,     &w.wk,   &w.wv,    &w.wo,
+                                                      &w.w_gate, &w.w_up, &w.w_down};
+  const Eigen::Index tokens = 512;
+  std::vector<engine::Matrix> inputs;
+  for (const engine::Matrix* l : linears)
+    inputs.push_back(engine::Matrix::Random(tokens, l->cols()));
+  const std::vector<engine::RowRange> chunk = {{0, tokens}};
+  engine::Matrix y;
+  double flops = 0;
+  for (auto _ : state) {
+    flops = 0;
+    for (std::size_t i = 0; i < linears.size(); ++i) {
+      if (engine_path) {
+        engine::linear_rows(*linears[i], inputs[i], chunk, y);
+      } else {
+        y.noalias() = inputs[i] * linears[i]->transpose();
+      }
+      benchmark::DoNotOptimize(y.data());
+      flops += 2.0 * static_cast<double>(tokens * linears[i]->rows() * linears[i]->cols());
+    }
+  }
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(flops / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void decode(benchmark::State& state, const std::string& strategy, bool exits, bool profile) {
+  const Model& m = mor135();
+  const int batch = static_cast<int>(state.range(0));
   engine::EngineOptions options;
   options.strategy = *policy::parse_sync_strategy(strategy);
-  if (strategy != "full_depth") {
+  if (exits) {
     options.exit_policy.kind = "distribution";
-    options.exit_policy.probabilities = {0.4, 0.3, 0.2, 0.1};
+    options.exit_policy.probabilities = {0.5, 0.3, 0.2};
   }
-  options.limits.max_running = 16;
-  options.kv_blocks = 16 * 9;
-  std::int64_t tokens = 0;
+  options.limits.max_running = batch;
+  options.block_size = 16;
+  options.kv_blocks = batch * 4;
+  const std::vector<engine::EngineRequest> work = requests(batch, 8, 24);
+  double decode_tokens = 0;
+  double decode_seconds = 0;
   std::size_t ops = 0;
   for (auto _ : state) {
     profiler::HostProfiler profiler(profiler::HostProfilerOptions{.enabled = profile});
-    engine::Engine engine(*f.model, options, profile ? &profiler : nullptr);
-    const engine::EngineRun run = engine.run(f.requests);
-    tokens = static_cast<std::int64_t>(run.tokens.size());
+    engine::Engine engine(*m.cpu, options, profile ? &profiler : nullptr);
+    const engine::EngineRun run = engine.run(work);
+    // Decode only: from the last first token (every prompt is prefilled in the first
+    // iteration) to the end.
+    TimeNs first = 0;
+    for (const engine::GeneratedToken& t : run.tokens) {
+      if (t.position == 0)
+        first = std::max(first, t.time);
+    }
+    decode_tokens += static_cast<double>(run.tokens.size()) - batch;
+    decode_seconds += static_cast<double>(run.wall - first) / 1e9;
     ops = profiler.size();
   }
-  state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(tokens),
-                                                  benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["decode_tokens/s"] = decode_tokens / decode_seconds;
   state.counters["ops"] = static_cast<double>(ops);
 }
 
-BENCHMARK_CAPTURE(decode, full_depth, std::string("full_depth"), false)
+BENCHMARK_CAPTURE(prefill_linears, eigen_gemm, false)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(prefill_linears, engine, true)->Unit(benchmark::kMillisecond);
+#define EXITSIM_DECODE(name, strategy, exits)                          \
+  BENCHMARK_CAPTURE(decode, name, std::string(strategy), exits, false) \
+      ->Arg(1)                                                         \
+      ->Arg(8)                                                         \
+      ->Arg(32)                                                        \
+      ->Iterations(1)                                                  \
+      ->Unit(benchmark::kMillisecond)
+EXITSIM_DECODE(full_depth, "full_depth", false);
+EXITSIM_DECODE(batch_sync, "batch_sync", true);
+EXITSIM_DECODE(state_copy, "state_copy", true);
+EXITSIM_DECODE(deferred_fill, "deferred_fill", true);
+EXITSIM_DECODE(skip_kv, "skip_kv", true);
+EXITSIM_DECODE(depthwise, "depthwise", true);
+BENCHMARK_CAPTURE(decode, full_depth_profiled, std::string("full_depth"), false, true)
+    ->Arg(8)
+    ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(decode, full_depth_profiled, std::string("full_depth"), true)
-    ->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(decode, state_copy, std::string("state_copy"), false)
-    ->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(decode, skip_kv, std::string("skip_kv"), false)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(decode, deferred_fill, std::string("deferred_fill"), false)
-    ->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(decode, depthwise, std::string("depthwise"), false)
-    ->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(decode, depthwise_profiled, std::string("depthwise"), true)
+BENCHMARK_CAPTURE(decode, full_depth_unprofiled, std::string("full_depth"), false, false)
+    ->Arg(8)
+    ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
 
 }  // namespace
