@@ -117,6 +117,26 @@ TEST(DynamicDepth, DeferredFillPaysOnlyForTokensThatLaterNeededDeepKv) {
   EXPECT_GE(r.summary.depth.fill_token_passes, shallow - 8 * 12);
 }
 
+TEST(DynamicDepth, DeferredFillRollbackDiscardsAndRegeneratesTokens) {
+  const auto base = with(k_layerskip_uniform, "sync.strategy=deferred_fill");
+  const SimulationResult none = run_batch(8, base);
+  const SimulationResult always = run_batch(8, with(base, "sync.rollback_probability=1"));
+  const SimulationResult some = run_batch(8, with(base, "sync.rollback_probability=0.3"));
+  EXPECT_EQ(none.summary.depth.rolled_back_tokens, 0);
+  // Probability 1: the oldest pending state always disagrees, so every fill discards every
+  // token emitted since it (this iteration's included) and emits the corrected one.
+  EXPECT_GT(always.summary.depth.rolled_back_tokens, 0);
+  EXPECT_EQ(always.summary.depth.rolled_back_tokens, always.summary.depth.fill_token_passes);
+  EXPECT_GT(some.summary.depth.rolled_back_tokens, 0);
+  EXPECT_LT(some.summary.depth.rolled_back_tokens, some.summary.depth.fill_token_passes);
+  for (const SimulationResult* r : {&always, &some}) {
+    EXPECT_EQ(r->totals.requests_finished, 8);
+    EXPECT_EQ(r->totals.tokens_emitted, r->totals.tokens_expected);
+    EXPECT_EQ(r->totals.kv_blocks_leaked, 0);
+    EXPECT_GT(r->summary.makespan, none.summary.makespan);
+  }
+}
+
 TEST(DynamicDepth, SkipKvMemoryApproachesTheMixtureOfRecursionsFraction) {
   // Recursive Gemma: two recursions of 9 layers, no prelude or coda; uniform exits over the two
   // recursion ends keep K/V for (N_r + 1) / (2 N_r) = 3/4 of a full model's.

@@ -94,7 +94,10 @@ DepthModel::DepthModel(const scenario::ExitPolicyConfig& exit_policy,
       depth_(model.depth),
       strategy_(strategy_from(sync)),
       depthwise_rule_(depthwise_rule(sync)),
+      rollback_probability_(
+          strategy_ == policy::SyncStrategy::deferred_fill ? sync.rollback_probability : 0.0),
       draws_(seed, fmt::format("exit.replica{}.draws", replica)),
+      rollback_draws_(seed, fmt::format("exit.replica{}.rollback", replica)),
       scores_(seed, fmt::format("exit.replica{}.scores", replica)) {
   const bool exits = exit_policy.kind != "none";
   // Shared K/V changes memory and attention work even when every token runs the full depth, and
@@ -179,6 +182,7 @@ void DepthModel::choose_exit_depths(std::span<const DecodeToken> tokens) {
 std::int64_t DepthModel::plan(std::span<const DecodeToken> tokens, std::span<BatchEntry> batch,
                               std::span<int> exit_depths) {
   const std::size_t n = tokens.size();
+  rollbacks_.assign(n, 0);
   if (!dynamic_ || policy_ == nullptr) {
     for (std::size_t i = 0; i < n; ++i) {
       exit_depths[i] = full_depth_;
@@ -213,6 +217,14 @@ std::int64_t DepthModel::plan(std::span<const DecodeToken> tokens, std::span<Bat
     entry.pending_tokens = p.fill_tokens;
     entry.pending_from_depth = p.fill_from_depth;
     fill += p.fill_tokens;
+    if (rollback_probability_ > 0) {
+      for (std::int64_t k = 0; k < p.fill_tokens; ++k) {
+        if (rollback_draws_.uniform() < rollback_probability_) {
+          rollbacks_[i] = p.fill_tokens - k;
+          break;
+        }
+      }
+    }
     state.pending = pending_[i];
     // The token's K/V now exists at every recursion it ran (skip_kv's context for later tokens).
     if (recursive) {

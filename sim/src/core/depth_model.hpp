@@ -65,6 +65,12 @@ class DepthModel {
   // head gets an entry of no query tokens (nothing to price) until its head runs.
   void plan_depthwise(std::span<const DecodeToken> tokens, std::span<BatchEntry> batch,
                       std::span<int> exit_depths);
+  // deferred_fill with rollback: per token of the last plan(), the output tokens it discards
+  // (0: none). A fill of m pending states draws, per state, whether its shallow prediction
+  // disagrees with the deep one; the earliest disagreeing state's output is replaced by the deep
+  // prediction and everything emitted after it (this iteration's token included) is discarded:
+  // m - k tokens for the k-th state (0-based, oldest first).
+  std::span<const std::int64_t> rollbacks() const { return rollbacks_; }
   // A prompt (or recompute) entry: prefill runs every layer; under skip_kv / shared_kv its
   // attention follows the strategy too.
   void plan_prefill(BatchEntry& entry, const SequenceDepthState& state) const;
@@ -83,7 +89,9 @@ class DepthModel {
   std::unique_ptr<policy::ExitPolicy> policy_;
   bool scored_ = false;  // the policy reads router scores
   policy::DepthwiseRule depthwise_rule_;
+  double rollback_probability_ = 0;
   RandomStream draws_;
+  RandomStream rollback_draws_;
   RandomStream scores_;
   // Reused every iteration.
   std::vector<policy::ExitToken> exit_tokens_;
@@ -93,6 +101,7 @@ class DepthModel {
   std::vector<int> exit_depth_;
   std::vector<policy::PendingFill> pending_;
   std::vector<policy::DepthPlan> plans_;
+  std::vector<std::int64_t> rollbacks_;
   std::vector<DecodeToken> entering_;
   std::vector<policy::DepthwiseStage> stages_;
   std::vector<std::uint8_t> left_block_;

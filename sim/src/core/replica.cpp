@@ -116,6 +116,10 @@ TimeNs Replica::start_iteration(TimeNs now) {
       metrics_.record_token_depth(exit_depths_[k], batch_[decode_tokens_[k].batch_index].depth);
     }
   }
+  rollback_.assign(running_.size(), 0);
+  const std::span<const std::int64_t> rollbacks = depth_model_.rollbacks();
+  for (std::size_t k = 0; k < rollbacks.size(); ++k)
+    rollback_[batch_rows_[decode_tokens_[k].batch_index]] = rollbacks[k];
   emits_.assign(running_.size(), 0);
   for (std::size_t k = 0; k < batch_.size(); ++k) {
     const std::size_t row = batch_rows_[k];
@@ -235,6 +239,8 @@ IterationOutcome Replica::complete_iteration(TimeNs now) {
       metrics_.record_token_gap(now - extra.last_token);
     }
     extra.last_token = now;
+    if (rollback_[i] > 0)
+      roll_back(view, outcome, rollback_[i]);
     if (view.generated_tokens == extra.target_output_tokens) {
       kv_free_ += view.kv_blocks;
       view.kv_blocks = 0;
@@ -274,6 +280,20 @@ std::int64_t Replica::blocks_after(const policy::SequenceView& view, const Seque
     blocks = std::max(view.kv_blocks, (units + layers * block_size_ - 1) / (layers * block_size_));
   }
   return blocks;
+}
+
+void Replica::roll_back(policy::SequenceView& view, IterationOutcome& outcome,
+                        std::int64_t tokens) {
+  // The discarded tokens leave the output and their K/V is freed; the sequence goes on from the
+  // corrected token, which this iteration emitted.
+  view.generated_tokens -= tokens;
+  view.computed_tokens -= tokens;
+  outcome.tokens_emitted -= tokens;
+  load_.outstanding_tokens -= tokens;
+  const std::int64_t blocks = (view.computed_tokens + block_size_ - 1) / block_size_;
+  kv_free_ += view.kv_blocks - blocks;
+  view.kv_blocks = blocks;
+  metrics_.record_rollback(tokens);
 }
 
 void Replica::throw_stalled() const {

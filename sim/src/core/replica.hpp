@@ -84,6 +84,8 @@ class Replica {
   std::size_t apply_admissions_and_preemptions();
   void map_work_to_running(std::size_t kept_running);
   [[noreturn]] void throw_stalled() const;
+  // deferred_fill's rollback of `tokens` output tokens at an iteration's completion.
+  void roll_back(policy::SequenceView& view, IterationOutcome& outcome, std::int64_t tokens);
   // Blocks a sequence holds once `tokens` more are computed (fewer under skip_kv, whose exited
   // tokens store no K/V at the recursions they skipped).
   std::int64_t blocks_after(const policy::SequenceView& view, const SequenceExtra& extra,
@@ -117,6 +119,7 @@ class Replica {
   // By running index: whether the sequence's work this iteration ends in an output token (a
   // depth-wise step may leave a decode token mid-stack).
   std::vector<std::uint8_t> emits_;
+  std::vector<std::int64_t> rollback_;  // by running index: output tokens discarded at completion
   std::vector<std::size_t> scratch_indices_;
   // The snapshot's running indices preempted this iteration, ascending: maps the decision's
   // running references to the running set after the victims left.

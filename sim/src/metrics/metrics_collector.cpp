@@ -177,6 +177,10 @@ void MetricsCollector::record_iteration_work(double flops, double masked_flops,
   m.depth.fill_token_passes += fill_tokens;
 }
 
+void MetricsCollector::record_rollback(std::int64_t tokens) {
+  impl_->depth.rolled_back_tokens += tokens;
+}
+
 void MetricsCollector::record_preemption() {
   ++impl_->preemptions;
 }

@@ -83,6 +83,7 @@ std::string summary_to_json(const MetricsSummary& s) {
   depth["executed_flops"] = s.depth.executed_flops;
   depth["masked_flops"] = s.depth.masked_flops;
   depth["fill_token_passes"] = s.depth.fill_token_passes;
+  depth["rolled_back_tokens"] = s.depth.rolled_back_tokens;
   j["depth"] = std::move(depth);
 
   Json series;

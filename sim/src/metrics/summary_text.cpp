@@ -76,6 +76,10 @@ std::string format_summary(const MetricsSummary& s) {
         "depth", s.depth.mean_exit_depth, s.depth.mean_executed_depth,
         s.depth.executed_flops > 0 ? 100 * s.depth.masked_flops / s.depth.executed_flops : 0.0,
         s.depth.fill_token_passes);
+    if (s.depth.rolled_back_tokens > 0) {
+      fmt::format_to(it, "{:<16}{} output tokens rolled back and regenerated\n", "rollback",
+                     s.depth.rolled_back_tokens);
+    }
   }
   fmt::format_to(it, "{:<16}within {:g}% relative error of a true sample (mean, max exact)\n",
                  "percentiles", 100 * s.percentile_relative_error);

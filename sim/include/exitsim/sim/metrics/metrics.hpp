@@ -73,6 +73,9 @@ struct DepthSummary {
   double executed_flops = 0;           // all FLOPs of all iterations
   double masked_flops = 0;             // part of executed_flops whose results were discarded
   std::int64_t fill_token_passes = 0;  // deferred_fill: pending states run through deep layers
+  // deferred_fill with rollback: output tokens discarded because a filled shallow prediction
+  // disagreed with the deep one (they are regenerated; tokens emitted counts them out).
+  std::int64_t rolled_back_tokens = 0;
 
   friend bool operator==(const DepthSummary&, const DepthSummary&) = default;
 };
@@ -127,6 +130,7 @@ class MetricsCollector {
   void record_token_depth(int exit_depth, int executed_depth);
   // The work of one iteration, from the cost model.
   void record_iteration_work(double flops, double masked_flops, std::int64_t fill_tokens);
+  void record_rollback(std::int64_t tokens);
   // KV blocks in use after an iteration completed (finished sequences freed theirs); `time` is
   // the end of that iteration.
   void record_kv_usage(int replica, TimeNs time, std::int64_t used, std::int64_t total);
