@@ -101,6 +101,7 @@ struct RunArgs {
   std::string profile;
   bool no_output = false;
   bool honour_arrivals = false;
+  bool rollback = false;
   double temperature = 0;
 };
 
@@ -138,6 +139,12 @@ engine::EngineOptions engine_options(const scenario::Scenario& s, const RunArgs&
   o.temperature = args.temperature;
   o.seed = s.seed;
   o.honour_arrivals = args.honour_arrivals;
+  if (s.sync.rollback_probability > 0) {
+    throw InputError({"", 0, 0, "sync.rollback_probability"},
+                     "the engine measures disagreement instead of drawing it: set 0 and pass "
+                     "--rollback");
+  }
+  o.rollback = args.rollback;
   return o;
 }
 
@@ -200,6 +207,8 @@ void run_engine(const RunArgs& args) {
   std::map<int, std::int64_t> exits;
   double depth = 0;
   for (const engine::GeneratedToken& t : run.tokens) {
+    if (t.discarded)
+      continue;
     ++tokens;
     ++exits[t.exit_depth];
     depth += t.exit_depth;
@@ -215,12 +224,24 @@ void run_engine(const RunArgs& args) {
       run.preemptions);
   fmt::print("depth      mean exit depth {:.2f} stack layers; tokens by exit depth {}\n",
              depth / static_cast<double>(std::max<std::int64_t>(tokens, 1)), exits);
+  if (run.filled_states > 0) {
+    fmt::print("fill       {} pending states filled", run.filled_states);
+    if (args.rollback) {
+      fmt::print(
+          "; {} disagreed with the full depth ({:.1f}%), {} tokens rolled back", run.disagreements,
+          100.0 * static_cast<double>(run.disagreements) / static_cast<double>(run.filled_states),
+          run.rolled_back_tokens);
+    }
+    fmt::print("\n");
+  }
   if (args.no_output)
     return;
   const std::string out = args.out.empty() ? s.outputs.dir : args.out;
   std::filesystem::create_directories(out);
   traces::TokenTraceWriter writer((std::filesystem::path(out) / "token_trace.csv").string());
   for (const engine::GeneratedToken& t : run.tokens) {
+    if (t.discarded)
+      continue;
     traces::TokenTraceRow row;
     row.request_id = t.request.value;
     row.position = t.position;
@@ -354,6 +375,10 @@ void add_engine_commands(CLI::App& app) {
   run->add_option("--profile", run_args->profile, "Write the op trace (CSV and Chrome JSON) here");
   run->add_flag("--honour-arrivals", run_args->honour_arrivals,
                 "Wait for each request's arrival time instead of taking all at once");
+  run->add_flag("--rollback", run_args->rollback,
+                "deferred_fill: replace a filled token whose full-depth prediction disagrees, "
+                "discarding what followed it; the disagreement rate calibrates "
+                "sync.rollback_probability");
   run->add_option("--temperature", run_args->temperature, "Sampling temperature (0: greedy)")
       ->check(CLI::NonNegativeNumber);
   run->callback([run_args] { run_engine(*run_args); });

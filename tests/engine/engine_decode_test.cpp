@@ -186,6 +186,50 @@ TEST_F(EngineDecode, DeferredFillWritesExactKvForTheFilledPositions) {
   EXPECT_GT(filled, 3);
 }
 
+TEST_F(EngineDecode, RollbackReplacesDisagreeingFillsAndLeavesExactKv) {
+  const std::vector<EngineRequest> reqs = requests(2, 20);
+  std::map<std::pair<std::uint64_t, int>, std::vector<std::int32_t>> positions_at;
+  std::map<std::pair<std::uint64_t, int>, std::vector<float>> keys_at;
+  EngineOptions options = options_for("deferred_fill", "distribution");
+  options.rollback = true;
+  options.observer.on_finished_kv = [&](RequestId id, int layer,
+                                        std::span<const std::int32_t> positions,
+                                        std::span<const float> keys, std::span<const float>) {
+    positions_at[{id.value, layer}].assign(positions.begin(), positions.end());
+    keys_at[{id.value, layer}].assign(keys.begin(), keys.end());
+  };
+  const EngineRun result = run(options, reqs);
+  EXPECT_GT(result.filled_states, 0);
+  EXPECT_GT(result.disagreements, 0);
+  EXPECT_GT(result.rolled_back_tokens, 0);
+  std::int64_t kept = 0;
+  for (const GeneratedToken& t : result.tokens)
+    kept += t.discarded ? 0 : 1;
+  EXPECT_EQ(kept, 40);
+  EXPECT_EQ(static_cast<std::int64_t>(result.tokens.size()) - kept, result.rolled_back_tokens);
+  // The K/V left behind belongs to the final tokens only: no row of a discarded token survives.
+  const auto width = static_cast<std::size_t>(model_.kv_width());
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    ASSERT_EQ(result.outputs[i].size(), 20u);
+    std::vector<std::int32_t> tokens = reqs[i].prompt;
+    tokens.insert(tokens.end(), result.outputs[i].begin(), result.outputs[i].end());
+    const auto ref = reference_forward(config_, weights_, tokens);
+    for (int layer = 0; layer < config_.shape.depth.stacked_depth(); ++layer) {
+      const auto& positions = positions_at.at({reqs[i].id.value, layer});
+      const auto& keys = keys_at.at({reqs[i].id.value, layer});
+      for (std::size_t k = 0; k < positions.size(); ++k) {
+        for (std::size_t c = 0; c < width; ++c) {
+          ASSERT_NEAR(
+              keys[k * width + c],
+              ref.keys[static_cast<std::size_t>(layer)](positions[k], static_cast<Eigen::Index>(c)),
+              1e-5)
+              << "layer " << layer << " position " << positions[k];
+        }
+      }
+    }
+  }
+}
+
 TEST_F(EngineDecode, SkipKvKeepsNoKvAtRecursionsATokenDidNotReach) {
   const std::vector<EngineRequest> reqs = requests(1, 24);
   std::map<int, std::size_t> rows_at;

@@ -65,6 +65,18 @@ void KvCache::append(int stream, std::int32_t position, std::span<const float> k
   std::copy(value.begin(), value.end(), base + (block_size_ + in_block) * kv_width_);
 }
 
+void KvCache::truncate_after(int stream, std::int32_t position) {
+  Stream& s = streams_.at(static_cast<std::size_t>(stream));
+  const auto keep = static_cast<std::int64_t>(
+      std::upper_bound(s.positions.begin(), s.positions.end(), position) - s.positions.begin());
+  s.positions.resize(static_cast<std::size_t>(keep));
+  const std::int64_t blocks = blocks_for_rows(keep);
+  while (static_cast<std::int64_t>(s.blocks.size()) > blocks) {
+    free_.push_back(s.blocks.back());
+    s.blocks.pop_back();
+  }
+}
+
 std::int64_t KvCache::rows(int stream) const {
   return static_cast<std::int64_t>(streams_.at(static_cast<std::size_t>(stream)).positions.size());
 }

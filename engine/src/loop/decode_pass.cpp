@@ -209,12 +209,17 @@ void Engine::Loop::decode_pass(std::span<Sequence* const> seqs) {
       leave(i, last_point, decided_score[i]);
   }
 
+  std::vector<Correction> corrections(n);
   if (defer) {
     for (std::size_t i = 0; i < n; ++i) {
       const int reached = exit_depths_[static_cast<std::size_t>(exits[i])];
       std::vector<PendingState>& pending = seqs[i]->pending;
       if (reached >= stacked) {
-        pending.clear();  // every pending state rode along to the top: its K/V is complete
+        // Every pending state rode along to the top: its K/V is complete.
+        result_.filled_states += static_cast<std::int64_t>(pending.size());
+        if (options_.rollback && !pending.empty())
+          corrections[i] = check_filled(*seqs[i]);
+        pending.clear();
       } else {
         pending.push_back({exit_hidden.row(static_cast<Eigen::Index>(i)), positions[i], reached});
       }
@@ -225,6 +230,10 @@ void Engine::Loop::decode_pass(std::span<Sequence* const> seqs) {
   auto timed = span("sampling", traces::OpKind::sampling, static_cast<std::int64_t>(n), -1);
   for (std::size_t i = 0; i < n; ++i) {
     const auto row = static_cast<Eigen::Index>(i);
+    if (corrections[i].position >= 0) {
+      roll_back(*seqs[i], corrections[i]);
+      continue;
+    }
     const std::int32_t token = sample(*seqs[i], logits.row(row));
     int point = exits[i];
     double score = decided_score[i];

@@ -56,6 +56,11 @@ void check_options(const CpuModel& model, const EngineOptions& options) {
       }
     }
   }
+  if (options.rollback && strategy != policy::SyncStrategy::deferred_fill) {
+    throw InputError({"", 0, 0, "sync.strategy"},
+                     fmt::format("rollback corrects deferred fills; strategy {} has none",
+                                 policy::to_string(strategy)));
+  }
   if (options.block_size <= 0 || options.kv_blocks <= 0) {
     throw InputError(
         {"", 0, 0, "scheduler.kv_blocks"},
@@ -180,6 +185,11 @@ void Engine::Loop::check_requests(std::span<const EngineRequest> requests) const
       throw InputError(where, fmt::format("request {}: expected a non-empty prompt and at least "
                                           "one output token, found {} and {}",
                                           r.id.value, r.prompt.size(), r.output_tokens));
+    }
+    if (!r.forced.empty() && options_.rollback) {
+      throw InputError(where, fmt::format("request {}: teacher-forced tokens cannot be rolled "
+                                          "back; run without rollback",
+                                          r.id.value));
     }
     if (!r.forced.empty() && static_cast<std::int64_t>(r.forced.size()) < r.output_tokens) {
       throw InputError(
@@ -368,8 +378,12 @@ void Engine::Loop::finish_iteration(std::span<const std::int64_t> work) {
   for (std::size_t i = 0; i < running_.size(); ++i) {
     Sequence& s = *running_[i];
     policy::SequenceView& view = running_views_[i];
-    if (work[i] > 0 && (!view.is_decoding() || s.emitted))
-      view.computed_tokens += view.is_decoding() ? 1 : work[i];
+    if (work[i] > 0 && !view.is_decoding()) {
+      view.computed_tokens += work[i];
+    } else if (work[i] > 0 && s.emitted) {
+      // Every token but the one just emitted has its K/V (fewer after a rollback).
+      view.computed_tokens = static_cast<std::int64_t>(s.tokens.size()) - 1;
+    }
     view.generated_tokens = static_cast<std::int64_t>(s.tokens.size()) - view.prompt_tokens;
     if (view.generated_tokens >= s.request->output_tokens) {
       report_kv(s);

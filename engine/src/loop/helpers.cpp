@@ -147,4 +147,48 @@ void Engine::Loop::report_kv(const Sequence& s) const {
   }
 }
 
+Correction Engine::Loop::check_filled(Sequence& s) {
+  const std::vector<PendingState>& pending = s.pending;
+  Matrix states(static_cast<Eigen::Index>(pending.size()), model_.config().shape.d_model);
+  std::vector<Sequence*> owners(pending.size(), &s);
+  std::vector<std::int32_t> positions;
+  for (std::size_t k = 0; k < pending.size(); ++k) {
+    states.row(static_cast<Eigen::Index>(k)) = pending[k].hidden;
+    positions.push_back(pending[k].position);
+  }
+  const Matrix logits = head(states, owners, positions, true);
+  Correction first;
+  for (std::size_t k = 0; k < pending.size(); ++k) {
+    Eigen::Index best = 0;
+    logits.row(static_cast<Eigen::Index>(k)).maxCoeff(&best);
+    const std::int32_t emitted = s.tokens[static_cast<std::size_t>(positions[k]) + 1];
+    if (best == emitted)
+      continue;
+    ++result_.disagreements;
+    if (first.position < 0) {
+      first.position = positions[k];
+      first.token = static_cast<std::int32_t>(best);
+      first.logits = logits.row(static_cast<Eigen::Index>(k));
+    }
+  }
+  return first;
+}
+
+void Engine::Loop::roll_back(Sequence& s, const Correction& correction) {
+  const auto keep = static_cast<std::size_t>(correction.position) + 1;
+  const auto discarded = static_cast<std::int64_t>(s.tokens.size() - keep);
+  const auto prompt = static_cast<std::int64_t>(s.request->prompt.size());
+  const std::int64_t first_discarded_output = static_cast<std::int64_t>(keep) - prompt;
+  for (auto it = result_.tokens.rbegin(); it != result_.tokens.rend(); ++it) {
+    if (it->request == s.request->id && !it->discarded && it->position >= first_discarded_output)
+      it->discarded = true;
+  }
+  for (const int stream : s.streams)
+    kv_.truncate_after(stream, correction.position);
+  s.tokens.resize(keep);
+  result_.rolled_back_tokens += discarded;
+  emit(s, correction.token, static_cast<int>(exit_depths_.size()) - 1,
+       std::numeric_limits<double>::quiet_NaN(), correction.logits);
+}
+
 }  // namespace exitsim::engine

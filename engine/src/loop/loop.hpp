@@ -25,6 +25,14 @@ struct PendingState {
   int depth = 0;
 };
 
+// deferred_fill with rollback: the first filled state whose full-depth prediction disagrees with
+// the token its early exit emitted, and that prediction. position -1: none.
+struct Correction {
+  std::int32_t position = -1;
+  std::int32_t token = 0;
+  Eigen::RowVectorXf logits;
+};
+
 struct Sequence {
   std::size_t index = 0;  // in the request list
   const EngineRequest* request = nullptr;
@@ -99,6 +107,11 @@ class Engine::Loop {
   void emit(Sequence& s, std::int32_t token, int exit_point, double score,
             const Eigen::Ref<const Eigen::RowVectorXf>& logits);
   void report_kv(const Sequence& s) const;
+  // Runs the coda and head on a sequence's pending states that just reached the top (as a probe)
+  // and returns the first whose prediction disagrees with the emitted token; counts them all.
+  Correction check_filled(Sequence& s);
+  // Discards every token after the correction's position (and its K/V) and emits the correction.
+  void roll_back(Sequence& s, const Correction& correction);
   std::int64_t max_position() const { return max_output_; }
   profiler::HostProfiler::Span span(const char* name, traces::OpKind kind, std::int64_t tokens,
                                     int layer);

@@ -54,6 +54,10 @@ struct EngineOptions {
   double temperature = 0;  // 0: greedy (the lowest index among tied maxima)
   std::uint64_t seed = 0;  // sampling and the exit draws of `distribution`
   bool honour_arrivals = false;
+  // deferred_fill: when a fill reaches the top, compare each filled state's full-depth prediction
+  // with the token its early exit emitted; at the first disagreement, emit the deep prediction
+  // instead and discard every token after it (with its K/V), as EE-LLM-style rollback does.
+  bool rollback = false;
   EngineObserver observer;
 };
 
@@ -62,10 +66,11 @@ struct GeneratedToken {
   RequestId request;
   std::int64_t position = 0;  // output position
   std::int32_t token = 0;
-  int exit_point = 0;  // index into the effective exit points
-  int exit_depth = 0;  // stack layers run before the coda
-  double score = 0;    // the confidence or router score that decided the exit; NaN when none
-  TimeNs time = 0;     // engine clock at emission
+  int exit_point = 0;      // index into the effective exit points
+  int exit_depth = 0;      // stack layers run before the coda
+  double score = 0;        // the confidence or router score that decided the exit; NaN when none
+  TimeNs time = 0;         // engine clock at emission
+  bool discarded = false;  // rolled back later (deferred_fill with rollback): not in the output
 };
 
 struct EngineRun {
@@ -73,6 +78,12 @@ struct EngineRun {
   std::vector<GeneratedToken> tokens;              // in emission order
   std::int64_t iterations = 0;
   std::int64_t preemptions = 0;
+  // deferred_fill: pending states that reached the full depth, those whose deep prediction
+  // disagreed with their early exit's token (only looked at with rollback), and output tokens
+  // discarded by rollbacks.
+  std::int64_t filled_states = 0;
+  std::int64_t disagreements = 0;
+  std::int64_t rolled_back_tokens = 0;
   TimeNs wall = 0;
 };
 

@@ -27,6 +27,9 @@ class KvCache {
   void append(int stream, std::int32_t position, std::span<const float> key,
               std::span<const float> value);
 
+  // Drops the rows at positions > `position` (a rollback), freeing blocks left empty.
+  void truncate_after(int stream, std::int32_t position);
+
   std::int64_t rows(int stream) const;
   const float* key(int stream, std::int64_t row) const;
   const float* value(int stream, std::int64_t row) const;
