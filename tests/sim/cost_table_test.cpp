@@ -58,14 +58,14 @@ TEST(CostTableReader, ReadsRowsCommentsAndBlankLines) {
 
 TEST(CostTableReader, EveryMalformedCaseIsNamedExactly) {
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"", "t.csv:1:1: version: expected \"# exitsim-cost-table v1\", found end of file"},
+      {"", "t.csv:1: version: expected \"# exitsim-cost-table v1\", found end of file"},
       {"# exitsim-cost-table v2\n",
        "t.csv:1:1: version: expected \"# exitsim-cost-table v1\", found "
        "\"# exitsim-cost-table v2\""},
       {"op,batch,time_us\n",
        "t.csv:1:1: version: expected \"# exitsim-cost-table v1\", found \"op,batch,time_us\""},
       {"# exitsim-cost-table v1\n",
-       "t.csv:2:1: header: expected the header \"op,batch,time_us\", found end of file"},
+       "t.csv:2: header: expected the header \"op,batch,time_us\", found end of file"},
       {"# exitsim-cost-table v1\nop,tokens,time_us\n",
        "t.csv:2:4: header: expected column \"batch\", found \"tokens\""},
       {"# exitsim-cost-table v1\nop,batch\n",
@@ -103,11 +103,11 @@ TEST(CostTableReader, EveryMalformedCaseIsNamedExactly) {
        "t.csv:4:1: op: expected one kv_only_fraction row (the first is on line 3), found a "
        "second"},
       {k_head + "layer,1,100\nembedding,1,5\n",
-       "t.csv:5:1: op: expected at least one \"lm_head\" row, found none"},
+       "t.csv:5: op: expected at least one \"lm_head\" row, found none"},
       {k_head + "lm_head,1,100\nembedding,1,5\n",
-       "t.csv:5:1: op: expected at least one \"layer\" row, found none"},
+       "t.csv:5: op: expected at least one \"layer\" row, found none"},
       {k_head + "layer,1,100\nlm_head,1,5\n# trailing comment\n",
-       "t.csv:6:1: op: expected at least one \"embedding\" row, found none"},
+       "t.csv:6: op: expected at least one \"embedding\" row, found none"},
   };
   for (const auto& [text, expected] : cases)
     EXPECT_EQ(error_of(text), expected) << text;

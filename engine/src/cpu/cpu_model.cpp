@@ -67,6 +67,18 @@ std::vector<RowRange> chunks_of(std::span<const LayerRow> rows) {
   return chunks;
 }
 
+// Appends each row's K and V to its write stream (rows without one, and probes, keep none).
+void store_kv(std::span<const LayerRow> rows, const Matrix& k, const Matrix& v, KvCache& kv) {
+  const auto width = static_cast<std::size_t>(k.cols());
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    if (rows[r].write_stream < 0 || rows[r].probe)
+      continue;
+    const auto i = static_cast<Eigen::Index>(r);
+    kv.append(rows[r].write_stream, rows[r].position, {k.row(i).data(), width},
+              {v.row(i).data(), width});
+  }
+}
+
 }  // namespace
 
 CpuModel::CpuModel(const ModelConfig& config, const ModelWeights& weights)
@@ -229,14 +241,7 @@ void CpuModel::layer(int layer, Matrix& x, std::span<const LayerRow> rows, KvCac
   }
   {
     auto timed = spans("kv_write", OpKind::memcpy);
-    const auto width = static_cast<std::size_t>(kv_width());
-    for (std::size_t r = 0; r < rows.size(); ++r) {
-      if (rows[r].write_stream >= 0 && !rows[r].probe) {
-        const auto i = static_cast<Eigen::Index>(r);
-        kv.append(rows[r].write_stream, rows[r].position, {k.row(i).data(), width},
-                  {v.row(i).data(), width});
-      }
-    }
+    store_kv(rows, k, v, kv);
   }
   Matrix attention, projected;
   {
@@ -283,12 +288,7 @@ void CpuModel::kv_only(int layer, const Matrix& x, std::span<const LayerRow> row
   project(w.wk, adapters, k_proj, chunks, h, k);
   project(w.wv, adapters, v_proj, chunks, h, v);
   rotate(k, config_.shape.n_kv_heads, rows);
-  const auto width = static_cast<std::size_t>(kv_width());
-  for (std::size_t r = 0; r < rows.size(); ++r) {
-    const auto i = static_cast<Eigen::Index>(r);
-    kv.append(rows[r].write_stream, rows[r].position, {k.row(i).data(), width},
-              {v.row(i).data(), width});
-  }
+  store_kv(rows, k, v, kv);
 }
 
 Matrix CpuModel::logits(const Matrix& x) const {

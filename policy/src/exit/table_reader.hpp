@@ -15,40 +15,14 @@
 #include <vector>
 
 #include "exitsim/core/csv_fields.hpp"
+#include "exitsim/core/csv_lines.hpp"
 #include "exitsim/policy/quality_table.hpp"
 
 namespace exitsim::policy::exit {
 
 inline constexpr double k_sum_tolerance = 1e-6;
 
-class TableReader {
- public:
-  TableReader(std::istream& in, std::string name) : in_(in), name_(std::move(name)) {}
-
-  // Throws InputError at the current line.
-  [[noreturn]] void fail(std::int64_t column, const std::string& field,
-                         const std::string& message) const;
-  // Throws InputError at the line after the last one read, where the missing content belongs.
-  [[noreturn]] void fail_at_end(const std::string& field, const std::string& message);
-
-  // Reads the next line (without its "\n" or "\r\n"); false at the end of the input.
-  bool next_line();
-  // Throws InputError (field "version") unless line 1 has been read and is `version`.
-  void check_version(std::string_view version) const;
-  // Splits the current line; throws InputError (field "row") unless it has `columns` fields.
-  const std::vector<CsvField>& split_row(std::size_t columns);
-
-  const std::string& line() const { return line_; }
-  std::int64_t line_number() const { return line_number_; }
-  const std::string& name() const { return name_; }
-
- private:
-  std::istream& in_;
-  std::string name_;
-  std::string line_;
-  std::int64_t line_number_ = 0;
-  std::vector<CsvField> cells_;
-};
+using TableReader = CsvLineReader;
 
 // "p_exit_<k + 1>".
 std::string probability_column(std::size_t k);

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "exitsim/core/csv_fields.hpp"
+#include "exitsim/core/csv_lines.hpp"
 #include "exitsim/core/error.hpp"
 #include "exitsim/core/hardware.hpp"
 
@@ -38,47 +39,7 @@ std::vector<Cell> split_cells(std::string_view line) {
   return out;
 }
 
-class Reader {
- public:
-  Reader(std::istream& in, std::string name) : in_(in), name_(std::move(name)) {}
-
-  [[noreturn]] void fail(std::int64_t column, const std::string& field,
-                         const std::string& message) const {
-    throw InputError(SourceLocation{name_, line_number_, column, field}, message);
-  }
-  // A problem found at end of file: the position just past the last line.
-  [[noreturn]] void fail_at_end(const std::string& field, const std::string& message) const {
-    throw InputError(SourceLocation{name_, line_number_ + 1, 1, field}, message);
-  }
-
-  bool next_line() {
-    if (!std::getline(in_, line_))
-      return false;
-    ++line_number_;
-    if (!line_.empty() && line_.back() == '\r')
-      line_.pop_back();
-    return true;
-  }
-  // The next line that is neither blank nor a comment ('#' first): rows may carry provenance.
-  bool next_content_line() {
-    while (next_line()) {
-      const std::string_view t = trim(line_);
-      if (!t.empty() && t.front() != '#')
-        return true;
-    }
-    return false;
-  }
-
-  const std::string& line() const { return line_; }
-  std::int64_t line_number() const { return line_number_; }
-  const std::string& name() const { return name_; }
-
- private:
-  std::istream& in_;
-  std::string name_;
-  std::string line_;
-  std::int64_t line_number_ = 0;
-};
+using Reader = CsvLineReader;
 
 std::int64_t parse_batch(const Reader& reader, const Cell& cell, const std::string& expected) {
   std::int64_t value = 0;
