@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "exitsim/core/presets.hpp"
+#include "exitsim/engine/cpu_model.hpp"
 #include "exitsim/engine/engine.hpp"
 #include "exitsim/engine/linear.hpp"
 #include "exitsim/engine/model_weights.hpp"

@@ -13,6 +13,7 @@
 #include "exitsim/core/error.hpp"
 #include "exitsim/core/presets.hpp"
 #include "exitsim/core/suggest.hpp"
+#include "exitsim/engine/cpu_model.hpp"
 #include "exitsim/engine/engine.hpp"
 #include "exitsim/engine/model_weights.hpp"
 #include "exitsim/engine/quality_eval.hpp"

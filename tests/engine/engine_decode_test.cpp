@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "exitsim/engine/cpu_model.hpp"
 #include "exitsim/engine/engine.hpp"
 #include "support/support_model.hpp"
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "exitsim/core/error.hpp"
+#include "exitsim/engine/cpu_model.hpp"
 #include "support/support_model.hpp"
 
 namespace exitsim::engine {

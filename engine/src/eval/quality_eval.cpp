@@ -47,7 +47,7 @@ struct Scored {
 
 }  // namespace
 
-std::vector<QualityMeasurement> evaluate_quality(const CpuModel& model,
+std::vector<QualityMeasurement> evaluate_quality(const Backend& model,
                                                  std::span<const std::int32_t> corpus,
                                                  std::span<const policy::ExitPolicyParams> settings,
                                                  const QualityEvalOptions& options) {

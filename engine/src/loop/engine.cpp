@@ -23,7 +23,7 @@ ExitFeed feed_of(const std::string& kind) {
   return ExitFeed::upfront;
 }
 
-void check_options(const CpuModel& model, const EngineOptions& options) {
+void check_options(const Backend& model, const EngineOptions& options) {
   const DepthStructure& depth = model.depth();
   const bool recursive = depth.recursions > 0 && depth.block_layers > 0;
   const policy::SyncStrategy strategy = options.strategy;
@@ -96,7 +96,7 @@ KvLayout::KvLayout(const DepthStructure& depth, policy::SyncStrategy strategy) {
   instances_ = next;
 }
 
-Engine::Engine(const CpuModel& model, EngineOptions options, profiler::HostProfiler* profiler)
+Engine::Engine(const Backend& model, EngineOptions options, profiler::HostProfiler* profiler)
     : model_(model), options_(std::move(options)), profiler_(profiler) {
   check_options(model_, options_);
   policy::SchedulerParams params;
@@ -112,7 +112,7 @@ EngineRun Engine::run(std::span<const EngineRequest> requests) {
   return loop.run(requests);
 }
 
-Engine::Loop::Loop(const CpuModel& model, const EngineOptions& options,
+Engine::Loop::Loop(const Backend& model, const EngineOptions& options,
                    profiler::HostProfiler* profiler, const policy::Scheduler& scheduler,
                    const policy::ExitPolicy* exit_policy)
     : model_(model),

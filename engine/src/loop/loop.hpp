@@ -72,7 +72,7 @@ enum class ExitFeed : std::uint8_t { upfront, token_choice, confidence, expert_c
 
 class Engine::Loop {
  public:
-  Loop(const CpuModel& model, const EngineOptions& options, profiler::HostProfiler* profiler,
+  Loop(const Backend& model, const EngineOptions& options, profiler::HostProfiler* profiler,
        const policy::Scheduler& scheduler, const policy::ExitPolicy* exit_policy);
   EngineRun run(std::span<const EngineRequest> requests);
 
@@ -130,7 +130,7 @@ class Engine::Loop {
   void refresh_kv_views();
   TimeNs now() const;
 
-  const CpuModel& model_;
+  const Backend& model_;
   const EngineOptions& options_;
   profiler::HostProfiler* profiler_;
   const policy::Scheduler& scheduler_;

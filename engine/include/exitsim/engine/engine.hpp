@@ -9,7 +9,7 @@
 
 #include "exitsim/core/ids.hpp"
 #include "exitsim/core/time.hpp"
-#include "exitsim/engine/cpu_model.hpp"
+#include "exitsim/engine/backend.hpp"
 #include "exitsim/policy/depthwise.hpp"
 #include "exitsim/policy/exit_policy.hpp"
 #include "exitsim/policy/scheduler.hpp"
@@ -94,7 +94,7 @@ class Engine {
   // Throws InputError for options the model cannot run (a strategy that needs recursions on a
   // plain model, router policies without routers, exit points inside a recursion under
   // depthwise, an unknown scheduler).
-  Engine(const CpuModel& model, EngineOptions options, profiler::HostProfiler* profiler = nullptr);
+  Engine(const Backend& model, EngineOptions options, profiler::HostProfiler* profiler = nullptr);
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
@@ -105,7 +105,7 @@ class Engine {
 
  private:
   class Loop;
-  const CpuModel& model_;
+  const Backend& model_;
   EngineOptions options_;
   profiler::HostProfiler* profiler_;
   std::unique_ptr<policy::Scheduler> scheduler_;

@@ -4,7 +4,7 @@
 #include <span>
 #include <vector>
 
-#include "exitsim/engine/cpu_model.hpp"
+#include "exitsim/engine/backend.hpp"
 #include "exitsim/policy/exit_policy.hpp"
 #include "exitsim/policy/sync_strategy.hpp"
 
@@ -34,7 +34,7 @@ struct QualityMeasurement {
 // once), first at full depth and then under each setting with the options' strategy. Every
 // output token is counted, the first of each window included (it comes from the prompt's
 // prefill at full depth). Throws InputError when the corpus holds no window.
-std::vector<QualityMeasurement> evaluate_quality(const CpuModel& model,
+std::vector<QualityMeasurement> evaluate_quality(const Backend& model,
                                                  std::span<const std::int32_t> corpus,
                                                  std::span<const policy::ExitPolicyParams> settings,
                                                  const QualityEvalOptions& options);

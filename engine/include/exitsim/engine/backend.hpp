@@ -1,0 +1,84 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "exitsim/engine/cpu_ops.hpp"
+#include "exitsim/engine/kv_cache.hpp"
+#include "exitsim/engine/model_config.hpp"
+#include "exitsim/profiler/host_profiler.hpp"
+
+// What the decoding loop asks of a backend: the model's operations on batches of token rows.
+// The loop owns the scheduling, exits, strategies and row bookkeeping (which tokens run which
+// layer, pending states, depth-wise flights); a backend owns the weights and the arithmetic.
+// Hidden states cross this interface as rows of a host matrix and K/V lives in the KvCache, which
+// is what the CPU backend computes on directly. A device backend keeps weights on the device and
+// stages the rows of each call (d_model floats per token); moving the hidden states and the K/V
+// blocks to the device behind this interface is the GPU backend's design step.
+namespace exitsim::engine {
+
+// One query row of a layer call: a token of some sequence at some position.
+struct LayerRow {
+  std::int32_t position = 0;  // rotary position; attends to rows at positions <= this
+  int read_stream = -1;       // the K/V stream its attention reads
+  // The stream its K/V is appended to before attention (so rows of one call see each other
+  // causally). -1: its K/V is not kept (shared_kv's reuse of recursion 1, whose stream already
+  // holds the token, or a probe, which attends to its own K/V without storing it).
+  int write_stream = -1;
+  bool probe = false;
+  // Depth-wise batching mixes recursions in one call of the shared block: the recursion whose
+  // LoRA this row uses. -1: the layer's own.
+  int recursion = -1;
+  // Consecutive rows with the same chunk id >= 0 are one prompt chunk of one sequence: their
+  // projections run as one matrix-matrix product. Other rows (decode tokens) run through the
+  // batch-invariant kernel (see linear.hpp).
+  int chunk = -1;
+};
+
+// Where a layer call records its ops (norms, projections, rotary, K/V writes, attention, MLP)
+// as host spans; no profiler: nothing is recorded.
+struct OpProfile {
+  profiler::HostProfiler* profiler = nullptr;
+  std::uint64_t step = 0;  // the engine iteration, for the spans' step id
+};
+
+// Where an executed layer of the unrolled model comes from.
+struct LayerSource {
+  int unique_layer = 0;  // index into ModelWeights::layers
+  int recursion = 0;     // 1-based within the shared block; 0 in the prelude and coda
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual std::string name() const = 0;
+  virtual const ModelConfig& config() const = 0;
+  // Where executed layer `layer` (prelude, every recursion of the block, coda) comes from.
+  virtual LayerSource source_of(int layer) const = 0;
+  virtual std::size_t router_count() const = 0;
+
+  // Rows of embeddings for the tokens. Throws std::out_of_range for an id outside the vocabulary.
+  virtual Matrix embed(std::span<const std::int32_t> tokens) const = 0;
+  // Runs executed layer `layer` over the rows of `x` in place: each row's K/V is appended to its
+  // write stream first, then it attends to its read stream's rows at positions <= its own.
+  virtual void layer(int layer, Matrix& x, std::span<const LayerRow> rows, KvCache& kv,
+                     const OpProfile& profile = {}) const = 0;
+  // state_copy: appends to each row's write stream the K and V that `layer` computes from x
+  // (input norm, K/V projections, rotary), without running the layer.
+  virtual void kv_only(int layer, const Matrix& x, std::span<const LayerRow> rows, KvCache& kv,
+                       const OpProfile& profile = {}) const = 0;
+  // Final norm and LM head: one row of logits per row of x.
+  virtual Matrix logits(const Matrix& x) const = 0;
+  // Recursion r's router score (1-based r) for each row of x, in [0, 1].
+  virtual std::vector<double> router_scores(int recursion, const Matrix& x) const = 0;
+
+  const DepthStructure& depth() const { return config().shape.depth; }
+  int executed_layers() const { return depth().full_depth(); }
+  std::int64_t kv_width() const { return config().shape.n_kv_heads * config().shape.head_dim; }
+};
+
+}  // namespace exitsim::engine
