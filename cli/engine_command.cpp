@@ -149,8 +149,28 @@ engine::EngineOptions engine_options(const scenario::Scenario& s, const RunArgs&
   return o;
 }
 
-void write_profile(const profiler::HostProfiler& profiler, const std::string& dir) {
+// steps.csv: the requests of every engine step, so each op of the op trace (by its step id)
+// maps to the requests it served.
+void write_steps(const engine::EngineRun& run, const std::string& path) {
+  traces::detail::AtomicOutputFile file(path);
+  file.write("step_id,start_ns,prefill_request_ids,decode_request_ids\n");
+  const auto ids = [](const std::vector<RequestId>& requests) {
+    std::string out;
+    for (const RequestId id : requests)
+      out += (out.empty() ? "" : ";") + std::to_string(id.value);
+    return out;
+  };
+  for (const engine::StepRecord& step : run.steps) {
+    file.write(
+        fmt::format("{},{},{},{}\n", step.step, step.start, ids(step.prefill), ids(step.decode)));
+  }
+  file.finish();
+}
+
+void write_profile(const profiler::HostProfiler& profiler, const engine::EngineRun& run,
+                   const std::string& dir) {
   std::filesystem::create_directories(dir);
+  write_steps(run, (std::filesystem::path(dir) / "steps.csv").string());
   const std::string csv = (std::filesystem::path(dir) / "op_trace.csv").string();
   {
     traces::OpTraceWriter writer(csv);
@@ -256,9 +276,11 @@ void run_engine(const RunArgs& args) {
   writer.finish();
   fmt::print("wrote      {}/token_trace.csv\n", out);
   if (!args.profile.empty()) {
-    write_profile(profiler, args.profile);
-    fmt::print("profile    {} ops in {}/op_trace.csv and op_trace.json\n", profiler.size(),
-               args.profile);
+    write_profile(profiler, run, args.profile);
+    fmt::print(
+        "profile    {} ops in {}/op_trace.csv and op_trace.json, their requests per step "
+        "in steps.csv\n",
+        profiler.size(), args.profile);
   }
 }
 

@@ -264,6 +264,7 @@ TEST_F(Cli, EngineRunsAModelAndItsQualityTableFeedsTheSimulator) {
   EXPECT_EQ(std::count(tokens.begin(), tokens.end(), '\n'), 2 + 40);
   EXPECT_NE(slurp(profile / "op_trace.csv").find("attention,attention,cpu"), std::string::npos);
   EXPECT_NE(slurp(profile / "op_trace.json").find("\"traceEvents\""), std::string::npos);
+  EXPECT_EQ(slurp(profile / "steps.csv").rfind("step_id,start_ns,prefill_request_ids,", 0), 0u);
 
   // Same scenario and seed: the same tokens at the same depths (times are wall-clock).
   const fs::path again = dir_ / "again";

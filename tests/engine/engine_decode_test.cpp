@@ -315,6 +315,9 @@ TEST(EngineProfile, EveryOpOfTheLoopIsASpanWithItsShape) {
     EXPECT_GT(names[op], 0) << op;
   }
   EXPECT_EQ(static_cast<std::int64_t>(last_step), run.iterations);
+  ASSERT_EQ(static_cast<std::int64_t>(run.steps.size()), run.iterations);
+  EXPECT_EQ(run.steps.front().prefill.size(), 2u);  // both prompts in the first step
+  EXPECT_EQ(run.steps.back().decode.size(), 2u);
   EXPECT_EQ(max_context, 2 * 8);  // the last decode step: two sequences, 8 earlier tokens each
 }
 

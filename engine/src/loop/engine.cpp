@@ -357,6 +357,12 @@ EngineRun Engine::Loop::run(std::span<const EngineRequest> requests) {
       }
     }
     ++step_;
+    StepRecord record{step_, now(), {}, {}};
+    for (const Sequence* p : prefills)
+      record.prefill.push_back(p->request->id);
+    for (const Sequence* d : decodes)
+      record.decode.push_back(d->request->id);
+    result_.steps.push_back(std::move(record));
     if (!prefills.empty())
       prefill_pass(prefills, starts, chunks);
     if (!decodes.empty()) {

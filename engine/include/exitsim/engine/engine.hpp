@@ -73,6 +73,15 @@ struct GeneratedToken {
   bool discarded = false;  // rolled back later (deferred_fill with rollback): not in the output
 };
 
+// One engine iteration: which requests it worked on. Op-trace rows carry the step id, so this
+// maps every op to its requests.
+struct StepRecord {
+  std::uint64_t step = 0;
+  TimeNs start = 0;
+  std::vector<RequestId> prefill;  // prompt (or recompute) chunks
+  std::vector<RequestId> decode;   // decode tokens or depth-wise steps
+};
+
 struct EngineRun {
   std::vector<std::vector<std::int32_t>> outputs;  // per request, in the order given
   std::vector<GeneratedToken> tokens;              // in emission order
@@ -84,6 +93,7 @@ struct EngineRun {
   std::int64_t filled_states = 0;
   std::int64_t disagreements = 0;
   std::int64_t rolled_back_tokens = 0;
+  std::vector<StepRecord> steps;
   TimeNs wall = 0;
 };
 
