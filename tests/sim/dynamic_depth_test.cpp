@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "exitsim/core/error.hpp"
 #include "exitsim/scenario/load.hpp"
 #include "exitsim/sim/simulator.hpp"
 #include "exitsim/sim/workload/workload.hpp"
@@ -207,6 +208,33 @@ TEST(DynamicDepth, ConfidenceIsSimulatedThroughTheMeasuredThresholdTable) {
   const double decoded = 16.0 * 999;
   EXPECT_NEAR(static_cast<double>(exits.at(11)) / decoded, 0.20, 0.015);
   EXPECT_NEAR(static_cast<double>(exits.at(21)) / decoded, 0.30, 0.015);
+}
+
+TEST(DynamicDepth, AQualityTableOfAnotherConfidenceMeasureIsRefused) {
+  const std::string path = testing::TempDir() + "/exitsim_margin_quality.csv";
+  {
+    std::ofstream out(path);
+    out << "# exitsim-quality-table v1\n"
+           "policy,measure,threshold,capacities,tokens,nll_per_token,top1_agreement,"
+           "mean_exit_depth,p_exit_1,p_exit_2,p_exit_3\n"
+           "confidence,margin,0.5,,100,1.5,0.95,18,0.4,0.3,0.3\n"
+           "confidence,margin,0.9,,100,1.4,0.99,24,0.2,0.3,0.5\n";
+  }
+  const std::vector<std::string> base = {
+      "model.preset=mor-smollm-360m-r3", "exit_policy.kind=confidence", "exit_policy.threshold=0.7",
+      "exit_policy.threshold_table=" + path, "sync.strategy=state_copy"};
+  EXPECT_GT(run_batch(4, with(base, "exit_policy.confidence_measure=margin"), 50)
+                .summary.depth.exit_depth_tokens.size(),
+            1u);
+  try {
+    run_batch(4, with(base, "exit_policy.confidence_measure=top1"), 50);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              path +
+                  ": exit_policy.confidence_measure: expected the table's measure \"margin\", "
+                  "found \"top1\"");
+  }
 }
 
 TEST(DynamicDepth, ReplayFollowsTheTokenTrace) {

@@ -40,6 +40,14 @@ std::vector<double> table_distribution(const scenario::ExitPolicyConfig& config,
                      expected_found(fmt::format("{} exit points (the model's)", points),
                                     std::to_string(table.exit_points())));
   }
+  // A quality table says which confidence it thresholded; a table of another measure would give
+  // the wrong exit distribution silently.
+  if (config.kind == "confidence" && !table.measure().empty() &&
+      table.measure() != config.confidence_measure) {
+    throw InputError({config.threshold_table, 0, 0, "exit_policy.confidence_measure"},
+                     expected_found(fmt::format("the table's measure \"{}\"", table.measure()),
+                                    "\"" + config.confidence_measure + "\""));
+  }
   return table.exit_distribution_for(config.threshold);
 }
 
