@@ -1,0 +1,215 @@
+#!/usr/bin/python3
+"""Train the tiny recursive early-exit byte-level model exitsim ships (issue 6).
+
+Architecture (the engine's, docs/engine.md): byte embeddings (vocab 256, tied LM head), one
+prelude layer, a one-layer shared block applied N_r = 4 times, one coda layer, RMSNorm, rotary
+positions (Hugging Face convention), grouped-query attention, SwiGLU. Every recursion is an exit:
+exit r runs the coda and the shared final norm + head on the hidden state after recursion r, and
+the loss is the mean over exits (deep supervision). Per-recursion routers (linear d -> 1, sigmoid)
+score the hidden state entering recursion r; they are trained detached from the language model
+to predict whether the previous exit's top-1 differs from the last exit's, i.e. whether recursion
+r is still needed (a learned continue/exit classifier standing in for Mixture-of-Recursions'
+expert-choice router; the engine uses it as expert choice by threshold or top-k).
+
+Corpus: the King James Bible from Debian's bible-kjv (public domain),
+`bible -l100000 "gen1:1-rev22:21"`; the last 5% of bytes are held out for evaluation.
+
+Usage: /usr/bin/python3 training/train_tiny.py --out models/tiny-recursive [--minutes 20]
+       /usr/bin/python3 training/train_tiny.py --smoke   (a few steps, for CI)
+"""
+import argparse
+import json
+import math
+import os
+import struct
+import subprocess
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+D, HEADS, KV_HEADS, HEAD_DIM, FFN, VOCAB = 192, 6, 2, 32, 512, 256
+PRELUDE, BLOCK, RECURSIONS, CODA = 1, 1, 4, 1
+EPS, THETA = 1e-5, 10000.0
+
+
+def corpus():
+    text = subprocess.run(["bible", "-l100000", "gen1:1-rev22:21"], check=True,
+                          capture_output=True).stdout
+    split = int(len(text) * 0.95)
+    return torch.frombuffer(bytearray(text), dtype=torch.uint8).long(), split
+
+
+def rms_norm(x, w):
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + EPS) * w
+
+
+def rotary(x, positions):
+    half = HEAD_DIM // 2
+    inv = THETA ** (-2.0 * torch.arange(half, dtype=torch.float64) / HEAD_DIM)
+    angle = positions[:, None].double() * inv[None, :]
+    cos, sin = angle.cos().float(), angle.sin().float()
+    x1, x2 = x[..., :half], x[..., half:]
+    return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
+
+
+class Layer(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        init = lambda o, i: torch.nn.Parameter(torch.randn(o, i) * 0.02)
+        self.attn_norm = torch.nn.Parameter(torch.ones(D))
+        self.mlp_norm = torch.nn.Parameter(torch.ones(D))
+        self.wq, self.wk = init(HEADS * HEAD_DIM, D), init(KV_HEADS * HEAD_DIM, D)
+        self.wv, self.wo = init(KV_HEADS * HEAD_DIM, D), init(D, HEADS * HEAD_DIM)
+        self.w_gate, self.w_up, self.w_down = init(FFN, D), init(FFN, D), init(D, FFN)
+
+    def forward(self, x):
+        b, t, _ = x.shape
+        h = rms_norm(x, self.attn_norm)
+        positions = torch.arange(t)
+        q = rotary((h @ self.wq.T).view(b, t, HEADS, HEAD_DIM).transpose(1, 2), positions)
+        k = rotary((h @ self.wk.T).view(b, t, KV_HEADS, HEAD_DIM).transpose(1, 2), positions)
+        v = (h @ self.wv.T).view(b, t, KV_HEADS, HEAD_DIM).transpose(1, 2)
+        k = k.repeat_interleave(HEADS // KV_HEADS, dim=1)
+        v = v.repeat_interleave(HEADS // KV_HEADS, dim=1)
+        scores = (q @ k.transpose(-1, -2)) / math.sqrt(HEAD_DIM)
+        mask = torch.ones(t, t, dtype=torch.bool).triu(1)
+        attn = scores.masked_fill(mask, float("-inf")).softmax(-1) @ v
+        x = x + attn.transpose(1, 2).reshape(b, t, -1) @ self.wo.T
+        h = rms_norm(x, self.mlp_norm)
+        return x + (F.silu(h @ self.w_gate.T) * (h @ self.w_up.T)) @ self.w_down.T
+
+
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embedding = torch.nn.Parameter(torch.randn(VOCAB, D) * 0.02)
+        self.layers = torch.nn.ModuleList([Layer() for _ in range(PRELUDE + BLOCK + CODA)])
+        self.final_norm = torch.nn.Parameter(torch.ones(D))
+        self.router_w = torch.nn.Parameter(torch.zeros(RECURSIONS, D))
+        self.router_b = torch.nn.Parameter(torch.zeros(RECURSIONS))
+
+    def exits(self, tokens):
+        """Logits at every exit and router logits per recursion (router inputs detached)."""
+        x = self.embedding[tokens]
+        for i in range(PRELUDE):
+            x = self.layers[i](x)
+        logits, routers = [], []
+        for r in range(RECURSIONS):
+            routers.append(x.detach() @ self.router_w[r] + self.router_b[r])
+            for j in range(BLOCK):
+                x = self.layers[PRELUDE + j](x)
+            y = x
+            for c in range(CODA):
+                y = self.layers[PRELUDE + BLOCK + c](y)
+            logits.append(rms_norm(y, self.final_norm) @ self.embedding.T)
+        return logits, routers
+
+
+def losses(model, batch):
+    inputs, targets = batch[:, :-1], batch[:, 1:]
+    logits, routers = model.exits(inputs)
+    lm = [F.cross_entropy(l.reshape(-1, VOCAB), targets.reshape(-1)) for l in logits]
+    final = logits[-1].argmax(-1)
+    router_loss = 0.0
+    for r in range(1, RECURSIONS):
+        # Router r: is recursion r + 1 (1-based) still needed, i.e. does exit r - 1 disagree?
+        needed = (logits[r - 1].argmax(-1) != final).float().detach()
+        router_loss = router_loss + F.binary_cross_entropy_with_logits(routers[r], needed)
+    return lm, router_loss
+
+
+def sample_batch(data, limit, batch, length, generator):
+    starts = torch.randint(0, limit - length - 1, (batch,), generator=generator)
+    return torch.stack([data[s:s + length + 1] for s in starts.tolist()])
+
+
+def export(model, out_dir):
+    """exitsim.json + model.safetensors (fp16) in the engine's tensor names."""
+    os.makedirs(out_dir, exist_ok=True)
+    tensors = {"model.embed_tokens.weight": model.embedding, "model.norm.weight": model.final_norm}
+    names = {"attn_norm": "input_layernorm", "mlp_norm": "post_attention_layernorm",
+             "wq": "self_attn.q_proj", "wk": "self_attn.k_proj", "wv": "self_attn.v_proj",
+             "wo": "self_attn.o_proj", "w_gate": "mlp.gate_proj", "w_up": "mlp.up_proj",
+             "w_down": "mlp.down_proj"}
+    for i, layer in enumerate(model.layers):
+        for attr, name in names.items():
+            suffix = ".weight"
+            tensors[f"model.layers.{i}.{name}{suffix}"] = getattr(layer, attr)
+    for r in range(RECURSIONS):
+        tensors[f"model.routers.{r}.weight"] = model.router_w[r].view(1, D)
+        tensors[f"model.routers.{r}.bias"] = model.router_b[r].view(1)
+    header, blobs, offset = {}, [], 0
+    for name in sorted(tensors):
+        data = tensors[name].detach().to(torch.float16).contiguous().numpy().tobytes()
+        header[name] = {"dtype": "F16", "shape": list(tensors[name].shape),
+                        "data_offsets": [offset, offset + len(data)]}
+        blobs.append(data)
+        offset += len(data)
+    header_bytes = json.dumps(header, separators=(",", ":")).encode()
+    header_bytes += b" " * (-len(header_bytes) % 8)
+    with open(os.path.join(out_dir, "model.safetensors"), "wb") as f:
+        f.write(struct.pack("<Q", len(header_bytes)) + header_bytes + b"".join(blobs))
+    config = {"format": "exitsim-model v1", "name": "tiny-recursive", "d_model": D,
+              "n_heads": HEADS, "n_kv_heads": KV_HEADS, "head_dim": HEAD_DIM, "ffn_dim": FFN,
+              "vocab": VOCAB, "rms_eps": EPS, "rope_theta": THETA, "max_positions": 4096,
+              "tied_embeddings": True,
+              "depth": {"prelude": PRELUDE, "block": BLOCK, "recursions": RECURSIONS,
+                        "coda": CODA, "lora_rank": [], "exit_points": []},
+              "routers": True, "tokenizer": "bytes", "weights": "model.safetensors"}
+    with open(os.path.join(out_dir, "exitsim.json"), "w") as f:
+        json.dump(config, f, indent=2)
+
+
+def evaluate(model, data, split, length=256, windows=64):
+    model.eval()
+    with torch.no_grad():
+        starts = torch.linspace(split, len(data) - length - 2, windows).long().tolist()
+        batch = torch.stack([data[s:s + length + 1] for s in starts])
+        lm, _ = losses(model, batch)
+    model.train()
+    return [l.item() / math.log(2) for l in lm]  # bits per byte at each exit
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", default="models/tiny-recursive")
+    parser.add_argument("--minutes", type=float, default=20.0)
+    parser.add_argument("--smoke", action="store_true")
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+    torch.manual_seed(args.seed)
+    torch.set_num_threads(1)
+    data, split = corpus()
+    model = Model()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.01)
+    generator = torch.Generator().manual_seed(args.seed)
+    deadline = time.time() + args.minutes * 60
+    step = 0
+    start = time.time()
+    while (args.smoke and step < 3) or (not args.smoke and time.time() < deadline):
+        # Warm-up, then cosine decay over the time budget (steps are what the time allows).
+        progress = min(1.0, (time.time() - start) / max(deadline - start, 1e-9))
+        lr = 3e-3 * min(1.0, (step + 1) / 100) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        lm, router_loss = losses(model, sample_batch(data, split, 16, 128, generator))
+        loss = sum(lm) / len(lm) + router_loss
+        optimizer.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        step += 1
+        if step % 100 == 0:
+            print(f"step {step} loss {loss.item():.4f} held-out bits/byte "
+                  f"{[round(b, 3) for b in evaluate(model, data, split)]}", flush=True)
+    print(f"trained {step} steps; held-out bits/byte per exit "
+          f"{[round(b, 3) for b in evaluate(model, data, split)]}")
+    if not args.smoke:
+        export(model, args.out)
+        print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
