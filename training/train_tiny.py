@@ -162,6 +162,72 @@ def export(model, out_dir):
         json.dump(config, f, indent=2)
 
 
+def read_safetensors(path):
+    with open(path, "rb") as f:
+        raw = f.read()
+    (length,) = struct.unpack("<Q", raw[:8])
+    header = json.loads(raw[8:8 + length])
+    base = 8 + length
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        begin, end = info["data_offsets"]
+        dtype = {"F16": torch.float16, "F32": torch.float32}[info["dtype"]]
+        out[name] = torch.frombuffer(bytearray(raw[base + begin:base + end]),
+                                     dtype=dtype).float().view(info["shape"])
+    return out
+
+
+def write_safetensors(path, tensors):
+    header, blobs, offset = {}, [], 0
+    for name in sorted(tensors):
+        data = tensors[name].detach().float().contiguous().numpy().tobytes()
+        header[name] = {"dtype": "F32", "shape": list(tensors[name].shape),
+                        "data_offsets": [offset, offset + len(data)]}
+        blobs.append(data)
+        offset += len(data)
+    header_bytes = json.dumps(header, separators=(",", ":")).encode()
+    header_bytes += b" " * (-len(header_bytes) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(header_bytes)) + header_bytes + b"".join(blobs))
+
+
+def load_exported(model_dir):
+    """A Model holding the exported (fp16-rounded) weights, as the engine sees them."""
+    t = read_safetensors(os.path.join(model_dir, "model.safetensors"))
+    model = Model()
+    names = {"attn_norm": "input_layernorm", "mlp_norm": "post_attention_layernorm",
+             "wq": "self_attn.q_proj", "wk": "self_attn.k_proj", "wv": "self_attn.v_proj",
+             "wo": "self_attn.o_proj", "w_gate": "mlp.gate_proj", "w_up": "mlp.up_proj",
+             "w_down": "mlp.down_proj"}
+    with torch.no_grad():
+        model.embedding.copy_(t["model.embed_tokens.weight"])
+        model.final_norm.copy_(t["model.norm.weight"])
+        for i, layer in enumerate(model.layers):
+            for attr, name in names.items():
+                getattr(layer, attr).copy_(t[f"model.layers.{i}.{name}.weight"])
+        for r in range(RECURSIONS):
+            model.router_w[r].copy_(t[f"model.routers.{r}.weight"].view(D))
+            model.router_b[r].copy_(t[f"model.routers.{r}.bias"].view(()))
+    return model
+
+
+def write_parity_fixture(model_dir, data, split, tokens=48):
+    """parity.safetensors: held-out token ids, the logits at every exit and the router scores
+    (sigmoid of each recursion's router on the hidden state entering it), computed in fp32 from
+    the exported weights; the C++ engine must reproduce them (tests/engine)."""
+    model = load_exported(model_dir)
+    ids = data[split:split + tokens]
+    with torch.no_grad():
+        logits, routers = model.exits(ids.view(1, -1))
+    write_safetensors(os.path.join(model_dir, "parity.safetensors"), {
+        "tokens": ids.float(),
+        "logits": torch.stack([l[0] for l in logits]),
+        "router_scores": torch.stack([torch.sigmoid(r[0]) for r in routers]),
+    })
+
+
 def evaluate(model, data, split, length=256, windows=64):
     model.eval()
     with torch.no_grad():
@@ -178,7 +244,14 @@ def main():
     parser.add_argument("--minutes", type=float, default=20.0)
     parser.add_argument("--smoke", action="store_true")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--fixture-only", action="store_true",
+                        help="only (re)write parity.safetensors for the model in --out")
     args = parser.parse_args()
+    if args.fixture_only:
+        data, split = corpus()
+        write_parity_fixture(args.out, data, split)
+        print(f"wrote {args.out}/parity.safetensors")
+        return 0
     torch.manual_seed(args.seed)
     torch.set_num_threads(1)
     data, split = corpus()
@@ -208,7 +281,9 @@ def main():
           f"{[round(b, 3) for b in evaluate(model, data, split)]}")
     if not args.smoke:
         export(model, args.out)
-        print(f"wrote {args.out}")
+        write_parity_fixture(args.out, data, split)
+        print(f"wrote {args.out} (model and parity fixture)")
+    return 0
 
 
 if __name__ == "__main__":
