@@ -5,7 +5,7 @@ Architecture (the engine's, docs/engine.md): byte embeddings (vocab 256, tied LM
 prelude layer, a one-layer shared block applied N_r = 4 times, one coda layer, RMSNorm, rotary
 positions (Hugging Face convention), grouped-query attention, SwiGLU. Every recursion is an exit:
 exit r runs the coda and the shared final norm + head on the hidden state after recursion r, and
-the loss is the mean over exits (deep supervision). Per-recursion routers (linear d -> 1, sigmoid)
+the loss is a weighted mean over exits (deep supervision, final exit weighted most). Per-recursion routers (linear d -> 1, sigmoid)
 score the hidden state entering recursion r; they are trained detached from the language model
 to predict whether the previous exit's top-1 differs from the last exit's, i.e. whether recursion
 r is still needed (a learned continue/exit classifier standing in for Mixture-of-Recursions'
@@ -32,6 +32,10 @@ import torch.nn.functional as F
 D, HEADS, KV_HEADS, HEAD_DIM, FFN, VOCAB = 192, 6, 2, 32, 512, 256
 PRELUDE, BLOCK, RECURSIONS, CODA = 1, 1, 4, 1
 EPS, THETA = 1e-5, 10000.0
+# Deep supervision weights per exit: the final exit dominates, as in Relaxed Recursive
+# Transformers' "aggressive" early-exit training; equal weights leave every exit equally good,
+# which leaves early exit nothing to trade.
+EXIT_WEIGHTS = [0.25, 0.25, 0.25, 1.0]
 
 
 def corpus():
@@ -268,7 +272,7 @@ def main():
         for group in optimizer.param_groups:
             group["lr"] = lr
         lm, router_loss = losses(model, sample_batch(data, split, 16, 128, generator))
-        loss = sum(lm) / len(lm) + router_loss
+        loss = sum(w * l for w, l in zip(EXIT_WEIGHTS, lm)) / sum(EXIT_WEIGHTS) + router_loss
         optimizer.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
