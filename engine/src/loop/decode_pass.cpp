@@ -45,18 +45,12 @@ void Engine::Loop::decode_pass(std::span<Sequence* const> seqs) {
   if (feed_ == ExitFeed::upfront)
     decide_upfront(seqs, exits);
 
-  // Calls the policy with every token's scores known so far (the rest unknown).
-  std::vector<policy::ExitToken> exit_tokens(n);
-  std::vector<std::size_t> scratch(n);
+  // The policy sees every token's scores known so far (the rest unknown).
+  std::vector<std::span<const double>> score_spans(n);
+  for (std::size_t i = 0; i < n; ++i)
+    score_spans[i] = {scores.data() + i * points, points};
   std::vector<int> chosen(n);
-  const auto choose = [&] {
-    for (std::size_t i = 0; i < n; ++i) {
-      const auto position =
-          static_cast<std::int64_t>(seqs[i]->tokens.size() - seqs[i]->request->prompt.size());
-      exit_tokens[i] = {seqs[i]->request->id, position, 0.0, {scores.data() + i * points, points}};
-    }
-    exit_policy_->choose_exits({exit_tokens, max_position(), scratch}, chosen);
-  };
+  const auto choose = [&] { call_exit_policy(seqs, score_spans, false, chosen); };
   const auto leave = [&](std::size_t i, int point, double score) {
     exits[i] = point;
     decided_score[i] = score;

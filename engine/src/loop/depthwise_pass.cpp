@@ -11,18 +11,15 @@ namespace {
 
 constexpr double k_unknown = -std::numeric_limits<double>::infinity();
 
-}  // namespace
-
-void Engine::Loop::choose_from_flight(std::span<Sequence* const> seqs, std::span<int> chosen) {
-  std::vector<policy::ExitToken> tokens(seqs.size());
-  std::vector<std::size_t> scratch(seqs.size());
-  for (std::size_t i = 0; i < seqs.size(); ++i) {
-    const Sequence& s = *seqs[i];
-    const auto position = static_cast<std::int64_t>(s.tokens.size() - s.request->prompt.size());
-    tokens[i] = {s.request->id, position, 0.0, s.flight_scores};
-  }
-  exit_policy_->choose_exits({tokens, max_position(), scratch}, chosen);
+// In-flight tokens' scores so far, as the exit policy reads them.
+std::vector<std::span<const double>> flight_scores_of(std::span<Sequence* const> seqs) {
+  std::vector<std::span<const double>> scores;
+  for (const Sequence* s : seqs)
+    scores.emplace_back(s->flight_scores);
+  return scores;
 }
+
+}  // namespace
 
 void Engine::Loop::decide_in_flight(std::span<Sequence* const> in_block,
                                     std::span<const int> recursion_of,
@@ -55,7 +52,7 @@ void Engine::Loop::decide_in_flight(std::span<Sequence* const> in_block,
     }
   }
   std::vector<int> chosen(seqs.size());
-  choose_from_flight(seqs, chosen);
+  call_exit_policy(seqs, flight_scores_of(seqs), false, chosen);
   for (std::size_t k = 0; k < deciding.size(); ++k) {
     const int r = recursion_of[deciding[k]];
     const int point = point_at_depth(prelude + r * block);
@@ -119,7 +116,7 @@ void Engine::Loop::depthwise_pass(std::span<Sequence* const> seqs) {
     }
     if (feed_ == ExitFeed::token_choice) {
       std::vector<int> chosen(entering.size());
-      choose_from_flight(entering, chosen);
+      call_exit_policy(entering, flight_scores_of(entering), false, chosen);
       for (std::size_t i = 0; i < entering.size(); ++i) {
         entering[i]->flight_exit = chosen[i];
         entering[i]->flight_score = entering[i]->flight_scores[static_cast<std::size_t>(chosen[i])];

@@ -46,16 +46,8 @@ void check_options(const Backend& model, const EngineOptions& options) {
                      "the oracle exit policy runs every token to the full depth to find its "
                      "exit; depthwise batching cannot, use a sequence-wise strategy");
   }
-  if (strategy == policy::SyncStrategy::depthwise) {
-    for (const int point : depth.effective_exit_points()) {
-      const int above = point - depth.prelude_layers;
-      if (above <= 0 || above % depth.block_layers != 0) {
-        throw InputError({"", 0, 0, "model.depth.exit_points"},
-                         expected_found("exit points at ends of recursions for depthwise batching",
-                                        std::to_string(point)));
-      }
-    }
-  }
+  if (strategy == policy::SyncStrategy::depthwise)
+    policy::check_depthwise_exit_points(depth);
   if (options.rollback && strategy != policy::SyncStrategy::deferred_fill) {
     throw InputError({"", 0, 0, "sync.strategy"},
                      fmt::format("rollback corrects deferred fills; strategy {} has none",

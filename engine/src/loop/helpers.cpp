@@ -100,24 +100,29 @@ void Engine::Loop::decide_upfront(std::span<Sequence* const> sequences, std::spa
     std::fill(exits.begin(), exits.end(), static_cast<int>(exit_depths_.size()) - 1);
     return;
   }
+  call_exit_policy(sequences, {}, true, exits);
+}
+
+void Engine::Loop::call_exit_policy(std::span<Sequence* const> sequences,
+                                    std::span<const std::span<const double>> scores, bool draw,
+                                    std::span<int> out) {
   std::vector<policy::ExitToken> tokens(sequences.size());
   std::vector<std::size_t> scratch(sequences.size());
   for (std::size_t i = 0; i < sequences.size(); ++i) {
-    const Sequence& s = *sequences[i];
-    const auto position = static_cast<std::int64_t>(s.tokens.size() - s.request->prompt.size());
-    tokens[i] = {s.request->id, position, sequences[i]->exit_draws.uniform(), {}};
+    Sequence& s = *sequences[i];
+    tokens[i] = {s.request->id, s.output_position(), draw ? s.exit_draws.uniform() : 0.0,
+                 scores.empty() ? std::span<const double>{} : scores[i]};
   }
-  exit_policy_->choose_exits({tokens, max_position(), scratch}, exits);
+  exit_policy_->choose_exits({tokens, max_position(), scratch}, out);
 }
 
 void Engine::Loop::emit(Sequence& s, std::int32_t token, int exit_point, double score,
                         const Eigen::Ref<const Eigen::RowVectorXf>& logits) {
+  const std::int64_t position = s.output_position();
   if (options_.observer.on_logits) {
-    const auto position = static_cast<std::int64_t>(s.tokens.size() - s.request->prompt.size());
     options_.observer.on_logits(s.request->id, position, exit_point,
                                 {logits.data(), static_cast<std::size_t>(logits.size())});
   }
-  const auto position = static_cast<std::int64_t>(s.tokens.size() - s.request->prompt.size());
   if (!s.request->forced.empty())
     token = s.request->forced[static_cast<std::size_t>(position)];
   s.tokens.push_back(token);

@@ -50,6 +50,10 @@ struct Sequence {
   bool emitted = false;  // emitted a token in the iteration in flight
 
   Sequence(std::uint64_t seed, RequestId id);
+  // The output position of the token generated next (0: the first output token).
+  std::int64_t output_position() const {
+    return static_cast<std::int64_t>(tokens.size() - request->prompt.size());
+  }
 };
 
 // Which K/V stream each executed layer reads and writes (shared_kv reuses recursion 1's).
@@ -84,8 +88,6 @@ class Engine::Loop {
                     std::span<const std::int64_t> chunks);
   void decode_pass(std::span<Sequence* const> sequences);
   void depthwise_pass(std::span<Sequence* const> sequences);
-  // The exit policy over in-flight tokens' scores so far (depth-wise batching).
-  void choose_from_flight(std::span<Sequence* const> seqs, std::span<int> chosen);
   // Scores the tokens at `deciding` (indices into in_block) at the end of their recursion and
   // sets `leaves` for those the policy lets go.
   void decide_in_flight(std::span<Sequence* const> in_block, std::span<const int> recursion_of,
@@ -104,6 +106,12 @@ class Engine::Loop {
   // Index of the exit point at stack depth `depth`, or -1.
   int point_at_depth(int depth) const;
   void decide_upfront(std::span<Sequence* const> sequences, std::span<int> exits);
+  // The shared exit policy over `sequences`' next tokens: token i brings `scores[i]` (the exit
+  // points' confidences or router scores known so far; empty for policies that read none) and,
+  // with `draw`, a uniform from its request's exit stream.
+  void call_exit_policy(std::span<Sequence* const> sequences,
+                        std::span<const std::span<const double>> scores, bool draw,
+                        std::span<int> out);
   void emit(Sequence& s, std::int32_t token, int exit_point, double score,
             const Eigen::Ref<const Eigen::RowVectorXf>& logits);
   void report_kv(const Sequence& s) const;

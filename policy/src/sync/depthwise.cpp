@@ -1,8 +1,26 @@
 #include "exitsim/policy/depthwise.hpp"
 
 #include <cassert>
+#include <string>
+
+#include "exitsim/core/error.hpp"
 
 namespace exitsim::policy {
+
+void check_depthwise_exit_points(const DepthStructure& depth) {
+  for (const int point : depth.effective_exit_points()) {
+    const int above = point - depth.prelude_layers;
+    if (depth.block_layers <= 0 || above <= 0 || above % depth.block_layers != 0) {
+      throw InputError(
+          {"", 0, 0, "model.depth.exit_points"},
+          expected_found("exit points at ends of recursions (" +
+                             std::to_string(depth.prelude_layers) + " prelude + a multiple of " +
+                             std::to_string(depth.block_layers) +
+                             " block layers) for depthwise batching",
+                         std::to_string(point)));
+    }
+  }
+}
 
 void finish_depthwise_step(const DepthwiseRule& rule, std::span<DepthwiseStage> stages,
                            std::span<const std::uint8_t> left_block,

@@ -77,22 +77,6 @@ policy::ExitPolicyParams exit_params(const scenario::ExitPolicyConfig& config,
   return params;
 }
 
-// A depth-wise step runs whole recursions of the shared block, so a token can only leave it at
-// the end of one.
-void check_depthwise_exit_points(const DepthStructure& depth) {
-  for (const int point : depth.effective_exit_points()) {
-    const int above = point - depth.prelude_layers;
-    if (depth.block_layers <= 0 || above <= 0 || above % depth.block_layers != 0) {
-      throw InputError(
-          {"", 0, 0, "model.depth.exit_points"},
-          expected_found(fmt::format("exit points at ends of recursions ({} prelude + a multiple "
-                                     "of {} block layers) for depthwise batching",
-                                     depth.prelude_layers, depth.block_layers),
-                         std::to_string(point)));
-    }
-  }
-}
-
 }  // namespace
 
 DepthModel::DepthModel(const scenario::ExitPolicyConfig& exit_policy,
@@ -113,7 +97,7 @@ DepthModel::DepthModel(const scenario::ExitPolicyConfig& exit_policy,
   dynamic_ = strategy_ != policy::SyncStrategy::full_depth &&
              (exits || strategy_ == policy::SyncStrategy::shared_kv || depthwise());
   if (depthwise())
-    check_depthwise_exit_points(model.depth);
+    policy::check_depthwise_exit_points(model.depth);
   if ((exits || depthwise()) &&
       model.depth.recursions > static_cast<int>(k_max_recursion_contexts)) {
     throw InputError({"", 0, 0, "model.depth.recursions"},
@@ -190,7 +174,6 @@ void DepthModel::choose_exit_depths(std::span<const DecodeToken> tokens) {
 std::int64_t DepthModel::plan(std::span<const DecodeToken> tokens, std::span<BatchEntry> batch,
                               std::span<int> exit_depths) {
   const std::size_t n = tokens.size();
-  rollbacks_.assign(n, 0);
   if (!dynamic_ || policy_ == nullptr) {
     for (std::size_t i = 0; i < n; ++i) {
       exit_depths[i] = full_depth_;
@@ -228,7 +211,7 @@ std::int64_t DepthModel::plan(std::span<const DecodeToken> tokens, std::span<Bat
     if (rollback_probability_ > 0) {
       for (std::int64_t k = 0; k < p.fill_tokens; ++k) {
         if (rollback_draws_.uniform() < rollback_probability_) {
-          rollbacks_[i] = p.fill_tokens - k;
+          state.rollback = p.fill_tokens - k;
           break;
         }
       }

@@ -25,6 +25,11 @@ struct SequenceDepthState {
   // depthwise: the in-flight token's stage and the exit point (stack depth) it drew on entering.
   policy::DepthwiseStage stage;
   int exit_depth = 0;
+  // deferred_fill with rollback: output tokens the iteration in flight discards at completion.
+  std::int64_t rollback = 0;
+
+  // A depth-wise token still mid-stack or waiting for its head: this iteration emits nothing.
+  bool token_in_flight() const { return stage != policy::DepthwiseStage{}; }
 };
 
 // One decode token of the iteration, as the depth model sees it.
@@ -56,7 +61,11 @@ class DepthModel {
   bool depthwise() const { return strategy_ == policy::SyncStrategy::depthwise; }
 
   // Sets depth fields of `batch` for `tokens`; writes each token's exit depth into `exit_depths`
-  // (same order). Returns the deferred-fill token passes planned.
+  // (same order). Returns the deferred-fill token passes planned. With deferred_fill rollback, a
+  // fill of m pending states draws, per state, whether its shallow prediction disagrees with the
+  // deep one; at the earliest disagreeing (k-th, oldest first) the token's state gets rollback
+  // = m - k: its output is replaced by the deep prediction and everything emitted after it
+  // (this iteration's token included) is discarded.
   std::int64_t plan(std::span<const DecodeToken> tokens, std::span<BatchEntry> batch,
                     std::span<int> exit_depths);
   // The depth-wise step: each token runs one recursion of the shared block (tokens entering run
@@ -65,12 +74,6 @@ class DepthModel {
   // head gets an entry of no query tokens (nothing to price) until its head runs.
   void plan_depthwise(std::span<const DecodeToken> tokens, std::span<BatchEntry> batch,
                       std::span<int> exit_depths);
-  // deferred_fill with rollback: per token of the last plan(), the output tokens it discards
-  // (0: none). A fill of m pending states draws, per state, whether its shallow prediction
-  // disagrees with the deep one; the earliest disagreeing state's output is replaced by the deep
-  // prediction and everything emitted after it (this iteration's token included) is discarded:
-  // m - k tokens for the k-th state (0-based, oldest first).
-  std::span<const std::int64_t> rollbacks() const { return rollbacks_; }
   // A prompt (or recompute) entry: prefill runs every layer; under skip_kv / shared_kv its
   // attention follows the strategy too.
   void plan_prefill(BatchEntry& entry, const SequenceDepthState& state) const;
@@ -101,7 +104,6 @@ class DepthModel {
   std::vector<int> exit_depth_;
   std::vector<policy::PendingFill> pending_;
   std::vector<policy::DepthPlan> plans_;
-  std::vector<std::int64_t> rollbacks_;
   std::vector<DecodeToken> entering_;
   std::vector<policy::DepthwiseStage> stages_;
   std::vector<std::uint8_t> left_block_;

@@ -116,16 +116,10 @@ TimeNs Replica::start_iteration(TimeNs now) {
       metrics_.record_token_depth(exit_depths_[k], batch_[decode_tokens_[k].batch_index].depth);
     }
   }
-  rollback_.assign(running_.size(), 0);
-  const std::span<const std::int64_t> rollbacks = depth_model_.rollbacks();
-  for (std::size_t k = 0; k < rollbacks.size(); ++k)
-    rollback_[batch_rows_[decode_tokens_[k].batch_index]] = rollbacks[k];
-  emits_.assign(running_.size(), 0);
   for (std::size_t k = 0; k < batch_.size(); ++k) {
     const std::size_t row = batch_rows_[k];
     policy::SequenceView& view = running_.view(row);
     const BatchEntry& entry = batch_[k];
-    emits_[row] = entry.emits_token ? 1 : 0;
     if (!view.is_decoding() && entry.emits_token) {
       metrics_.record_token_depth(full_depth, full_depth);  // a prompt's first token
     }
@@ -221,7 +215,7 @@ IterationOutcome Replica::complete_iteration(TimeNs now) {
       continue;
     policy::SequenceView& view = running_.view(i);
     SequenceExtra& extra = running_.extra(i);
-    const bool emits = emits_[i] != 0;
+    const bool emits = tokens == view.pending_tokens() && !extra.depth.token_in_flight();
     if (!view.is_decoding()) {
       depth_model_.on_prefill(extra.depth, tokens);
     } else if (!emits) {
@@ -239,8 +233,10 @@ IterationOutcome Replica::complete_iteration(TimeNs now) {
       metrics_.record_token_gap(now - extra.last_token);
     }
     extra.last_token = now;
-    if (rollback_[i] > 0)
-      roll_back(view, outcome, rollback_[i]);
+    if (extra.depth.rollback > 0) {
+      roll_back(view, outcome, extra.depth.rollback);
+      extra.depth.rollback = 0;
+    }
     if (view.generated_tokens == extra.target_output_tokens) {
       kv_free_ += view.kv_blocks;
       view.kv_blocks = 0;

@@ -116,10 +116,6 @@ class Replica {
   std::vector<DecodeToken> decode_tokens_;
   std::vector<int> exit_depths_;
   std::vector<std::int64_t> work_tokens_;  // by running index, for the iteration in flight
-  // By running index: whether the sequence's work this iteration ends in an output token (a
-  // depth-wise step may leave a decode token mid-stack).
-  std::vector<std::uint8_t> emits_;
-  std::vector<std::int64_t> rollback_;  // by running index: output tokens discarded at completion
   std::vector<std::size_t> scratch_indices_;
   // The snapshot's running indices preempted this iteration, ascending: maps the decision's
   // running references to the running set after the victims left.

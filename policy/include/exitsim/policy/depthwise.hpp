@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <span>
 
+#include "exitsim/core/model_shape.hpp"
+
 namespace exitsim::policy {
 
 enum class ExitedTokens : std::uint8_t {
@@ -31,6 +33,11 @@ struct DepthwiseStage {
   int next_recursion() const { return awaiting_head ? 0 : recursions_done + 1; }
   friend bool operator==(const DepthwiseStage&, const DepthwiseStage&) = default;
 };
+
+// A depth-wise step runs whole recursions of the shared block, so a token can only leave it at
+// the end of one. Throws InputError (field model.depth.exit_points) naming the first exit point
+// of `depth` that is not.
+void check_depthwise_exit_points(const DepthStructure& depth);
 
 // Completes one step after the block call. `stages` are the batch's tokens as they were before
 // the call; those not awaiting the head ran one recursion, and `left_block[i]` (read only for
