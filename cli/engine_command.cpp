@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "commands.hpp"
@@ -19,6 +20,7 @@
 #include "exitsim/engine/quality_eval.hpp"
 #include "exitsim/engine/quality_table.hpp"
 #include "exitsim/engine/tokenizer.hpp"
+#include "exitsim/sim/cost/cost_profile.hpp"
 #include "exitsim/sim/policy_params.hpp"
 #include "exitsim/sim/workload/workload.hpp"
 #include "exitsim/traces/atomic_output.hpp"
@@ -167,9 +169,23 @@ void write_steps(const engine::EngineRun& run, const std::string& path) {
   file.finish();
 }
 
+// run.json: what produced the trace, so that a profile calibrated from it prices only this
+// engine, backend, hardware and model (docs/calibration.md).
+void write_run_description(const engine::Backend& backend, const std::string& dir) {
+  const ModelShape& shape = backend.config().shape;
+  const nlohmann::json run = {{"engine", "exitsim-engine"},
+                              {"backend", backend.name()},
+                              {"hardware", backend.hardware()},
+                              {"model", shape.name},
+                              {"model_shape", sim::model_fingerprint(shape)}};
+  traces::write_file_atomically((std::filesystem::path(dir) / "run.json").string(),
+                                run.dump(2) + "\n");
+}
+
 void write_profile(const profiler::HostProfiler& profiler, const engine::EngineRun& run,
-                   const std::string& dir) {
+                   const engine::Backend& backend, const std::string& dir) {
   std::filesystem::create_directories(dir);
+  write_run_description(backend, dir);
   write_steps(run, (std::filesystem::path(dir) / "steps.csv").string());
   const std::string csv = (std::filesystem::path(dir) / "op_trace.csv").string();
   {
@@ -276,7 +292,7 @@ void run_engine(const RunArgs& args) {
   writer.finish();
   fmt::print("wrote      {}/token_trace.csv\n", out);
   if (!args.profile.empty()) {
-    write_profile(profiler, run, args.profile);
+    write_profile(profiler, run, *loaded->model, args.profile);
     fmt::print(
         "profile    {} ops in {}/op_trace.csv and op_trace.json, their requests per step "
         "in steps.csv\n",

@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   exitsim::cli::add_scenario_commands(app);
   exitsim::cli::add_trace_commands(app);
   exitsim::cli::add_engine_commands(app);
+  exitsim::cli::add_calibrate_command(app);
 
   try {
     app.parse(argc, argv);

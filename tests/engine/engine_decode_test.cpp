@@ -295,17 +295,19 @@ TEST(EngineProfile, EveryOpOfTheLoopIsASpanWithItsShape) {
   const EngineRun run = engine.run(reqs);
   std::map<std::string, int> names;
   std::uint64_t last_step = 0;
-  std::int64_t max_context = 0;
+  std::map<std::uint64_t, std::int64_t> max_context;  // per step
   for (const traces::OpTraceRow& row : profiler.rows()) {
     ++names[row.name];
     EXPECT_GE(row.duration_ns, 0);
     EXPECT_GT(row.step_id, 0u);
     last_step = std::max(last_step, row.step_id);
     if (row.name == "attention") {
-      // Context: K/V rows there before the call (0 for a first prompt chunk, as in the
-      // simulator's batch entries).
+      // Context: the (query, key) pairs attention reads, as the simulator counts them.
       EXPECT_GE(row.depth, 0);
-      max_context = std::max(max_context, row.context_tokens);
+      max_context[row.step_id] = std::max(max_context[row.step_id], row.context_tokens);
+      if (row.step_id == 1) {
+        EXPECT_EQ(row.context_tokens, 2 * (1 + 2 + 3 + 4));  // two 4-token prompts, causal
+      }
       EXPECT_EQ(row.recursion, model.source_of(row.depth).recursion);
     }
   }
@@ -318,7 +320,8 @@ TEST(EngineProfile, EveryOpOfTheLoopIsASpanWithItsShape) {
   ASSERT_EQ(static_cast<std::int64_t>(run.steps.size()), run.iterations);
   EXPECT_EQ(run.steps.front().prefill.size(), 2u);  // both prompts in the first step
   EXPECT_EQ(run.steps.back().decode.size(), 2u);
-  EXPECT_EQ(max_context, 2 * 8);  // the last decode step: two sequences, 8 earlier tokens each
+  // The last decode step: two sequences, 8 earlier tokens each, and itself.
+  EXPECT_EQ(max_context[last_step], 2 * 9);
 }
 
 }  // namespace

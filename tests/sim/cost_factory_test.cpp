@@ -5,6 +5,7 @@
 
 #include "exitsim/core/error.hpp"
 #include "exitsim/core/presets.hpp"
+#include "exitsim/sim/cost/cost_profile.hpp"
 #include "exitsim/sim/cost/make_cost_model.hpp"
 #include "exitsim/sim/cost/roofline.hpp"
 #include "exitsim/sim/cost/table_cost_model.hpp"
@@ -40,16 +41,26 @@ TEST(CostFactory, RooflineKindBuildsTheRooflineModel) {
   EXPECT_NE(dynamic_cast<const RooflineCostModel*>(m.get()), nullptr);
 }
 
-TEST(CostFactory, CalibratedKindIsRefusedNotReplaced) {
+TEST(CostFactory, CalibratedKindNeedsAProfileOfThisHardware) {
   scenario::CostModelConfig c = roofline_config();
   c.kind = "calibrated";
-  c.profile = "profile.json";
   std::string message;
   EXPECT_EQ(field_of_error(c, *find_model_preset("llama-3-8b"), *find_hardware_preset("h100-sxm"),
                            &message),
-            "cost_model.kind");
-  EXPECT_NE(message.find("calibrated"), std::string::npos);
+            "cost_model.profile");
   EXPECT_NE(message.find("cost profile"), std::string::npos);
+
+  const ModelShape model = *find_model_preset("llama-3-8b");
+  sim::CostProfile profile;
+  profile.source = {"exitsim-engine",         "cpu",           "some cpu x 2 threads", model.name,
+                    model_fingerprint(model), {"op_trace.csv"}};
+  profile.ops.push_back({"attention", "attention", {{1, {1, 0, 0, 0}}}, 1, 0, 0, 0, 1, 1});
+  const std::filesystem::path path =
+      std::filesystem::path(testing::TempDir()) / "cost_factory_profile.json";
+  profile.write(path.string());
+  c.profile = path.string();
+  EXPECT_EQ(field_of_error(c, model, *find_hardware_preset("h100-sxm"), &message), "hardware.name");
+  EXPECT_NE(message.find("some cpu x 2 threads"), std::string::npos) << message;
 }
 
 TEST(CostFactory, TableKindReadsTheProfile) {

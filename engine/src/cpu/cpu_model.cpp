@@ -5,6 +5,8 @@
 #include <limits>
 #include <stdexcept>
 
+#include "exitsim/traces/engine_ops.hpp"
+
 namespace exitsim::engine {
 namespace {
 
@@ -34,16 +36,24 @@ class LayerSpans {
       : profiler_(profile.profiler) {
     if (profiler_ == nullptr)
       return;
+    // context_tokens: the (query, key) pairs attention reads, as the simulator counts them — a
+    // row sees the cached rows up to its position, the earlier rows of its own chunk (not cached
+    // yet: K/V are stored after this) and itself.
     shape_.batch_tokens = static_cast<std::int64_t>(rows.size());
-    for (const LayerRow& row : rows) {
-      if (row.read_stream >= 0)
-        shape_.context_tokens += kv.rows_up_to(row.read_stream, row.position);
+    std::int64_t earlier_in_chunk = 0;
+    for (std::size_t r = 0; r < rows.size(); ++r) {
+      const LayerRow& row = rows[r];
+      const bool continues_chunk = r > 0 && row.chunk >= 0 && rows[r - 1].chunk == row.chunk;
+      earlier_in_chunk = continues_chunk ? earlier_in_chunk + 1 : 0;
+      const std::int64_t cached =
+          row.read_stream >= 0 ? kv.rows_up_to(row.read_stream, row.position) : 0;
+      shape_.context_tokens += cached + earlier_in_chunk + 1;
     }
     shape_.depth = layer;
     shape_.recursion = recursion;
     shape_.step_id = profile.step;
   }
-  profiler::HostProfiler::Span operator()(const char* name, traces::OpKind kind) const {
+  profiler::HostProfiler::Span operator()(std::string_view name, traces::OpKind kind) const {
     return profiler_ == nullptr ? profiler::HostProfiler::Span{}
                                 : profiler_->span(name, kind, shape_);
   }
@@ -225,50 +235,50 @@ void CpuModel::layer(int layer, Matrix& x, std::span<const LayerRow> rows, KvCac
 
   Matrix h, q, k, v;
   {
-    auto timed = spans("attn_norm", OpKind::norm);
+    auto timed = spans(traces::engine_ops::attn_norm, OpKind::norm);
     rms_norm_rows(x, w.attn_norm, config_.rms_eps, h);
   }
   {
-    auto timed = spans("qkv_proj", OpKind::gemm);
+    auto timed = spans(traces::engine_ops::qkv_proj, OpKind::gemm);
     project(w.wq, adapters, q_proj, chunks, h, q);
     project(w.wk, adapters, k_proj, chunks, h, k);
     project(w.wv, adapters, v_proj, chunks, h, v);
   }
   {
-    auto timed = spans("rotary", OpKind::elementwise);
+    auto timed = spans(traces::engine_ops::rotary, OpKind::elementwise);
     rotate(q, config_.shape.n_heads, rows);
     rotate(k, config_.shape.n_kv_heads, rows);
   }
   {
-    auto timed = spans("kv_write", OpKind::memcpy);
+    auto timed = spans(traces::engine_ops::kv_write, OpKind::memcpy);
     store_kv(rows, k, v, kv);
   }
   Matrix attention, projected;
   {
-    auto timed = spans("attention", OpKind::attention);
+    auto timed = spans(traces::engine_ops::attention, OpKind::attention);
     attend(q, k, v, rows, kv, attention);
   }
   {
-    auto timed = spans("o_proj", OpKind::gemm);
+    auto timed = spans(traces::engine_ops::o_proj, OpKind::gemm);
     project(w.wo, adapters, o_proj, chunks, attention, projected);
     x += projected;
   }
   Matrix gate, up, hidden;
   {
-    auto timed = spans("mlp_norm", OpKind::norm);
+    auto timed = spans(traces::engine_ops::mlp_norm, OpKind::norm);
     rms_norm_rows(x, w.mlp_norm, config_.rms_eps, h);
   }
   {
-    auto timed = spans("mlp.gate_up", OpKind::gemm);
+    auto timed = spans(traces::engine_ops::mlp_gate_up, OpKind::gemm);
     project(w.w_gate, adapters, gate_proj, chunks, h, gate);
     project(w.w_up, adapters, up_proj, chunks, h, up);
   }
   {
-    auto timed = spans("mlp.act", OpKind::elementwise);
+    auto timed = spans(traces::engine_ops::mlp_act, OpKind::elementwise);
     hidden = gate.unaryExpr(&silu).cwiseProduct(up);
   }
   {
-    auto timed = spans("mlp.down", OpKind::gemm);
+    auto timed = spans(traces::engine_ops::mlp_down, OpKind::gemm);
     project(w.w_down, adapters, down_proj, chunks, hidden, projected);
     x += projected;
   }
@@ -282,7 +292,7 @@ void CpuModel::kv_only(int layer, const Matrix& x, std::span<const LayerRow> row
   adapters_of(layer, rows, adapters);
   const LayerSpans spans(profile, layer, source.recursion, rows, kv);
   const std::vector<RowRange> chunks = chunks_of(rows);
-  auto timed = spans("state_copy.kv_proj", traces::OpKind::gemm);
+  auto timed = spans(traces::engine_ops::kv_only, traces::OpKind::gemm);
   Matrix h, k, v;
   rms_norm_rows(x, w.attn_norm, config_.rms_eps, h);
   project(w.wk, adapters, k_proj, chunks, h, k);

@@ -6,6 +6,7 @@
 // shared_kv reads recursion 1's K/V at deeper recursions.
 #include <limits>
 
+#include "exitsim/traces/engine_ops.hpp"
 #include "loop.hpp"
 
 namespace exitsim::engine {
@@ -33,7 +34,8 @@ void Engine::Loop::decode_pass(std::span<Sequence* const> seqs) {
   }
   Matrix x;
   {
-    auto timed = span("embed", traces::OpKind::other, static_cast<std::int64_t>(n), -1);
+    auto timed =
+        span(traces::engine_ops::embed, traces::OpKind::other, static_cast<std::int64_t>(n), -1);
     x = model_.embed(last_tokens);
   }
   Matrix exit_hidden(x.rows(), x.cols());
@@ -114,7 +116,7 @@ void Engine::Loop::decode_pass(std::span<Sequence* const> seqs) {
       {
         // Gathering the tokens still running (and pending states joining) is the compaction
         // that exits cost; scattering back is counted with it below.
-        auto timed = span("compaction", traces::OpKind::memcpy,
+        auto timed = span(traces::engine_ops::compaction, traces::OpKind::memcpy,
                           static_cast<std::int64_t>(rows.size()), layer);
         for (std::size_t m = 0; m < members.size(); ++m) {
           const auto& [i, pending] = members[m];
@@ -123,8 +125,8 @@ void Engine::Loop::decode_pass(std::span<Sequence* const> seqs) {
         }
       }
       run_layer(layer, xs, rows, defer ? "decode.layer+fill" : "decode.layer");
-      auto timed =
-          span("compaction", traces::OpKind::memcpy, static_cast<std::int64_t>(rows.size()), layer);
+      auto timed = span(traces::engine_ops::compaction, traces::OpKind::memcpy,
+                        static_cast<std::int64_t>(rows.size()), layer);
       for (std::size_t m = 0; m < members.size(); ++m) {
         const auto& [i, pending] = members[m];
         if (pending != nullptr) {
@@ -221,7 +223,8 @@ void Engine::Loop::decode_pass(std::span<Sequence* const> seqs) {
   }
 
   const Matrix logits = head(exit_hidden, seqs, positions, false);
-  auto timed = span("sampling", traces::OpKind::sampling, static_cast<std::int64_t>(n), -1);
+  auto timed = span(traces::engine_ops::sampling, traces::OpKind::sampling,
+                    static_cast<std::int64_t>(n), -1);
   for (std::size_t i = 0; i < n; ++i) {
     const auto row = static_cast<Eigen::Index>(i);
     if (corrections[i].position >= 0) {

@@ -4,6 +4,7 @@
 // skip_kv: a recursion's stream holds only the tokens that reached it.
 #include <limits>
 
+#include "exitsim/traces/engine_ops.hpp"
 #include "loop.hpp"
 
 namespace exitsim::engine {
@@ -86,8 +87,8 @@ void Engine::Loop::depthwise_pass(std::span<Sequence* const> seqs) {
   if (!entering.empty()) {
     Matrix x;
     {
-      auto timed =
-          span("embed", traces::OpKind::other, static_cast<std::int64_t>(entering.size()), -1);
+      auto timed = span(traces::engine_ops::embed, traces::OpKind::other,
+                        static_cast<std::int64_t>(entering.size()), -1);
       x = model_.embed(entering_tokens);
     }
     std::vector<LayerRow> rows(entering.size());
@@ -192,8 +193,8 @@ void Engine::Loop::depthwise_pass(std::span<Sequence* const> seqs) {
   for (std::size_t i = 0; i < heads.size(); ++i)
     states.row(static_cast<Eigen::Index>(i)) = heads[i]->flight;
   const Matrix logits = head(states, heads, head_positions, false);
-  auto timed =
-      span("sampling", traces::OpKind::sampling, static_cast<std::int64_t>(heads.size()), -1);
+  auto timed = span(traces::engine_ops::sampling, traces::OpKind::sampling,
+                    static_cast<std::int64_t>(heads.size()), -1);
   for (std::size_t i = 0; i < heads.size(); ++i) {
     Sequence& s = *heads[i];
     const auto row = static_cast<Eigen::Index>(i);

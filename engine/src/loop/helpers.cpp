@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "exitsim/engine/cpu_ops.hpp"
+#include "exitsim/traces/engine_ops.hpp"
 #include "loop.hpp"
 
 namespace exitsim::engine {
@@ -16,7 +17,7 @@ LayerRow Engine::Loop::row_for(const Sequence& s, int layer, std::int32_t positi
   return row;
 }
 
-profiler::HostProfiler::Span Engine::Loop::span(const char* name, traces::OpKind kind,
+profiler::HostProfiler::Span Engine::Loop::span(std::string_view name, traces::OpKind kind,
                                                 std::int64_t tokens, int layer) {
   if (profiler_ == nullptr)
     return {};
@@ -49,7 +50,8 @@ Matrix Engine::Loop::head(Matrix x, std::span<Sequence* const> sequences,
     }
     run_layer(first_coda + c, x, rows, probe ? "coda.probe" : "coda");
   }
-  auto timed = span(probe ? "lm_head.probe" : "lm_head", traces::OpKind::lm_head, x.rows(), -1);
+  auto timed = span(probe ? traces::engine_ops::probe : traces::engine_ops::lm_head,
+                    traces::OpKind::lm_head, x.rows(), -1);
   return model_.logits(x);
 }
 
@@ -77,7 +79,7 @@ std::int32_t Engine::Loop::sample(Sequence& s, const Eigen::Ref<const Eigen::Row
 
 std::vector<double> Engine::Loop::route(int recursion, const Matrix& x) {
   const int layer = model_.depth().prelude_layers + (recursion - 1) * model_.depth().block_layers;
-  auto timed = span("router", traces::OpKind::router, x.rows(), layer);
+  auto timed = span(traces::engine_ops::router, traces::OpKind::router, x.rows(), layer);
   return model_.router_scores(recursion, x);
 }
 

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "exitsim/core/random.hpp"
@@ -121,7 +122,7 @@ class Engine::Loop {
   // Discards every token after the correction's position (and its K/V) and emits the correction.
   void roll_back(Sequence& s, const Correction& correction);
   std::int64_t max_position() const { return max_output_; }
-  profiler::HostProfiler::Span span(const char* name, traces::OpKind kind, std::int64_t tokens,
+  profiler::HostProfiler::Span span(std::string_view name, traces::OpKind kind, std::int64_t tokens,
                                     int layer);
 
   // Iteration bookkeeping (engine.cpp).

@@ -2,6 +2,7 @@
 // every later token at every depth, whatever the strategy.
 #include <limits>
 
+#include "exitsim/traces/engine_ops.hpp"
 #include "loop.hpp"
 
 namespace exitsim::engine {
@@ -23,7 +24,8 @@ void Engine::Loop::prefill_pass(std::span<Sequence* const> sequences,
   }
   Matrix x;
   {
-    auto timed = span("embed", traces::OpKind::other, static_cast<std::int64_t>(tokens.size()), -1);
+    auto timed = span(traces::engine_ops::embed, traces::OpKind::other,
+                      static_cast<std::int64_t>(tokens.size()), -1);
     x = model_.embed(tokens);
   }
   std::vector<LayerRow> rows(tokens.size());
@@ -61,12 +63,12 @@ void Engine::Loop::prefill_pass(std::span<Sequence* const> sequences,
     last.row(static_cast<Eigen::Index>(i)) = x.row(last_rows[i]);
   Matrix logits;
   {
-    auto timed = span("lm_head", traces::OpKind::lm_head, last.rows(), -1);
+    auto timed = span(traces::engine_ops::lm_head, traces::OpKind::lm_head, last.rows(), -1);
     logits = model_.logits(last);
   }
   const int full = static_cast<int>(exit_depths_.size()) - 1;
-  auto timed =
-      span("sampling", traces::OpKind::sampling, static_cast<std::int64_t>(emitting.size()), -1);
+  auto timed = span(traces::engine_ops::sampling, traces::OpKind::sampling,
+                    static_cast<std::int64_t>(emitting.size()), -1);
   for (std::size_t i = 0; i < emitting.size(); ++i) {
     const auto row = static_cast<Eigen::Index>(i);
     emit(*emitting[i], sample(*emitting[i], logits.row(row)), full,

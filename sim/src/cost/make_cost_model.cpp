@@ -1,6 +1,7 @@
 #include "exitsim/sim/cost/make_cost_model.hpp"
 
 #include "exitsim/core/error.hpp"
+#include "exitsim/sim/cost/calibrated_cost_model.hpp"
 #include "exitsim/sim/cost/roofline.hpp"
 #include "exitsim/sim/cost/table_cost_model.hpp"
 
@@ -20,10 +21,20 @@ std::unique_ptr<CostModel> make_cost_model(const scenario::CostModelConfig& conf
     return std::make_unique<TableCostModel>(CostTable::read(config.profile), model);
   }
   if (config.kind == "calibrated") {
-    // No silent fallback to roofline: the user asked for measured costs and would not get them.
-    throw InputError({"", 0, 0, "cost_model.kind"},
-                     "'calibrated' needs a cost profile fitted from op traces, which a later "
-                     "release reads; use 'table' with measured per-op times, or 'roofline'");
+    if (config.profile.empty()) {
+      throw InputError({"", 0, 0, "cost_model.profile"},
+                       expected_found("the path of a cost profile (exitsim calibrate)", "none"));
+    }
+    CostProfile profile = CostProfile::read(config.profile);
+    // A profile prices the machine it was measured on: another accelerator would be priced
+    // silently wrong.
+    if (profile.source.hardware != hardware.name) {
+      throw InputError({config.profile, 0, 0, "hardware.name"},
+                       expected_found("the hardware the profile was measured on (\"" +
+                                          profile.source.hardware + "\")",
+                                      "\"" + hardware.name + "\""));
+    }
+    return std::make_unique<CalibratedCostModel>(std::move(profile), config.profile, model);
   }
   throw InputError({"", 0, 0, "cost_model.kind"},
                    expected_found("one of roofline, calibrated, table", "'" + config.kind + "'"));

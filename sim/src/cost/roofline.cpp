@@ -221,6 +221,14 @@ struct RooflineCostModel::GraphTotals {
   return p;
 }
 
+HardwareSpec counting_hardware(const ModelShape& model) {
+  HardwareSpec h;
+  h.name = "counts-only";
+  h.set_peak_flops(model.dtype, 1e15);
+  h.memory_bandwidth = 1e12;
+  return h;
+}
+
 RooflineCostModel::RooflineCostModel(const ModelShape& model, const HardwareSpec& hardware,
                                      RooflineEfficiency efficiency)
     : layer_graph_(roofline_ops::build_layer_graph()),

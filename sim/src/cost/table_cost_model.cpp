@@ -199,17 +199,6 @@ double interpolate_us(std::span<const CostTable::Point> points, double batch) {
 
 namespace {
 
-// The FLOP and byte counts come from the roofline, whose times are discarded; any positive
-// speeds serve, so the table model does not depend on the hardware spec having a peak for the
-// model's dtype.
-HardwareSpec counting_hardware(const ModelShape& model) {
-  HardwareSpec h;
-  h.name = "table-counts";
-  h.set_peak_flops(model.dtype, 1e15);
-  h.memory_bandwidth = 1e12;
-  return h;
-}
-
 double kv_weight_share(const ModelShape& model) {
   const double kv = 2.0 * static_cast<double>(model.d_model * model.n_kv_heads * model.head_dim);
   const double layer = static_cast<double>(model.layer_parameters());

@@ -56,6 +56,9 @@ class Backend {
   virtual ~Backend() = default;
 
   virtual std::string name() const = 0;
+  // The machine it runs on, as a cost profile names it ("<CPU model> x <n> threads", "<GPU>"):
+  // a profile measured here prices only this hardware.
+  virtual std::string hardware() const = 0;
   virtual const ModelConfig& config() const = 0;
   // Where executed layer `layer` (prelude, every recursion of the block, coda) comes from.
   virtual LayerSource source_of(int layer) const = 0;

@@ -28,6 +28,7 @@ class CpuModel final : public Backend {
   CpuModel(const ModelConfig& config, const ModelWeights& weights);
 
   std::string name() const override { return "cpu"; }
+  std::string hardware() const override;
   const ModelConfig& config() const override { return config_; }
   LayerSource source_of(int executed_layer) const override;
   std::size_t router_count() const override { return weights_.routers.size(); }

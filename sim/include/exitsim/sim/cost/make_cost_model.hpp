@@ -11,9 +11,11 @@ namespace exitsim::sim {
 
 // The cost model a scenario asks for. `roofline` is built from the model shape and the hardware
 // spec; `table` reads the per-op cost table at `config.profile` (relative paths resolve against
-// the working directory). Throws InputError for `calibrated` (its fitted profiles are not
-// produced yet), for a malformed or unreadable table, for efficiencies outside (0, 1], and for
-// hardware without a peak for the model's dtype or without memory bandwidth.
+// the working directory); `calibrated` reads the cost profile at `config.profile`, which must
+// have been measured on `hardware` (by name) and the model's shape. Throws InputError for a
+// malformed or unreadable table or profile, a profile of other hardware or another model, for
+// efficiencies outside (0, 1], and for hardware without a peak for the model's dtype or without
+// memory bandwidth.
 std::unique_ptr<CostModel> make_cost_model(const scenario::CostModelConfig& config,
                                            const ModelShape& model, const HardwareSpec& hardware);
 

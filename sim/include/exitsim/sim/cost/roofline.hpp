@@ -139,4 +139,9 @@ class RooflineCostModel final : public CostModel {
   double launch_ns_ = 0;
 };
 
+// A hardware spec for a roofline kept only for its FLOP and byte counts (the measured cost models
+// price time themselves): any positive speeds serve, so those models do not depend on the
+// scenario's hardware having a peak for the model's dtype.
+HardwareSpec counting_hardware(const ModelShape& model);
+
 }  // namespace exitsim::sim

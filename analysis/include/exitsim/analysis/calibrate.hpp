@@ -1,0 +1,46 @@
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "exitsim/sim/cost/cost_profile.hpp"
+
+namespace exitsim::analysis {
+
+// What `exitsim engine run --profile DIR` writes beside op_trace.csv (run.json): which engine,
+// backend, hardware and model produced the trace. A profile keeps it, and the calibrated cost
+// model refuses a scenario of other hardware or another model.
+sim::ProfileSource read_run_description(const std::string& op_trace_path);
+
+struct CalibrationOptions {
+  // Every n-th call of an op (in trace order) is held out of the fit and measures its error.
+  int hold_out_every = 5;
+  // A second regime is kept only when it cuts the fit's squared relative error to this fraction.
+  double knee_gain = 0.7;
+  // ... and is only looked for when one line misses by more than this RMS relative error (timer
+  // noise alone must not split an op).
+  double knee_min_error = 0.01;
+};
+
+// One fitted op's samples, for tests and reports: what the fit saw.
+struct OpSample {
+  double batch = 0;
+  double context = 0;
+  double time_us = 0;
+};
+
+// Fits an OpFit to samples (weighted least squares on relative error, features by op kind:
+// attention and kv_write use batch, context and their product, the rest batch only; a knee on the
+// batch axis splits two regimes when it pays; see docs/calibration.md).
+sim::OpFit fit_op(const std::string& name, const std::string& kind,
+                  std::span<const OpSample> samples, const CalibrationOptions& options);
+
+// Reads the op traces (each with its run.json), fits every op and the step residual. Throws
+// InputError for unreadable or malformed traces, a missing run.json, traces of different
+// engines, hardware or models, and traces without the ops every iteration runs.
+sim::CostProfile calibrate(std::span<const std::string> op_trace_paths,
+                           const CalibrationOptions& options = {});
+
+}  // namespace exitsim::analysis

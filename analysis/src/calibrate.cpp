@@ -1,0 +1,283 @@
+#include "exitsim/analysis/calibrate.hpp"
+
+#include <fmt/format.h>
+
+#include <Eigen/Dense>
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <limits>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <stdexcept>
+
+#include "exitsim/core/error.hpp"
+#include "exitsim/traces/engine_ops.hpp"
+#include "exitsim/traces/op_trace.hpp"
+
+namespace exitsim::analysis {
+
+namespace ops = traces::engine_ops;
+
+sim::ProfileSource read_run_description(const std::string& op_trace_path) {
+  const std::string path =
+      (std::filesystem::path(op_trace_path).parent_path() / "run.json").string();
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw InputError({path, 0, 0, ""},
+                     expected_found("the run description that `exitsim engine run --profile` "
+                                    "writes beside " +
+                                        op_trace_path,
+                                    "no readable file"));
+  }
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  nlohmann::json root;
+  try {
+    root = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw InputError({path, 0, 0, ""},
+                     expected_found("JSON", fmt::format("invalid JSON at byte {}", e.byte)));
+  }
+  sim::ProfileSource source;
+  const auto field = [&](const char* key) {
+    if (!root.is_object() || !root.contains(key) || !root[key].is_string())
+      throw InputError({path, 0, 0, key}, expected_found("a string", "none"));
+    return root[key].get<std::string>();
+  };
+  source.engine = field("engine");
+  source.backend = field("backend");
+  source.hardware = field("hardware");
+  source.model = field("model");
+  source.model_shape = field("model_shape");
+  source.traces = {op_trace_path};
+  return source;
+}
+
+namespace {
+
+constexpr double k_min_time_us = 0.05;  // clock resolution: shorter spans count as this long
+
+bool uses_context(std::string_view kind) {
+  return kind == "attention" || kind == "memcpy" || kind == "step";
+}
+
+struct LeastSquares {
+  std::array<double, 4> coefficients{};
+  double relative_sse = 0;
+};
+
+std::array<double, 4> features(const OpSample& s) {
+  return {1.0, s.batch, s.context, s.batch * s.context};
+}
+
+// Minimises the squared relative error over the samples with the given feature columns.
+LeastSquares solve(std::span<const OpSample* const> samples, const std::vector<int>& columns) {
+  const auto rows = static_cast<Eigen::Index>(samples.size());
+  const auto cols = static_cast<Eigen::Index>(columns.size());
+  Eigen::MatrixXd a(rows, cols);
+  Eigen::VectorXd b(rows);
+  for (Eigen::Index i = 0; i < rows; ++i) {
+    const OpSample& s = *samples[static_cast<std::size_t>(i)];
+    const double weight = 1.0 / std::max(s.time_us, k_min_time_us);
+    const auto x = features(s);
+    for (Eigen::Index j = 0; j < cols; ++j)
+      a(i, j) = x[static_cast<std::size_t>(columns[static_cast<std::size_t>(j)])] * weight;
+    b(i) = s.time_us * weight;
+  }
+  // Column scaling keeps the products (up to ~1e9) from swamping the constant term.
+  Eigen::VectorXd scale = a.colwise().norm().transpose();
+  for (Eigen::Index j = 0; j < cols; ++j)
+    scale(j) = scale(j) > 0 ? scale(j) : 1.0;
+  const Eigen::MatrixXd scaled = a * scale.cwiseInverse().asDiagonal();
+  const Eigen::VectorXd solution = scaled.colPivHouseholderQr().solve(b).cwiseQuotient(scale);
+  LeastSquares out;
+  for (Eigen::Index j = 0; j < cols; ++j)
+    out.coefficients[static_cast<std::size_t>(columns[static_cast<std::size_t>(j)])] = solution(j);
+  out.relative_sse = (a * solution - b).squaredNorm();
+  return out;
+}
+
+double predict(const sim::OpFit& fit, const OpSample& s) {
+  return fit.predict_us(s.batch, s.context);
+}
+
+double mape(const sim::OpFit& fit, std::span<const OpSample* const> samples) {
+  if (samples.empty())
+    return 0;
+  double sum = 0;
+  for (const OpSample* s : samples) {
+    const double t = std::max(s->time_us, k_min_time_us);
+    sum += std::abs(predict(fit, *s) - t) / t;
+  }
+  return sum / static_cast<double>(samples.size());
+}
+
+}  // namespace
+
+sim::OpFit fit_op(const std::string& name, const std::string& kind,
+                  std::span<const OpSample> samples, const CalibrationOptions& options) {
+  if (samples.empty())
+    throw std::logic_error("fit_op: no samples of " + name);
+  sim::OpFit fit;
+  fit.name = name;
+  fit.kind = kind;
+  std::vector<const OpSample*> train, held;
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    const bool hold = options.hold_out_every > 1 && samples.size() >= 10 &&
+                      static_cast<int>(i % static_cast<std::size_t>(options.hold_out_every)) ==
+                          options.hold_out_every - 1;
+    (hold ? held : train).push_back(&samples[i]);
+  }
+  fit.samples = static_cast<std::int64_t>(train.size());
+  fit.held_out = static_cast<std::int64_t>(held.size());
+  fit.batch_min_seen = std::numeric_limits<std::int64_t>::max();
+  for (const OpSample& s : samples) {
+    fit.batch_min_seen = std::min(fit.batch_min_seen, static_cast<std::int64_t>(s.batch));
+    fit.batch_max_seen = std::max(fit.batch_max_seen, static_cast<std::int64_t>(s.batch));
+  }
+
+  // Only the features the data varies in: a constant column would be collinear with c0.
+  const auto varies = [&](int column) {
+    const double first = features(*train.front())[static_cast<std::size_t>(column)];
+    return std::any_of(train.begin(), train.end(), [&](const OpSample* s) {
+      return features(*s)[static_cast<std::size_t>(column)] != first;
+    });
+  };
+  std::vector<int> columns = {0};
+  for (int column : uses_context(kind) ? std::vector<int>{1, 2, 3} : std::vector<int>{1}) {
+    if (varies(column))
+      columns.push_back(column);
+  }
+  std::sort(train.begin(), train.end(),
+            [](const OpSample* a, const OpSample* b) { return a->batch < b->batch; });
+  const LeastSquares single = solve(train, columns);
+  fit.regimes = {{fit.batch_max_seen, single.coefficients}};
+
+  // A knee: the best split of the batch axis into two regimes, each with enough samples.
+  const std::size_t min_side = std::max<std::size_t>(8, 3 * columns.size());
+  double best = options.knee_gain * single.relative_sse;
+  std::set<double> tried;
+  const double rms = std::sqrt(single.relative_sse / static_cast<double>(train.size()));
+  for (int q = 1; q < 20 && train.size() >= 2 * min_side && rms > options.knee_min_error; ++q) {
+    const std::size_t at = train.size() * static_cast<std::size_t>(q) / 20;
+    const double knee = train[at]->batch;
+    if (!tried.insert(knee).second)
+      continue;
+    const auto split = std::upper_bound(train.begin(), train.end(), knee,
+                                        [](double k, const OpSample* s) { return k < s->batch; });
+    const auto left = static_cast<std::size_t>(split - train.begin());
+    if (left < min_side || train.size() - left < min_side)
+      continue;
+    const std::span<const OpSample* const> all(train);
+    const LeastSquares low = solve(all.first(left), columns);
+    const LeastSquares high = solve(all.subspan(left), columns);
+    if (low.relative_sse + high.relative_sse < best) {
+      best = low.relative_sse + high.relative_sse;
+      fit.regimes = {{static_cast<std::int64_t>(knee), low.coefficients},
+                     {fit.batch_max_seen, high.coefficients}};
+    }
+  }
+  if (fit.regimes.size() == 2 && fit.regimes[0].batch_max >= fit.regimes[1].batch_max)
+    fit.regimes.pop_back();
+  fit.fit_mape = mape(fit, train);
+  fit.held_out_mape = held.empty() ? fit.fit_mape : mape(fit, held);
+  return fit;
+}
+
+namespace {
+
+// Ops the calibrated model prices one call at a time; the rest of a step is its residual.
+bool priced_op(std::string_view name) {
+  return std::find(ops::layer.begin(), ops::layer.end(), name) != ops::layer.end() ||
+         name == ops::kv_only || name == ops::embed || name == ops::lm_head ||
+         name == ops::sampling;
+}
+
+struct StepTotals {
+  TimeNs first_start = std::numeric_limits<TimeNs>::max();
+  double priced_us = 0;
+  std::int64_t embedded = 0;
+  std::int64_t emitted = 0;
+};
+
+void same_source(const sim::ProfileSource& a, const sim::ProfileSource& b) {
+  const auto check = [&](const char* key, const std::string& x, const std::string& y) {
+    if (x != y) {
+      throw InputError(
+          {b.traces.front(), 0, 0, key},
+          expected_found(fmt::format("\"{}\" as in {}", x, a.traces.front()), "\"" + y + "\""));
+    }
+  };
+  check("engine", a.engine, b.engine);
+  check("backend", a.backend, b.backend);
+  check("hardware", a.hardware, b.hardware);
+  check("model_shape", a.model_shape, b.model_shape);
+}
+
+}  // namespace
+
+sim::CostProfile calibrate(std::span<const std::string> op_trace_paths,
+                           const CalibrationOptions& options) {
+  if (op_trace_paths.empty())
+    throw InputError({"", 0, 0, "OPTRACE"}, expected_found("at least one op trace", "none"));
+  sim::CostProfile profile;
+  std::map<std::string, std::pair<std::string, std::vector<OpSample>>> samples;
+  std::vector<OpSample> residuals;
+  for (const std::string& path : op_trace_paths) {
+    sim::ProfileSource source = read_run_description(path);
+    if (profile.source.traces.empty()) {
+      profile.source = source;
+    } else {
+      same_source(profile.source, source);
+      profile.source.traces.push_back(path);
+    }
+    std::map<std::uint64_t, StepTotals> steps;
+    traces::OpTraceReader reader(path);
+    while (const auto row = reader.next()) {
+      const double us = static_cast<double>(row->duration_ns) / 1000.0;
+      auto& entry = samples[row->name];
+      entry.first = std::string(traces::to_string(row->kind));
+      entry.second.push_back(
+          {static_cast<double>(row->batch_tokens), static_cast<double>(row->context_tokens), us});
+      StepTotals& step = steps[row->step_id];
+      step.first_start = std::min(step.first_start, row->start_ns);
+      if (priced_op(row->name))
+        step.priced_us += us;
+      if (row->name == ops::embed)
+        step.embedded += row->batch_tokens;
+      if (row->name == ops::sampling)
+        step.emitted += row->batch_tokens;
+    }
+    // A step lasts from its first op to the next step's first op, so scheduling between steps
+    // is part of the residual, as the simulator sees it. The last step has no such end: left out.
+    for (auto it = steps.begin(); it != steps.end() && std::next(it) != steps.end(); ++it) {
+      const TimeNs end = std::next(it)->second.first_start;
+      const double wall_us = static_cast<double>(end - it->second.first_start) / 1000.0;
+      residuals.push_back({static_cast<double>(it->second.embedded),
+                           static_cast<double>(it->second.emitted),
+                           std::max(0.0, wall_us - it->second.priced_us)});
+    }
+  }
+  for (const std::string_view required : ops::layer) {
+    if (!samples.contains(std::string(required))) {
+      throw InputError({op_trace_paths.front(), 0, 0, "name"},
+                       expected_found(fmt::format("calls of the layer op \"{}\"", required),
+                                      "none in any trace given"));
+    }
+  }
+  for (const auto& [name, entry] : samples) {
+    if (priced_op(name))
+      profile.ops.push_back(fit_op(name, entry.first, entry.second, options));
+  }
+  if (!residuals.empty()) {
+    profile.ops.push_back(fit_op(std::string(ops::step_residual), "step", residuals, options));
+  }
+  std::sort(profile.ops.begin(), profile.ops.end(),
+            [](const sim::OpFit& a, const sim::OpFit& b) { return a.name < b.name; });
+  return profile;
+}
+
+}  // namespace exitsim::analysis

@@ -1,0 +1,55 @@
+#pragma once
+
+#include <array>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "exitsim/core/model_shape.hpp"
+#include "exitsim/sim/cost/cost_model.hpp"
+#include "exitsim/sim/cost/cost_profile.hpp"
+#include "exitsim/sim/cost/roofline.hpp"
+#include "exitsim/sim/cost/stack_work.hpp"
+
+namespace exitsim::sim {
+
+// Prices an iteration as the engine that produced the profile runs it (docs/calibration.md):
+// a prefill pass (entries with more than one query token) and a decode pass (the rest), each one
+// call per executed layer of every layer op at the batch tokens and attention pairs that reach
+// that layer, the coda layers for the tokens that run them, embedding, LM head and sampling per
+// pass, and the step residual (scheduling and policy work) once. The engine runs on one stream,
+// so the iteration's time is the sum. FLOPs and bytes are the roofline's counts.
+class CalibratedCostModel final : public CostModel {
+ public:
+  // Throws InputError (naming the profile and `cost_model.profile`) when the profile was fitted
+  // on another model shape, or lacks an op every iteration needs.
+  CalibratedCostModel(CostProfile profile, std::string profile_path, const ModelShape& model);
+
+  std::string name() const override { return "calibrated"; }
+  IterationCost iteration_cost(std::span<const BatchEntry> batch) const override;
+
+  const CostProfile& profile() const { return profile_; }
+  // Ops priced by a stated stand-in because the profile lacks them, one line each; the CLI and
+  // the report print them (never a silent zero).
+  const std::vector<std::string>& fallbacks() const { return fallbacks_; }
+
+ private:
+  // Microseconds of one call of every layer op at b tokens and c attention pairs, plus the K/V
+  // projections of `kv_only` copied states.
+  double layer_us(std::int64_t b, std::int64_t c, std::int64_t kv_only) const;
+
+  CostProfile profile_;
+  std::array<const OpFit*, 10> layer_ops_{};
+  const OpFit* kv_only_ = nullptr;  // nullptr: priced as qkv_proj x kv_only_share_
+  double kv_only_share_ = 0;
+  const OpFit* embed_ = nullptr;
+  const OpFit* lm_head_ = nullptr;
+  const OpFit* sampling_ = nullptr;
+  const OpFit* residual_ = nullptr;  // nullptr: no residual measured (0, named in fallbacks)
+  std::vector<std::string> fallbacks_;
+  RooflineCostModel counts_;
+  StackLayout layout_;
+  int coda_layers_ = 0;
+};
+
+}  // namespace exitsim::sim

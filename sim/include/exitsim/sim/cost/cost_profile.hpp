@@ -1,0 +1,66 @@
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "exitsim/core/model_shape.hpp"
+
+namespace exitsim::sim {
+
+// A latency model of one engine op (an op-trace `name`, e.g. "qkv_proj"), fitted by `exitsim
+// calibrate` (docs/calibration.md). Within a regime the time of one call is linear in its
+// features: t_us = c0 + c1 * B + c2 * C + c3 * B * C, with B the call's batch tokens and C its
+// context tokens (the attention (query, key) pairs it reads). Regimes split the batch axis where
+// the data shows a knee (a GEMM that turns from reading weights to computing).
+struct OpFit {
+  struct Regime {
+    std::int64_t batch_max = 0;  // the regime covers B <= batch_max (the last one: all above)
+    std::array<double, 4> coefficients{};
+  };
+  std::string name;
+  std::string kind;             // the op trace's kind (gemm, attention, ...)
+  std::vector<Regime> regimes;  // ascending batch_max; at least one
+  std::int64_t samples = 0;     // calls fitted
+  std::int64_t held_out = 0;    // calls kept out of the fit to measure its error
+  double fit_mape = 0;          // mean absolute percentage error on the fitted calls
+  double held_out_mape = 0;     // ... and on the held-out calls (the figure to trust)
+  std::int64_t batch_min_seen = 0;
+  std::int64_t batch_max_seen = 0;
+
+  // Never negative: a fit may dip below zero outside the data.
+  double predict_us(double batch, double context) const;
+};
+
+// Where a profile's measurements came from: a profile only prices the engine, backend, hardware
+// and model that produced it.
+struct ProfileSource {
+  std::string engine;       // "exitsim-engine"
+  std::string backend;      // "cpu" or "cuda"
+  std::string hardware;     // e.g. "AMD EPYC 7B13 x 2 threads"
+  std::string model;        // the model's name
+  std::string model_shape;  // ModelShape fingerprint, see model_fingerprint()
+  std::vector<std::string> traces;
+};
+
+struct CostProfile {
+  static constexpr const char* k_format = "exitsim-cost-profile v1";
+  ProfileSource source;
+  std::vector<OpFit> ops;  // sorted by name
+
+  const OpFit* find(const std::string& name) const;
+
+  // Throws InputError naming the file and the JSON key path for a missing, malformed or
+  // unreadable profile.
+  static CostProfile read(const std::string& path);
+  // Atomic: nothing appears at `path` unless the whole profile was written.
+  void write(const std::string& path) const;
+};
+
+// The parts of a model's shape that its op times depend on, as one comparable line ("d192 h6/2x32
+// ffn512 v256 gated depth 1+1x4+1 lora -"); the dtype is left out (the engine's storage and
+// compute types are its own), so is the name.
+std::string model_fingerprint(const ModelShape& model);
+
+}  // namespace exitsim::sim

@@ -1,0 +1,169 @@
+#include "exitsim/sim/cost/calibrated_cost_model.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "exitsim/core/error.hpp"
+#include "exitsim/core/time.hpp"
+#include "exitsim/traces/engine_ops.hpp"
+
+namespace exitsim::sim {
+
+namespace ops = traces::engine_ops;
+
+namespace {
+
+const OpFit* required(const CostProfile& profile, const std::string& path, std::string_view name) {
+  const OpFit* fit = profile.find(std::string(name));
+  if (fit == nullptr) {
+    std::string seen;
+    for (const OpFit& op : profile.ops)
+      seen += (seen.empty() ? "" : ", ") + op.name;
+    throw InputError({path, 0, 0, "cost_model.profile"},
+                     expected_found(fmt::format("a fit of the engine op \"{}\" (every iteration "
+                                                "runs it)",
+                                                name),
+                                    "a profile of only " + seen));
+  }
+  return fit;
+}
+
+// The attention (query, key) pairs of a group, as the engine's op trace counts them.
+std::int64_t pairs(const WorkCounts& w) {
+  return w.decode_kv + w.prefill_pairs;
+}
+
+}  // namespace
+
+CalibratedCostModel::CalibratedCostModel(CostProfile profile, std::string profile_path,
+                                         const ModelShape& model)
+    : profile_(std::move(profile)),
+      counts_(model, counting_hardware(model), RooflineEfficiency{1.0, 1.0}),
+      layout_(model.depth),
+      coda_layers_(model.depth.coda_layers) {
+  const std::string fingerprint = model_fingerprint(model);
+  if (profile_.source.model_shape != fingerprint) {
+    throw InputError(
+        {profile_path, 0, 0, "cost_model.profile"},
+        expected_found(
+            "a profile measured on the scenario's model (" + fingerprint + ")",
+            fmt::format("one of \"{}\" ({})", profile_.source.model, profile_.source.model_shape)));
+  }
+  for (std::size_t i = 0; i < ops::layer.size(); ++i)
+    layer_ops_[i] = required(profile_, profile_path, ops::layer[i]);
+  embed_ = required(profile_, profile_path, ops::embed);
+  lm_head_ = required(profile_, profile_path, ops::lm_head);
+  sampling_ = required(profile_, profile_path, ops::sampling);
+  kv_only_ = profile_.find(std::string(ops::kv_only));
+  if (kv_only_ == nullptr) {
+    const double kv = 2.0 * static_cast<double>(model.n_kv_heads * model.head_dim);
+    const double qkv = static_cast<double>(model.n_heads * model.head_dim) + kv;
+    kv_only_share_ = kv / qkv;
+    fallbacks_.push_back(fmt::format(
+        "{}: not in the profile (no state_copy run was traced); priced as {} x {:.3f}, the K/V "
+        "share of its output",
+        ops::kv_only, ops::qkv_proj, kv_only_share_));
+  }
+  residual_ = profile_.find(std::string(ops::step_residual));
+  if (residual_ == nullptr) {
+    fallbacks_.push_back(
+        fmt::format("{}: not in the profile; scheduling and policy work between ops priced as 0",
+                    ops::step_residual));
+  }
+}
+
+double CalibratedCostModel::layer_us(std::int64_t b, std::int64_t c, std::int64_t kv_only) const {
+  double us = 0;
+  if (b > 0) {
+    const auto tokens = static_cast<double>(b);
+    const auto context = static_cast<double>(c);
+    for (const OpFit* op : layer_ops_)
+      us += op->predict_us(tokens, context);
+  }
+  if (kv_only > 0) {
+    const auto tokens = static_cast<double>(kv_only);
+    us += kv_only_ != nullptr ? kv_only_->predict_us(tokens, 0)
+                              : kv_only_share_ * layer_ops_[1]->predict_us(tokens, 0);
+  }
+  return us;
+}
+
+IterationCost CalibratedCostModel::iteration_cost(std::span<const BatchEntry> batch) const {
+  struct Pass {
+    std::vector<WorkCounts> delta;  // difference array over stack layers
+    WorkCounts coda{};
+    std::int64_t embedded = 0;
+    std::int64_t emitting = 0;
+    bool used = false;
+  };
+  const auto layers = static_cast<std::size_t>(layout_.stacked_depth());
+  std::array<Pass, 2> passes;  // [0] decode, [1] prefill
+  for (Pass& p : passes)
+    p.delta.assign(layers + 1, WorkCounts{});
+
+  StackLayout::Breakpoints points{};
+  for (const BatchEntry& e : batch) {
+    if (e.query_tokens <= 0)
+      continue;
+    Pass& pass = passes[e.query_tokens > 1 ? 1 : 0];
+    pass.used = true;
+    const EntrySpan s = layout_.span_of(e);
+    const std::size_t n = layout_.breakpoints(e, s, points);
+    for (std::size_t i = 0; i + 1 < n; ++i) {
+      const WorkCounts w = layout_.work_at(e, s, points[i]);
+      pass.delta[static_cast<std::size_t>(points[i])].add(w);
+      pass.delta[static_cast<std::size_t>(points[i + 1])].subtract(w);
+    }
+    if (runs_coda(e))
+      pass.coda.add_queries(e.query_tokens, e.context_tokens);
+    if (s.start == 0)
+      pass.embedded += e.query_tokens;
+    if (e.emits_token)
+      ++pass.emitting;
+  }
+
+  double us = 0;
+  std::int64_t embedded = 0;
+  std::int64_t emitting = 0;
+  for (const Pass& pass : passes) {
+    if (!pass.used)
+      continue;
+    WorkCounts run{};
+    WorkCounts priced{};
+    double priced_us = 0;
+    for (std::size_t l = 0; l < layers; ++l) {
+      run.add(pass.delta[l]);
+      // Consecutive layers usually see the same batch: price each distinct one once.
+      if (l == 0 || !(run == priced)) {
+        priced = run;
+        priced_us = layer_us(run.tokens, pairs(run), run.kv_only_tokens);
+      }
+      us += priced_us;
+    }
+    us += static_cast<double>(coda_layers_) * layer_us(pass.coda.tokens, pairs(pass.coda), 0);
+    if (pass.embedded > 0)
+      us += embed_->predict_us(static_cast<double>(pass.embedded), 0);
+    if (pass.emitting > 0) {
+      const auto n = static_cast<double>(pass.emitting);
+      us += lm_head_->predict_us(n, 0) + sampling_->predict_us(n, 0);
+    }
+    embedded += pass.embedded;
+    emitting += pass.emitting;
+  }
+  if (residual_ != nullptr && (embedded > 0 || emitting > 0 || passes[0].used || passes[1].used))
+    us += residual_->predict_us(static_cast<double>(embedded), static_cast<double>(emitting));
+
+  const IterationCost counted = counts_.iteration_cost(batch);
+  IterationCost cost;
+  cost.total = static_cast<TimeNs>(std::llround(us * static_cast<double>(k_ns_per_us)));
+  cost.flops = counted.flops;
+  cost.bytes = counted.bytes;
+  cost.masked_flops = counted.masked_flops;
+  return cost;
+}
+
+}  // namespace exitsim::sim

@@ -1,0 +1,194 @@
+#include "exitsim/sim/cost/cost_profile.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+
+#include "exitsim/core/error.hpp"
+#include "exitsim/traces/atomic_output.hpp"
+
+namespace exitsim::sim {
+
+double OpFit::predict_us(double batch, double context) const {
+  const Regime* regime = &regimes.back();
+  for (const Regime& r : regimes) {
+    if (batch <= static_cast<double>(r.batch_max)) {
+      regime = &r;
+      break;
+    }
+  }
+  const auto& c = regime->coefficients;
+  return std::max(0.0, c[0] + c[1] * batch + c[2] * context + c[3] * batch * context);
+}
+
+std::string model_fingerprint(const ModelShape& m) {
+  const DepthStructure& d = m.depth;
+  std::string lora = d.lora_rank.empty() ? "-" : fmt::format("{}", fmt::join(d.lora_rank, ","));
+  return fmt::format("d{} h{}/{}x{} ffn{} v{} {} depth {}+{}x{}+{} lora {}", m.d_model, m.n_heads,
+                     m.n_kv_heads, m.head_dim, m.ffn_dim, m.vocab,
+                     m.mlp == MlpKind::gated ? "gated" : "plain", d.prelude_layers, d.block_layers,
+                     d.recursions, d.coda_layers, lora);
+}
+
+const OpFit* CostProfile::find(const std::string& name) const {
+  const auto it =
+      std::lower_bound(ops.begin(), ops.end(), name,
+                       [](const OpFit& op, const std::string& n) { return op.name < n; });
+  return it != ops.end() && it->name == name ? &*it : nullptr;
+}
+
+namespace {
+
+using nlohmann::json;
+
+// Reads one profile, every failure an InputError naming the file and the key path.
+class ProfileReader {
+ public:
+  explicit ProfileReader(std::string path) : path_(std::move(path)) {}
+
+  [[noreturn]] void fail(const std::string& key, const std::string& expected,
+                         const std::string& found) const {
+    throw InputError({path_, 0, 0, key}, expected_found(expected, found));
+  }
+
+  const json& member(const json& object, const std::string& parent, const char* key) const {
+    const std::string path = parent.empty() ? key : parent + "." + key;
+    if (!object.is_object() || !object.contains(key))
+      fail(path, "a value", "none");
+    return object.at(key);
+  }
+  std::string text(const json& object, const std::string& parent, const char* key) const {
+    const json& value = member(object, parent, key);
+    if (!value.is_string())
+      fail(parent + "." + key, "a string", value.dump());
+    return value.get<std::string>();
+  }
+  double number(const json& object, const std::string& parent, const char* key) const {
+    const json& value = member(object, parent, key);
+    if (!value.is_number())
+      fail(parent + "." + key, "a number", value.dump());
+    return value.get<double>();
+  }
+  std::int64_t count(const json& object, const std::string& parent, const char* key) const {
+    const json& value = member(object, parent, key);
+    if (!value.is_number_integer() || value.get<std::int64_t>() < 0)
+      fail(parent + "." + key, "a whole number >= 0", value.dump());
+    return value.get<std::int64_t>();
+  }
+
+  OpFit op(const json& value, const std::string& at) const {
+    OpFit fit;
+    fit.name = text(value, at, "name");
+    fit.kind = text(value, at, "kind");
+    fit.samples = count(value, at, "samples");
+    fit.held_out = count(value, at, "held_out");
+    fit.fit_mape = number(value, at, "fit_mape");
+    fit.held_out_mape = number(value, at, "held_out_mape");
+    fit.batch_min_seen = count(value, at, "batch_min_seen");
+    fit.batch_max_seen = count(value, at, "batch_max_seen");
+    const json& regimes = member(value, at, "regimes");
+    if (!regimes.is_array() || regimes.empty())
+      fail(at + ".regimes", "a non-empty list of regimes", regimes.dump());
+    for (std::size_t i = 0; i < regimes.size(); ++i) {
+      const std::string where = fmt::format("{}.regimes[{}]", at, i);
+      OpFit::Regime regime;
+      regime.batch_max = count(regimes[i], where, "batch_max");
+      if (!fit.regimes.empty() && regime.batch_max <= fit.regimes.back().batch_max) {
+        fail(where + ".batch_max",
+             fmt::format("a batch above {} (regimes ascend)", fit.regimes.back().batch_max),
+             std::to_string(regime.batch_max));
+      }
+      const json& c = member(regimes[i], where, "coefficients");
+      if (!c.is_array() || c.size() != regime.coefficients.size() ||
+          !std::all_of(c.begin(), c.end(), [](const json& x) { return x.is_number(); })) {
+        fail(where + ".coefficients", "4 numbers (c0 + c1 B + c2 C + c3 B C, microseconds)",
+             c.dump());
+      }
+      for (std::size_t k = 0; k < regime.coefficients.size(); ++k)
+        regime.coefficients[k] = c[k].get<double>();
+      fit.regimes.push_back(regime);
+    }
+    return fit;
+  }
+
+  CostProfile read() const {
+    std::ifstream in(path_, std::ios::binary);
+    if (!in)
+      fail("cost_model.profile", "a readable cost profile", "a path that cannot be opened");
+    const std::string content((std::istreambuf_iterator<char>(in)),
+                              std::istreambuf_iterator<char>());
+    json root;
+    try {
+      root = json::parse(content);
+    } catch (const json::parse_error& e) {
+      fail("", "a JSON cost profile", fmt::format("invalid JSON at byte {}", e.byte));
+    }
+    if (!root.is_object() || !root.contains("format") || root["format"] != CostProfile::k_format)
+      fail("format", fmt::format("\"{}\"", CostProfile::k_format),
+           root.is_object() && root.contains("format") ? root["format"].dump() : "none");
+    CostProfile profile;
+    const json& source = member(root, "", "source");
+    profile.source.engine = text(source, "source", "engine");
+    profile.source.backend = text(source, "source", "backend");
+    profile.source.hardware = text(source, "source", "hardware");
+    profile.source.model = text(source, "source", "model");
+    profile.source.model_shape = text(source, "source", "model_shape");
+    const json& traces = member(source, "source", "traces");
+    if (!traces.is_array())
+      fail("source.traces", "a list of paths", traces.dump());
+    for (const json& t : traces)
+      profile.source.traces.push_back(t.is_string() ? t.get<std::string>() : t.dump());
+    const json& ops = member(root, "", "ops");
+    if (!ops.is_array() || ops.empty())
+      fail("ops", "a non-empty list of fitted ops", ops.dump());
+    for (std::size_t i = 0; i < ops.size(); ++i)
+      profile.ops.push_back(op(ops[i], fmt::format("ops[{}]", i)));
+    std::sort(profile.ops.begin(), profile.ops.end(),
+              [](const OpFit& a, const OpFit& b) { return a.name < b.name; });
+    for (std::size_t i = 1; i < profile.ops.size(); ++i) {
+      if (profile.ops[i].name == profile.ops[i - 1].name)
+        fail("ops", "each op once", "\"" + profile.ops[i].name + "\" twice");
+    }
+    return profile;
+  }
+
+ private:
+  std::string path_;
+};
+
+}  // namespace
+
+CostProfile CostProfile::read(const std::string& path) {
+  return ProfileReader(path).read();
+}
+
+void CostProfile::write(const std::string& path) const {
+  json root;
+  root["format"] = k_format;
+  root["source"] = {{"engine", source.engine},           {"backend", source.backend},
+                    {"hardware", source.hardware},       {"model", source.model},
+                    {"model_shape", source.model_shape}, {"traces", source.traces}};
+  json list = json::array();
+  for (const OpFit& op : ops) {
+    json regimes = json::array();
+    for (const OpFit::Regime& r : op.regimes)
+      regimes.push_back({{"batch_max", r.batch_max}, {"coefficients", r.coefficients}});
+    list.push_back({{"name", op.name},
+                    {"kind", op.kind},
+                    {"samples", op.samples},
+                    {"held_out", op.held_out},
+                    {"fit_mape", op.fit_mape},
+                    {"held_out_mape", op.held_out_mape},
+                    {"batch_min_seen", op.batch_min_seen},
+                    {"batch_max_seen", op.batch_max_seen},
+                    {"regimes", regimes}});
+  }
+  root["ops"] = list;
+  traces::write_file_atomically(path, root.dump(2) + "\n");
+}
+
+}  // namespace exitsim::sim

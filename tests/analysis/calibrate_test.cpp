@@ -1,0 +1,176 @@
+#include "exitsim/analysis/calibrate.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "exitsim/traces/engine_ops.hpp"
+#include "exitsim/traces/op_trace.hpp"
+#include "support/test_files.hpp"
+
+namespace exitsim::analysis {
+namespace {
+
+using test_support::error_of;
+using test_support::TempDir;
+namespace ops = traces::engine_ops;
+
+TEST(FitOp, RecoversALinearModelOfBatchAndContext) {
+  std::vector<OpSample> samples;
+  for (int b = 1; b <= 40; ++b) {
+    for (int c : {10, 200, 3000}) {
+      const double context = c * b;
+      samples.push_back({double(b), context, 5.0 + 0.5 * b + 0.01 * context});
+    }
+  }
+  const sim::OpFit fit = fit_op("attention", "attention", samples, {});
+  ASSERT_EQ(fit.regimes.size(), 1U);
+  EXPECT_NEAR(fit.regimes[0].coefficients[0], 5.0, 1e-6);
+  EXPECT_NEAR(fit.regimes[0].coefficients[1], 0.5, 1e-8);
+  EXPECT_NEAR(fit.regimes[0].coefficients[2], 0.01, 1e-10);
+  EXPECT_LT(fit.held_out_mape, 1e-9);
+  EXPECT_EQ(fit.samples + fit.held_out, 120);
+  EXPECT_EQ(fit.held_out, 24);  // every fifth call
+  EXPECT_EQ(fit.batch_min_seen, 1);
+  EXPECT_EQ(fit.batch_max_seen, 40);
+}
+
+TEST(FitOp, GemmsIgnoreContext) {
+  std::vector<OpSample> samples;
+  for (int b = 1; b <= 30; ++b)
+    samples.push_back({double(b), 1000.0 * (b % 7), 20.0 + 3.0 * b});
+  const sim::OpFit fit = fit_op("qkv_proj", "gemm", samples, {});
+  EXPECT_EQ(fit.regimes[0].coefficients[2], 0.0);
+  EXPECT_NEAR(fit.predict_us(10, 123456), 50.0, 1e-6);
+}
+
+TEST(FitOp, SplitsRegimesAtAKnee) {
+  // Weight-read bound up to 32 tokens (flat), compute bound above (linear).
+  std::vector<OpSample> samples;
+  for (int b = 1; b <= 128; ++b)
+    samples.push_back({double(b), 0, b <= 32 ? 40.0 : 40.0 + 2.0 * (b - 32)});
+  const sim::OpFit fit = fit_op("mlp.down", "gemm", samples, {});
+  ASSERT_EQ(fit.regimes.size(), 2U);
+  EXPECT_GE(fit.regimes[0].batch_max, 24);
+  EXPECT_LE(fit.regimes[0].batch_max, 40);
+  EXPECT_LT(fit.held_out_mape, 0.05);
+  // One line through the same data is much worse.
+  const sim::OpFit straight = fit_op("mlp.down", "gemm", samples, {.knee_gain = 0});
+  ASSERT_EQ(straight.regimes.size(), 1U);
+  EXPECT_GT(straight.held_out_mape, 3 * fit.held_out_mape);
+}
+
+TEST(FitOp, NeverPredictsNegativeTimes) {
+  std::vector<OpSample> samples;
+  for (int b = 1; b <= 20; ++b)
+    samples.push_back({double(b), 0, 1.0 * b});
+  const sim::OpFit fit = fit_op("rotary", "elementwise", samples, {});
+  EXPECT_GE(fit.predict_us(-100, 0), 0.0);
+}
+
+// A two-step trace of a one-layer model with every op the calibrated model prices.
+std::string write_trace(const TempDir& dir, const std::string& sub, const std::string& hardware,
+                        bool with_attention = true) {
+  std::filesystem::create_directories(dir.dir() / sub);
+  const std::string path = dir.path(sub + "/op_trace.csv");
+  traces::OpTraceWriter writer(path);
+  TimeNs now = 0;
+  for (std::uint64_t step = 1; step <= 12; ++step) {
+    const std::int64_t b = static_cast<std::int64_t>(step);
+    const auto op = [&](std::string_view name, traces::OpKind kind, TimeNs ns, std::int64_t batch,
+                        std::int64_t context, int depth) {
+      traces::OpTraceRow row;
+      row.name = std::string(name);
+      row.kind = kind;
+      row.start_ns = now;
+      row.duration_ns = ns;
+      row.batch_tokens = batch;
+      row.context_tokens = context;
+      row.depth = depth;
+      row.step_id = step;
+      writer.write(row);
+      now += ns;
+    };
+    op(ops::embed, traces::OpKind::other, 1000, b, 0, -1);
+    for (const std::string_view name : ops::layer) {
+      if (name == ops::attention && !with_attention)
+        continue;
+      const bool attention = name == ops::attention;
+      op(name, attention ? traces::OpKind::attention : traces::OpKind::gemm,
+         attention ? 2000 + 10 * b * 50 : 3000 + 100 * b, b, b * 50, 0);
+    }
+    op(ops::lm_head, traces::OpKind::lm_head, 5000 + 200 * b, b, 0, -1);
+    op(ops::sampling, traces::OpKind::sampling, 700, b, 0, -1);
+    now += 4000 + 100 * b;  // scheduling between steps: the residual
+  }
+  writer.finish();
+  dir.write(sub + "/run.json", R"({"engine": "exitsim-engine", "backend": "cpu", "hardware": ")" +
+                                   hardware + R"(", "model": "toy", "model_shape": "d64 toy"})");
+  return path;
+}
+
+TEST(Calibrate, FitsEveryPricedOpAndTheStepResidual) {
+  TempDir dir;
+  const std::vector<std::string> traces = {write_trace(dir, "a", "cpu x 2")};
+  const sim::CostProfile profile = calibrate(traces);
+  EXPECT_EQ(profile.source.hardware, "cpu x 2");
+  EXPECT_EQ(profile.source.model_shape, "d64 toy");
+  ASSERT_NE(profile.find("attention"), nullptr);
+  EXPECT_NEAR(profile.find("attention")->predict_us(4, 200), 2.0 + 0.01 * 200, 1e-6);
+  EXPECT_NEAR(profile.find("qkv_proj")->predict_us(4, 0), 3.4, 1e-6);
+  const sim::OpFit* residual = profile.find(std::string(ops::step_residual));
+  ASSERT_NE(residual, nullptr);
+  // Steps 1..11 end where the next begins: 4 + 0.1 b us of scheduling after the ops.
+  EXPECT_NEAR(residual->predict_us(5, 5), 4.5, 0.05);
+}
+
+TEST(Calibrate, ProfileRoundTripsThroughItsFile) {
+  TempDir dir;
+  const std::vector<std::string> traces = {write_trace(dir, "a", "cpu x 2")};
+  const sim::CostProfile profile = calibrate(traces);
+  profile.write(dir.path("profile.json"));
+  const sim::CostProfile back = sim::CostProfile::read(dir.path("profile.json"));
+  ASSERT_EQ(back.ops.size(), profile.ops.size());
+  for (std::size_t i = 0; i < back.ops.size(); ++i) {
+    EXPECT_EQ(back.ops[i].name, profile.ops[i].name);
+    EXPECT_EQ(back.ops[i].regimes.size(), profile.ops[i].regimes.size());
+    EXPECT_DOUBLE_EQ(back.ops[i].predict_us(7, 99), profile.ops[i].predict_us(7, 99));
+  }
+  EXPECT_EQ(back.source.traces, profile.source.traces);
+}
+
+TEST(Calibrate, RefusesTracesItCannotUse) {
+  TempDir dir;
+  const std::string a = write_trace(dir, "a", "cpu x 2");
+  const std::string b = write_trace(dir, "b", "cpu x 16");
+  const std::vector<std::string> mixed = {a, b};
+  EXPECT_NE(error_of([&] { calibrate(mixed); }).find("hardware: expected \"cpu x 2\""),
+            std::string::npos);
+
+  std::filesystem::remove(dir.path("a/run.json"));
+  const std::vector<std::string> bare = {a};
+  EXPECT_NE(error_of([&] { calibrate(bare); }).find("run.json"), std::string::npos);
+
+  const std::vector<std::string> partial = {write_trace(dir, "c", "cpu x 2", false)};
+  EXPECT_NE(error_of([&] { calibrate(partial); }).find("\"attention\""), std::string::npos);
+}
+
+TEST(CostProfile, ReadNamesTheKeyPathOfABadValue) {
+  TempDir dir;
+  const std::vector<std::string> traces = {write_trace(dir, "a", "cpu x 2")};
+  calibrate(traces).write(dir.path("profile.json"));
+  std::string text = test_support::read_file(dir.path("profile.json"));
+  const std::size_t at = text.find("\"regimes\"");
+  text.replace(at, 9, "\"regimez\"");
+  dir.write("bad.json", text);
+  const std::string error = error_of([&] { sim::CostProfile::read(dir.path("bad.json")); });
+  EXPECT_NE(error.find("bad.json"), std::string::npos) << error;
+  EXPECT_NE(error.find("ops[0].regimes: expected a value, found none"), std::string::npos) << error;
+  EXPECT_NE(error_of([&] { sim::CostProfile::read(dir.path("missing.json")); }).find("missing"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace exitsim::analysis

@@ -1,0 +1,123 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "exitsim/core/error.hpp"
+#include "exitsim/sim/cost/calibrated_cost_model.hpp"
+#include "exitsim/traces/engine_ops.hpp"
+
+namespace exitsim::sim {
+namespace {
+
+namespace ops = traces::engine_ops;
+
+// One prelude layer, a one-layer block run three times, one coda layer.
+ModelShape tiny() {
+  ModelShape m;
+  m.name = "tiny";
+  m.d_model = 64;
+  m.n_heads = 4;
+  m.n_kv_heads = 2;
+  m.head_dim = 16;
+  m.ffn_dim = 128;
+  m.vocab = 256;
+  m.dtype = DType::fp32;
+  m.depth.prelude_layers = 1;
+  m.depth.block_layers = 1;
+  m.depth.recursions = 3;
+  m.depth.coda_layers = 1;
+  return m;
+}
+
+OpFit linear(std::string_view name, double c0, double per_token, double per_pair = 0) {
+  OpFit fit;
+  fit.name = std::string(name);
+  fit.kind = name == ops::attention ? "attention" : "gemm";
+  fit.regimes = {{1 << 20, {c0, per_token, per_pair, 0}}};
+  return fit;
+}
+
+// Every layer op costs 1 us + 0.1 us per token, attention also 0.01 us per (query, key) pair;
+// embed 2 us, LM head 10 + 1 per token, sampling 3 us, the step residual 50 us.
+CostProfile profile_of(const ModelShape& m, bool with_kv_only = false) {
+  CostProfile p;
+  p.source = {"exitsim-engine", "cpu", "test cpu", m.name, model_fingerprint(m), {"t.csv"}};
+  for (const std::string_view name : ops::layer)
+    p.ops.push_back(linear(name, 1, 0.1, name == ops::attention ? 0.01 : 0));
+  p.ops.push_back(linear(ops::embed, 2, 0));
+  p.ops.push_back(linear(ops::lm_head, 10, 1));
+  p.ops.push_back(linear(ops::sampling, 3, 0));
+  p.ops.push_back(linear(ops::step_residual, 50, 0));
+  if (with_kv_only)
+    p.ops.push_back(linear(ops::kv_only, 4, 0));
+  std::sort(p.ops.begin(), p.ops.end(),
+            [](const OpFit& a, const OpFit& b) { return a.name < b.name; });
+  return p;
+}
+
+double layer_us(double tokens, double pairs) {
+  return 10 * (1 + 0.1 * tokens) + 0.01 * pairs;
+}
+
+TEST(CalibratedCostModel, PricesADecodeStepAsTheEngineRunsIt) {
+  const CalibratedCostModel model(profile_of(tiny()), "p.json", tiny());
+  // Two decode tokens at contexts 9 and 19: full depth (4 stack layers) and exit at depth 2.
+  const std::vector<BatchEntry> batch = {{1, 9, 4, true}, {1, 19, 2, true}};
+  const double expected = 2 * layer_us(2, 10 + 20)  // layers 1-2: both tokens
+                          + 2 * layer_us(1, 10)     // layers 3-4: the deep one
+                          + layer_us(2, 30)         // the coda, both
+                          + 2 + (10 + 2) + 3 + 50;  // embed, head, sampling, residual
+  EXPECT_EQ(model.iteration_cost(batch).total, static_cast<TimeNs>(std::llround(expected * 1000)));
+  EXPECT_EQ(model.name(), "calibrated");
+  EXPECT_GT(model.iteration_cost(batch).flops, 0);
+}
+
+TEST(CalibratedCostModel, PrefillChunksRunAsTheirOwnPass) {
+  const CalibratedCostModel model(profile_of(tiny()), "p.json", tiny());
+  // A 4-token chunk at context 8 (pairs 4*8 + 10) emitting its first token, plus one decode.
+  const std::vector<BatchEntry> batch = {{4, 8, 4, true}, {1, 0, 4, true}};
+  const double prefill = 5 * layer_us(4, 42) + 2 + 11 + 3;
+  const double decode = 5 * layer_us(1, 1) + 2 + 11 + 3;
+  EXPECT_EQ(model.iteration_cost(batch).total,
+            static_cast<TimeNs>(std::llround((prefill + decode + 50) * 1000)));
+}
+
+TEST(CalibratedCostModel, NamesItsStandInsAndRefusesOtherModels) {
+  const CalibratedCostModel without(profile_of(tiny()), "p.json", tiny());
+  ASSERT_EQ(without.fallbacks().size(), 1U);
+  EXPECT_NE(without.fallbacks()[0].find(ops::kv_only), std::string::npos);
+  const CalibratedCostModel with(profile_of(tiny(), true), "p.json", tiny());
+  EXPECT_TRUE(with.fallbacks().empty());
+  // state_copy: a token exiting at depth 2 writes K/V at layers 3-4.
+  BatchEntry copied{1, 9, 2, true};
+  copied.kv_only_depth = 4;
+  const BatchEntry plain{1, 9, 2, true};
+  EXPECT_EQ(with.iteration_cost(std::vector{copied}).total -
+                with.iteration_cost(std::vector{plain}).total,
+            2 * 4000);
+
+  ModelShape other = tiny();
+  other.ffn_dim = 256;
+  try {
+    const CalibratedCostModel wrong(profile_of(tiny()), "p.json", other);
+    FAIL() << "a profile of another model was accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where().file, "p.json");
+    EXPECT_NE(e.message().find("ffn256"), std::string::npos) << e.message();
+    EXPECT_NE(e.message().find("ffn128"), std::string::npos) << e.message();
+  }
+  CostProfile partial = profile_of(tiny());
+  std::erase_if(partial.ops, [](const OpFit& f) { return f.name == ops::lm_head; });
+  try {
+    const CalibratedCostModel missing(partial, "p.json", tiny());
+    FAIL() << "a profile without the LM head was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(e.message().find("\"lm_head\""), std::string::npos) << e.message();
+  }
+}
+
+}  // namespace
+}  // namespace exitsim::sim

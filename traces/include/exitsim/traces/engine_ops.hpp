@@ -1,0 +1,42 @@
+#pragma once
+
+#include <array>
+#include <string_view>
+
+// The op names the engine writes in its op traces: the engine records them, calibration fits one
+// latency model per name and the calibrated cost model prices an iteration as the engine runs it.
+// One list, so the three cannot drift apart.
+namespace exitsim::traces::engine_ops {
+
+// One call each per executed layer and pass (prefill pass, decode pass), in this order.
+inline constexpr std::string_view attn_norm = "attn_norm";
+inline constexpr std::string_view qkv_proj = "qkv_proj";
+inline constexpr std::string_view rotary = "rotary";
+inline constexpr std::string_view kv_write = "kv_write";
+inline constexpr std::string_view attention = "attention";
+inline constexpr std::string_view o_proj = "o_proj";
+inline constexpr std::string_view mlp_norm = "mlp_norm";
+inline constexpr std::string_view mlp_gate_up = "mlp.gate_up";
+inline constexpr std::string_view mlp_act = "mlp.act";
+inline constexpr std::string_view mlp_down = "mlp.down";
+inline constexpr std::array<std::string_view, 10> layer = {
+    attn_norm, qkv_proj, rotary,      kv_write, attention,
+    o_proj,    mlp_norm, mlp_gate_up, mlp_act,  mlp_down};
+
+// state_copy: K/V of copied exit states at the layers above a token's exit.
+inline constexpr std::string_view kv_only = "state_copy.kv_proj";
+// Once per pass.
+inline constexpr std::string_view embed = "embed";
+inline constexpr std::string_view lm_head = "lm_head";
+inline constexpr std::string_view sampling = "sampling";
+// Policy work the simulator's batch entries do not describe; calibration folds it into the step
+// residual.
+inline constexpr std::string_view probe = "lm_head.probe";
+inline constexpr std::string_view router = "router";
+inline constexpr std::string_view compaction = "compaction";
+// Not an engine span: a step's wall time (first op to the next step's first op) less the ops the
+// calibrated model prices one by one — scheduling, policy work, gaps between ops. Calibration
+// fits it like an op, against the tokens embedded (B) and emitted (C) in the step.
+inline constexpr std::string_view step_residual = "step.residual";
+
+}  // namespace exitsim::traces::engine_ops
