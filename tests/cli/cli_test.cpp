@@ -266,6 +266,35 @@ TEST_F(Cli, EngineRunsAModelAndItsQualityTableFeedsTheSimulator) {
   EXPECT_NE(slurp(profile / "op_trace.json").find("\"traceEvents\""), std::string::npos);
   EXPECT_EQ(slurp(profile / "steps.csv").rfind("step_id,start_ns,prefill_request_ids,", 0), 0u);
 
+  // Calibrate from that trace, validate on other requests (another seed) against the engine.
+  const fs::path costs = dir_ / "costs.json";
+  const Result calibrated =
+      run("calibrate '" + (profile / "op_trace.csv").string() + "' -o '" + costs.string() + "'");
+  ASSERT_EQ(calibrated.exit_code, 0) << calibrated.err;
+  EXPECT_NE(calibrated.out.find("held-out MAPE"), std::string::npos) << calibrated.out;
+  EXPECT_NE(slurp(costs).find("\"format\": \"exitsim-cost-profile v1\""), std::string::npos);
+  const fs::path validation = dir_ / "validation";
+  const Result validated =
+      run("validate " + common + workload +
+          " --set seed=9 --set workload.arrivals.rate=1000 --profile '" + costs.string() +
+          "' --strategies depthwise -o '" + validation.string() + "'");
+  ASSERT_EQ(validated.exit_code, 0) << validated.err;
+  EXPECT_NE(validated.out.find("depthwise: iterations engine"), std::string::npos) << validated.out;
+  EXPECT_NE(slurp(validation / "validation.csv").find("depthwise,throughput_tokens_per_s,"),
+            std::string::npos);
+  // A profile measured on other hardware is refused, in one line naming the key.
+  std::string foreign = slurp(costs);
+  const std::size_t at = foreign.find("\"hardware\": \"") + 13;
+  foreign.insert(at, "another machine, ");
+  const fs::path foreign_costs = file("foreign.json", foreign);
+  const Result other_hardware = run("validate " + common + workload + " --profile '" +
+                                    foreign_costs.string() + "' -o '" + validation.string() + "'");
+  EXPECT_EQ(other_hardware.exit_code, 1);
+  EXPECT_NE(other_hardware.err.find("source.hardware: expected this machine"), std::string::npos)
+      << other_hardware.err;
+  EXPECT_NE(other_hardware.err.find("found \"another machine, "), std::string::npos)
+      << other_hardware.err;
+
   // Same scenario and seed: the same tokens at the same depths (times are wall-clock).
   const fs::path again = dir_ / "again";
   ASSERT_EQ(run("engine run " + common + workload + " --out '" + again.string() + "'").exit_code,

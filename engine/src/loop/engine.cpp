@@ -349,7 +349,8 @@ EngineRun Engine::Loop::run(std::span<const EngineRequest> requests) {
       }
     }
     ++step_;
-    StepRecord record{step_, now(), {}, {}};
+    StepRecord record{step_, now(), idle_, {}, {}};
+    idle_ = 0;
     for (const Sequence* p : prefills)
       record.prefill.push_back(p->request->id);
     for (const Sequence* d : decodes)
@@ -401,9 +402,11 @@ void Engine::Loop::wait_for_next_arrival() {
   if (!options_.honour_arrivals || next_arrival_ == arrival_order_.size())
     return;
   const TimeNs arrival = sequences_[arrival_order_[next_arrival_]]->request->arrival;
-  const TimeNs wait = arrival - now();
+  const TimeNs before = now();
+  const TimeNs wait = arrival - before;
   if (wait > 0)
     std::this_thread::sleep_for(std::chrono::nanoseconds(wait));
+  idle_ += now() - before;
 }
 
 }  // namespace exitsim::engine

@@ -128,6 +128,7 @@ class Engine::Loop {
   // Iteration bookkeeping (engine.cpp).
   void check_requests(std::span<const EngineRequest> requests) const;
   void admit_arrivals(TimeNs now);
+  // Sleeps until the next arrival (honour_arrivals), adding the time to idle_.
   void wait_for_next_arrival();
   // Applies the decision's preemptions and admissions; `work` gets each running sequence's
   // tokens for this iteration.
@@ -150,6 +151,7 @@ class Engine::Loop {
   std::vector<int> exit_depths_;  // the effective exit points (stack depths)
   std::int64_t max_output_ = 1;
   std::uint64_t step_ = 0;
+  TimeNs idle_ = 0;  // slept waiting for arrivals since the last step began
 
   std::vector<std::unique_ptr<Sequence>> sequences_;
   std::vector<policy::SequenceView> running_views_, waiting_views_;

@@ -133,6 +133,8 @@ class ClusterRun {
     totals_.max_kv_blocks_used = std::max(totals_.max_kv_blocks_used, replica.kv_blocks_used());
     if (timeline_)
       timeline_->record(replica.last_iteration());
+    if (config_.iteration_observer)
+      config_.iteration_observer(replica.last_iteration());
     events_.push(now_ + duration,
                  Event{Event::Kind::iteration_done, static_cast<int>(replica_index)});
   }

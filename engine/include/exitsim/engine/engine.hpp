@@ -78,6 +78,9 @@ struct GeneratedToken {
 struct StepRecord {
   std::uint64_t step = 0;
   TimeNs start = 0;
+  // Time the engine slept waiting for arrivals since the previous step (honour_arrivals): the
+  // previous step lasted until this one's start less this.
+  TimeNs idle_before = 0;
   std::vector<RequestId> prefill;  // prompt (or recompute) chunks
   std::vector<RequestId> decode;   // decode tokens or depth-wise steps
 };

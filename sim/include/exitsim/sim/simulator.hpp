@@ -32,6 +32,9 @@ struct SimulationConfig {
   std::string requests_csv_path;  // "" = none
   std::string timeline_path;      // "" = none
   double timeline_max_mb = 256;
+  // Called with every executed iteration, in start order per replica (validation compares them
+  // with the engine's steps one by one).
+  std::function<void(const IterationRecord&)> iteration_observer;
 };
 
 // The simulation a scenario describes (outputs go under `output_dir`, "" = write no files).

@@ -1,0 +1,120 @@
+#include "exitsim/analysis/validation.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+
+namespace exitsim::analysis {
+
+namespace {
+
+double nearest_rank(std::vector<double> values, double p) {
+  if (values.empty())
+    return 0;
+  std::sort(values.begin(), values.end());
+  const auto rank = static_cast<std::size_t>(std::ceil(p * static_cast<double>(values.size())));
+  return values[std::clamp<std::size_t>(rank, 1, values.size()) - 1];
+}
+
+MetricComparison compared(std::string metric, double engine, double simulated) {
+  const double error =
+      engine != 0 ? std::abs(simulated - engine) / std::abs(engine) : (simulated == 0 ? 0.0 : 1.0);
+  return {std::move(metric), engine, simulated, error};
+}
+
+}  // namespace
+
+IterationError compare_iterations(std::span<const TimeNs> engine,
+                                  std::span<const TimeNs> simulated) {
+  IterationError e;
+  e.engine_iterations = static_cast<std::int64_t>(engine.size());
+  e.simulated_iterations = static_cast<std::int64_t>(simulated.size());
+  const std::size_t n = std::min(engine.size(), simulated.size());
+  e.matched = static_cast<std::int64_t>(n);
+  std::vector<double> errors;
+  errors.reserve(n);
+  double engine_sum = 0;
+  double simulated_sum = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    engine_sum += static_cast<double>(engine[i]);
+    simulated_sum += static_cast<double>(simulated[i]);
+    if (engine[i] > 0) {
+      errors.push_back(std::abs(static_cast<double>(simulated[i] - engine[i])) /
+                       static_cast<double>(engine[i]));
+    }
+  }
+  e.median_ape = nearest_rank(errors, 0.5);
+  e.p90_ape = nearest_rank(errors, 0.9);
+  if (n > 0) {
+    e.engine_mean_us = engine_sum / static_cast<double>(n) / 1000.0;
+    e.simulated_mean_us = simulated_sum / static_cast<double>(n) / 1000.0;
+  }
+  return e;
+}
+
+ValidationResult compare_runs(const std::string& strategy, const sim::MetricsSummary& engine,
+                              const sim::MetricsSummary& simulated,
+                              std::span<const TimeNs> engine_iterations,
+                              std::span<const TimeNs> simulated_iterations) {
+  ValidationResult r;
+  r.strategy = strategy;
+  r.iterations = compare_iterations(engine_iterations, simulated_iterations);
+  r.metrics.push_back(compared("throughput_tokens_per_s", engine.throughput_tokens_per_s,
+                               simulated.throughput_tokens_per_s));
+  const auto add = [&](const char* name, const sim::LatencyStats& a, const sim::LatencyStats& b) {
+    constexpr double k_ms = 1e6;
+    r.metrics.push_back(compared(fmt::format("{}_p50_ms", name), a.p50 / k_ms, b.p50 / k_ms));
+    r.metrics.push_back(compared(fmt::format("{}_p90_ms", name), a.p90 / k_ms, b.p90 / k_ms));
+    r.metrics.push_back(compared(fmt::format("{}_p99_ms", name), a.p99 / k_ms, b.p99 / k_ms));
+  };
+  add("ttft", engine.ttft, simulated.ttft);
+  add("tpot", engine.tpot, simulated.tpot);
+  add("e2e", engine.e2e, simulated.e2e);
+  return r;
+}
+
+std::string validation_csv(std::span<const ValidationResult> results) {
+  std::string out = "strategy,metric,engine,simulated,relative_error\n";
+  for (const ValidationResult& r : results) {
+    const IterationError& it = r.iterations;
+    out += fmt::format(
+        "{},iterations,{},{},{:.6g}\n", r.strategy, it.engine_iterations, it.simulated_iterations,
+        it.engine_iterations > 0
+            ? std::abs(static_cast<double>(it.simulated_iterations - it.engine_iterations)) /
+                  static_cast<double>(it.engine_iterations)
+            : 0.0);
+    out += fmt::format("{},iteration_mean_us,{:.6g},{:.6g},{:.6g}\n", r.strategy, it.engine_mean_us,
+                       it.simulated_mean_us,
+                       it.engine_mean_us > 0
+                           ? std::abs(it.simulated_mean_us - it.engine_mean_us) / it.engine_mean_us
+                           : 0.0);
+    out += fmt::format("{},iteration_ape_p50,,,{:.6g}\n", r.strategy, it.median_ape);
+    out += fmt::format("{},iteration_ape_p90,,,{:.6g}\n", r.strategy, it.p90_ape);
+    for (const MetricComparison& m : r.metrics) {
+      out += fmt::format("{},{},{:.6g},{:.6g},{:.6g}\n", r.strategy, m.metric, m.engine,
+                         m.simulated, m.relative_error);
+    }
+  }
+  return out;
+}
+
+std::string format_validation(std::span<const ValidationResult> results) {
+  std::string out;
+  for (const ValidationResult& r : results) {
+    const IterationError& it = r.iterations;
+    out += fmt::format(
+        "{}: iterations engine {} / simulated {}; per-iteration error median {:.1f}%, p90 "
+        "{:.1f}% (mean {:.0f} vs {:.0f} us)\n",
+        r.strategy, it.engine_iterations, it.simulated_iterations, 100 * it.median_ape,
+        100 * it.p90_ape, it.engine_mean_us, it.simulated_mean_us);
+    for (const MetricComparison& m : r.metrics) {
+      out += fmt::format("  {:<24} engine {:>10.2f}  simulated {:>10.2f}  error {:>5.1f}%\n",
+                         m.metric, m.engine, m.simulated, 100 * m.relative_error);
+    }
+  }
+  return out;
+}
+
+}  // namespace exitsim::analysis

@@ -1,0 +1,206 @@
+#include "engine_support.hpp"
+
+#include <fmt/core.h>
+#include <fmt/ranges.h>
+
+#include <CLI/CLI.hpp>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "exitsim/core/dtype.hpp"
+#include "exitsim/core/error.hpp"
+#include "exitsim/core/presets.hpp"
+#include "exitsim/core/suggest.hpp"
+#include "exitsim/engine/cpu_model.hpp"
+#include "exitsim/engine/engine.hpp"
+#include "exitsim/engine/model_weights.hpp"
+#include "exitsim/engine/quality_eval.hpp"
+#include "exitsim/engine/quality_table.hpp"
+#include "exitsim/engine/tokenizer.hpp"
+#include "exitsim/sim/cost/cost_profile.hpp"
+#include "exitsim/sim/policy_params.hpp"
+#include "exitsim/sim/workload/workload.hpp"
+#include "exitsim/traces/atomic_output.hpp"
+#include "exitsim/traces/chrome_trace.hpp"
+#include "exitsim/traces/op_trace.hpp"
+#include "exitsim/traces/token_trace.hpp"
+#include "scenario_options.hpp"
+
+namespace exitsim::cli {
+
+void ModelOptions::add_to(CLI::App& command) {
+  command.add_option("--model", dir, "Model directory (exitsim.json or a Hugging Face Llama)")
+      ->required();
+  command
+      .add_option("--exit-layers", exit_layers,
+                  "Exit points of a plain model (layers, ascending), e.g. 8,16,24")
+      ->delimiter(',');
+  command.add_option("--text", text, "Text the prompts come from (byte-level models)");
+  command.add_option("--token-ids", token_ids,
+                     "Token-id file the prompts come from (one document per line)");
+}
+
+std::vector<std::int32_t> ModelOptions::corpus(const engine::ModelConfig& config) const {
+  if (!text.empty() && !token_ids.empty()) {
+    throw InputError({"", 0, 0, "--text"}, "give --text or --token-ids, not both");
+  }
+  if (!token_ids.empty()) {
+    std::vector<std::int32_t> all;
+    for (const auto& document : engine::read_token_id_file(token_ids, config.shape.vocab))
+      all.insert(all.end(), document.begin(), document.end());
+    return all;
+  }
+  if (text.empty()) {
+    throw InputError({"", 0, 0, "--text"},
+                     "expected --text FILE (or --token-ids FILE) for the model's prompts");
+  }
+  if (config.tokenizer != engine::TokenizerKind::bytes) {
+    throw InputError({config.config_file, 0, 0, "tokenizer"},
+                     "this model's tokenizer is not run here: give --token-ids instead of --text");
+  }
+  return engine::ByteTokenizer{}.encode(engine::read_text_file(text));
+}
+
+std::unique_ptr<LoadedModel> load_model(const ModelOptions& options) {
+  auto loaded = std::make_unique<LoadedModel>();
+  loaded->config = engine::load_model_config(options.dir, options.exit_layers);
+  loaded->weights = engine::load_model_weights(loaded->config);
+  loaded->model = std::make_unique<engine::CpuModel>(loaded->config, loaded->weights);
+  return loaded;
+}
+
+policy::SyncStrategy strategy_named(const std::string& name, const std::string& field) {
+  const auto strategy = policy::parse_sync_strategy(name);
+  if (!strategy) {
+    throw InputError({"", 0, 0, field},
+                     expected_found(one_of(policy::sync_strategy_names()), "\"" + name + "\""));
+  }
+  return *strategy;
+}
+
+std::vector<engine::EngineRequest> engine_requests(const scenario::Scenario& s,
+                                                   const std::vector<std::int32_t>& corpus) {
+  const auto workload = sim::make_workload(s.workload, s.seed);
+  const engine::PromptSource prompts(corpus, s.seed);
+  std::vector<engine::EngineRequest> requests;
+  while (auto descriptor = workload->next()) {
+    engine::EngineRequest r;
+    r.id = descriptor->id;
+    r.arrival = descriptor->arrival.value_or(0);
+    r.prompt = prompts.prompt(descriptor->id, descriptor->input_tokens);
+    r.output_tokens = descriptor->output_tokens;
+    requests.push_back(std::move(r));
+  }
+  return requests;
+}
+
+engine::EngineOptions engine_options(const scenario::Scenario& s, const RunArgs& args,
+                                     std::int64_t longest) {
+  engine::EngineOptions o;
+  o.scheduler = s.scheduler.kind;
+  o.limits.max_running = s.scheduler.max_running;
+  o.limits.max_batched_tokens = s.scheduler.max_batched_tokens;
+  o.block_size = s.scheduler.block_size;
+  // No device memory to size from on the CPU: room for max_running of the longest request.
+  const std::int64_t per_sequence = (longest + o.block_size - 1) / o.block_size;
+  o.kv_blocks = s.scheduler.kv_blocks > 0
+                    ? s.scheduler.kv_blocks
+                    : per_sequence * std::min<std::int64_t>(s.scheduler.max_running, 64);
+  o.exit_policy = sim::exit_policy_params(s.exit_policy);
+  o.strategy = strategy_named(s.sync.strategy, "sync.strategy");
+  o.depthwise = sim::depthwise_rule(s.sync);
+  o.temperature = args.temperature;
+  o.seed = s.seed;
+  o.honour_arrivals = args.honour_arrivals;
+  if (s.sync.rollback_probability > 0) {
+    throw InputError({"", 0, 0, "sync.rollback_probability"},
+                     "the engine measures disagreement instead of drawing it: set 0 and pass "
+                     "--rollback");
+  }
+  o.rollback = args.rollback;
+  return o;
+}
+
+namespace {
+
+// steps.csv: the requests of every engine step, so each op of the op trace (by its step id)
+// maps to the requests it served.
+void write_steps(const engine::EngineRun& run, const std::string& path) {
+  traces::detail::AtomicOutputFile file(path);
+  file.write("step_id,start_ns,prefill_request_ids,decode_request_ids\n");
+  const auto ids = [](const std::vector<RequestId>& requests) {
+    std::string out;
+    for (const RequestId id : requests)
+      out += (out.empty() ? "" : ";") + std::to_string(id.value);
+    return out;
+  };
+  for (const engine::StepRecord& step : run.steps) {
+    file.write(
+        fmt::format("{},{},{},{}\n", step.step, step.start, ids(step.prefill), ids(step.decode)));
+  }
+  file.finish();
+}
+
+// run.json: what produced the trace, so that a profile calibrated from it prices only this
+// engine, backend, hardware and model (docs/calibration.md).
+void write_run_description(const engine::Backend& backend, const std::string& dir) {
+  const ModelShape& shape = backend.config().shape;
+  const nlohmann::json run = {{"engine", "exitsim-engine"},
+                              {"backend", backend.name()},
+                              {"hardware", backend.hardware()},
+                              {"model", shape.name},
+                              {"model_shape", sim::model_fingerprint(shape)}};
+  traces::write_file_atomically((std::filesystem::path(dir) / "run.json").string(),
+                                run.dump(2) + "\n");
+}
+
+}  // namespace
+
+void write_profile(const profiler::HostProfiler& profiler, const engine::EngineRun& run,
+                   const engine::Backend& backend, const std::string& dir) {
+  std::filesystem::create_directories(dir);
+  write_run_description(backend, dir);
+  write_steps(run, (std::filesystem::path(dir) / "steps.csv").string());
+  const std::string csv = (std::filesystem::path(dir) / "op_trace.csv").string();
+  {
+    traces::OpTraceWriter writer(csv);
+    profiler.write(writer);
+    writer.finish();
+  }
+  traces::OpTraceReader reader(csv);
+  traces::ChromeTraceWriter chrome((std::filesystem::path(dir) / "op_trace.json").string(),
+                                   {256LL << 20});
+  traces::write_op_trace_as_chrome(reader, chrome);
+  chrome.finish();
+}
+
+// The scenario's model section made to describe the engine's model, so that the scenario's exit
+// policy is validated against the exit points the engine really has. The user's --set come
+// after and win.
+ScenarioOptions with_engine_model(const ScenarioOptions& options, const ModelShape& m) {
+  const DepthStructure& d = m.depth;
+  ScenarioOptions out = options;
+  const std::vector<std::string> model = {
+      "model.preset=null",
+      "model.name=" + m.name,
+      fmt::format("model.d_model={}", m.d_model),
+      fmt::format("model.n_heads={}", m.n_heads),
+      fmt::format("model.n_kv_heads={}", m.n_kv_heads),
+      fmt::format("model.head_dim={}", m.head_dim),
+      fmt::format("model.ffn_dim={}", m.ffn_dim),
+      fmt::format("model.vocab={}", m.vocab),
+      fmt::format("model.tied_embeddings={}", m.tied_embeddings),
+      fmt::format("model.depth.prelude={}", d.prelude_layers),
+      fmt::format("model.depth.block={}", d.block_layers),
+      fmt::format("model.depth.recursions={}", d.recursions),
+      fmt::format("model.depth.coda={}", d.coda_layers),
+      fmt::format("model.depth.lora_rank=[{}]", fmt::join(d.lora_rank, ", ")),
+      fmt::format("model.depth.exit_points=[{}]", fmt::join(d.exit_points, ", "))};
+  out.overrides.insert(out.overrides.begin(), model.begin(), model.end());
+  return out;
+}
+
+}  // namespace exitsim::cli

@@ -1,0 +1,69 @@
+#pragma once
+
+// What the engine commands (engine run, engine eval, validate) share: loading a model, turning a
+// scenario into engine requests and options, and the profile files of a run.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "exitsim/engine/cpu_model.hpp"
+#include "exitsim/engine/engine.hpp"
+#include "exitsim/engine/model_weights.hpp"
+#include "exitsim/policy/sync_strategy.hpp"
+#include "exitsim/profiler/host_profiler.hpp"
+#include "exitsim/scenario/scenario.hpp"
+#include "scenario_options.hpp"
+
+namespace CLI {
+class App;
+}
+
+namespace exitsim::cli {
+
+// The model and the text its prompts (or evaluation windows) come from.
+struct ModelOptions {
+  std::string dir;
+  std::vector<int> exit_layers;
+  std::string text;
+  std::string token_ids;
+
+  void add_to(CLI::App& command);
+
+  // The prompts' tokens: the text through the byte tokenizer, or the token-id file.
+  std::vector<std::int32_t> corpus(const engine::ModelConfig& config) const;
+};
+
+struct LoadedModel {
+  engine::ModelConfig config;
+  engine::ModelWeights weights;
+  std::unique_ptr<engine::CpuModel> model;
+};
+
+struct RunArgs {
+  ModelOptions model;
+  ScenarioOptions scenario;
+  std::string out;
+  std::string profile;
+  bool no_output = false;
+  bool honour_arrivals = false;
+  bool rollback = false;
+  double temperature = 0;
+};
+
+std::unique_ptr<LoadedModel> load_model(const ModelOptions& options);
+policy::SyncStrategy strategy_named(const std::string& name, const std::string& field);
+std::vector<engine::EngineRequest> engine_requests(const scenario::Scenario& s,
+                                                   const std::vector<std::int32_t>& corpus);
+engine::EngineOptions engine_options(const scenario::Scenario& s, const RunArgs& args,
+                                     std::int64_t longest);
+// op_trace.csv, op_trace.json, steps.csv and run.json of a profiled run in `dir`.
+void write_profile(const profiler::HostProfiler& profiler, const engine::EngineRun& run,
+                   const engine::Backend& backend, const std::string& dir);
+// The scenario's model section made to describe the engine's model, so that the scenario's exit
+// policy is validated against the exit points the engine really has. The user's --set come
+// after and win.
+ScenarioOptions with_engine_model(const ScenarioOptions& options, const ModelShape& m);
+
+}  // namespace exitsim::cli
