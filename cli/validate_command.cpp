@@ -136,7 +136,7 @@ void run_validate(const ValidateArgs& args) {
     simulated.overrides.insert(simulated.overrides.end(),
                                {"cost_model.kind=calibrated", "cost_model.profile=" + args.profile,
                                 "hardware.name=\"" + profile.source.hardware + "\"",
-                                "exit_policy.kind=replay", "exit_policy.token_trace=" + token_trace,
+                                "exit_policy={kind: replay, token_trace: \"" + token_trace + "\"}",
                                 fmt::format("scheduler.kv_blocks={}", measured.kv_blocks)});
     const scenario::Scenario sim_scenario = simulated.load();
     sim::SimulationConfig config = sim::simulation_config_from(sim_scenario, "");
