@@ -17,5 +17,6 @@ void add_trace_commands(CLI::App& app);
 void add_engine_commands(CLI::App& app);
 void add_calibrate_command(CLI::App& app);
 void add_validate_command(CLI::App& app);
+void add_sweep_command(CLI::App& app);
 
 }  // namespace exitsim::cli

@@ -13,8 +13,12 @@ exitsim_require_package(yaml-cpp libyaml-cpp-dev)
 exitsim_require_package(nlohmann_json nlohmann-json3-dev 3.10)
 exitsim_require_package(CLI11 libcli11-dev CONFIG)
 exitsim_require_package(fmt libfmt-dev)
+# Sweep results: one row per run, written atomically, so interrupted sweeps resume.
+exitsim_require_package(SQLite3 libsqlite3-dev)
 # The CPU engine spreads rows over the cores; GCC's libgomp comes with the compiler.
 exitsim_require_package(OpenMP libgomp1)
+# Sweeps run points on worker threads.
+find_package(Threads REQUIRED)
 if(EXITSIM_BUILD_TESTS)
   exitsim_require_package(GTest libgtest-dev)
 endif()

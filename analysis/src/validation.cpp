@@ -64,10 +64,9 @@ ValidationResult compare_runs(const std::string& strategy, const sim::MetricsSum
   r.metrics.push_back(compared("throughput_tokens_per_s", engine.throughput_tokens_per_s,
                                simulated.throughput_tokens_per_s));
   const auto add = [&](const char* name, const sim::LatencyStats& a, const sim::LatencyStats& b) {
-    constexpr double k_ms = 1e6;
-    r.metrics.push_back(compared(fmt::format("{}_p50_ms", name), a.p50 / k_ms, b.p50 / k_ms));
-    r.metrics.push_back(compared(fmt::format("{}_p90_ms", name), a.p90 / k_ms, b.p90 / k_ms));
-    r.metrics.push_back(compared(fmt::format("{}_p99_ms", name), a.p99 / k_ms, b.p99 / k_ms));
+    r.metrics.push_back(compared(fmt::format("{}_p50_ms", name), a.p50, b.p50));
+    r.metrics.push_back(compared(fmt::format("{}_p90_ms", name), a.p90, b.p90));
+    r.metrics.push_back(compared(fmt::format("{}_p99_ms", name), a.p99, b.p99));
   };
   add("ttft", engine.ttft, simulated.ttft);
   add("tpot", engine.tpot, simulated.tpot);

@@ -35,8 +35,8 @@ TEST(CompareRuns, ReportsThroughputAndLatencyPercentiles) {
   sim::MetricsSummary engine, simulated;
   engine.throughput_tokens_per_s = 100;
   simulated.throughput_tokens_per_s = 95;
-  engine.ttft.p50 = 2e6;  // ns
-  simulated.ttft.p50 = 2.2e6;
+  engine.ttft.p50 = 2.0;  // ms
+  simulated.ttft.p50 = 2.2;
   const std::vector<TimeNs> it = {1000};
   const ValidationResult r = compare_runs("depthwise", engine, simulated, it, it);
   ASSERT_EQ(r.metrics.size(), 10U);

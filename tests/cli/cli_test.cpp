@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -339,6 +340,33 @@ TEST_F(Cli, EngineUserErrorsAreOneLine) {
           "' --set exit_policy.kind=distribution --set 'exit_policy.probabilities=[0.5, 0.5]'");
   EXPECT_EQ(bad_exits.exit_code, 1);
   EXPECT_NE(bad_exits.err.find("exit_policy.probabilities"), std::string::npos) << bad_exits.err;
+}
+
+TEST_F(Cli, SweepKilledMidwayResumesWithoutLosingOrRepeatingRuns) {
+  const fs::path scenario = file("sweep.yaml",
+                                 "workload:\n  requests: 300\n"
+                                 "sweep:\n"
+                                 "  - key: scheduler.max_running\n    values: [2, 4, 8, 16]\n"
+                                 "  - key: workload.arrivals.rate\n    values: [1, 2, 4, 8]\n");
+  const fs::path db = dir_ / "runs.db";
+  const std::string sweep = "sweep '" + scenario.string() + "' --db '" + db.string() + "' -j 1";
+  // kill -9 part-way (or after the end, on a fast machine: then nothing is left to resume).
+  const std::string killed =
+      "timeout -s KILL 0.4 '" + std::string(EXITSIM_CLI_PATH) + "' " + sweep + " >/dev/null 2>&1";
+  [[maybe_unused]] const int status = std::system(killed.c_str());
+  const Result resumed = run(sweep);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  int made = -1;
+  int already = -1;
+  ASSERT_EQ(
+      std::sscanf(resumed.out.c_str(), "sweep      %d runs made, %d already", &made, &already), 2)
+      << resumed.out;
+  EXPECT_EQ(made + already, 16) << resumed.out;
+  const Result again = run(sweep);
+  EXPECT_NE(again.out.find("0 runs made, 16 already"), std::string::npos) << again.out;
+  const Result bad_shard = run(sweep + " --shard 2/2");
+  EXPECT_EQ(bad_shard.exit_code, 1);
+  EXPECT_NE(bad_shard.err.find("--shard: expected i/N"), std::string::npos) << bad_shard.err;
 }
 
 }  // namespace

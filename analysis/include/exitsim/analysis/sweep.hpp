@@ -1,0 +1,103 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "exitsim/scenario/scenario.hpp"
+#include "exitsim/sim/metrics/metrics.hpp"
+
+namespace exitsim::analysis {
+
+// One combination of a sweep's axis values: its position in the Cartesian product (the last axis
+// varies fastest) and the --set overrides that make it.
+struct SweepPoint {
+  std::size_t index = 0;
+  std::vector<std::string> overrides;  // "key=value", in axis order
+  std::string key;                     // the overrides joined by "; ": the run's identity
+};
+
+// Every point of the sweep, in index order (one point with no overrides when there are no axes).
+std::vector<SweepPoint> sweep_points(const std::vector<scenario::SweepAxis>& axes);
+
+// A slice of a sweep for job arrays: points whose index % count == index.
+struct Shard {
+  std::size_t index = 0;
+  std::size_t count = 1;
+  bool contains(std::size_t point) const { return point % count == index; }
+};
+// Parses "i/N" (0 <= i < N); throws InputError on `--shard` otherwise.
+Shard parse_shard(const std::string& text);
+
+// The headline metrics of one run, as the database's columns hold them (the full summary is
+// stored as JSON beside them).
+struct RunMetrics {
+  double throughput_tokens_per_s = 0;
+  double goodput_requests_per_s = 0;
+  double slo_attainment = 0;
+  double ttft_p50_ms = 0, ttft_p99_ms = 0;
+  double tpot_p50_ms = 0, tpot_p99_ms = 0;
+  double e2e_p50_ms = 0, e2e_p99_ms = 0;
+  double mean_exit_depth = 0;
+  std::string summary_json;
+};
+
+// One completed run, as stored.
+struct RunRecord {
+  SweepPoint point;
+  std::string scenario_yaml;  // the resolved scenario of the run
+  RunMetrics metrics;
+};
+
+// The sweep's results in SQLite: one row per completed run, keyed by the point's key, written in
+// one transaction each, so a sweep killed at any moment (even kill -9) keeps every completed run
+// and none half-written. Throws InputError naming the file when it cannot be opened or written,
+// or holds another sweep's table layout.
+class SweepDatabase {
+ public:
+  explicit SweepDatabase(const std::string& path);
+  ~SweepDatabase();
+  SweepDatabase(const SweepDatabase&) = delete;
+  SweepDatabase& operator=(const SweepDatabase&) = delete;
+
+  std::set<std::string> completed_keys() const;
+  void record(const RunRecord& run);
+  // Every stored run, by point index.
+  std::vector<RunRecord> runs() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+struct SweepProgress {
+  std::size_t done = 0;     // completed in this invocation
+  std::size_t total = 0;    // to run in this invocation
+  std::size_t skipped = 0;  // already in the database
+  double elapsed_s = 0;
+};
+
+struct SweepOptions {
+  std::string scenario_file;           // "" = the embedded default
+  std::vector<std::string> overrides;  // the command line's --set, before each point's
+  std::string database;
+  Shard shard;
+  unsigned jobs = 1;  // concurrent runs (threads)
+  std::function<void(const SweepProgress&)> progress;
+};
+
+// Runs every point of the scenario's sweep in the shard that the database does not hold yet,
+// `jobs` at a time, storing each as it completes; a run that fails (an impossible configuration at
+// that point) stops the sweep with its InputError, naming the point, after the runs in flight are
+// stored. Returns the number of runs made.
+std::size_t run_sweep(const SweepOptions& options);
+
+// What a run measured, from its simulation summary.
+RunMetrics run_metrics_of(const sim::MetricsSummary& summary);
+
+}  // namespace exitsim::analysis

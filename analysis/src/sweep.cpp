@@ -1,0 +1,189 @@
+#include "exitsim/analysis/sweep.hpp"
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <charconv>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <thread>
+
+#include "exitsim/core/error.hpp"
+#include "exitsim/scenario/load.hpp"
+#include "exitsim/sim/simulator.hpp"
+#include "exitsim/sim/workload/workload.hpp"
+
+namespace exitsim::analysis {
+
+std::vector<SweepPoint> sweep_points(const std::vector<scenario::SweepAxis>& axes) {
+  std::size_t total = 1;
+  for (const scenario::SweepAxis& axis : axes)
+    total *= axis.values.size();
+  std::vector<SweepPoint> points;
+  points.reserve(total);
+  for (std::size_t index = 0; index < total; ++index) {
+    SweepPoint p;
+    p.index = index;
+    // Mixed-radix digits of the index, the last axis least significant.
+    std::size_t rest = index;
+    p.overrides.resize(axes.size());
+    for (std::size_t a = axes.size(); a-- > 0;) {
+      const std::size_t n = axes[a].values.size();
+      p.overrides[a] = axes[a].key + "=" + axes[a].values[rest % n];
+      rest /= n;
+    }
+    for (const std::string& o : p.overrides)
+      p.key += (p.key.empty() ? "" : "; ") + o;
+    points.push_back(std::move(p));
+  }
+  return points;
+}
+
+Shard parse_shard(const std::string& text) {
+  const std::size_t slash = text.find('/');
+  Shard shard;
+  const auto number = [&](std::string_view part, std::size_t& out) {
+    const auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), out);
+    return ec == std::errc{} && end == part.data() + part.size() && !part.empty();
+  };
+  const std::string_view all(text);
+  if (slash == std::string::npos || !number(all.substr(0, slash), shard.index) ||
+      !number(all.substr(slash + 1), shard.count) || shard.count == 0 ||
+      shard.index >= shard.count) {
+    throw InputError({"", 0, 0, "--shard"},
+                     expected_found("i/N with 0 <= i < N (e.g. 0/4)", "\"" + text + "\""));
+  }
+  return shard;
+}
+
+RunMetrics run_metrics_of(const sim::MetricsSummary& s) {
+  RunMetrics m;
+  m.throughput_tokens_per_s = s.throughput_tokens_per_s;
+  m.goodput_requests_per_s = s.goodput_requests_per_s;
+  m.slo_attainment = s.slo_attainment;
+  m.ttft_p50_ms = s.ttft.p50;
+  m.ttft_p99_ms = s.ttft.p99;
+  m.tpot_p50_ms = s.tpot.p50;
+  m.tpot_p99_ms = s.tpot.p99;
+  m.e2e_p50_ms = s.e2e.p50;
+  m.e2e_p99_ms = s.e2e.p99;
+  m.mean_exit_depth = s.depth.mean_exit_depth;
+  m.summary_json = sim::summary_to_json(s);
+  return m;
+}
+
+namespace {
+
+// One point, run: its scenario with the point's overrides after the command line's (the sweep
+// itself emptied, so the point is one run).
+RunRecord run_point(const SweepOptions& options, const SweepPoint& point) {
+  std::vector<std::string> overrides = options.overrides;
+  overrides.insert(overrides.end(), point.overrides.begin(), point.overrides.end());
+  overrides.emplace_back("sweep=[]");
+  const scenario::Scenario s = options.scenario_file.empty()
+                                   ? scenario::load_default_scenario(overrides)
+                                   : scenario::load_scenario_file(options.scenario_file, overrides);
+  const auto workload = sim::make_workload(s.workload, s.seed);
+  const sim::SimulationResult result = sim::simulate(sim::simulation_config_from(s, ""), *workload);
+  return {point, scenario::render_resolved_yaml(s), run_metrics_of(result.summary)};
+}
+
+}  // namespace
+
+std::size_t run_sweep(const SweepOptions& options) {
+  const scenario::Scenario base =
+      options.scenario_file.empty()
+          ? scenario::load_default_scenario(options.overrides)
+          : scenario::load_scenario_file(options.scenario_file, options.overrides);
+  SweepDatabase database(options.database);
+  const std::set<std::string> done = database.completed_keys();
+  std::vector<SweepPoint> todo;
+  SweepProgress progress;
+  for (SweepPoint& p : sweep_points(base.sweep)) {
+    if (!options.shard.contains(p.index))
+      continue;
+    if (done.contains(p.key))
+      ++progress.skipped;
+    else
+      todo.push_back(std::move(p));
+  }
+  progress.total = todo.size();
+  const auto start = std::chrono::steady_clock::now();
+  const auto report = [&] {
+    progress.elapsed_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (options.progress)
+      options.progress(progress);
+  };
+  report();
+
+  // Workers run points; this thread alone writes the database (one SQLite connection).
+  std::mutex mutex;
+  std::condition_variable ready;
+  std::deque<RunRecord> finished;
+  std::exception_ptr failure;
+  std::atomic<std::size_t> next{0};
+  std::atomic<bool> stop{false};
+  std::size_t running =
+      std::max(1U, std::min<unsigned>(
+                       options.jobs, static_cast<unsigned>(std::max<std::size_t>(todo.size(), 1))));
+  std::vector<std::thread> workers;
+  for (std::size_t w = 0; w < running; ++w) {
+    workers.emplace_back([&] {
+      for (;;) {
+        const std::size_t i = next.fetch_add(1);
+        if (i >= todo.size() || stop.load())
+          break;
+        try {
+          RunRecord record = run_point(options, todo[i]);
+          const std::lock_guard lock(mutex);
+          finished.push_back(std::move(record));
+        } catch (const InputError& e) {
+          const std::lock_guard lock(mutex);
+          if (!failure) {
+            failure = std::make_exception_ptr(
+                InputError(e.where(), fmt::format("at sweep point {} ({}): {}", todo[i].index,
+                                                  todo[i].key, e.message())));
+          }
+          stop = true;
+        } catch (...) {
+          const std::lock_guard lock(mutex);
+          if (!failure)
+            failure = std::current_exception();
+          stop = true;
+        }
+        ready.notify_one();
+      }
+      const std::lock_guard lock(mutex);
+      --running;
+      ready.notify_one();
+    });
+  }
+  std::size_t made = 0;
+  for (;;) {
+    std::unique_lock lock(mutex);
+    ready.wait(lock, [&] { return !finished.empty() || running == 0; });
+    std::deque<RunRecord> batch;
+    batch.swap(finished);
+    const bool all_stopped = running == 0;
+    lock.unlock();
+    for (const RunRecord& record : batch) {
+      database.record(record);
+      ++made;
+      ++progress.done;
+      report();
+    }
+    if (all_stopped && batch.empty())
+      break;
+  }
+  for (std::thread& t : workers)
+    t.join();
+  if (failure)
+    std::rethrow_exception(failure);
+  return made;
+}
+
+}  // namespace exitsim::analysis

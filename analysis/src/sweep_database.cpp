@@ -1,0 +1,164 @@
+#include <fmt/format.h>
+#include <sqlite3.h>
+
+#include "exitsim/analysis/sweep.hpp"
+#include "exitsim/core/error.hpp"
+
+namespace exitsim::analysis {
+
+namespace {
+
+constexpr const char* k_schema =
+    "CREATE TABLE IF NOT EXISTS runs ("
+    " key TEXT PRIMARY KEY, point INTEGER NOT NULL, overrides TEXT NOT NULL,"
+    " scenario TEXT NOT NULL, throughput_tokens_per_s REAL, goodput_requests_per_s REAL,"
+    " slo_attainment REAL, ttft_p50_ms REAL, ttft_p99_ms REAL, tpot_p50_ms REAL,"
+    " tpot_p99_ms REAL, e2e_p50_ms REAL, e2e_p99_ms REAL, mean_exit_depth REAL,"
+    " summary TEXT NOT NULL)";
+
+constexpr const char* k_columns =
+    "key, point, overrides, scenario, throughput_tokens_per_s, goodput_requests_per_s,"
+    " slo_attainment, ttft_p50_ms, ttft_p99_ms, tpot_p50_ms, tpot_p99_ms, e2e_p50_ms,"
+    " e2e_p99_ms, mean_exit_depth, summary";
+
+class Statement {
+ public:
+  Statement(sqlite3* db, const char* sql, const std::string& path) : path_(path) {
+    if (sqlite3_prepare_v2(db, sql, -1, &statement_, nullptr) != SQLITE_OK)
+      fail(db, "a sweep database with the exitsim runs table");
+  }
+  ~Statement() { sqlite3_finalize(statement_); }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+
+  [[noreturn]] void fail(sqlite3* db, const std::string& expected) const {
+    throw InputError({path_, 0, 0, "runs"}, expected_found(expected, sqlite3_errmsg(db)));
+  }
+  sqlite3_stmt* get() const { return statement_; }
+  void text(int column, const std::string& value) {
+    sqlite3_bind_text(statement_, column, value.c_str(), static_cast<int>(value.size()),
+                      SQLITE_TRANSIENT);
+  }
+  std::string text_at(int column) const {
+    const auto* p = sqlite3_column_text(statement_, column);
+    return p == nullptr ? std::string() : std::string(reinterpret_cast<const char*>(p));
+  }
+
+ private:
+  std::string path_;
+  sqlite3_stmt* statement_ = nullptr;
+};
+
+}  // namespace
+
+struct SweepDatabase::Impl {
+  std::string path;
+  sqlite3* db = nullptr;
+
+  void exec(const char* sql, const std::string& expected) {
+    char* message = nullptr;
+    if (sqlite3_exec(db, sql, nullptr, nullptr, &message) != SQLITE_OK) {
+      const std::string found = message != nullptr ? message : sqlite3_errmsg(db);
+      sqlite3_free(message);
+      throw InputError({path, 0, 0, "runs"}, expected_found(expected, found));
+    }
+  }
+};
+
+SweepDatabase::SweepDatabase(const std::string& path) : impl_(std::make_unique<Impl>()) {
+  impl_->path = path;
+  if (sqlite3_open_v2(path.c_str(), &impl_->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
+                      nullptr) != SQLITE_OK) {
+    const std::string found = impl_->db != nullptr ? sqlite3_errmsg(impl_->db) : "no database";
+    sqlite3_close(impl_->db);
+    impl_->db = nullptr;
+    throw InputError({path, 0, 0, ""}, expected_found("a writable SQLite database", found));
+  }
+  sqlite3_busy_timeout(impl_->db, 10000);  // shards of one sweep may share the file
+  impl_->exec("PRAGMA journal_mode=WAL", "a SQLite database");
+  impl_->exec(k_schema, "a sweep database (table runs)");
+  // A database of another layout would take rows it cannot hold: check every column is there.
+  Statement probe(impl_->db, fmt::format("SELECT {} FROM runs LIMIT 0", k_columns).c_str(), path);
+}
+
+SweepDatabase::~SweepDatabase() {
+  if (impl_ && impl_->db != nullptr)
+    sqlite3_close(impl_->db);
+}
+
+std::set<std::string> SweepDatabase::completed_keys() const {
+  Statement select(impl_->db, "SELECT key FROM runs", impl_->path);
+  std::set<std::string> keys;
+  while (sqlite3_step(select.get()) == SQLITE_ROW)
+    keys.insert(select.text_at(0));
+  return keys;
+}
+
+void SweepDatabase::record(const RunRecord& run) {
+  Statement insert(impl_->db,
+                   fmt::format("INSERT OR REPLACE INTO runs ({}) VALUES "
+                               "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+                               k_columns)
+                       .c_str(),
+                   impl_->path);
+  std::string overrides;
+  for (const std::string& o : run.point.overrides)
+    overrides += (overrides.empty() ? "" : "\n") + o;
+  insert.text(1, run.point.key);
+  sqlite3_bind_int64(insert.get(), 2, static_cast<sqlite3_int64>(run.point.index));
+  insert.text(3, overrides);
+  insert.text(4, run.scenario_yaml);
+  const RunMetrics& m = run.metrics;
+  const double values[] = {m.throughput_tokens_per_s,
+                           m.goodput_requests_per_s,
+                           m.slo_attainment,
+                           m.ttft_p50_ms,
+                           m.ttft_p99_ms,
+                           m.tpot_p50_ms,
+                           m.tpot_p99_ms,
+                           m.e2e_p50_ms,
+                           m.e2e_p99_ms,
+                           m.mean_exit_depth};
+  for (int i = 0; i < 10; ++i)
+    sqlite3_bind_double(insert.get(), 5 + i, values[i]);
+  insert.text(15, m.summary_json);
+  // One statement outside a transaction is its own atomic transaction: a kill leaves the row
+  // whole or absent.
+  if (sqlite3_step(insert.get()) != SQLITE_DONE)
+    insert.fail(impl_->db, "a writable sweep database");
+}
+
+std::vector<RunRecord> SweepDatabase::runs() const {
+  Statement select(impl_->db, fmt::format("SELECT {} FROM runs ORDER BY point", k_columns).c_str(),
+                   impl_->path);
+  std::vector<RunRecord> out;
+  while (sqlite3_step(select.get()) == SQLITE_ROW) {
+    RunRecord r;
+    r.point.key = select.text_at(0);
+    r.point.index = static_cast<std::size_t>(sqlite3_column_int64(select.get(), 1));
+    const std::string overrides = select.text_at(2);
+    for (std::size_t begin = 0; begin < overrides.size();) {
+      const std::size_t end = std::min(overrides.find('\n', begin), overrides.size());
+      r.point.overrides.push_back(overrides.substr(begin, end - begin));
+      begin = end + 1;
+    }
+    r.scenario_yaml = select.text_at(3);
+    double* fields[] = {&r.metrics.throughput_tokens_per_s,
+                        &r.metrics.goodput_requests_per_s,
+                        &r.metrics.slo_attainment,
+                        &r.metrics.ttft_p50_ms,
+                        &r.metrics.ttft_p99_ms,
+                        &r.metrics.tpot_p50_ms,
+                        &r.metrics.tpot_p99_ms,
+                        &r.metrics.e2e_p50_ms,
+                        &r.metrics.e2e_p99_ms,
+                        &r.metrics.mean_exit_depth};
+    for (int i = 0; i < 10; ++i)
+      *fields[i] = sqlite3_column_double(select.get(), 4 + i);
+    r.metrics.summary_json = select.text_at(14);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+}  // namespace exitsim::analysis

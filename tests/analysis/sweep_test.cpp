@@ -1,0 +1,106 @@
+#include "exitsim/analysis/sweep.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "support/test_files.hpp"
+
+namespace exitsim::analysis {
+namespace {
+
+using test_support::error_of;
+using test_support::TempDir;
+
+TEST(SweepPoints, EnumerateTheCartesianProductLastAxisFastest) {
+  const std::vector<scenario::SweepAxis> axes = {{"a", {"1", "2"}}, {"b", {"x", "y", "z"}}};
+  const std::vector<SweepPoint> points = sweep_points(axes);
+  ASSERT_EQ(points.size(), 6U);
+  EXPECT_EQ(points[0].key, "a=1; b=x");
+  EXPECT_EQ(points[1].key, "a=1; b=y");
+  EXPECT_EQ(points[3].key, "a=2; b=x");
+  EXPECT_EQ(points[5].overrides, (std::vector<std::string>{"a=2", "b=z"}));
+  EXPECT_EQ(points[5].index, 5U);
+  const std::vector<SweepPoint> none = sweep_points({});
+  ASSERT_EQ(none.size(), 1U);
+  EXPECT_TRUE(none[0].overrides.empty());
+}
+
+TEST(Shard, ParsesIOfNAndRefusesTheRest) {
+  const Shard s = parse_shard("2/4");
+  EXPECT_TRUE(s.contains(6));
+  EXPECT_FALSE(s.contains(7));
+  for (const char* bad : {"4/4", "1", "a/2", "1/0", "-1/2", "1/2/3", ""}) {
+    EXPECT_NE(error_of([&] { parse_shard(bad); }).find("--shard: expected i/N"), std::string::npos)
+        << bad;
+  }
+}
+
+SweepOptions small_sweep(const TempDir& dir) {
+  SweepOptions options;
+  options.scenario_file = dir.write("sweep.yaml",
+                                    "workload:\n  requests: 60\n"
+                                    "sweep:\n"
+                                    "  - key: scheduler.max_running\n    values: [4, 64]\n"
+                                    "  - key: workload.arrivals.rate\n    values: [1, 20]\n");
+  options.database = dir.path("runs.db");
+  options.jobs = 2;
+  return options;
+}
+
+TEST(RunSweep, StoresEveryPointOnceAndResumes) {
+  TempDir dir;
+  SweepOptions options = small_sweep(dir);
+  options.shard = parse_shard("1/2");  // points 1 and 3
+  EXPECT_EQ(run_sweep(options), 2U);
+  options.shard = {};
+  std::vector<SweepProgress> seen;
+  options.progress = [&](const SweepProgress& p) { seen.push_back(p); };
+  EXPECT_EQ(run_sweep(options), 2U);  // only 0 and 2 are left
+  ASSERT_FALSE(seen.empty());
+  EXPECT_EQ(seen.back().skipped, 2U);
+  EXPECT_EQ(seen.back().done, 2U);
+  EXPECT_EQ(run_sweep(options), 0U);
+
+  const std::vector<RunRecord> runs = SweepDatabase(options.database).runs();
+  ASSERT_EQ(runs.size(), 4U);
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    EXPECT_EQ(runs[i].point.index, i);
+    EXPECT_GT(runs[i].metrics.throughput_tokens_per_s, 0);
+    EXPECT_NE(runs[i].metrics.summary_json.find("throughput_tokens_per_s"), std::string::npos);
+  }
+  EXPECT_EQ(runs[3].point.overrides,
+            (std::vector<std::string>{"scheduler.max_running=64", "workload.arrivals.rate=20"}));
+  EXPECT_NE(runs[3].scenario_yaml.find("max_running: 64"), std::string::npos);
+  // At 20 requests/s, 4 running sequences make a queue that 64 do not.
+  EXPECT_GT(runs[1].metrics.ttft_p99_ms, runs[3].metrics.ttft_p99_ms);
+
+  // The same sweep run again from scratch gives the same numbers (deterministic runs).
+  SweepOptions fresh = small_sweep(dir);
+  fresh.database = dir.path("again.db");
+  fresh.jobs = 1;
+  run_sweep(fresh);
+  const std::vector<RunRecord> again = SweepDatabase(fresh.database).runs();
+  ASSERT_EQ(again.size(), 4U);
+  for (std::size_t i = 0; i < again.size(); ++i)
+    EXPECT_EQ(again[i].metrics.summary_json, runs[i].metrics.summary_json);
+}
+
+TEST(RunSweep, AFailingPointIsNamed) {
+  TempDir dir;
+  SweepOptions options = small_sweep(dir);
+  // A KV pool too small for any request fails at every point; the error says which.
+  options.overrides = {"scheduler.kv_blocks=1"};
+  const std::string error = error_of([&] { run_sweep(options); });
+  EXPECT_NE(error.find("at sweep point"), std::string::npos) << error;
+}
+
+TEST(SweepDatabase, RefusesAFileThatIsNotADatabase) {
+  TempDir dir;
+  const std::string path = dir.write("not.db", "this is not SQLite at all, just some text here");
+  EXPECT_NE(error_of([&] { SweepDatabase db(path); }).find("not.db"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace exitsim::analysis
