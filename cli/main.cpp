@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
   exitsim::cli::add_calibrate_command(app);
   exitsim::cli::add_validate_command(app);
   exitsim::cli::add_sweep_command(app);
+  exitsim::cli::add_plan_command(app);
 
   try {
     app.parse(argc, argv);

@@ -5,18 +5,26 @@ Architecture (the engine's, docs/engine.md): byte embeddings (vocab 256, tied LM
 prelude layer, a one-layer shared block applied N_r = 4 times, one coda layer, RMSNorm, rotary
 positions (Hugging Face convention), grouped-query attention, SwiGLU. Every recursion is an exit:
 exit r runs the coda and the shared final norm + head on the hidden state after recursion r, and
-the loss is a weighted mean over exits (deep supervision, final exit weighted most). Per-recursion routers (linear d -> 1, sigmoid)
-score the hidden state entering recursion r; they are trained detached from the language model
-to predict whether the previous exit's top-1 differs from the last exit's, i.e. whether recursion
-r is still needed (a learned continue/exit classifier standing in for Mixture-of-Recursions'
-expert-choice router; the engine uses it as expert choice by threshold or top-k).
+the loss is a weighted mean over exits (deep supervision, final exit weighted most).
+
+Routers: one linear d -> 1 (sigmoid) per recursion on the hidden state entering it, used by the
+engine as Mixture-of-Recursions expert choice (hierarchical: a token runs recursion r while its
+router selects it, by threshold or per-batch top-k). Unlike MoR, whose router gates the block
+output and learns end to end with an auxiliary BCE loss on top-k membership, these routers are
+trained detached from the language model (the LM is trained at every depth by deep supervision
+instead) with BCE on an oracle target: router r (r >= 1) learns whether exit r - 1's top-1
+differs from the final exit's, i.e. whether recursion r + 1 is still needed; router 0 learns 1
+(recursion 1 always runs). No balancing loss: capacity is the engine's threshold or top-k.
 
 Corpus: the King James Bible from Debian's bible-kjv (public domain),
-`bible -l100000 "gen1:1-rev22:21"`; the last 5% of bytes are held out for evaluation.
+`bible -l100000 "gen1:1-rev22:21"`; every 20th chapter is held out for evaluation.
 
-Usage: /usr/bin/python3 training/train_tiny.py --out models/tiny-recursive [--minutes 25]
-       [--threads 2]
-       /usr/bin/python3 training/train_tiny.py --smoke   (a few steps, for CI)
+Seeded and deterministic on CPU for a given --threads.
+
+Usage: /usr/bin/python3 training/train_tiny.py --out models/tiny-recursive [--steps 3000]
+       [--threads 1]
+       /usr/bin/python3 training/train_tiny.py --smoke   (three steps, no export: for CI)
+       /usr/bin/python3 training/train_tiny.py --write-held-out FILE   (the evaluation text)
 """
 import argparse
 import json
@@ -129,7 +137,9 @@ def losses(model, batch):
     logits, routers = model.exits(inputs)
     lm = [F.cross_entropy(l.reshape(-1, VOCAB), targets.reshape(-1)) for l in logits]
     final = logits[-1].argmax(-1)
-    router_loss = 0.0
+    # Router 0 guards recursion 1, which always runs (no exit point lies before it): target 1,
+    # so that a threshold never stops a token before its first exit.
+    router_loss = F.binary_cross_entropy_with_logits(routers[0], torch.ones_like(routers[0]))
     for r in range(1, RECURSIONS):
         # Router r: is recursion r + 1 (1-based) still needed, i.e. does exit r - 1 disagree?
         needed = (logits[r - 1].argmax(-1) != final).float().detach()

@@ -1,0 +1,57 @@
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "exitsim/analysis/sweep.hpp"
+#include "exitsim/sim/metrics/metrics.hpp"
+
+namespace exitsim::analysis {
+
+// Capacity planning (docs/planning.md): the candidates are the points of the scenario's sweep
+// (the base scenario when it has none); the SLOs are its `slo` section.
+struct PlanOptions {
+  std::string scenario_file;  // "" = the embedded default
+  std::vector<std::string> overrides;
+  // A run meets the SLOs when at least this fraction of its requests meets every target.
+  double min_attainment = 0.9;
+  // Either a target arrival rate (synthetic workload) or a scale of the replayed trace's rate
+  // (workload.source: trace); neither: only the per-replica capacity is found.
+  std::optional<double> target_rate;
+  std::optional<double> trace_scale;
+  double gpu_hour_price = 0;  // per replica-hour; 0 = no cost figures
+  int bisection_steps = 8;    // halvings of the rate bracket
+  int max_replicas = 256;
+  unsigned jobs = 1;  // candidates planned at a time
+};
+
+struct CandidatePlan {
+  SweepPoint point;
+  // The highest load one replica sustains within the SLOs, and the run at it; 0 when even the
+  // lowest load tried misses them. The load is the arrival rate in requests/s (synthetic
+  // workloads) or the trace's rate scale (replayed traces), as `load_key` says.
+  std::string load_key;
+  double max_load_per_replica = 0;
+  RunMetrics at_max_rate;
+  int simulations = 0;
+  // For the target (rate or scaled trace): the fewest replicas that meet the SLOs, and the run
+  // there; 0 when none up to max_replicas does or there is no target.
+  int replicas = 0;
+  RunMetrics at_target;
+  double cost_per_hour = 0;            // replicas x price
+  double cost_per_million_tokens = 0;  // at the target's throughput
+};
+
+struct Plan {
+  std::vector<CandidatePlan> candidates;   // by point index
+  std::optional<std::size_t> recommended;  // index into candidates
+  std::string recommendation;              // one line, also when nothing qualifies
+};
+
+// Throws InputError when the scenario has no SLO (every rate would qualify), when a target rate
+// is given for a trace workload or a trace scale for a synthetic one, and for bad options.
+Plan plan_capacity(const PlanOptions& options);
+
+}  // namespace exitsim::analysis

@@ -1,0 +1,259 @@
+#include "exitsim/analysis/plan.hpp"
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <cmath>
+#include <exception>
+#include <mutex>
+#include <thread>
+
+#include "exitsim/core/error.hpp"
+#include "exitsim/scenario/load.hpp"
+#include "exitsim/sim/simulator.hpp"
+#include "exitsim/sim/workload/workload.hpp"
+
+namespace exitsim::analysis {
+
+namespace {
+
+class Planner {
+ public:
+  Planner(const PlanOptions& options, const scenario::Scenario& base)
+      : options_(options), trace_(base.workload.source == "trace") {
+    load_key_ = trace_ ? "workload.trace.rate_scale" : "workload.arrivals.rate";
+    start_load_ = trace_ ? base.workload.trace.rate_scale : base.workload.arrivals.rate;
+  }
+
+  CandidatePlan plan(const SweepPoint& point) const {
+    CandidatePlan c;
+    c.point = point;
+    c.load_key = load_key_;
+    find_max_load(c);
+    const std::optional<double> target = trace_ ? options_.trace_scale : options_.target_rate;
+    if (target)
+      find_replicas(c, *target);
+    return c;
+  }
+
+ private:
+  struct Outcome {
+    bool meets = false;
+    RunMetrics metrics;
+  };
+
+  Outcome run(const SweepPoint& point, double load, int replicas, CandidatePlan& c) const {
+    std::vector<std::string> overrides = options_.overrides;
+    overrides.insert(overrides.end(), point.overrides.begin(), point.overrides.end());
+    overrides.push_back("sweep=[]");
+    overrides.push_back(fmt::format("{}={}", load_key_, load));
+    overrides.push_back(fmt::format("cluster.replicas={}", replicas));
+    const scenario::Scenario s =
+        options_.scenario_file.empty()
+            ? scenario::load_default_scenario(overrides)
+            : scenario::load_scenario_file(options_.scenario_file, overrides);
+    const auto workload = sim::make_workload(s.workload, s.seed);
+    const sim::SimulationResult result =
+        sim::simulate(sim::simulation_config_from(s, ""), *workload);
+    ++c.simulations;
+    return {result.summary.slo_attainment >= options_.min_attainment,
+            run_metrics_of(result.summary)};
+  }
+
+  // Vidur-Search's bisection: bracket the capacity by doubling (or halving), then halve the
+  // bracket.
+  void find_max_load(CandidatePlan& c) const {
+    constexpr int k_bracket_steps = 12;
+    double ok = 0;
+    double fail = 0;
+    Outcome first = run(c.point, start_load_, 1, c);
+    if (first.meets) {
+      ok = start_load_;
+      c.at_max_rate = first.metrics;
+      for (int i = 0; i < k_bracket_steps; ++i) {
+        const double load = ok * 2;
+        Outcome o = run(c.point, load, 1, c);
+        if (!o.meets) {
+          fail = load;
+          break;
+        }
+        ok = load;
+        c.at_max_rate = o.metrics;
+      }
+      if (fail == 0) {  // never failed: report the highest load tried
+        c.max_load_per_replica = ok;
+        return;
+      }
+    } else {
+      fail = start_load_;
+      for (int i = 0; i < k_bracket_steps && ok == 0; ++i) {
+        const double load = fail / 2;
+        Outcome o = run(c.point, load, 1, c);
+        if (o.meets) {
+          ok = load;
+          c.at_max_rate = o.metrics;
+        } else {
+          fail = load;
+        }
+      }
+      if (ok == 0)
+        return;
+    }
+    for (int i = 0; i < options_.bisection_steps; ++i) {
+      const double load = (ok + fail) / 2;
+      Outcome o = run(c.point, load, 1, c);
+      if (o.meets) {
+        ok = load;
+        c.at_max_rate = o.metrics;
+      } else {
+        fail = load;
+      }
+    }
+    c.max_load_per_replica = ok;
+  }
+
+  // The fewest replicas meeting the SLOs at the target load: from the capacity's estimate, up
+  // while it misses, down while one fewer still meets.
+  void find_replicas(CandidatePlan& c, double target) const {
+    int n = c.max_load_per_replica > 0
+                ? std::max(1, static_cast<int>(std::ceil(target / c.max_load_per_replica)))
+                : 1;
+    n = std::min(n, options_.max_replicas);
+    Outcome o = run(c.point, target, n, c);
+    while (!o.meets && n < options_.max_replicas) {
+      n = std::min(options_.max_replicas, n + std::max(1, n / 4));
+      o = run(c.point, target, n, c);
+    }
+    if (!o.meets)
+      return;
+    while (n > 1) {
+      Outcome fewer = run(c.point, target, n - 1, c);
+      if (!fewer.meets)
+        break;
+      --n;
+      o = fewer;
+    }
+    c.replicas = n;
+    c.at_target = o.metrics;
+    c.cost_per_hour = n * options_.gpu_hour_price;
+    const double tokens_per_hour = o.metrics.throughput_tokens_per_s * 3600;
+    if (tokens_per_hour > 0)
+      c.cost_per_million_tokens = c.cost_per_hour / (tokens_per_hour / 1e6);
+  }
+
+  const PlanOptions& options_;
+  bool trace_;
+  std::string load_key_;
+  double start_load_ = 1;
+};
+
+std::string recommend(const Plan& plan, const PlanOptions& options, bool has_target,
+                      std::optional<std::size_t>& chosen) {
+  chosen.reset();
+  for (std::size_t i = 0; i < plan.candidates.size(); ++i) {
+    const CandidatePlan& c = plan.candidates[i];
+    if (has_target ? c.replicas == 0 : c.max_load_per_replica <= 0)
+      continue;
+    if (!chosen) {
+      chosen = i;
+      continue;
+    }
+    const CandidatePlan& best = plan.candidates[*chosen];
+    const bool better =
+        has_target
+            ? (c.replicas < best.replicas ||
+               (c.replicas == best.replicas && c.max_load_per_replica > best.max_load_per_replica))
+            : c.max_load_per_replica > best.max_load_per_replica;
+    if (better)
+      chosen = i;
+  }
+  if (!chosen) {
+    return has_target ? fmt::format(
+                            "no candidate meets the SLOs at the target with up to {} "
+                            "replicas: relax the SLOs or add candidates",
+                            options.max_replicas)
+                      : "no candidate meets the SLOs even at the lowest load tried: relax the SLOs";
+  }
+  const CandidatePlan& c = plan.candidates[*chosen];
+  const std::string what = c.point.key.empty() ? "the scenario as given" : c.point.key;
+  if (has_target) {
+    return fmt::format("{}: {} replica{}{} ({} = {:.3g} per replica at most)", what, c.replicas,
+                       c.replicas == 1 ? "" : "s",
+                       options.gpu_hour_price > 0
+                           ? fmt::format(", {:.2f} per hour, {:.3f} per million tokens",
+                                         c.cost_per_hour, c.cost_per_million_tokens)
+                           : "",
+                       c.load_key, c.max_load_per_replica);
+  }
+  return fmt::format("{}: {} = {:.3g} per replica within the SLOs", what, c.load_key,
+                     c.max_load_per_replica);
+}
+
+}  // namespace
+
+Plan plan_capacity(const PlanOptions& options) {
+  const scenario::Scenario base =
+      options.scenario_file.empty()
+          ? scenario::load_default_scenario(options.overrides)
+          : scenario::load_scenario_file(options.scenario_file, options.overrides);
+  if (!base.slo.ttft_ms && !base.slo.tpot_ms && !base.slo.e2e_ms) {
+    throw InputError({options.scenario_file, 0, 0, "slo"},
+                     expected_found("at least one of slo.ttft_ms, slo.tpot_ms, slo.e2e_ms "
+                                    "(capacity is the load that still meets them)",
+                                    "none"));
+  }
+  const bool trace = base.workload.source == "trace";
+  if (trace && options.target_rate) {
+    throw InputError({"", 0, 0, "--target-rate"},
+                     "a replayed trace sets its own rate: give --trace-scale K instead");
+  }
+  if (!trace && options.trace_scale) {
+    throw InputError({"", 0, 0, "--trace-scale"},
+                     "the workload is synthetic: give --target-rate R instead");
+  }
+  for (const auto& [name, value] : {std::pair{"--target-rate", options.target_rate},
+                                    std::pair{"--trace-scale", options.trace_scale}}) {
+    if (value && !(*value > 0 && std::isfinite(*value)))
+      throw InputError({"", 0, 0, name}, expected_found("a number > 0", fmt::format("{}", *value)));
+  }
+  if (!(options.min_attainment > 0 && options.min_attainment <= 1)) {
+    throw InputError(
+        {"", 0, 0, "--attainment"},
+        expected_found("a fraction in (0, 1]", fmt::format("{}", options.min_attainment)));
+  }
+
+  const Planner planner(options, base);
+  const std::vector<SweepPoint> points = sweep_points(base.sweep);
+  Plan plan;
+  plan.candidates.resize(points.size());
+  std::atomic<std::size_t> next{0};
+  std::mutex mutex;
+  std::exception_ptr failure;
+  std::vector<std::thread> workers;
+  const unsigned jobs =
+      std::max(1U, std::min<unsigned>(options.jobs, static_cast<unsigned>(points.size())));
+  for (unsigned w = 0; w < jobs; ++w) {
+    workers.emplace_back([&] {
+      for (std::size_t i = next.fetch_add(1); i < points.size(); i = next.fetch_add(1)) {
+        try {
+          plan.candidates[i] = planner.plan(points[i]);
+        } catch (...) {
+          const std::lock_guard lock(mutex);
+          if (!failure)
+            failure = std::current_exception();
+          next = points.size();
+        }
+      }
+    });
+  }
+  for (std::thread& t : workers)
+    t.join();
+  if (failure)
+    std::rethrow_exception(failure);
+  plan.recommendation = recommend(
+      plan, options, trace ? options.trace_scale.has_value() : options.target_rate.has_value(),
+      plan.recommended);
+  return plan;
+}
+
+}  // namespace exitsim::analysis

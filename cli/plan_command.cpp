@@ -1,0 +1,91 @@
+// `exitsim plan`: per-replica capacity of each candidate and the replicas a target needs.
+#include <fmt/core.h>
+
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "commands.hpp"
+#include "exitsim/analysis/plan.hpp"
+#include "exitsim/traces/atomic_output.hpp"
+#include "scenario_options.hpp"
+
+namespace exitsim::cli {
+
+namespace {
+
+struct PlanArgs {
+  ScenarioOptions scenario;
+  analysis::PlanOptions options;
+  double target_rate = 0;
+  double trace_scale = 0;
+  std::string out;
+};
+
+std::string plan_csv(const analysis::Plan& plan) {
+  std::string out =
+      "candidate,load_key,max_load_per_replica,tpot_p99_ms_at_max,ttft_p99_ms_at_max,replicas,"
+      "cost_per_hour,cost_per_million_tokens,simulations,recommended\n";
+  for (std::size_t i = 0; i < plan.candidates.size(); ++i) {
+    const analysis::CandidatePlan& c = plan.candidates[i];
+    out +=
+        fmt::format("\"{}\",{},{:.6g},{:.6g},{:.6g},{},{:.6g},{:.6g},{},{}\n", c.point.key,
+                    c.load_key, c.max_load_per_replica, c.at_max_rate.tpot_p99_ms,
+                    c.at_max_rate.ttft_p99_ms, c.replicas, c.cost_per_hour,
+                    c.cost_per_million_tokens, c.simulations, plan.recommended == i ? "yes" : "no");
+  }
+  return out;
+}
+
+void run_plan(PlanArgs& args) {
+  args.options.scenario_file = args.scenario.file;
+  args.options.overrides = args.scenario.overrides;
+  if (args.target_rate != 0)
+    args.options.target_rate = args.target_rate;
+  if (args.trace_scale != 0)
+    args.options.trace_scale = args.trace_scale;
+  const analysis::Plan plan = analysis::plan_capacity(args.options);
+  fmt::print("{:<48} {:>12} {:>11} {:>11} {:>9} {:>10}\n", "candidate", "max load", "TPOT p99",
+             "TTFT p99", "replicas", "cost/h");
+  for (const analysis::CandidatePlan& c : plan.candidates) {
+    fmt::print("{:<48} {:>12.4g} {:>8.2f} ms {:>8.1f} ms {:>9} {:>10.2f}\n",
+               c.point.key.empty() ? "(scenario)" : c.point.key, c.max_load_per_replica,
+               c.at_max_rate.tpot_p99_ms, c.at_max_rate.ttft_p99_ms,
+               c.replicas > 0 ? std::to_string(c.replicas) : "-", c.cost_per_hour);
+  }
+  if (!plan.candidates.empty())
+    fmt::print("load       {} per replica\n", plan.candidates.front().load_key);
+  fmt::print("recommend  {}\n", plan.recommendation);
+  if (!args.out.empty()) {
+    traces::write_file_atomically(args.out, plan_csv(plan));
+    fmt::print("wrote      {}\n", args.out);
+  }
+}
+
+}  // namespace
+
+void add_plan_command(CLI::App& app) {
+  auto args = std::make_shared<PlanArgs>();
+  args->options.jobs = std::max(1U, std::thread::hardware_concurrency());
+  CLI::App* command = app.add_subcommand(
+      "plan",
+      "Capacity planning: for each candidate (the points of the scenario's sweep), the highest "
+      "load one replica sustains within the SLOs (bisection over simulated runs) and the fewest "
+      "replicas for a target rate or a scaled trace");
+  args->scenario.add_to(*command);
+  command->add_option("--target-rate", args->target_rate, "Requests/s to serve (synthetic)");
+  command->add_option("--trace-scale", args->trace_scale,
+                      "Serve the replayed trace at k times its rate (workload.source: trace)");
+  command->add_option("--gpu-hour-price", args->options.gpu_hour_price,
+                      "Price of one replica-hour, for cost figures");
+  command->add_option("--attainment", args->options.min_attainment,
+                      "Fraction of requests that must meet every SLO (default 0.9)");
+  command->add_option("--max-replicas", args->options.max_replicas, "Most replicas to try");
+  command->add_option("--jobs,-j", args->options.jobs, "Candidates at a time");
+  command->add_option("-o,--out", args->out, "Write the plan as CSV");
+  command->callback([args] { run_plan(*args); });
+}
+
+}  // namespace exitsim::cli
