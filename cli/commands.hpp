@@ -19,5 +19,6 @@ void add_calibrate_command(CLI::App& app);
 void add_validate_command(CLI::App& app);
 void add_sweep_command(CLI::App& app);
 void add_plan_command(CLI::App& app);
+void add_report_command(CLI::App& app);
 
 }  // namespace exitsim::cli

@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   exitsim::cli::add_validate_command(app);
   exitsim::cli::add_sweep_command(app);
   exitsim::cli::add_plan_command(app);
+  exitsim::cli::add_report_command(app);
 
   try {
     app.parse(argc, argv);

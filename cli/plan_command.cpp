@@ -2,6 +2,7 @@
 #include <fmt/core.h>
 
 #include <CLI/CLI.hpp>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -24,21 +25,6 @@ struct PlanArgs {
   std::string out;
 };
 
-std::string plan_csv(const analysis::Plan& plan) {
-  std::string out =
-      "candidate,load_key,max_load_per_replica,tpot_p99_ms_at_max,ttft_p99_ms_at_max,replicas,"
-      "cost_per_hour,cost_per_million_tokens,simulations,recommended\n";
-  for (std::size_t i = 0; i < plan.candidates.size(); ++i) {
-    const analysis::CandidatePlan& c = plan.candidates[i];
-    out +=
-        fmt::format("\"{}\",{},{:.6g},{:.6g},{:.6g},{},{:.6g},{:.6g},{},{}\n", c.point.key,
-                    c.load_key, c.max_load_per_replica, c.at_max_rate.tpot_p99_ms,
-                    c.at_max_rate.ttft_p99_ms, c.replicas, c.cost_per_hour,
-                    c.cost_per_million_tokens, c.simulations, plan.recommended == i ? "yes" : "no");
-  }
-  return out;
-}
-
 void run_plan(PlanArgs& args) {
   args.options.scenario_file = args.scenario.file;
   args.options.overrides = args.scenario.overrides;
@@ -59,8 +45,10 @@ void run_plan(PlanArgs& args) {
     fmt::print("load       {} per replica\n", plan.candidates.front().load_key);
   fmt::print("recommend  {}\n", plan.recommendation);
   if (!args.out.empty()) {
-    traces::write_file_atomically(args.out, plan_csv(plan));
-    fmt::print("wrote      {}\n", args.out);
+    traces::write_file_atomically(args.out, analysis::plan_csv(plan));
+    const std::string json = std::filesystem::path(args.out).replace_extension(".json").string();
+    traces::write_file_atomically(json, analysis::plan_json(plan));
+    fmt::print("wrote      {} and {}\n", args.out, json);
   }
 }
 

@@ -152,7 +152,9 @@ void run_validate(const ValidateArgs& args) {
   }
   const std::string csv = (std::filesystem::path(args.out) / "validation.csv").string();
   traces::write_file_atomically(csv, analysis::validation_csv(results));
-  fmt::print("wrote      {}\n", csv);
+  const std::string json = (std::filesystem::path(args.out) / "validation.json").string();
+  traces::write_file_atomically(json, analysis::validation_json(results));
+  fmt::print("wrote      {} and validation.json\n", csv);
 }
 
 }  // namespace

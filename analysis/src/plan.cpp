@@ -6,6 +6,7 @@
 #include <cmath>
 #include <exception>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "exitsim/core/error.hpp"
@@ -254,6 +255,44 @@ Plan plan_capacity(const PlanOptions& options) {
       plan, options, trace ? options.trace_scale.has_value() : options.target_rate.has_value(),
       plan.recommended);
   return plan;
+}
+
+std::string plan_csv(const Plan& plan) {
+  std::string out =
+      "candidate,load_key,max_load_per_replica,tpot_p99_ms_at_max,ttft_p99_ms_at_max,replicas,"
+      "cost_per_hour,cost_per_million_tokens,simulations,recommended\n";
+  for (std::size_t i = 0; i < plan.candidates.size(); ++i) {
+    const CandidatePlan& c = plan.candidates[i];
+    out +=
+        fmt::format("\"{}\",{},{:.6g},{:.6g},{:.6g},{},{:.6g},{:.6g},{},{}\n", c.point.key,
+                    c.load_key, c.max_load_per_replica, c.at_max_rate.tpot_p99_ms,
+                    c.at_max_rate.ttft_p99_ms, c.replicas, c.cost_per_hour,
+                    c.cost_per_million_tokens, c.simulations, plan.recommended == i ? "yes" : "no");
+  }
+  return out;
+}
+
+std::string plan_json(const Plan& plan) {
+  nlohmann::json list = nlohmann::json::array();
+  for (std::size_t i = 0; i < plan.candidates.size(); ++i) {
+    const CandidatePlan& c = plan.candidates[i];
+    list.push_back({{"candidate", c.point.key},
+                    {"load_key", c.load_key},
+                    {"max_load_per_replica", c.max_load_per_replica},
+                    {"tpot_p99_ms_at_max", c.at_max_rate.tpot_p99_ms},
+                    {"ttft_p99_ms_at_max", c.at_max_rate.ttft_p99_ms},
+                    {"throughput_at_max", c.at_max_rate.throughput_tokens_per_s},
+                    {"replicas", c.replicas},
+                    {"cost_per_hour", c.cost_per_hour},
+                    {"cost_per_million_tokens", c.cost_per_million_tokens},
+                    {"simulations", c.simulations},
+                    {"recommended", plan.recommended == i}});
+  }
+  return nlohmann::json{{"format", "exitsim-plan v1"},
+                        {"candidates", list},
+                        {"recommendation", plan.recommendation}}
+             .dump(2) +
+         "\n";
 }
 
 }  // namespace exitsim::analysis

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <nlohmann/json.hpp>
 
 namespace exitsim::analysis {
 
@@ -97,6 +98,31 @@ std::string validation_csv(std::span<const ValidationResult> results) {
     }
   }
   return out;
+}
+
+std::string validation_json(std::span<const ValidationResult> results) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const ValidationResult& r : results) {
+    const IterationError& it = r.iterations;
+    nlohmann::json metrics = nlohmann::json::array();
+    for (const MetricComparison& m : r.metrics) {
+      metrics.push_back({{"metric", m.metric},
+                         {"engine", m.engine},
+                         {"simulated", m.simulated},
+                         {"relative_error", m.relative_error}});
+    }
+    list.push_back({{"strategy", r.strategy},
+                    {"iterations",
+                     {{"engine", it.engine_iterations},
+                      {"simulated", it.simulated_iterations},
+                      {"matched", it.matched},
+                      {"median_ape", it.median_ape},
+                      {"p90_ape", it.p90_ape},
+                      {"engine_mean_us", it.engine_mean_us},
+                      {"simulated_mean_us", it.simulated_mean_us}}},
+                    {"metrics", metrics}});
+  }
+  return nlohmann::json{{"format", "exitsim-validation v1"}, {"strategies", list}}.dump(2) + "\n";
 }
 
 std::string format_validation(std::span<const ValidationResult> results) {

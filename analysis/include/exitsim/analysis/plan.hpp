@@ -54,4 +54,8 @@ struct Plan {
 // is given for a trace workload or a trace scale for a synthetic one, and for bad options.
 Plan plan_capacity(const PlanOptions& options);
 
+// The plan as CSV (one row per candidate) and as JSON (what `exitsim report` reads).
+std::string plan_csv(const Plan& plan);
+std::string plan_json(const Plan& plan);
+
 }  // namespace exitsim::analysis

@@ -49,6 +49,9 @@ ValidationResult compare_runs(const std::string& strategy, const sim::MetricsSum
 // The results as CSV (one row per strategy and metric, iteration errors as metrics too) and as
 // readable text.
 std::string validation_csv(std::span<const ValidationResult> results);
+// The same as JSON (what `exitsim report` reads): {"strategies": [{"strategy", "iterations":
+// {...}, "metrics": [{"metric", "engine", "simulated", "relative_error"}]}]}.
+std::string validation_json(std::span<const ValidationResult> results);
 std::string format_validation(std::span<const ValidationResult> results);
 
 }  // namespace exitsim::analysis

@@ -1,0 +1,50 @@
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "exitsim/analysis/pareto.hpp"
+#include "exitsim/analysis/sweep.hpp"
+#include "exitsim/policy/quality_table.hpp"
+#include "exitsim/sim/cost/cost_profile.hpp"
+
+namespace exitsim::analysis {
+
+// What `exitsim report` puts together; every part is optional, and a missing or empty part is a
+// section that says why rather than an empty chart.
+struct ReportInputs {
+  std::vector<RunRecord> runs;  // a sweep database's rows
+  std::optional<policy::QualityTable> quality;
+  std::optional<sim::CostProfile> profile;
+  std::string validation_json;  // `exitsim validate`'s validation.json ("" = none)
+  std::string plan_json;        // `exitsim plan`'s JSON ("" = none)
+  Objective quality_objective{"nll_per_token", false};  // or {"top1_agreement", true}
+  Objective efficiency_objective{"throughput_tokens_per_s", true};
+};
+
+// One run placed on the efficiency-quality plane.
+struct FrontierRow {
+  std::size_t run = 0;  // index into ReportInputs::runs
+  std::string key;
+  double quality = 0;     // NaN when the quality table has no row for the run's exit setting
+  double efficiency = 0;
+  int rank = -1;  // Pareto rank, 0 = on the frontier; -1 without quality
+};
+
+struct Report {
+  std::vector<FrontierRow> points;
+  std::vector<std::size_t> frontier;  // indices into points, worst to best efficiency
+  double hypervolume = 0;
+  std::vector<std::string> notes;  // what could not be shown, and why
+  std::string html;                // self-contained: inline SVG and CSS, no script, no network
+  std::string json;                // every number in the report
+  std::string frontier_csv;
+};
+
+// Throws InputError naming the input for malformed validation or plan JSON and for an objective
+// that is not a run metric.
+Report build_report(const ReportInputs& inputs);
+
+}  // namespace exitsim::analysis

@@ -1,0 +1,421 @@
+#include "exitsim/analysis/report.hpp"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <cmath>
+#include <limits>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "exitsim/analysis/svg_chart.hpp"
+#include "exitsim/core/error.hpp"
+
+namespace exitsim::analysis {
+
+namespace {
+
+using nlohmann::json;
+constexpr double k_nan = std::numeric_limits<double>::quiet_NaN();
+
+// What the report needs of a run's resolved scenario.
+struct RunSetting {
+  std::string policy = "none";
+  std::optional<double> threshold;
+  std::string measure;
+  std::vector<double> capacities;
+  std::string strategy = "full_depth";
+  double max_running = k_nan;
+};
+
+RunSetting setting_of(const RunRecord& run) {
+  RunSetting s;
+  const YAML::Node root = YAML::Load(run.scenario_yaml);
+  if (const YAML::Node e = root["exit_policy"]) {
+    if (e["kind"])
+      s.policy = e["kind"].as<std::string>();
+    if (e["threshold"] && !e["threshold"].IsNull())
+      s.threshold = e["threshold"].as<double>();
+    if (e["confidence_measure"])
+      s.measure = e["confidence_measure"].as<std::string>();
+    if (e["capacities"] && e["router_mode"] && e["router_mode"].as<std::string>() == "top_k") {
+      s.capacities = e["capacities"].as<std::vector<double>>();
+      s.threshold.reset();
+    }
+  }
+  if (root["sync"] && root["sync"]["strategy"])
+    s.strategy = root["sync"]["strategy"].as<std::string>();
+  if (root["scheduler"] && root["scheduler"]["max_running"])
+    s.max_running = root["scheduler"]["max_running"].as<double>();
+  return s;
+}
+
+// The quality table's row for a run's exit setting; full depth for `none`.
+const policy::QualityRow* quality_row(const policy::QualityTable& table, const RunSetting& s) {
+  for (const policy::QualityRow& row : table.rows()) {
+    if (s.policy == "none") {
+      if (row.policy == policy::k_full_depth_policy)
+        return &row;
+      continue;
+    }
+    if (row.policy != s.policy)
+      continue;
+    if (s.policy == "confidence" && !s.measure.empty() && row.measure != s.measure)
+      continue;
+    const bool same_threshold = row.threshold.has_value() == s.threshold.has_value() &&
+                                (!row.threshold || std::abs(*row.threshold - *s.threshold) <= 1e-9);
+    if (same_threshold && row.capacities == s.capacities)
+      return &row;
+  }
+  return nullptr;
+}
+
+double run_metric(const RunMetrics& m, const std::string& name) {
+  const std::map<std::string, double> values = {
+      {"throughput_tokens_per_s", m.throughput_tokens_per_s},
+      {"goodput_requests_per_s", m.goodput_requests_per_s},
+      {"slo_attainment", m.slo_attainment},
+      {"ttft_p50_ms", m.ttft_p50_ms},
+      {"ttft_p99_ms", m.ttft_p99_ms},
+      {"tpot_p50_ms", m.tpot_p50_ms},
+      {"tpot_p99_ms", m.tpot_p99_ms},
+      {"e2e_p50_ms", m.e2e_p50_ms},
+      {"e2e_p99_ms", m.e2e_p99_ms},
+      {"mean_exit_depth", m.mean_exit_depth}};
+  const auto it = values.find(name);
+  if (it == values.end()) {
+    std::string known;
+    for (const auto& [k, v] : values)
+      known += (known.empty() ? "" : ", ") + k;
+    throw InputError({"", 0, 0, "--efficiency"}, expected_found("one of " + known, name));
+  }
+  return it->second;
+}
+
+std::string fmt_number(double v) {
+  return std::isfinite(v) ? fmt::format("{:.4g}", v) : "-";
+}
+
+json parse_input(const std::string& text, const char* what, const char* format) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw InputError({what, 0, 0, ""},
+                     expected_found("JSON", fmt::format("invalid JSON at byte {}", e.byte)));
+  }
+  if (!j.is_object() || !j.contains("format") || j["format"] != format)
+    throw InputError(
+        {what, 0, 0, "format"},
+        expected_found(fmt::format("\"{}\"", format),
+                       j.is_object() && j.contains("format") ? j["format"].dump() : "none"));
+  return j;
+}
+
+std::string section(const std::string& title, const std::string& body) {
+  return "<section><h2>" + html_escape(title) + "</h2>\n" + body + "</section>\n";
+}
+
+std::string empty_note(const std::string& why) {
+  return "<p class=\"empty\">" + html_escape(why) + "</p>\n";
+}
+
+// Runs shown in per-run charts: the frontier's first, then the rest, at most `n`.
+std::vector<std::size_t> shown_runs(const Report& r, std::size_t total, std::size_t n) {
+  std::vector<std::size_t> out;
+  for (const std::size_t f : r.frontier) {
+    if (out.size() < n)
+      out.push_back(r.points[f].run);
+  }
+  for (std::size_t i = 0; i < total && out.size() < n; ++i) {
+    if (std::find(out.begin(), out.end(), i) == out.end())
+      out.push_back(i);
+  }
+  return out;
+}
+
+}  // namespace
+
+Report build_report(const ReportInputs& in) {
+  Report r;
+  json out = {{"format", "exitsim-report v1"}};
+  std::string body;
+
+  // Efficiency-quality plane.
+  std::vector<RunSetting> settings;
+  std::vector<ParetoPoint> points;
+  std::size_t without_quality = 0;
+  for (std::size_t i = 0; i < in.runs.size(); ++i) {
+    const RunRecord& run = in.runs[i];
+    settings.push_back(setting_of(run));
+    FrontierRow row;
+    row.run = i;
+    row.key = run.point.key.empty() ? "(scenario)" : run.point.key;
+    row.efficiency = run_metric(run.metrics, in.efficiency_objective.metric);
+    row.quality = k_nan;
+    if (in.quality) {
+      if (const policy::QualityRow* q = quality_row(*in.quality, settings.back())) {
+        row.quality =
+            in.quality_objective.metric == "top1_agreement" ? q->top1_agreement : q->nll_per_token;
+      }
+    }
+    without_quality += std::isfinite(row.quality) ? 0U : 1U;
+    r.points.push_back(row);
+    points.push_back({row.key, {row.efficiency, row.quality}});
+  }
+  const std::vector<Objective> objectives = {in.efficiency_objective, in.quality_objective};
+  std::string pareto_body;
+  if (in.runs.empty()) {
+    r.notes.push_back("no sweep runs: give --db with the database of `exitsim sweep`");
+    pareto_body = empty_note(r.notes.back());
+  } else if (!in.quality) {
+    r.notes.push_back(
+        "no quality table: the frontier needs the engine's quality per exit setting (`exitsim "
+        "engine eval`), given with --quality");
+    pareto_body = empty_note(r.notes.back());
+  } else {
+    const std::vector<int> ranks = pareto_ranks(points, objectives);
+    r.frontier = pareto_frontier(points, objectives);
+    for (std::size_t i = 0; i < r.points.size(); ++i)
+      r.points[i].rank = std::isfinite(r.points[i].quality) ? ranks[i] : -1;
+    if (without_quality > 0) {
+      r.notes.push_back(fmt::format(
+          "{} of {} runs have an exit setting the quality table does not hold; they are left "
+          "off the frontier",
+          without_quality, in.runs.size()));
+    }
+    if (r.frontier.empty()) {
+      r.notes.push_back("empty frontier: no run has both a quality and an efficiency value");
+      pareto_body = empty_note(r.notes.back());
+    } else {
+      // Reference: the worst value seen on each axis (a run at it adds no area).
+      std::vector<double> reference(2);
+      for (std::size_t k = 0; k < 2; ++k) {
+        double worst = objectives[k].maximize ? std::numeric_limits<double>::infinity()
+                                              : -std::numeric_limits<double>::infinity();
+        for (const ParetoPoint& p : points) {
+          if (std::isfinite(p.values[0]) && std::isfinite(p.values[1]))
+            worst = objectives[k].maximize ? std::min(worst, p.values[k])
+                                           : std::max(worst, p.values[k]);
+        }
+        reference[k] = worst;
+      }
+      r.hypervolume = hypervolume_2d(points, objectives, reference);
+      ChartSeries all{"all runs", {}, false, {}};
+      ChartSeries front{"Pareto frontier", {}, true, {}};
+      for (const FrontierRow& p : r.points) {
+        all.points.emplace_back(p.efficiency, p.quality);
+        all.labels.push_back(p.key);
+      }
+      std::vector<std::vector<std::string>> rows;
+      for (const std::size_t f : r.frontier) {
+        const FrontierRow& p = r.points[f];
+        front.points.emplace_back(p.efficiency, p.quality);
+        front.labels.push_back(p.key);
+        rows.push_back({p.key, fmt_number(p.efficiency), fmt_number(p.quality)});
+      }
+      const std::vector<ChartSeries> series = {all, front};
+      pareto_body = svg_xy_chart({"Efficiency against quality", in.efficiency_objective.metric,
+                                  in.quality_objective.metric},
+                                 series);
+      const std::vector<std::string> header = {"configuration on the frontier",
+                                               in.efficiency_objective.metric,
+                                               in.quality_objective.metric};
+      pareto_body += html_table(header, rows);
+      pareto_body += fmt::format(
+          "<p>Hypervolume {} (reference: the worst value on each axis); "
+          "{} of {} runs on the frontier.</p>\n",
+          fmt_number(r.hypervolume), r.frontier.size(), in.runs.size());
+    }
+  }
+  body += section("Pareto frontier", pareto_body);
+
+  // Throughput against batch size, one series per strategy.
+  std::map<std::string, ChartSeries> by_strategy;
+  for (std::size_t i = 0; i < in.runs.size(); ++i) {
+    ChartSeries& s = by_strategy[settings[i].strategy];
+    s.name = settings[i].strategy;
+    s.points.emplace_back(settings[i].max_running, in.runs[i].metrics.throughput_tokens_per_s);
+    s.labels.push_back(r.points[i].key);
+  }
+  std::vector<ChartSeries> strategy_series;
+  for (auto& [name, s] : by_strategy) {
+    std::sort(s.points.begin(), s.points.end());
+    strategy_series.push_back(s);
+  }
+  const std::string throughput_chart = svg_xy_chart(
+      {"Throughput against batch size", "scheduler.max_running", "output tokens/s", true},
+      strategy_series);
+  body += section("Throughput against batch size per strategy",
+                  throughput_chart.empty() ? empty_note("no sweep runs") : throughput_chart);
+
+  // Per-run distributions from the stored summaries.
+  const std::vector<std::size_t> shown = shown_runs(r, in.runs.size(), 6);
+  std::vector<ChartSeries> latency, kv;
+  std::string depth_charts;
+  json runs_json = json::array();
+  for (std::size_t i = 0; i < in.runs.size(); ++i) {
+    const json summary = json::parse(in.runs[i].metrics.summary_json);
+    runs_json.push_back({{"key", r.points[i].key},
+                         {"quality", std::isfinite(r.points[i].quality) ? json(r.points[i].quality)
+                                                                        : json(nullptr)},
+                         {"efficiency", r.points[i].efficiency},
+                         {"pareto_rank", r.points[i].rank},
+                         {"strategy", settings[i].strategy},
+                         {"summary", summary}});
+    if (std::find(shown.begin(), shown.end(), i) == shown.end())
+      continue;
+    ChartSeries l{r.points[i].key, {}, true, {}};
+    for (const char* p : {"p50", "p90", "p95", "p99"})
+      l.points.emplace_back(std::stod(std::string(p).substr(1)),
+                            summary["tpot_ms"][p].get<double>());
+    latency.push_back(l);
+    ChartSeries k{r.points[i].key, {}, true, {}};
+    for (const json& point : summary["series"]["points"])
+      k.points.emplace_back(point["start_ns"].get<double>() / 1e9, point["kv_usage"].get<double>());
+    kv.push_back(k);
+    std::vector<std::pair<std::string, double>> bars;
+    for (const auto& [depth, tokens] : summary["depth"]["exit_depth_tokens"].items())
+      bars.emplace_back(depth, tokens.get<double>());
+    std::sort(bars.begin(), bars.end(),
+              [](const auto& a, const auto& b) { return std::stod(a.first) < std::stod(b.first); });
+    depth_charts += svg_bar_chart({"Exit depths: " + r.points[i].key, "exit depth (layers)",
+                                   "output tokens", false, 420, 260},
+                                  bars);
+  }
+  const std::string latency_chart =
+      svg_xy_chart({"TPOT distribution", "percentile", "TPOT (ms)"}, latency);
+  body += section("Latency distributions",
+                  latency_chart.empty() ? empty_note("no sweep runs") : latency_chart);
+  body += section("Depth histograms",
+                  depth_charts.empty() ? empty_note("no sweep runs") : depth_charts);
+  const std::string kv_chart =
+      svg_xy_chart({"KV memory over time", "time (s)", "fraction of KV blocks in use"}, kv);
+  body += section("KV memory over time", kv_chart.empty() ? empty_note("no sweep runs") : kv_chart);
+  out["runs"] = runs_json;
+  json frontier_json = json::array();
+  r.frontier_csv = fmt::format("configuration,{},{},pareto_rank\n", in.efficiency_objective.metric,
+                               in.quality_objective.metric);
+  for (const std::size_t f : r.frontier)
+    frontier_json.push_back(r.points[f].key);
+  for (const FrontierRow& p : r.points) {
+    r.frontier_csv +=
+        fmt::format("\"{}\",{},{},{}\n", p.key, p.efficiency,
+                    std::isfinite(p.quality) ? fmt::format("{}", p.quality) : "", p.rank);
+  }
+  out["frontier"] = frontier_json;
+  out["hypervolume"] = r.hypervolume;
+  out["objectives"] = {{"efficiency", in.efficiency_objective.metric},
+                       {"quality", in.quality_objective.metric}};
+
+  // Capacity against rate.
+  if (in.plan_json.empty()) {
+    r.notes.push_back("no capacity plan: give --plan with the JSON of `exitsim plan -o`");
+    body += section("Capacity", empty_note(r.notes.back()));
+  } else {
+    const json plan = parse_input(in.plan_json, "--plan", "exitsim-plan v1");
+    std::vector<std::pair<std::string, double>> bars;
+    std::vector<std::vector<std::string>> rows;
+    for (const json& c : plan["candidates"]) {
+      const std::string name = c["candidate"].get<std::string>().empty()
+                                   ? "(scenario)"
+                                   : c["candidate"].get<std::string>();
+      bars.emplace_back(name, c["max_load_per_replica"].get<double>());
+      rows.push_back({name, fmt_number(c["max_load_per_replica"].get<double>()),
+                      fmt_number(c["tpot_p99_ms_at_max"].get<double>()),
+                      std::to_string(c["replicas"].get<int>()),
+                      fmt_number(c["cost_per_hour"].get<double>()),
+                      c["recommended"].get<bool>() ? "yes" : ""});
+    }
+    const std::string load_key = plan["candidates"].empty()
+                                     ? std::string("load")
+                                     : plan["candidates"][0]["load_key"].get<std::string>();
+    const std::vector<std::string> header = {"candidate",           load_key + " per replica",
+                                             "TPOT p99 at it (ms)", "replicas for target",
+                                             "cost per hour",       "recommended"};
+    body +=
+        section("Capacity",
+                svg_bar_chart(
+                    {"Sustainable load per replica within the SLOs", "candidate", load_key}, bars) +
+                    html_table(header, rows) + "<p>" +
+                    html_escape(plan["recommendation"].get<std::string>()) + "</p>\n");
+    out["plan"] = plan;
+  }
+
+  // Calibration error table.
+  if (!in.profile) {
+    r.notes.push_back("no cost profile: give --profile with `exitsim calibrate`'s output");
+    body += section("Calibration error", empty_note(r.notes.back()));
+  } else {
+    std::vector<std::vector<std::string>> rows;
+    json ops = json::array();
+    for (const sim::OpFit& op : in.profile->ops) {
+      rows.push_back({op.name, std::to_string(op.samples), std::to_string(op.held_out),
+                      std::to_string(op.regimes.size()), fmt::format("{:.1f}%", 100 * op.fit_mape),
+                      fmt::format("{:.1f}%", 100 * op.held_out_mape)});
+      ops.push_back({{"op", op.name},
+                     {"fitted", op.samples},
+                     {"held_out", op.held_out},
+                     {"regimes", op.regimes.size()},
+                     {"fit_mape", op.fit_mape},
+                     {"held_out_mape", op.held_out_mape}});
+    }
+    const std::vector<std::string> header = {"op",      "calls fitted", "held out",
+                                             "regimes", "fit MAPE",     "held-out MAPE"};
+    body +=
+        section("Calibration error",
+                "<p>" +
+                    html_escape(fmt::format("{} {} on {}, model {}", in.profile->source.engine,
+                                            in.profile->source.backend, in.profile->source.hardware,
+                                            in.profile->source.model)) +
+                    "</p>\n" + html_table(header, rows));
+    out["calibration"] = ops;
+  }
+
+  // Validation error table.
+  if (in.validation_json.empty()) {
+    r.notes.push_back("no validation: give --validation with `exitsim validate`'s JSON");
+    body += section("Validation error", empty_note(r.notes.back()));
+  } else {
+    const json v = parse_input(in.validation_json, "--validation", "exitsim-validation v1");
+    std::vector<std::vector<std::string>> rows;
+    for (const json& s : v["strategies"]) {
+      const std::string strategy = s["strategy"].get<std::string>();
+      rows.push_back(
+          {strategy, "iteration time (median APE / p90 APE)", "", "",
+           fmt::format("{:.1f}% / {:.1f}%", 100 * s["iterations"]["median_ape"].get<double>(),
+                       100 * s["iterations"]["p90_ape"].get<double>())});
+      for (const json& m : s["metrics"]) {
+        rows.push_back({strategy, m["metric"].get<std::string>(),
+                        fmt_number(m["engine"].get<double>()),
+                        fmt_number(m["simulated"].get<double>()),
+                        fmt::format("{:.1f}%", 100 * m["relative_error"].get<double>())});
+      }
+    }
+    const std::vector<std::string> header = {"strategy", "metric", "engine", "simulated", "error"};
+    body += section("Validation error", html_table(header, rows));
+    out["validation"] = v;
+  }
+  out["notes"] = r.notes;
+
+  std::string notes_html;
+  for (const std::string& n : r.notes)
+    notes_html += "<li>" + html_escape(n) + "</li>";
+  r.html =
+      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>exitsim "
+      "report</title>\n<style>body{font-family:sans-serif;max-width:1000px;margin:2em auto;"
+      "color:#222}h1{font-size:1.6em}h2{font-size:1.2em;border-bottom:1px solid #ccc}"
+      "table{border-collapse:collapse;margin:0.5em 0}td,th{border:1px solid #ccc;padding:2px "
+      "8px;font-size:0.9em;text-align:right}td:first-child,th:first-child{text-align:left}"
+      ".empty{color:#a33;font-style:italic}svg{display:block;margin:0.5em 0}</style></head>\n"
+      "<body><h1>exitsim report</h1>\n" +
+      fmt::format("<p>{} runs; efficiency {}, quality {}.</p>\n", in.runs.size(),
+                  html_escape(in.efficiency_objective.metric),
+                  html_escape(in.quality_objective.metric)) +
+      (notes_html.empty() ? "" : "<ul class=\"empty\">" + notes_html + "</ul>\n") + body +
+      "</body></html>\n";
+  r.json = out.dump(2) + "\n";
+  return r;
+}
+
+}  // namespace exitsim::analysis

@@ -1,0 +1,102 @@
+// `exitsim report`: one self-contained HTML page (and JSON and CSV) from the pipeline's outputs.
+#include <fmt/core.h>
+
+#include <CLI/CLI.hpp>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <string>
+
+#include "commands.hpp"
+#include "exitsim/analysis/report.hpp"
+#include "exitsim/core/error.hpp"
+#include "exitsim/traces/atomic_output.hpp"
+
+namespace exitsim::cli {
+
+namespace {
+
+struct ReportArgs {
+  std::string database;
+  std::string quality;
+  std::string profile;
+  std::string validation;
+  std::string plan;
+  std::string efficiency = "throughput_tokens_per_s";
+  std::string quality_metric = "nll";
+  std::string out = "report.html";
+};
+
+std::string read_whole(const std::string& path, const char* option) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw InputError({path, 0, 0, option}, expected_found("a readable file", "none"));
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void run_report(const ReportArgs& args) {
+  analysis::ReportInputs in;
+  if (!args.database.empty()) {
+    if (!std::filesystem::exists(args.database))
+      throw InputError({args.database, 0, 0, "--db"}, expected_found("a sweep database", "none"));
+    in.runs = analysis::SweepDatabase(args.database).runs();
+  }
+  if (!args.quality.empty())
+    in.quality = policy::QualityTable::read(args.quality);
+  if (!args.profile.empty())
+    in.profile = sim::CostProfile::read(args.profile);
+  if (!args.validation.empty())
+    in.validation_json = read_whole(args.validation, "--validation");
+  if (!args.plan.empty())
+    in.plan_json = read_whole(args.plan, "--plan");
+  if (args.quality_metric == "agreement") {
+    in.quality_objective = {"top1_agreement", true};
+  } else if (args.quality_metric != "nll") {
+    throw InputError({"", 0, 0, "--quality-metric"},
+                     expected_found("nll or agreement", "\"" + args.quality_metric + "\""));
+  }
+  // Latencies and memory are better when lower; rates and attainment when higher.
+  const bool lower_is_better =
+      args.efficiency.ends_with("_ms") || args.efficiency == "mean_exit_depth";
+  in.efficiency_objective = {args.efficiency, !lower_is_better};
+  const analysis::Report report = analysis::build_report(in);
+
+  const std::filesystem::path html(args.out);
+  const std::string json = std::filesystem::path(html).replace_extension(".json").string();
+  const std::string csv = (html.parent_path() / (html.stem().string() + "_frontier.csv")).string();
+  if (!html.parent_path().empty())
+    std::filesystem::create_directories(html.parent_path());
+  traces::write_file_atomically(args.out, report.html);
+  traces::write_file_atomically(json, report.json);
+  traces::write_file_atomically(csv, report.frontier_csv);
+  for (const std::string& note : report.notes)
+    fmt::print("note       {}\n", note);
+  fmt::print("frontier   {} of {} runs, hypervolume {:.4g}\n", report.frontier.size(),
+             report.points.size(), report.hypervolume);
+  fmt::print("report     {} (with {} and {})\n", args.out, json, csv);
+}
+
+}  // namespace
+
+void add_report_command(CLI::App& app) {
+  auto args = std::make_shared<ReportArgs>();
+  CLI::App* command = app.add_subcommand(
+      "report",
+      "Write one self-contained HTML report (inline SVG, no network) with the Pareto frontier, "
+      "throughput per strategy, latency, depth and KV charts, capacity, calibration and "
+      "validation error; plus JSON and CSV of every number");
+  command->add_option("--db", args->database, "Sweep database (exitsim sweep)");
+  command->add_option("--quality", args->quality, "Quality table (exitsim engine eval)");
+  command->add_option("--profile", args->profile, "Cost profile (exitsim calibrate)");
+  command->add_option("--validation", args->validation, "validation.json (exitsim validate)");
+  command->add_option("--plan", args->plan,
+                      "Plan JSON (exitsim plan -o FILE.csv writes FILE.json)");
+  command->add_option("--efficiency", args->efficiency,
+                      "Efficiency axis: a run metric (default throughput_tokens_per_s)");
+  command->add_option("--quality-metric", args->quality_metric, "Quality axis: nll or agreement");
+  command->add_option("-o,--out", args->out, "The HTML file to write (default report.html)");
+  command->callback([args] { run_report(*args); });
+}
+
+}  // namespace exitsim::cli
