@@ -369,4 +369,31 @@ TEST_F(Cli, SweepKilledMidwayResumesWithoutLosingOrRepeatingRuns) {
   EXPECT_NE(bad_shard.err.find("--shard: expected i/N"), std::string::npos) << bad_shard.err;
 }
 
+TEST_F(Cli, ReportRendersInHeadlessChromium) {
+  const fs::path scenario = file("sweep.yaml",
+                                 "workload:\n  requests: 60\n"
+                                 "sweep:\n"
+                                 "  - key: scheduler.max_running\n    values: [4, 32]\n");
+  const fs::path db = dir_ / "runs.db";
+  ASSERT_EQ(run("sweep '" + scenario.string() + "' --db '" + db.string() + "'").exit_code, 0);
+  const fs::path html = dir_ / "report" / "report.html";
+  const Result report = run("report --db '" + db.string() + "' -o '" + html.string() + "'");
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  EXPECT_NE(report.out.find("note       no quality table"), std::string::npos) << report.out;
+  EXPECT_TRUE(fs::exists(dir_ / "report" / "report.json"));
+  EXPECT_TRUE(fs::exists(dir_ / "report" / "report_frontier.csv"));
+  if (!fs::exists("/usr/bin/chromium"))
+    GTEST_SKIP() << "headless Chromium is not installed (apt-get install chromium): the report "
+                    "was written but not rendered";
+  const fs::path png = dir_ / "report.png";
+  const std::string command =
+      "timeout 120 /usr/bin/chromium --headless --no-sandbox --disable-gpu "
+      "--window-size=1000,2000 --screenshot='" +
+      png.string() + "' 'file://" + html.string() + "' >/dev/null 2>&1";
+  ASSERT_EQ(std::system(command.c_str()), 0);
+  // A rendered page of charts, not a blank one: a blank 1000x2000 PNG compresses to ~10 KB.
+  ASSERT_TRUE(fs::exists(png));
+  EXPECT_GT(fs::file_size(png), 40'000U);
+}
+
 }  // namespace

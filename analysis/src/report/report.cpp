@@ -188,17 +188,20 @@ Report build_report(const ReportInputs& in) {
       r.notes.push_back("empty frontier: no run has both a quality and an efficiency value");
       pareto_body = empty_note(r.notes.back());
     } else {
-      // Reference: the worst value seen on each axis (a run at it adds no area).
+      // Reference: the worst value seen on each axis pushed out by a tenth of the axis's range
+      // (the nadir with a margin), so that the extreme frontier points add area too.
       std::vector<double> reference(2);
       for (std::size_t k = 0; k < 2; ++k) {
-        double worst = objectives[k].maximize ? std::numeric_limits<double>::infinity()
-                                              : -std::numeric_limits<double>::infinity();
+        double lo = std::numeric_limits<double>::infinity();
+        double hi = -lo;
         for (const ParetoPoint& p : points) {
-          if (std::isfinite(p.values[0]) && std::isfinite(p.values[1]))
-            worst = objectives[k].maximize ? std::min(worst, p.values[k])
-                                           : std::max(worst, p.values[k]);
+          if (std::isfinite(p.values[0]) && std::isfinite(p.values[1])) {
+            lo = std::min(lo, p.values[k]);
+            hi = std::max(hi, p.values[k]);
+          }
         }
-        reference[k] = worst;
+        const double margin = hi > lo ? 0.1 * (hi - lo) : std::max(0.1 * std::abs(lo), 1e-9);
+        reference[k] = objectives[k].maximize ? lo - margin : hi + margin;
       }
       r.hypervolume = hypervolume_2d(points, objectives, reference);
       ChartSeries all{"all runs", {}, false, {}};
@@ -223,20 +226,25 @@ Report build_report(const ReportInputs& in) {
                                                in.quality_objective.metric};
       pareto_body += html_table(header, rows);
       pareto_body += fmt::format(
-          "<p>Hypervolume {} (reference: the worst value on each axis); "
+          "<p>Hypervolume {} (reference: the worst value on each axis less a tenth of its "
+          "range); "
           "{} of {} runs on the frontier.</p>\n",
           fmt_number(r.hypervolume), r.frontier.size(), in.runs.size());
     }
   }
   body += section("Pareto frontier", pareto_body);
 
-  // Throughput against batch size, one series per strategy.
+  // Throughput against batch size: one series per strategy and setting of the other axes.
   std::map<std::string, ChartSeries> by_strategy;
   for (std::size_t i = 0; i < in.runs.size(); ++i) {
-    ChartSeries& s = by_strategy[settings[i].strategy];
-    s.name = settings[i].strategy;
+    std::string name = settings[i].strategy;
+    for (const std::string& o : in.runs[i].point.overrides) {
+      if (!o.starts_with("scheduler.max_running=") && !o.starts_with("sync.strategy="))
+        name += ", " + o;
+    }
+    ChartSeries& s = by_strategy[name];
+    s.name = name;
     s.points.emplace_back(settings[i].max_running, in.runs[i].metrics.throughput_tokens_per_s);
-    s.labels.push_back(r.points[i].key);
   }
   std::vector<ChartSeries> strategy_series;
   for (auto& [name, s] : by_strategy) {
@@ -250,7 +258,7 @@ Report build_report(const ReportInputs& in) {
                   throughput_chart.empty() ? empty_note("no sweep runs") : throughput_chart);
 
   // Per-run distributions from the stored summaries.
-  const std::vector<std::size_t> shown = shown_runs(r, in.runs.size(), 6);
+  const std::vector<std::size_t> shown = shown_runs(r, in.runs.size(), 4);
   std::vector<ChartSeries> latency, kv;
   std::string depth_charts;
   json runs_json = json::array();
@@ -279,9 +287,11 @@ Report build_report(const ReportInputs& in) {
       bars.emplace_back(depth, tokens.get<double>());
     std::sort(bars.begin(), bars.end(),
               [](const auto& a, const auto& b) { return std::stod(a.first) < std::stod(b.first); });
-    depth_charts += svg_bar_chart({"Exit depths: " + r.points[i].key, "exit depth (layers)",
-                                   "output tokens", false, 420, 260},
-                                  bars);
+    depth_charts +=
+        "<figure>" +
+        svg_bar_chart(
+            {"Exit depths", "exit depth (layers)", "output tokens", false, 420, 260, false}, bars) +
+        "<figcaption>" + html_escape(r.points[i].key) + "</figcaption></figure>\n";
   }
   const std::string latency_chart =
       svg_xy_chart({"TPOT distribution", "percentile", "TPOT (ms)"}, latency);
@@ -334,11 +344,11 @@ Report build_report(const ReportInputs& in) {
                                              "TPOT p99 at it (ms)", "replicas for target",
                                              "cost per hour",       "recommended"};
     body +=
-        section("Capacity",
-                svg_bar_chart(
-                    {"Sustainable load per replica within the SLOs", "candidate", load_key}, bars) +
-                    html_table(header, rows) + "<p>" +
-                    html_escape(plan["recommendation"].get<std::string>()) + "</p>\n");
+        section("Capacity", svg_bar_chart({"Sustainable load per replica within the SLOs",
+                                           "candidate", load_key, false, 900, 360, false},
+                                          bars) +
+                                html_table(header, rows) + "<p>" +
+                                html_escape(plan["recommendation"].get<std::string>()) + "</p>\n");
     out["plan"] = plan;
   }
 
@@ -407,7 +417,9 @@ Report build_report(const ReportInputs& in) {
       "color:#222}h1{font-size:1.6em}h2{font-size:1.2em;border-bottom:1px solid #ccc}"
       "table{border-collapse:collapse;margin:0.5em 0}td,th{border:1px solid #ccc;padding:2px "
       "8px;font-size:0.9em;text-align:right}td:first-child,th:first-child{text-align:left}"
-      ".empty{color:#a33;font-style:italic}svg{display:block;margin:0.5em 0}</style></head>\n"
+      ".empty{color:#a33;font-style:italic}svg{display:block;margin:0.5em "
+      "0}figure{display:inline-block;margin:0 1em 1em 0}"
+      "figcaption{font-size:0.8em;max-width:420px}</style></head>\n"
       "<body><h1>exitsim report</h1>\n" +
       fmt::format("<p>{} runs; efficiency {}, quality {}.</p>\n", in.runs.size(),
                   html_escape(in.efficiency_objective.metric),

@@ -13,7 +13,7 @@ namespace {
 
 constexpr std::array<const char*, 8> k_palette = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e",
                                                   "#9467bd", "#8c564b", "#e377c2", "#17becf"};
-constexpr int k_left = 70, k_right = 160, k_top = 36, k_bottom = 48;
+constexpr int k_left = 70, k_top = 36, k_bottom = 48;
 
 struct Axis {
   double lo = 0, hi = 1;
@@ -76,15 +76,20 @@ Axis axis_over(double lo, double hi, bool log) {
   return a;
 }
 
-std::string frame(const ChartOptions& o, const Axis& x, const Axis& y) {
-  const int plot_w = o.width - k_left - k_right, plot_h = o.height - k_top - k_bottom;
+// Room for the legend right of the plot (none for bar charts).
+int right_margin(const ChartOptions& o) {
+  return o.legend ? 300 : 20;
+}
+
+std::string frame(const ChartOptions& o, const Axis& x, const Axis& y, bool x_ticks) {
+  const int plot_w = o.width - k_left - right_margin(o), plot_h = o.height - k_top - k_bottom;
   std::string svg = fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} "
       "{1}\" font-family=\"sans-serif\" font-size=\"11\">\n"
       "<text x=\"{2}\" y=\"20\" font-size=\"14\" font-weight=\"bold\">{3}</text>\n"
       "<rect x=\"{4}\" y=\"{5}\" width=\"{6}\" height=\"{7}\" fill=\"none\" stroke=\"#888\"/>\n",
       o.width, o.height, k_left, html_escape(o.title), k_left, k_top, plot_w, plot_h);
-  for (const double t : ticks(x)) {
+  for (const double t : x_ticks ? ticks(x) : std::vector<double>{}) {
     const double px = k_left + x.unit(t) * plot_w;
     svg += fmt::format(
         "<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#eee\"/>"
@@ -152,8 +157,8 @@ std::string svg_xy_chart(const ChartOptions& o, std::span<const ChartSeries> ser
     return "";
   const Axis x = axis_over(x_lo, x_hi, o.log_x);
   const Axis y = axis_over(y_lo, y_hi, false);
-  const int plot_w = o.width - k_left - k_right, plot_h = o.height - k_top - k_bottom;
-  std::string svg = frame(o, x, y);
+  const int plot_w = o.width - k_left - right_margin(o), plot_h = o.height - k_top - k_bottom;
+  std::string svg = frame(o, x, y, true);
   for (std::size_t i = 0; i < series.size(); ++i) {
     const ChartSeries& s = series[i];
     const char* color = k_palette[i % k_palette.size()];
@@ -179,8 +184,8 @@ std::string svg_xy_chart(const ChartOptions& o, std::span<const ChartSeries> ser
     svg += fmt::format(
         "<rect x=\"{}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{}\"/><text x=\"{}\" "
         "y=\"{}\">{}</text>\n",
-        o.width - k_right + 10, k_top + 16 * static_cast<int>(i), color, o.width - k_right + 24,
-        k_top + 9 + 16 * static_cast<int>(i), html_escape(s.name));
+        o.width - right_margin(o) + 10, k_top + 16 * static_cast<int>(i), color,
+        o.width - right_margin(o) + 24, k_top + 9 + 16 * static_cast<int>(i), html_escape(s.name));
   }
   return svg + "</svg>\n";
 }
@@ -194,8 +199,8 @@ std::string svg_bar_chart(const ChartOptions& o,
     hi = std::max(hi, std::isfinite(value) ? value : 0.0);
   const Axis x = axis_over(0, static_cast<double>(bars.size()), false);
   const Axis y = axis_over(0, hi, false);
-  const int plot_w = o.width - k_left - k_right, plot_h = o.height - k_top - k_bottom;
-  std::string svg = frame(o, x, y);
+  const int plot_w = o.width - k_left - right_margin(o), plot_h = o.height - k_top - k_bottom;
+  std::string svg = frame(o, x, y, false);
   const double slot = static_cast<double>(plot_w) / static_cast<double>(bars.size());
   for (std::size_t i = 0; i < bars.size(); ++i) {
     const double value = std::isfinite(bars[i].second) ? bars[i].second : 0.0;

@@ -22,8 +22,9 @@ struct ChartOptions {
   std::string x_label;
   std::string y_label;
   bool log_x = false;
-  int width = 640;
+  int width = 900;
   int height = 360;
+  bool legend = true;  // series names right of the plot
 };
 
 // A line/scatter chart over the union of the series' ranges, with axes, ticks and a legend.

@@ -1,0 +1,112 @@
+#include "exitsim/analysis/report.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "support/test_files.hpp"
+
+namespace exitsim::analysis {
+namespace {
+
+using test_support::error_of;
+using test_support::TempDir;
+
+constexpr const char* k_quality =
+    "# exitsim-quality-table v1\n"
+    "policy,measure,threshold,capacities,tokens,nll_per_token,top1_agreement,mean_exit_depth,"
+    "p_exit_1,p_exit_2,p_exit_3\n"
+    "full_depth,,,,100,1.30,1.00,31,0,0,1\n"
+    "confidence,top1,0.5,,100,1.50,0.95,15,0.6,0.3,0.1\n"
+    "confidence,top1,0.9,,100,1.35,0.99,24,0.2,0.3,0.5\n";
+
+// A confidence sweep (two thresholds x two batch limits) on a 3-recursion model.
+std::vector<RunRecord> sweep_runs(const TempDir& dir) {
+  const std::string table = dir.write("quality.csv", k_quality);
+  SweepOptions o;
+  o.scenario_file = dir.write("sweep.yaml",
+                              "model:\n  preset: mor-smollm-360m-r3\n"
+                              "workload:\n  requests: 40\n"
+                              "exit_policy:\n  kind: confidence\n  threshold: 0.5\n"
+                              "  threshold_table: " +
+                                  table +
+                                  "\nsync:\n  strategy: state_copy\n"
+                                  "sweep:\n"
+                                  "  - key: exit_policy.threshold\n    values: [0.5, 0.9]\n"
+                                  "  - key: scheduler.max_running\n    values: [8, 64]\n");
+  o.database = dir.path("runs.db");
+  o.jobs = 2;
+  run_sweep(o);
+  return SweepDatabase(o.database).runs();
+}
+
+TEST(Report, ChartsTheFrontierAndEveryNumber) {
+  TempDir dir;
+  ReportInputs in;
+  in.runs = sweep_runs(dir);
+  ASSERT_EQ(in.runs.size(), 4U);
+  in.quality = policy::QualityTable::read(dir.path("quality.csv"));
+  const Report r = build_report(in);
+  ASSERT_EQ(r.points.size(), 4U);
+  EXPECT_DOUBLE_EQ(r.points[0].quality, 1.50);  // threshold 0.5
+  EXPECT_DOUBLE_EQ(r.points[3].quality, 1.35);  // threshold 0.9
+  ASSERT_FALSE(r.frontier.empty());
+  // Every frontier run is undominated: no run is both faster and better.
+  for (const std::size_t f : r.frontier) {
+    for (const FrontierRow& p : r.points) {
+      EXPECT_FALSE(p.efficiency > r.points[f].efficiency && p.quality < r.points[f].quality);
+    }
+  }
+  EXPECT_GT(r.hypervolume, 0);
+  EXPECT_NE(r.html.find("<svg"), std::string::npos);
+  EXPECT_NE(r.html.find("Pareto frontier"), std::string::npos);
+  EXPECT_NE(r.html.find("Throughput against batch size per strategy"), std::string::npos);
+  // Self-contained: no script and nothing fetched.
+  EXPECT_EQ(r.html.find("<script"), std::string::npos);
+  EXPECT_EQ(r.html.find("src="), std::string::npos);
+  EXPECT_EQ(r.html.find("href="), std::string::npos);
+  EXPECT_NE(r.json.find("\"hypervolume\""), std::string::npos);
+  EXPECT_EQ(r.frontier_csv.rfind("configuration,throughput_tokens_per_s,nll_per_token,", 0), 0U);
+  // What was not given is said, in the report and in its notes.
+  EXPECT_NE(r.html.find("no validation"), std::string::npos);
+  EXPECT_NE(r.html.find("no capacity plan"), std::string::npos);
+}
+
+TEST(Report, SaysWhatIsMissingInsteadOfDrawingNothing) {
+  const Report empty = build_report({});
+  EXPECT_TRUE(empty.frontier.empty());
+  EXPECT_NE(empty.html.find("no sweep runs"), std::string::npos);
+  EXPECT_NE(empty.html.find("no cost profile"), std::string::npos);
+
+  TempDir dir;
+  ReportInputs in;
+  in.runs = sweep_runs(dir);
+  const Report no_quality = build_report(in);
+  EXPECT_NE(no_quality.html.find("no quality table"), std::string::npos);
+  // A table without the runs' settings: nothing to put on the frontier, and the report says so.
+  in.quality = policy::QualityTable::read(dir.write(
+      "other.csv",
+      "# exitsim-quality-table v1\n"
+      "policy,measure,threshold,capacities,tokens,nll_per_token,top1_agreement,mean_exit_depth,"
+      "p_exit_1,p_exit_2,p_exit_3\n"
+      "confidence,top1,0.7,,100,1.4,0.97,20,0.3,0.3,0.4\n"));
+  const Report unmatched = build_report(in);
+  EXPECT_TRUE(unmatched.frontier.empty());
+  EXPECT_NE(unmatched.html.find("empty frontier"), std::string::npos);
+}
+
+TEST(Report, RefusesMalformedInputs) {
+  ReportInputs in;
+  in.validation_json = "{not json";
+  EXPECT_NE(error_of([&] { build_report(in); }).find("--validation"), std::string::npos);
+  in.validation_json = R"({"format": "something else"})";
+  EXPECT_NE(error_of([&] { build_report(in); }).find("exitsim-validation v1"), std::string::npos);
+  ReportInputs bad_axis;
+  bad_axis.efficiency_objective = {"speed", true};
+  TempDir dir;
+  bad_axis.runs = sweep_runs(dir);
+  EXPECT_NE(error_of([&] { build_report(bad_axis); }).find("--efficiency"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace exitsim::analysis
