@@ -32,7 +32,9 @@ class Planner {
     c.load_key = load_key_;
     find_max_load(c);
     const std::optional<double> target = trace_ ? options_.trace_scale : options_.target_rate;
-    if (target)
+    // A replica that misses the SLOs even almost idle misses them at any share of the target:
+    // more replicas cannot help.
+    if (target && c.max_load_per_replica > 0)
       find_replicas(c, *target);
     return c;
   }

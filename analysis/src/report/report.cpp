@@ -45,6 +45,13 @@ RunSetting setting_of(const RunRecord& run) {
   }
   if (root["sync"] && root["sync"]["strategy"])
     s.strategy = root["sync"]["strategy"].as<std::string>();
+  // full_depth runs every token through every layer whatever the exit policy decides: its
+  // outputs are the full-depth ones.
+  if (s.strategy == "full_depth") {
+    s.policy = "none";
+    s.threshold.reset();
+    s.capacities.clear();
+  }
   if (root["scheduler"] && root["scheduler"]["max_running"])
     s.max_running = root["scheduler"]["max_running"].as<double>();
   return s;
