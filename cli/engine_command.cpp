@@ -82,21 +82,8 @@ void run_engine(const RunArgs& args) {
     return;
   const std::string out = args.out.empty() ? s.outputs.dir : args.out;
   std::filesystem::create_directories(out);
-  traces::TokenTraceWriter writer((std::filesystem::path(out) / "token_trace.csv").string());
-  for (const engine::GeneratedToken& t : run.tokens) {
-    if (t.discarded)
-      continue;
-    traces::TokenTraceRow row;
-    row.request_id = t.request.value;
-    row.position = t.position;
-    row.exit_depth = t.exit_depth;
-    row.exit_point = t.exit_point;
-    row.score = t.score;
-    row.policy = s.exit_policy.kind;
-    row.time_ns = t.time;
-    writer.write(row);
-  }
-  writer.finish();
+  write_token_trace(run, s.exit_policy.kind,
+                    (std::filesystem::path(out) / "token_trace.csv").string());
   fmt::print("wrote      {}/token_trace.csv\n", out);
   if (!args.profile.empty()) {
     write_profile(profiler, run, *loaded->model, args.profile);

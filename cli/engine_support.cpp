@@ -159,6 +159,25 @@ void write_run_description(const engine::Backend& backend, const std::string& di
 
 }  // namespace
 
+void write_token_trace(const engine::EngineRun& run, const std::string& policy,
+                       const std::string& path) {
+  traces::TokenTraceWriter writer(path);
+  for (const engine::GeneratedToken& t : run.tokens) {
+    if (t.discarded)
+      continue;
+    traces::TokenTraceRow row;
+    row.request_id = t.request.value;
+    row.position = t.position;
+    row.exit_depth = t.exit_depth;
+    row.exit_point = t.exit_point;
+    row.score = t.score;
+    row.policy = policy;
+    row.time_ns = t.time;
+    writer.write(row);
+  }
+  writer.finish();
+}
+
 void write_profile(const profiler::HostProfiler& profiler, const engine::EngineRun& run,
                    const engine::Backend& backend, const std::string& dir) {
   std::filesystem::create_directories(dir);

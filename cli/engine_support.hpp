@@ -58,6 +58,9 @@ std::vector<engine::EngineRequest> engine_requests(const scenario::Scenario& s,
                                                    const std::vector<std::int32_t>& corpus);
 engine::EngineOptions engine_options(const scenario::Scenario& s, const RunArgs& args,
                                      std::int64_t longest);
+// token_trace.csv: every kept token's exit (discarded tokens left out), tagged with `policy`.
+void write_token_trace(const engine::EngineRun& run, const std::string& policy,
+                       const std::string& path);
 // op_trace.csv, op_trace.json, steps.csv and run.json of a profiled run in `dir`.
 void write_profile(const profiler::HostProfiler& profiler, const engine::EngineRun& run,
                    const engine::Backend& backend, const std::string& dir);

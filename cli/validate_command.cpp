@@ -67,7 +67,6 @@ EngineMeasurement measure_engine(const LoadedModel& loaded, const scenario::Scen
     std::int64_t tokens = 0;
   };
   std::map<std::uint64_t, Times> times;
-  traces::TokenTraceWriter writer(token_trace_path);
   for (const engine::GeneratedToken& t : run.tokens) {
     if (t.discarded)
       continue;
@@ -75,17 +74,8 @@ EngineMeasurement measure_engine(const LoadedModel& loaded, const scenario::Scen
     r.first = r.first < 0 ? t.time : std::min(r.first, t.time);
     r.last = std::max(r.last, t.time);
     ++r.tokens;
-    traces::TokenTraceRow row;
-    row.request_id = t.request.value;
-    row.position = t.position;
-    row.exit_depth = t.exit_depth;
-    row.exit_point = t.exit_point;
-    row.score = t.score;
-    row.policy = s.exit_policy.kind;
-    row.time_ns = t.time;
-    writer.write(row);
   }
-  writer.finish();
+  write_token_trace(run, s.exit_policy.kind, token_trace_path);
   for (const engine::EngineRequest& r : requests) {
     const Times& t = times[r.id.value];
     sim::RequestRecord record;

@@ -157,13 +157,7 @@ IterationCost CalibratedCostModel::iteration_cost(std::span<const BatchEntry> ba
   if (residual_ != nullptr && (embedded > 0 || emitting > 0 || passes[0].used || passes[1].used))
     us += residual_->predict_us(static_cast<double>(embedded), static_cast<double>(emitting));
 
-  const IterationCost counted = counts_.iteration_cost(batch);
-  IterationCost cost;
-  cost.total = static_cast<TimeNs>(std::llround(us * static_cast<double>(k_ns_per_us)));
-  cost.flops = counted.flops;
-  cost.bytes = counted.bytes;
-  cost.masked_flops = counted.masked_flops;
-  return cost;
+  return measured_cost(us, counts_.iteration_cost(batch));
 }
 
 }  // namespace exitsim::sim

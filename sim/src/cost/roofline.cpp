@@ -229,6 +229,15 @@ HardwareSpec counting_hardware(const ModelShape& model) {
   return h;
 }
 
+IterationCost measured_cost(double microseconds, const IterationCost& counted) {
+  IterationCost cost;
+  cost.total = static_cast<TimeNs>(std::llround(microseconds * static_cast<double>(k_ns_per_us)));
+  cost.flops = counted.flops;
+  cost.bytes = counted.bytes;
+  cost.masked_flops = counted.masked_flops;
+  return cost;
+}
+
 RooflineCostModel::RooflineCostModel(const ModelShape& model, const HardwareSpec& hardware,
                                      RooflineEfficiency efficiency)
     : layer_graph_(roofline_ops::build_layer_graph()),

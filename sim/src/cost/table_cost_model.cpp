@@ -295,13 +295,7 @@ IterationCost TableCostModel::iteration_cost(std::span<const BatchEntry> batch) 
   if (embedded > 0)
     us += interpolate_us(table_.embedding, static_cast<double>(embedded));
 
-  const IterationCost counted = counts_.iteration_cost(batch);
-  IterationCost cost;
-  cost.total = static_cast<TimeNs>(std::llround(us * static_cast<double>(k_ns_per_us)));
-  cost.flops = counted.flops;
-  cost.bytes = counted.bytes;
-  cost.masked_flops = counted.masked_flops;
-  return cost;
+  return measured_cost(us, counts_.iteration_cost(batch));
 }
 
 }  // namespace exitsim::sim

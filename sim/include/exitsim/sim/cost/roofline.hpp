@@ -143,5 +143,7 @@ class RooflineCostModel final : public CostModel {
 // price time themselves): any positive speeds serve, so those models do not depend on the
 // scenario's hardware having a peak for the model's dtype.
 HardwareSpec counting_hardware(const ModelShape& model);
+// A measured model's cost: its time (microseconds) with the counting roofline's FLOPs and bytes.
+IterationCost measured_cost(double microseconds, const IterationCost& counted);
 
 }  // namespace exitsim::sim
