@@ -265,6 +265,44 @@ def evaluate(model, held, length=SEQ_LEN, windows=64):
     return [round(l.item() / math.log(2), 3) for l in lm]  # bits per byte at each exit
 
 
+def auc(scores, labels):
+    """Area under the ROC curve of `scores` predicting `labels` (ties count half)."""
+    order = torch.argsort(scores)
+    ranks = torch.empty_like(scores)
+    ranks[order] = torch.arange(1, len(scores) + 1, dtype=scores.dtype)
+    # Average the ranks of tied scores.
+    unique, inverse = torch.unique(scores, return_inverse=True)
+    sums = torch.zeros(len(unique), dtype=scores.dtype).index_add_(0, inverse, ranks)
+    counts = torch.zeros(len(unique), dtype=scores.dtype).index_add_(0, inverse, torch.ones_like(ranks))
+    ranks = (sums / counts)[inverse]
+    positives = labels.sum().item()
+    negatives = len(labels) - positives
+    if positives == 0 or negatives == 0:
+        return float("nan")
+    return (ranks[labels].sum().item() - positives * (positives + 1) / 2) / (positives * negatives)
+
+
+def exit_report(model_dir, held, length=SEQ_LEN, windows=256):
+    """How well recursion 1's confidence and the recursion-2 router predict that exiting after
+    recursion 1 gives the final exit's top-1 (on held-out windows of the exported model)."""
+    model = load_exported(model_dir)
+    starts = torch.linspace(0, len(held) - length - 2, windows).long().tolist()
+    batch = torch.stack([held[s:s + length] for s in starts])
+    with torch.no_grad():
+        logits, routers = model.exits(batch)
+    first = logits[0].softmax(-1)
+    agree = (logits[0].argmax(-1) == logits[-1].argmax(-1)).reshape(-1)
+    confidence = first.max(-1).values.reshape(-1)
+    router_continue = torch.sigmoid(routers[1]).reshape(-1)  # high: recursion 2 is needed
+    print(f"tokens {len(agree)}; exit 1 agrees with the final exit on {agree.float().mean():.4f}")
+    for t in (0.5, 0.7, 0.9):
+        chosen = confidence >= t
+        print(f"  max-probability >= {t}: {chosen.float().mean():.3f} of tokens, agreement "
+              f"{agree[chosen].float().mean():.4f}")
+    print(f"AUC predicting agreement: max-probability {auc(confidence, agree):.3f}, "
+          f"router (1 - score) {auc(1 - router_continue, agree):.3f}")
+
+
 def learning_rate(step, steps, peak=3e-3, warmup=100):
     """Linear warm-up, then cosine decay to a tenth of the peak over the step budget."""
     progress = min(1.0, step / max(steps, 1))
@@ -286,6 +324,9 @@ def main():
                         help="export the model (and fixture) every N steps as well as at the end")
     parser.add_argument("--fixture-only", action="store_true",
                         help="only (re)write parity.safetensors for the model in --out")
+    parser.add_argument("--exit-report", action="store_true",
+                        help="only report how well confidence and router predict exit agreement "
+                             "for the model in --out")
     parser.add_argument("--write-held-out", metavar="FILE",
                         help="only write the held-out text (what `exitsim engine eval` reads)")
     args = parser.parse_args()
@@ -294,6 +335,9 @@ def main():
         with open(args.write_held_out, "wb") as f:
             f.write(bytes(held.to(torch.uint8).tolist()))
         print(f"wrote {args.write_held_out} ({len(held)} bytes held out)")
+        return 0
+    if args.exit_report:
+        exit_report(args.out, held)
         return 0
     if args.fixture_only:
         write_parity_fixture(args.out, held)

@@ -92,6 +92,18 @@ std::string validation_csv(std::span<const ValidationResult> results) {
                            : 0.0);
     out += fmt::format("{},iteration_ape_p50,,,{:.6g}\n", r.strategy, it.median_ape);
     out += fmt::format("{},iteration_ape_p90,,,{:.6g}\n", r.strategy, it.p90_ape);
+    if (r.same_batches) {
+      out +=
+          fmt::format("{},same_batch_ape_p50,,,{:.6g}\n", r.strategy, r.same_batches->median_ape);
+      out += fmt::format("{},same_batch_ape_p90,,,{:.6g}\n", r.strategy, r.same_batches->p90_ape);
+      out += fmt::format(
+          "{},same_batch_mean_us,{:.6g},{:.6g},{:.6g}\n", r.strategy,
+          r.same_batches->engine_mean_us, r.same_batches->simulated_mean_us,
+          r.same_batches->engine_mean_us > 0
+              ? std::abs(r.same_batches->simulated_mean_us - r.same_batches->engine_mean_us) /
+                    r.same_batches->engine_mean_us
+              : 0.0);
+    }
     for (const MetricComparison& m : r.metrics) {
       out += fmt::format("{},{},{:.6g},{:.6g},{:.6g}\n", r.strategy, m.metric, m.engine,
                          m.simulated, m.relative_error);
@@ -111,7 +123,16 @@ std::string validation_json(std::span<const ValidationResult> results) {
                          {"simulated", m.simulated},
                          {"relative_error", m.relative_error}});
     }
+    nlohmann::json same = nullptr;
+    if (r.same_batches) {
+      same = {{"steps", r.same_batches->matched},
+              {"median_ape", r.same_batches->median_ape},
+              {"p90_ape", r.same_batches->p90_ape},
+              {"engine_mean_us", r.same_batches->engine_mean_us},
+              {"priced_mean_us", r.same_batches->simulated_mean_us}};
+    }
     list.push_back({{"strategy", r.strategy},
+                    {"same_batches", same},
                     {"iterations",
                      {{"engine", it.engine_iterations},
                       {"simulated", it.simulated_iterations},
@@ -134,6 +155,16 @@ std::string format_validation(std::span<const ValidationResult> results) {
         "{:.1f}% (mean {:.0f} vs {:.0f} us)\n",
         r.strategy, it.engine_iterations, it.simulated_iterations, 100 * it.median_ape,
         100 * it.p90_ape, it.engine_mean_us, it.simulated_mean_us);
+    if (r.same_batches) {
+      out += fmt::format(
+          "  the engine's own batches priced by the profile: error median {:.1f}%, p90 {:.1f}% "
+          "(mean {:.0f} vs {:.0f} us over {} steps)\n",
+          100 * r.same_batches->median_ape, 100 * r.same_batches->p90_ape,
+          r.same_batches->engine_mean_us, r.same_batches->simulated_mean_us,
+          r.same_batches->matched);
+    } else {
+      out += "  the engine's own batches: not recorded for this strategy\n";
+    }
     for (const MetricComparison& m : r.metrics) {
       out += fmt::format("  {:<24} engine {:>10.2f}  simulated {:>10.2f}  error {:>5.1f}%\n",
                          m.metric, m.engine, m.simulated, 100 * m.relative_error);

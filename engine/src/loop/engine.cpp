@@ -349,7 +349,7 @@ EngineRun Engine::Loop::run(std::span<const EngineRequest> requests) {
       }
     }
     ++step_;
-    StepRecord record{step_, now(), idle_, {}, {}};
+    StepRecord record{step_, now(), idle_, {}, {}, {}};
     idle_ = 0;
     for (const Sequence* p : prefills)
       record.prefill.push_back(p->request->id);

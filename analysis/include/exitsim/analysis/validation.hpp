@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -37,7 +38,13 @@ struct MetricComparison {
 // One strategy's validation: iteration error and the request metrics of both executors.
 struct ValidationResult {
   std::string strategy;
+  // The engine's steps against the simulator's own run of the same requests (the schedules may
+  // drift apart where the predicted times differ).
   IterationError iterations;
+  // The engine's steps against the cost model's price of the very batch each step ran: the cost
+  // model's error alone. Absent where the engine does not record its batches in the
+  // simulator's terms (depth-wise steps, deferred fills).
+  std::optional<IterationError> same_batches;
   std::vector<MetricComparison> metrics;  // throughput, then TTFT, TPOT, E2E at p50, p90, p99
 };
 
