@@ -278,9 +278,13 @@ TEST_F(Cli, EngineRunsAModelAndItsQualityTableFeedsTheSimulator) {
   const Result validated =
       run("validate " + common + workload +
           " --set seed=9 --set workload.arrivals.rate=1000 --profile '" + costs.string() +
-          "' --strategies depthwise -o '" + validation.string() + "'");
+          "' --strategies depthwise,full_depth -o '" + validation.string() + "'");
   ASSERT_EQ(validated.exit_code, 0) << validated.err;
   EXPECT_NE(validated.out.find("depthwise: iterations engine"), std::string::npos) << validated.out;
+  // Per-token strategies also price the engine's own batches; depth-wise steps are not recorded.
+  EXPECT_NE(validated.out.find("the engine's own batches: not recorded"), std::string::npos);
+  EXPECT_NE(validated.out.find("the engine's own batches priced by the profile"), std::string::npos)
+      << validated.out;
   EXPECT_NE(slurp(validation / "validation.csv").find("depthwise,throughput_tokens_per_s,"),
             std::string::npos);
   // A profile measured on other hardware is refused, in one line naming the key.
