@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -62,9 +63,19 @@ void run_sweep_command(const SweepArgs& args) {
     total = p.total;
     draw_progress(p);
   };
-  const std::size_t made = analysis::run_sweep(options);
-  fmt::print("sweep      {} runs made, {} already in {} (shard {}), {} jobs\n", made, skipped,
-             args.database, args.shard, options.jobs);
+  std::size_t made = 0;
+  if (analysis::launched_by_mpi()) {
+    const std::optional<std::size_t> on_rank0 = analysis::run_sweep_mpi(options);
+    if (!on_rank0)
+      return;  // rank 0 reports
+    made = *on_rank0;
+  } else {
+    made = analysis::run_sweep(options);
+  }
+  fmt::print("sweep      {} runs made, {} already in {} (shard {}), {}\n", made, skipped,
+             args.database, args.shard,
+             analysis::launched_by_mpi() ? std::string("over MPI ranks")
+                                         : fmt::format("{} jobs", options.jobs));
   if (made < total)
     fmt::print("sweep      {} runs left\n", total - made);
 }

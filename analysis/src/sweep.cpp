@@ -6,9 +6,12 @@
 #include <charconv>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <deque>
 #include <exception>
+#include <iterator>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "exitsim/core/error.hpp"
@@ -75,14 +78,10 @@ RunMetrics run_metrics_of(const sim::MetricsSummary& s) {
   return m;
 }
 
-namespace {
-
-// One point, run: its scenario with the point's overrides after the command line's (the sweep
-// itself emptied, so the point is one run).
-RunRecord run_point(const SweepOptions& options, const SweepPoint& point) {
+RunRecord run_sweep_point(const SweepOptions& options, const SweepPoint& point) {
   std::vector<std::string> overrides = options.overrides;
   overrides.insert(overrides.end(), point.overrides.begin(), point.overrides.end());
-  overrides.emplace_back("sweep=[]");
+  overrides.emplace_back("sweep=[]");  // the point is one run
   const scenario::Scenario s = options.scenario_file.empty()
                                    ? scenario::load_default_scenario(overrides)
                                    : scenario::load_scenario_file(options.scenario_file, overrides);
@@ -91,25 +90,81 @@ RunRecord run_point(const SweepOptions& options, const SweepPoint& point) {
   return {point, scenario::render_resolved_yaml(s), run_metrics_of(result.summary)};
 }
 
-}  // namespace
-
-std::size_t run_sweep(const SweepOptions& options) {
+PendingPoints pending_points(const SweepOptions& options, const SweepDatabase& database) {
   const scenario::Scenario base =
       options.scenario_file.empty()
           ? scenario::load_default_scenario(options.overrides)
           : scenario::load_scenario_file(options.scenario_file, options.overrides);
-  SweepDatabase database(options.database);
   const std::set<std::string> done = database.completed_keys();
-  std::vector<SweepPoint> todo;
-  SweepProgress progress;
+  PendingPoints out;
   for (SweepPoint& p : sweep_points(base.sweep)) {
     if (!options.shard.contains(p.index))
       continue;
     if (done.contains(p.key))
-      ++progress.skipped;
+      ++out.skipped;
     else
-      todo.push_back(std::move(p));
+      out.todo.push_back(std::move(p));
   }
+  return out;
+}
+
+std::string run_record_to_json(const RunRecord& run) {
+  const RunMetrics& m = run.metrics;
+  const std::vector<double> metrics = {m.throughput_tokens_per_s,
+                                       m.goodput_requests_per_s,
+                                       m.slo_attainment,
+                                       m.ttft_p50_ms,
+                                       m.ttft_p99_ms,
+                                       m.tpot_p50_ms,
+                                       m.tpot_p99_ms,
+                                       m.e2e_p50_ms,
+                                       m.e2e_p99_ms,
+                                       m.mean_exit_depth};
+  return nlohmann::json{{"index", run.point.index}, {"overrides", run.point.overrides},
+                        {"key", run.point.key},     {"scenario", run.scenario_yaml},
+                        {"metrics", metrics},       {"summary", m.summary_json}}
+      .dump();
+}
+
+RunRecord run_record_from_json(const std::string& text) {
+  const nlohmann::json j = nlohmann::json::parse(text);
+  RunRecord r;
+  r.point.index = j.at("index").get<std::size_t>();
+  r.point.overrides = j.at("overrides").get<std::vector<std::string>>();
+  r.point.key = j.at("key").get<std::string>();
+  r.scenario_yaml = j.at("scenario").get<std::string>();
+  const auto v = j.at("metrics").get<std::vector<double>>();
+  RunMetrics& m = r.metrics;
+  double* fields[] = {&m.throughput_tokens_per_s,
+                      &m.goodput_requests_per_s,
+                      &m.slo_attainment,
+                      &m.ttft_p50_ms,
+                      &m.ttft_p99_ms,
+                      &m.tpot_p50_ms,
+                      &m.tpot_p99_ms,
+                      &m.e2e_p50_ms,
+                      &m.e2e_p99_ms,
+                      &m.mean_exit_depth};
+  for (std::size_t i = 0; i < std::size(fields) && i < v.size(); ++i)
+    *fields[i] = v[i];
+  m.summary_json = j.at("summary").get<std::string>();
+  return r;
+}
+
+bool launched_by_mpi() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"}) {
+    if (std::getenv(name) != nullptr)
+      return true;
+  }
+  return false;
+}
+
+std::size_t run_sweep(const SweepOptions& options) {
+  SweepDatabase database(options.database);
+  PendingPoints pending = pending_points(options, database);
+  std::vector<SweepPoint>& todo = pending.todo;
+  SweepProgress progress;
+  progress.skipped = pending.skipped;
   progress.total = todo.size();
   const auto start = std::chrono::steady_clock::now();
   const auto report = [&] {
@@ -138,7 +193,7 @@ std::size_t run_sweep(const SweepOptions& options) {
         if (i >= todo.size() || stop.load())
           break;
         try {
-          RunRecord record = run_point(options, todo[i]);
+          RunRecord record = run_sweep_point(options, todo[i]);
           const std::lock_guard lock(mutex);
           finished.push_back(std::move(record));
         } catch (const InputError& e) {

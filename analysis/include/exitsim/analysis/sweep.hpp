@@ -97,6 +97,26 @@ struct SweepOptions {
 // stored. Returns the number of runs made.
 std::size_t run_sweep(const SweepOptions& options);
 
+// The parts of run_sweep that other drivers (MPI) share.
+struct PendingPoints {
+  std::vector<SweepPoint> todo;  // in the shard, not yet in the database, by index
+  std::size_t skipped = 0;       // in the shard and already in the database
+};
+PendingPoints pending_points(const SweepOptions& options, const SweepDatabase& database);
+// One point run: the scenario with the command line's overrides, then the point's.
+RunRecord run_sweep_point(const SweepOptions& options, const SweepPoint& point);
+// A run as one line of JSON and back (how MPI ranks pass results to rank 0).
+std::string run_record_to_json(const RunRecord& run);
+RunRecord run_record_from_json(const std::string& text);
+
+// Whether this process was started by mpirun (an MPI launcher's environment is present).
+bool launched_by_mpi();
+// run_sweep over MPI ranks: rank 0 owns the database and hands out points one at a time to the
+// ranks that ask (dynamic load balancing); the other ranks run them and send the results back.
+// Returns the runs made on rank 0, nothing on the others. Throws InputError, on every rank, for
+// a failing point, and when exitsim was built without MPI.
+std::optional<std::size_t> run_sweep_mpi(const SweepOptions& options);
+
 // What a run measured, from its simulation summary.
 RunMetrics run_metrics_of(const sim::MetricsSummary& summary);
 
