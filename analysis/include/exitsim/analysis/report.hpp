@@ -28,7 +28,7 @@ struct ReportInputs {
 struct FrontierRow {
   std::size_t run = 0;  // index into ReportInputs::runs
   std::string key;
-  double quality = 0;     // NaN when the quality table has no row for the run's exit setting
+  double quality = 0;  // NaN when the quality table has no row for the run's exit setting
   double efficiency = 0;
   int rank = -1;  // Pareto rank, 0 = on the frontier; -1 without quality
 };
