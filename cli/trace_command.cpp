@@ -2,9 +2,12 @@
 #include <fmt/ranges.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <map>
 #include <memory>
 
 #include "commands.hpp"
+#include "exitsim/analysis/step_graph.hpp"
 #include "exitsim/analysis/trace_summary.hpp"
 #include "exitsim/core/error.hpp"
 #include "exitsim/core/suggest.hpp"
@@ -78,6 +81,45 @@ void to_chrome(const std::string& op_trace, const std::string& out, double max_m
              writer.truncated() ? " (truncated at the size limit)" : "");
 }
 
+// Per step: wall time against the critical path of its op graph, and what lies on that path.
+void critical_path(const std::string& op_trace) {
+  const std::vector<analysis::StepGraph> steps = analysis::step_graphs(op_trace);
+  if (steps.empty()) {
+    fmt::print("no steps in {}\n", op_trace);
+    return;
+  }
+  std::vector<double> shares;
+  std::map<std::string, double> by_kind;
+  double critical = 0;
+  double wall = 0;
+  for (const analysis::StepGraph& g : steps) {
+    if (g.wall > 0)
+      shares.push_back(g.critical_path_ns / static_cast<double>(g.wall));
+    critical += g.critical_path_ns;
+    wall += static_cast<double>(g.wall);
+    for (const auto& [kind, ns] : g.critical_by_kind_ns)
+      by_kind[kind] += ns;
+  }
+  std::sort(shares.begin(), shares.end());
+  const auto at = [&](double p) {
+    return shares.empty()
+               ? 0.0
+               : shares[std::min(shares.size() - 1,
+                                 static_cast<std::size_t>(p * static_cast<double>(shares.size())))];
+  };
+  fmt::print(
+      "steps      {}; critical path / wall per step: median {:.1f}%, p10 {:.1f}%; in all {:.1f} "
+      "of {:.1f} ms (the rest: time in no op, on the host between ops)\n",
+      steps.size(), 100 * at(0.5), 100 * at(0.1), critical / 1e6, wall / 1e6);
+  std::vector<std::pair<double, std::string>> sorted;
+  for (const auto& [kind, ns] : by_kind)
+    sorted.emplace_back(ns, kind);
+  std::sort(sorted.rbegin(), sorted.rend());
+  for (const auto& [ns, kind] : sorted)
+    fmt::print("  {:<22} {:>9.2f} ms  {:>5.1f}% of the critical path\n", kind, ns / 1e6,
+               100 * ns / critical);
+}
+
 }  // namespace
 
 void add_trace_commands(CLI::App& app) {
@@ -110,6 +152,14 @@ void add_trace_commands(CLI::App& app) {
   chrome_command->callback([chrome_in, chrome_out, chrome_max_mb] {
     to_chrome(*chrome_in, *chrome_out, *chrome_max_mb);
   });
+
+  auto path_in = std::make_shared<std::string>();
+  CLI::App* path_command = group->add_subcommand(
+      "critical-path",
+      "Build each engine step's op dependency graph (the simulator's graph form) from an op "
+      "trace and report its critical path against the step's wall time");
+  path_command->add_option("op_trace", *path_in, "Op trace CSV")->required();
+  path_command->callback([path_in] { critical_path(*path_in); });
 }
 
 }  // namespace exitsim::cli

@@ -36,6 +36,8 @@ std::string_view to_string(OpKind kind) {
       return "lm_head";
     case OpKind::sampling:
       return "sampling";
+    case OpKind::host_op:
+      return "host_op";
   }
   return "unknown";
 }

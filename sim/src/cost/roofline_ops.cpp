@@ -125,6 +125,7 @@ OpParams layer_op(OpKind kind, const ModelShape& model, int rank_int) {
     case OpKind::final_norm:
     case OpKind::lm_head:
     case OpKind::sampling:
+    case OpKind::host_op:
       break;
   }
   throw std::logic_error("layer_op: not a layer op");

@@ -23,6 +23,9 @@ enum class OpKind : std::uint8_t {
   final_norm,
   lm_head,  // logits of the tokens that emit
   sampling,
+  // A measured op no simulator op stands for (rotary, K/V writes, embedding, routers, probes,
+  // compaction): in graphs built from op traces only; cost models never price it.
+  host_op,
 };
 
 std::string_view to_string(OpKind kind);
