@@ -10,11 +10,13 @@
 
 #include "exitsim/analysis/svg_chart.hpp"
 #include "exitsim/core/error.hpp"
+#include "exitsim/traces/engine_ops.hpp"
 
 namespace exitsim::analysis {
 
 namespace {
 
+namespace ops = traces::engine_ops;
 using nlohmann::json;
 constexpr double k_nan = std::numeric_limits<double>::quiet_NaN();
 
@@ -376,6 +378,17 @@ Report build_report(const ReportInputs& in) {
                      {"regimes", op.regimes.size()},
                      {"fit_mape", op.fit_mape},
                      {"held_out_mape", op.held_out_mape}});
+    }
+    // The stand-ins the calibrated cost model uses for ops the traces did not cover.
+    for (const auto& [op, stand_in] :
+         {std::pair{ops::kv_only,
+                    "K/V-only layers are priced as qkv_proj times the K/V share of "
+                    "its output"},
+          std::pair{ops::step_residual, "scheduling and policy work between ops is priced as 0"}}) {
+      if (in.profile->find(std::string(op)) == nullptr) {
+        r.notes.push_back(
+            fmt::format("the cost profile has no {} (its traces never ran it): {}", op, stand_in));
+      }
     }
     const std::vector<std::string> header = {"op",      "calls fitted", "held out",
                                              "regimes", "fit MAPE",     "held-out MAPE"};
