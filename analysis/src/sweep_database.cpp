@@ -55,6 +55,13 @@ struct SweepDatabase::Impl {
   std::string path;
   sqlite3* db = nullptr;
 
+  // Closing here rather than in ~SweepDatabase also covers a constructor that throws after
+  // the open succeeded: the members of a half-built object are still destroyed.
+  ~Impl() {
+    if (db != nullptr)
+      sqlite3_close(db);
+  }
+
   void exec(const char* sql, const std::string& expected) {
     char* message = nullptr;
     if (sqlite3_exec(db, sql, nullptr, nullptr, &message) != SQLITE_OK) {
@@ -81,10 +88,7 @@ SweepDatabase::SweepDatabase(const std::string& path) : impl_(std::make_unique<I
   Statement probe(impl_->db, fmt::format("SELECT {} FROM runs LIMIT 0", k_columns).c_str(), path);
 }
 
-SweepDatabase::~SweepDatabase() {
-  if (impl_ && impl_->db != nullptr)
-    sqlite3_close(impl_->db);
-}
+SweepDatabase::~SweepDatabase() = default;
 
 std::set<std::string> SweepDatabase::completed_keys() const {
   Statement select(impl_->db, "SELECT key FROM runs", impl_->path);
