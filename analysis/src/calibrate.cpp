@@ -184,15 +184,21 @@ sim::OpFit fit_op(const std::string& name, const std::string& kind,
     fit.regimes.pop_back();
   // The relative-error fit follows the typical call; the simulator sums calls, so its total must
   // be the measured total: calls stretched by preemption or cache misses are rare but long.
-  // Scale the fit so that it predicts the fitted calls' total time (the mean, not the median).
-  double measured = 0;
-  double predicted = 0;
-  for (const OpSample* s : train) {
-    measured += s->time_us;
-    predicted += predict(fit, *s);
-  }
-  if (predicted > 0 && measured > 0) {
-    for (sim::OpFit::Regime& regime : fit.regimes) {
+  // Scale each regime so that it predicts its fitted calls' total time (the mean, not the
+  // median). Per regime, because a few huge prefill calls would otherwise set the scale of
+  // every small decode call.
+  for (sim::OpFit::Regime& regime : fit.regimes) {
+    const double low =
+        &regime == &fit.regimes.front() ? -1.0 : static_cast<double>(fit.regimes.front().batch_max);
+    double measured = 0;
+    double predicted = 0;
+    for (const OpSample* s : train) {
+      if (s->batch > low && s->batch <= static_cast<double>(regime.batch_max)) {
+        measured += s->time_us;
+        predicted += predict(fit, *s);
+      }
+    }
+    if (predicted > 0 && measured > 0) {
       for (double& c : regime.coefficients)
         c *= measured / predicted;
     }
@@ -214,6 +220,7 @@ bool priced_op(std::string_view name) {
 struct StepTotals {
   TimeNs first_start = std::numeric_limits<TimeNs>::max();
   double priced_us = 0;
+  double idle_us = 0;
   std::int64_t embedded = 0;
   std::int64_t emitted = 0;
 };
@@ -261,19 +268,24 @@ sim::CostProfile calibrate(std::span<const std::string> op_trace_paths,
       step.first_start = std::min(step.first_start, row->start_ns);
       if (priced_op(row->name))
         step.priced_us += us;
+      if (row->name == ops::wait_for_arrival)
+        step.idle_us += us;
       if (row->name == ops::embed)
         step.embedded += row->batch_tokens;
       if (row->name == ops::sampling)
         step.emitted += row->batch_tokens;
     }
     // A step lasts from its first op to the next step's first op, so scheduling between steps
-    // is part of the residual, as the simulator sees it. The last step has no such end: left out.
+    // is part of the residual, as the simulator sees it, but waiting for arrivals is not. The
+    // last step has no such end, and a wait before the first step is no step: both left out.
     for (auto it = steps.begin(); it != steps.end() && std::next(it) != steps.end(); ++it) {
+      if (it->second.priced_us == 0)
+        continue;
       const TimeNs end = std::next(it)->second.first_start;
       const double wall_us = static_cast<double>(end - it->second.first_start) / 1000.0;
       residuals.push_back({static_cast<double>(it->second.embedded),
                            static_cast<double>(it->second.emitted),
-                           std::max(0.0, wall_us - it->second.priced_us)});
+                           std::max(0.0, wall_us - it->second.priced_us - it->second.idle_us)});
     }
   }
   for (const std::string_view required : ops::layer) {

@@ -70,13 +70,26 @@ TEST(FitOp, NeverPredictsNegativeTimes) {
   EXPECT_GE(fit.predict_us(-100, 0), 0.0);
 }
 
-// A two-step trace of a one-layer model with every op the calibrated model prices.
+// A twelve-step trace of a one-layer model with every op the calibrated model prices;
+// `with_waits`: the engine also waits for arrivals before the first step and after odd steps.
 std::string write_trace(const TempDir& dir, const std::string& sub, const std::string& hardware,
-                        bool with_attention = true) {
+                        bool with_attention = true, bool with_waits = false) {
   std::filesystem::create_directories(dir.dir() / sub);
   const std::string path = dir.path(sub + "/op_trace.csv");
   traces::OpTraceWriter writer(path);
   TimeNs now = 0;
+  const auto wait = [&](std::uint64_t step) {
+    traces::OpTraceRow row;
+    row.name = std::string(ops::wait_for_arrival);
+    row.start_ns = now;
+    row.duration_ns = 250000;
+    row.depth = -1;
+    row.step_id = step;
+    writer.write(row);
+    now += row.duration_ns;
+  };
+  if (with_waits)
+    wait(0);
   for (std::uint64_t step = 1; step <= 12; ++step) {
     const std::int64_t b = static_cast<std::int64_t>(step);
     const auto op = [&](std::string_view name, traces::OpKind kind, TimeNs ns, std::int64_t batch,
@@ -104,6 +117,8 @@ std::string write_trace(const TempDir& dir, const std::string& sub, const std::s
     op(ops::lm_head, traces::OpKind::lm_head, 5000 + 200 * b, b, 0, -1);
     op(ops::sampling, traces::OpKind::sampling, 700, b, 0, -1);
     now += 4000 + 100 * b;  // scheduling between steps: the residual
+    if (with_waits && step % 2 == 1)
+      wait(step);
   }
   writer.finish();
   dir.write(sub + "/run.json", R"({"engine": "exitsim-engine", "backend": "cpu", "hardware": ")" +
@@ -124,6 +139,16 @@ TEST(Calibrate, FitsEveryPricedOpAndTheStepResidual) {
   ASSERT_NE(residual, nullptr);
   // Steps 1..11 end where the next begins: 4 + 0.1 b us of scheduling after the ops.
   EXPECT_NEAR(residual->predict_us(5, 5), 4.5, 0.05);
+}
+
+TEST(Calibrate, WaitingForArrivalsIsNotStepTime) {
+  TempDir dir;
+  const std::vector<std::string> traces = {write_trace(dir, "a", "cpu x 2", true, true)};
+  const sim::CostProfile profile = calibrate(traces);
+  const sim::OpFit* residual = profile.find(std::string(ops::step_residual));
+  ASSERT_NE(residual, nullptr);
+  EXPECT_NEAR(residual->predict_us(5, 5), 4.5, 0.05);
+  EXPECT_EQ(profile.find(std::string(ops::wait_for_arrival)), nullptr);
 }
 
 TEST(Calibrate, ProfileRoundTripsThroughItsFile) {

@@ -134,6 +134,18 @@ TEST_F(EngineDecode, WithoutExitsEveryStrategyDecodesWhatFullDepthDecodes) {
   }
 }
 
+// full_depth is the baseline: an exit policy in the options changes nothing, as in the simulator.
+TEST_F(EngineDecode, FullDepthIgnoresTheExitPolicy) {
+  const std::vector<EngineRequest> reqs = requests(3);
+  const EngineRun plain = run(options_for("full_depth"), reqs);
+  for (const char* exits : {"distribution", "confidence"}) {
+    const EngineRun r = run(options_for("full_depth", exits), reqs);
+    EXPECT_EQ(r.outputs, plain.outputs) << exits;
+    for (const GeneratedToken& t : r.tokens)
+      EXPECT_EQ(t.exit_point, 2) << exits;  // the last of the three exit points
+  }
+}
+
 TEST_F(EngineDecode, DeferredFillWritesExactKvForTheFilledPositions) {
   const std::vector<EngineRequest> reqs = requests(2, 16);
   struct Rows {

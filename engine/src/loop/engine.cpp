@@ -6,6 +6,7 @@
 
 #include "exitsim/core/error.hpp"
 #include "exitsim/policy/scheduler_registry.hpp"
+#include "exitsim/traces/engine_ops.hpp"
 #include "loop.hpp"
 
 namespace exitsim::engine {
@@ -93,7 +94,9 @@ Engine::Engine(const Backend& model, EngineOptions options, profiler::HostProfil
   check_options(model_, options_);
   policy::SchedulerParams params;
   scheduler_ = policy::make_scheduler(options_.scheduler, params);
-  if (options_.exit_policy.kind != "none")
+  // full_depth is the baseline in which nobody exits (BRIEF.md), whatever the exit policy says:
+  // the simulator prices it so, and a comparison against it must be against the whole model.
+  if (options_.exit_policy.kind != "none" && options_.strategy != policy::SyncStrategy::full_depth)
     exit_policy_ = policy::make_exit_policy(options_.exit_policy, model_.depth());
 }
 
@@ -404,8 +407,12 @@ void Engine::Loop::wait_for_next_arrival() {
   const TimeNs arrival = sequences_[arrival_order_[next_arrival_]]->request->arrival;
   const TimeNs before = now();
   const TimeNs wait = arrival - before;
-  if (wait > 0)
+  if (wait <= 0)
+    return;
+  {
+    auto timed = span(traces::engine_ops::wait_for_arrival, traces::OpKind::other, 0, -1);
     std::this_thread::sleep_for(std::chrono::nanoseconds(wait));
+  }
   idle_ += now() - before;
 }
 

@@ -34,6 +34,10 @@ inline constexpr std::string_view sampling = "sampling";
 inline constexpr std::string_view probe = "lm_head.probe";
 inline constexpr std::string_view router = "router";
 inline constexpr std::string_view compaction = "compaction";
+// The engine waiting, with nothing to run, for the next request to arrive (only when it honours
+// the workload's arrival times). Idle time is not step time: calibration leaves it out of the
+// step residual, as the simulator's clock idles between arrivals on its own.
+inline constexpr std::string_view wait_for_arrival = "engine.wait_for_arrival";
 // Not an engine span: a step's wall time (first op to the next step's first op) less the ops the
 // calibrated model prices one by one — scheduling, policy work, gaps between ops. Calibration
 // fits it like an op, against the tokens embedded (B) and emitted (C) in the step.
