@@ -25,10 +25,12 @@ struct CuptiTracer::State {
   std::int64_t origin_ns = 0;
   std::vector<CUpti_ActivityKind> enabled;
 
-  // Filled from CUPTI's buffer-completion callback, which may run on a CUPTI thread.
+  // Filled from CUPTI's buffer-completion callback, which may run on a CUPTI thread, and from
+  // push_op() on the engine's.
   mutable std::mutex mutex;
-  std::vector<traces::OpTraceRow> rows;
-  std::unordered_map<std::uint32_t, int> thread_index;
+  ActivityJoin join;
+  ActivityJoinStats last_join;
+  std::uint64_t next_external_id = 1;
   std::uint64_t dropped = 0;
   std::string deferred_error;  // a failure inside a callback, reported by the next take_rows()
 };
@@ -79,7 +81,7 @@ std::string demangle(const char* name) {
   return out;
 }
 
-std::string_view memcpy_name(std::uint8_t kind) {
+std::string memcpy_name(std::uint8_t kind) {
   switch (kind) {
     case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD:
       return "memcpy HtoD";
@@ -96,42 +98,62 @@ std::string_view memcpy_name(std::uint8_t kind) {
   }
 }
 
-int stream_of(std::uint32_t stream_id) {
-  return static_cast<int>(std::min<std::uint32_t>(stream_id, INT_MAX));
+std::string wait_name(CUpti_ActivitySynchronizationType type) {
+  switch (type) {
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE:
+      return "wait: event synchronize";
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT:
+      return "wait: stream wait event";
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE:
+      return "wait: stream synchronize";
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE:
+      return "wait: context synchronize";
+    default:
+      return "wait";
+  }
 }
 
-std::int64_t duration_of(std::uint64_t start, std::uint64_t end) {
-  return end > start ? static_cast<std::int64_t>(end - start) : 0;
+TimeNs relative(std::uint64_t t, std::int64_t origin_ns) {
+  return static_cast<TimeNs>(t) - origin_ns;
 }
 
-std::string device_name(std::uint32_t device_id) {
-  return "cuda:" + std::to_string(device_id);
-}
-
-// Converts one record; false for kinds the tracer does not report. Called with state.mutex held.
-bool to_row(CuptiTracer::State& state, const CUpti_Activity& record, traces::OpTraceRow& row) {
+// Converts one CUPTI record; false for kinds the tracer does not use.
+bool to_activity(const CUpti_Activity& record, std::int64_t origin_ns, ActivityRecord& out) {
   switch (record.kind) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
       const auto& kernel = reinterpret_cast<const CUpti_ActivityKernel10&>(record);
-      row.name = demangle(kernel.name);
-      row.kind = classify_kernel(row.name);
-      row.device = device_name(kernel.deviceId);
-      row.stream = stream_of(kernel.streamId);
-      row.start_ns = static_cast<std::int64_t>(kernel.start) - state.origin_ns;
-      row.duration_ns = duration_of(kernel.start, kernel.end);
-      row.correlation_id = kernel.correlationId;
+      out.kind = ActivityKind::kernel;
+      out.name = demangle(kernel.name);
+      out.device = kernel.deviceId;
+      out.stream = kernel.streamId;
+      out.start_ns = relative(kernel.start, origin_ns);
+      out.end_ns = relative(kernel.end, origin_ns);
+      out.correlation = kernel.correlationId;
       return true;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
       const auto& copy = reinterpret_cast<const CUpti_ActivityMemcpy6&>(record);
-      row.name = memcpy_name(copy.copyKind);
-      row.kind = traces::OpKind::memcpy;
-      row.device = device_name(copy.deviceId);
-      row.stream = stream_of(copy.streamId);
-      row.start_ns = static_cast<std::int64_t>(copy.start) - state.origin_ns;
-      row.duration_ns = duration_of(copy.start, copy.end);
-      row.correlation_id = copy.correlationId;
+      out.kind = ActivityKind::memcpy;
+      out.name = memcpy_name(copy.copyKind);
+      out.device = copy.deviceId;
+      out.stream = copy.streamId;
+      out.start_ns = relative(copy.start, origin_ns);
+      out.end_ns = relative(copy.end, origin_ns);
+      out.correlation = copy.correlationId;
+      out.bytes = copy.bytes;
+      return true;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMSET: {
+      const auto& set = reinterpret_cast<const CUpti_ActivityMemset4&>(record);
+      out.kind = ActivityKind::memset;
+      out.name = "memset";
+      out.device = set.deviceId;
+      out.stream = set.streamId;
+      out.start_ns = relative(set.start, origin_ns);
+      out.end_ns = relative(set.end, origin_ns);
+      out.correlation = set.correlationId;
+      out.bytes = set.bytes;
       return true;
     }
     case CUPTI_ACTIVITY_KIND_RUNTIME: {
@@ -141,15 +163,31 @@ bool to_row(CuptiTracer::State& state, const CUpti_Activity& record, traces::OpT
           name == nullptr) {
         name = "cuda runtime call";
       }
-      row.name = name;
-      row.kind = traces::OpKind::other;
-      row.device = "cpu";
-      const auto [it, inserted] =
-          state.thread_index.try_emplace(api.threadId, static_cast<int>(state.thread_index.size()));
-      row.stream = it->second;
-      row.start_ns = static_cast<std::int64_t>(api.start) - state.origin_ns;
-      row.duration_ns = duration_of(api.start, api.end);
-      row.correlation_id = api.correlationId;
+      out.kind = ActivityKind::runtime;
+      out.name = name;
+      out.thread = api.threadId;
+      out.start_ns = relative(api.start, origin_ns);
+      out.end_ns = relative(api.end, origin_ns);
+      out.correlation = api.correlationId;
+      return true;
+    }
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
+      const auto& wait = reinterpret_cast<const CUpti_ActivitySynchronization2&>(record);
+      out.kind = ActivityKind::synchronization;
+      out.name = wait_name(wait.type);
+      out.stream = wait.streamId;
+      out.start_ns = relative(wait.start, origin_ns);
+      out.end_ns = relative(wait.end, origin_ns);
+      out.correlation = wait.correlationId;
+      return true;
+    }
+    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
+      const auto& link = reinterpret_cast<const CUpti_ActivityExternalCorrelation&>(record);
+      if (link.externalKind != CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0)
+        return false;
+      out.kind = ActivityKind::external_correlation;
+      out.correlation = link.correlationId;
+      out.external_id = link.externalId;
       return true;
     }
     default:
@@ -182,9 +220,9 @@ void CUPTIAPI buffer_completed(CUcontext context, std::uint32_t stream_id, std::
         }
         break;
       }
-      traces::OpTraceRow row;
-      if (to_row(*state, *record, row))
-        state->rows.push_back(std::move(row));
+      ActivityRecord activity;
+      if (to_activity(*record, state->origin_ns, activity))
+        state->join.add(activity);
     }
     std::size_t dropped = 0;
     if (cuptiActivityGetNumDroppedRecords(context, stream_id, &dropped) == CUPTI_SUCCESS) {
@@ -212,7 +250,11 @@ CuptiTracer::CuptiTracer(CuptiTracerOptions options) : state_(std::make_unique<S
     const std::pair<bool, CUpti_ActivityKind> kinds[] = {
         {options.kernels, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL},
         {options.memcpy, CUPTI_ACTIVITY_KIND_MEMCPY},
+        {options.memset, CUPTI_ACTIVITY_KIND_MEMSET},
         {options.runtime, CUPTI_ACTIVITY_KIND_RUNTIME},
+        {options.synchronization, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION},
+        // Always: it is how device work finds the engine op it belongs to.
+        {true, CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION},
     };
     for (const auto& [wanted, kind] : kinds) {
       if (!wanted)
@@ -241,6 +283,24 @@ void CuptiTracer::flush() {
   check_cupti(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), "cuptiActivityFlushAll");
 }
 
+std::uint64_t CuptiTracer::push_op(EngineOpLabel label) {
+  std::uint64_t id = 0;
+  {
+    std::lock_guard lock(state_->mutex);
+    id = state_->next_external_id++;
+    state_->join.label(id, std::move(label));
+  }
+  check_cupti(cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, id),
+              "cuptiActivityPushExternalCorrelationId");
+  return id;
+}
+
+void CuptiTracer::pop_op() {
+  std::uint64_t id = 0;
+  check_cupti(cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &id),
+              "cuptiActivityPopExternalCorrelationId");
+}
+
 std::vector<traces::OpTraceRow> CuptiTracer::take_rows() {
   flush();
   std::lock_guard lock(state_->mutex);
@@ -248,7 +308,20 @@ std::vector<traces::OpTraceRow> CuptiTracer::take_rows() {
     const std::string message = std::exchange(state_->deferred_error, {});
     throw InputError(SourceLocation{.file = "", .line = 0, .column = 0, .field = "cupti"}, message);
   }
-  return std::exchange(state_->rows, {});
+  if (state_->dropped > 0) {
+    throw InputError(SourceLocation{.file = "", .line = 0, .column = 0, .field = "cupti"},
+                     expected_found("no dropped activity records",
+                                    std::to_string(state_->dropped) +
+                                        " dropped (raise CuptiTracerOptions::buffer_bytes)"));
+  }
+  std::vector<traces::OpTraceRow> rows = state_->join.rows(&state_->last_join);
+  state_->join = ActivityJoin{};
+  return rows;
+}
+
+ActivityJoinStats CuptiTracer::last_join() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->last_join;
 }
 
 std::int64_t CuptiTracer::write(traces::OpTraceWriter& out) {
