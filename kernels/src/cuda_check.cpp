@@ -38,4 +38,12 @@ void check_cuda(cudaError_t status, std::string_view call) {
                        cudaGetErrorString(status));
 }
 
+void check_cublas(cublasStatus_t status, std::string_view call) {
+  if (status == CUBLAS_STATUS_SUCCESS)
+    return;
+  throw InputError(SourceLocation{.file = "", .line = 0, .column = 0, .field = "cuda"},
+                   std::string(call) + " failed: " + cublasGetStatusName(status) + ": " +
+                       cublasGetStatusString(status));
+}
+
 }  // namespace exitsim::kernels

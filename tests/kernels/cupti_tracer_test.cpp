@@ -2,6 +2,7 @@
 // kernel rows, launch rows and one row per engine op, every kernel attributed.
 #include "exitsim/profiler/cupti_tracer.hpp"
 
+#include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>

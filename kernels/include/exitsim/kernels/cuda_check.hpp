@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cublas_api.h>
 #include <cuda_runtime_api.h>
 
 #include <string_view>
@@ -16,5 +17,8 @@ std::string_view cuda_unavailable_reason() noexcept;
 // Throws exitsim::InputError with field "cuda" and the CUDA error string when `status` is not
 // cudaSuccess; `call` names what failed.
 void check_cuda(cudaError_t status, std::string_view call);
+
+// The same for a cuBLAS status (field "cuda", the status name and description).
+void check_cublas(cublasStatus_t status, std::string_view call);
 
 }  // namespace exitsim::kernels

@@ -1,0 +1,52 @@
+#pragma once
+// CPU references for the kernels, written to mirror engine::CpuModel's private code line by line
+// (rotate, attend, the MLP activation, router_scores), in float where the engine uses float and
+// double where it uses double.
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "exitsim/engine/kv_cache.hpp"
+
+namespace exitsim::kernels::testing {
+
+// In place, rows `row_stride` apart: CpuModel::rotate.
+void rotary_reference(std::vector<float>& x, std::int64_t rows, std::int64_t heads,
+                      std::int64_t head_dim, std::int64_t row_stride,
+                      std::span<const std::int32_t> positions, double theta);
+
+// silu(gate) * up, rows `in_stride` apart in gate and up, out contiguous.
+std::vector<float> swiglu_reference(const std::vector<float>& gate, const std::vector<float>& up,
+                                    std::int64_t rows, std::int64_t width, std::int64_t in_stride);
+
+// One query row of attention, as engine::LayerRow has it.
+struct QueryRow {
+  std::int32_t position = 0;
+  int stream = -1;
+  bool probe = false;
+};
+
+struct AttentionDims {
+  std::int64_t n_heads = 0;
+  std::int64_t n_kv_heads = 0;
+  std::int64_t head_dim = 0;
+};
+
+// CpuModel::attend: q [rows, n_heads * head_dim]; self_k / self_v [rows, kv_width], read only for
+// probes; returns [rows, n_heads * head_dim].
+std::vector<float> attention_reference(const std::vector<float>& q,
+                                       const std::vector<float>& self_k,
+                                       const std::vector<float>& self_v,
+                                       std::span<const QueryRow> rows, const engine::KvCache& kv,
+                                       const AttentionDims& dims);
+
+// CpuModel::router_scores, with the dot product in double rather than float.
+std::vector<double> router_reference(const std::vector<float>& x, const std::vector<float>& weight,
+                                     float bias, std::int64_t rows, std::int64_t dim);
+
+// y [m, n] = x [m, k] . w[n, k]^T in double.
+std::vector<double> gemm_reference(const std::vector<float>& x, const std::vector<float>& w,
+                                   std::int64_t m, std::int64_t n, std::int64_t k);
+
+}  // namespace exitsim::kernels::testing
