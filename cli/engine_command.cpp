@@ -45,7 +45,9 @@ void run_engine(const RunArgs& args) {
   profiler::HostProfiler profiler(profiler::HostProfilerOptions{.enabled = !args.profile.empty()});
   engine::Engine engine(*loaded->model, engine_options(s, args, longest),
                         args.profile.empty() ? nullptr : &profiler);
+  DeviceTrace device_trace(loaded->cuda, args.profile.empty() ? nullptr : &profiler);
   const engine::EngineRun run = engine.run(requests);
+  std::vector<traces::OpTraceRow> device_rows = device_trace.take();
 
   std::int64_t tokens = 0;
   std::map<int, std::int64_t> exits;
@@ -86,11 +88,14 @@ void run_engine(const RunArgs& args) {
                     (std::filesystem::path(out) / "token_trace.csv").string());
   fmt::print("wrote      {}/token_trace.csv\n", out);
   if (!args.profile.empty()) {
-    write_profile(profiler, run, *loaded->model, args.profile);
+    const std::size_t ops = profiler.size() + device_rows.size();
+    write_profile(profiler, run, *loaded->model, args.profile, std::move(device_rows));
     fmt::print(
         "profile    {} ops in {}/op_trace.csv and op_trace.json, their requests per step "
         "in steps.csv\n",
-        profiler.size(), args.profile);
+        ops, args.profile);
+    if (!device_trace.summary().empty())
+      fmt::print("cupti      {}\n", device_trace.summary());
   }
 }
 

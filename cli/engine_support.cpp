@@ -29,6 +29,10 @@
 #include "exitsim/traces/token_trace.hpp"
 #include "scenario_options.hpp"
 
+#if EXITSIM_HAVE_CUDA
+#include "exitsim/engine/cuda_model.hpp"
+#endif
+
 namespace exitsim::cli {
 
 void ModelOptions::add_to(CLI::App& command) {
@@ -41,6 +45,8 @@ void ModelOptions::add_to(CLI::App& command) {
   command.add_option("--text", text, "Text the prompts come from (byte-level models)");
   command.add_option("--token-ids", token_ids,
                      "Token-id file the prompts come from (one document per line)");
+  command.add_option("--backend", backend, "Where the model runs: cpu, or cuda (an NVIDIA GPU)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
 }
 
 std::vector<std::int32_t> ModelOptions::corpus(const engine::ModelConfig& config) const {
@@ -68,9 +74,58 @@ std::unique_ptr<LoadedModel> load_model(const ModelOptions& options) {
   auto loaded = std::make_unique<LoadedModel>();
   loaded->config = engine::load_model_config(options.dir, options.exit_layers);
   loaded->weights = engine::load_model_weights(loaded->config);
-  loaded->model = std::make_unique<engine::CpuModel>(loaded->config, loaded->weights);
+  if (options.backend == "cuda") {
+#if EXITSIM_HAVE_CUDA
+    loaded->model = std::make_unique<engine::CudaModel>(loaded->config, loaded->weights);
+    loaded->cuda = loaded->model.get();
+#else
+    throw InputError(
+        {"", 0, 0, "--backend"},
+        expected_found("cpu (this exitsim was built without the CUDA toolkit)", "cuda"));
+#endif
+  } else {
+    loaded->model = std::make_unique<engine::CpuModel>(loaded->config, loaded->weights);
+  }
   return loaded;
 }
+
+#if EXITSIM_HAVE_CUDA
+struct DeviceTrace::State {
+  engine::CudaModel* model = nullptr;
+  std::unique_ptr<profiler::CuptiTracer> tracer;
+};
+
+DeviceTrace::DeviceTrace(engine::Backend* cuda_model, const profiler::HostProfiler* profiler)
+    : state_(std::make_unique<State>()) {
+  if (cuda_model == nullptr || profiler == nullptr || !profiler->enabled())
+    return;
+  state_->model = static_cast<engine::CudaModel*>(cuda_model);
+  state_->tracer = std::make_unique<profiler::CuptiTracer>(
+      profiler::CuptiTracerOptions{.origin = profiler->origin()});
+  state_->model->set_tracer(state_->tracer.get());
+}
+
+DeviceTrace::~DeviceTrace() {
+  if (state_->model != nullptr)
+    state_->model->set_tracer(nullptr);
+}
+
+std::vector<traces::OpTraceRow> DeviceTrace::take() {
+  if (state_->tracer == nullptr)
+    return {};
+  std::vector<traces::OpTraceRow> rows = state_->tracer->take_rows();
+  summary_ = profiler::describe(state_->tracer->last_join());
+  return rows;
+}
+#else
+struct DeviceTrace::State {};
+
+DeviceTrace::DeviceTrace(engine::Backend*, const profiler::HostProfiler*) {}
+DeviceTrace::~DeviceTrace() = default;
+std::vector<traces::OpTraceRow> DeviceTrace::take() {
+  return {};
+}
+#endif
 
 policy::SyncStrategy strategy_named(const std::string& name, const std::string& field) {
   const auto strategy = policy::parse_sync_strategy(name);
@@ -179,14 +234,25 @@ void write_token_trace(const engine::EngineRun& run, const std::string& policy,
 }
 
 void write_profile(const profiler::HostProfiler& profiler, const engine::EngineRun& run,
-                   const engine::Backend& backend, const std::string& dir) {
+                   const engine::Backend& backend, const std::string& dir,
+                   std::vector<traces::OpTraceRow> device_rows) {
   std::filesystem::create_directories(dir);
   write_run_description(backend, dir);
   write_steps(run, (std::filesystem::path(dir) / "steps.csv").string());
   const std::string csv = (std::filesystem::path(dir) / "op_trace.csv").string();
   {
     traces::OpTraceWriter writer(csv);
-    profiler.write(writer);
+    if (device_rows.empty()) {
+      profiler.write(writer);
+    } else {
+      std::vector<traces::OpTraceRow> rows = profiler.rows();
+      rows.insert(rows.end(), std::make_move_iterator(device_rows.begin()),
+                  std::make_move_iterator(device_rows.end()));
+      std::stable_sort(rows.begin(), rows.end(),
+                       [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
+      for (const traces::OpTraceRow& row : rows)
+        writer.write(row);
+    }
     writer.finish();
   }
   traces::OpTraceReader reader(csv);

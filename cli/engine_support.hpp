@@ -14,6 +14,7 @@
 #include "exitsim/policy/sync_strategy.hpp"
 #include "exitsim/profiler/host_profiler.hpp"
 #include "exitsim/scenario/scenario.hpp"
+#include "exitsim/traces/op_trace.hpp"
 #include "scenario_options.hpp"
 
 namespace CLI {
@@ -28,6 +29,7 @@ struct ModelOptions {
   std::vector<int> exit_layers;
   std::string text;
   std::string token_ids;
+  std::string backend = "cpu";  // cpu or cuda
 
   void add_to(CLI::App& command);
 
@@ -38,7 +40,9 @@ struct ModelOptions {
 struct LoadedModel {
   engine::ModelConfig config;
   engine::ModelWeights weights;
-  std::unique_ptr<engine::CpuModel> model;
+  std::unique_ptr<engine::Backend> model;
+  // The same model when it runs on the GPU (to attach a CUPTI tracer); nullptr on the CPU.
+  engine::Backend* cuda = nullptr;
 };
 
 struct RunArgs {
@@ -62,8 +66,29 @@ engine::EngineOptions engine_options(const scenario::Scenario& s, const RunArgs&
 void write_token_trace(const engine::EngineRun& run, const std::string& policy,
                        const std::string& path);
 // op_trace.csv, op_trace.json, steps.csv and run.json of a profiled run in `dir`.
+// A GPU run's CUPTI trace, sharing the host profiler's clock: attached to the CUDA model while
+// it lives when both are given; otherwise it records nothing.
+class DeviceTrace {
+ public:
+  DeviceTrace(engine::Backend* cuda_model, const profiler::HostProfiler* profiler);
+  ~DeviceTrace();
+  DeviceTrace(const DeviceTrace&) = delete;
+  DeviceTrace& operator=(const DeviceTrace&) = delete;
+  // The joined rows gathered so far (none on the CPU).
+  std::vector<traces::OpTraceRow> take();
+  // What the last take() joined, e.g. "412 of 412 device records attributed ..."; "" on the CPU.
+  const std::string& summary() const { return summary_; }
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+  std::string summary_;
+};
+
+// `device_rows`: the CUPTI tracer's rows of a GPU run (merged with the host spans by start).
 void write_profile(const profiler::HostProfiler& profiler, const engine::EngineRun& run,
-                   const engine::Backend& backend, const std::string& dir);
+                   const engine::Backend& backend, const std::string& dir,
+                   std::vector<traces::OpTraceRow> device_rows = {});
 // The scenario's model section made to describe the engine's model, so that the scenario's exit
 // policy is validated against the exit points the engine really has. The user's --set come
 // after and win.

@@ -34,24 +34,8 @@ class LayerSpans {
   LayerSpans(const OpProfile& profile, int layer, int recursion, std::span<const LayerRow> rows,
              const KvCache& kv)
       : profiler_(profile.profiler) {
-    if (profiler_ == nullptr)
-      return;
-    // context_tokens: the (query, key) pairs attention reads, as the simulator counts them — a
-    // row sees the cached rows up to its position, the earlier rows of its own chunk (not cached
-    // yet: K/V are stored after this) and itself.
-    shape_.batch_tokens = static_cast<std::int64_t>(rows.size());
-    std::int64_t earlier_in_chunk = 0;
-    for (std::size_t r = 0; r < rows.size(); ++r) {
-      const LayerRow& row = rows[r];
-      const bool continues_chunk = r > 0 && row.chunk >= 0 && rows[r - 1].chunk == row.chunk;
-      earlier_in_chunk = continues_chunk ? earlier_in_chunk + 1 : 0;
-      const std::int64_t cached =
-          row.read_stream >= 0 ? kv.rows_up_to(row.read_stream, row.position) : 0;
-      shape_.context_tokens += cached + earlier_in_chunk + 1;
-    }
-    shape_.depth = layer;
-    shape_.recursion = recursion;
-    shape_.step_id = profile.step;
+    if (profiler_ != nullptr)
+      shape_ = layer_call_shape(layer, recursion, rows, kv, profile.step);
   }
   profiler::HostProfiler::Span operator()(std::string_view name, traces::OpKind kind) const {
     return profiler_ == nullptr ? profiler::HostProfiler::Span{}
@@ -103,14 +87,7 @@ CpuModel::CpuModel(const ModelConfig& config, const ModelWeights& weights)
 }
 
 LayerSource CpuModel::source_of(int executed_layer) const {
-  const DepthStructure& d = depth();
-  if (executed_layer < d.prelude_layers)
-    return {executed_layer, 0};
-  const int in_stack = executed_layer - d.prelude_layers;
-  if (in_stack < d.block_layers * d.recursions) {
-    return {d.prelude_layers + in_stack % d.block_layers, in_stack / d.block_layers + 1};
-  }
-  return {executed_layer - d.block_layers * (d.recursions - 1), 0};
+  return layer_source(depth(), executed_layer);
 }
 
 Matrix CpuModel::embed(std::span<const std::int32_t> tokens) const {

@@ -87,6 +87,25 @@ const float* KvCache::row_at(const Stream& s, std::int64_t row, std::int64_t off
          (offset + row % block_size_) * kv_width_;
 }
 
+void KvCache::set_row(int stream, std::int64_t row, std::span<const float> key,
+                      std::span<const float> value) {
+  const float* k = row_at(streams_[static_cast<std::size_t>(stream)], row, 0);
+  const float* v = row_at(streams_[static_cast<std::size_t>(stream)], row, block_size_);
+  const auto offset = [&](const float* p) { return static_cast<std::size_t>(p - storage_.data()); };
+  std::copy(key.begin(), key.end(), storage_.begin() + static_cast<std::ptrdiff_t>(offset(k)));
+  std::copy(value.begin(), value.end(), storage_.begin() + static_cast<std::ptrdiff_t>(offset(v)));
+}
+
+std::span<const std::int32_t> KvCache::blocks(int stream) const {
+  return streams_[static_cast<std::size_t>(stream)].blocks;
+}
+
+std::int64_t KvCache::slot(int stream, std::int64_t row) const {
+  const Stream& s = streams_[static_cast<std::size_t>(stream)];
+  return std::int64_t{s.blocks[static_cast<std::size_t>(row / block_size_)]} * block_size_ +
+         row % block_size_;
+}
+
 const float* KvCache::key(int stream, std::int64_t row) const {
   return row_at(streams_[static_cast<std::size_t>(stream)], row, 0);
 }

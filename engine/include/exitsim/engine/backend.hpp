@@ -45,11 +45,22 @@ struct OpProfile {
   std::uint64_t step = 0;  // the engine iteration, for the spans' step id
 };
 
+// The calibration features of one layer call, as every backend records them: its rows, and the
+// (query, key) pairs attention reads as the simulator counts them — a row sees the cached rows
+// up to its position, the earlier rows of its own chunk (not cached yet: K/V are stored during
+// the call) and itself.
+profiler::SpanShape layer_call_shape(int layer, int recursion, std::span<const LayerRow> rows,
+                                     const KvCache& kv, std::uint64_t step);
+
 // Where an executed layer of the unrolled model comes from.
 struct LayerSource {
   int unique_layer = 0;  // index into ModelWeights::layers
   int recursion = 0;     // 1-based within the shared block; 0 in the prelude and coda
 };
+
+// The unrolled stack's layer `executed_layer` in a model of this depth structure: prelude layers,
+// then the block's layers once per recursion, then the coda.
+LayerSource layer_source(const DepthStructure& depth, int executed_layer);
 
 class Backend {
  public:

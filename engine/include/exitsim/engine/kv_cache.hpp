@@ -27,6 +27,11 @@ class KvCache {
   void append(int stream, std::int32_t position, std::span<const float> key,
               std::span<const float> value);
 
+  // Replaces the K and V of an existing row (the GPU backend appends a row to learn its slot
+  // before the device has computed what goes in it).
+  void set_row(int stream, std::int64_t row, std::span<const float> key,
+               std::span<const float> value);
+
   // Drops the rows at positions > `position` (a rollback), freeing blocks left empty.
   void truncate_after(int stream, std::int32_t position);
 
@@ -42,6 +47,11 @@ class KvCache {
   std::int64_t total_blocks() const { return total_blocks_; }
   std::int64_t free_blocks() const { return static_cast<std::int64_t>(free_.size()); }
   std::int64_t blocks_of(int stream) const;
+  // The stream's blocks in row order: row r lives in block blocks(stream)[r / block_size], at
+  // pool slot block * block_size + r % block_size (a device mirror of the pool uses the same
+  // slots, so the GPU backend reads K/V where the loop's bookkeeping says they are).
+  std::span<const std::int32_t> blocks(int stream) const;
+  std::int64_t slot(int stream, std::int64_t row) const;
   // Blocks a stream needs to hold `rows` rows.
   std::int64_t blocks_for_rows(std::int64_t rows) const {
     return (rows + block_size_ - 1) / block_size_;

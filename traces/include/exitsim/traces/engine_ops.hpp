@@ -34,6 +34,10 @@ inline constexpr std::string_view sampling = "sampling";
 inline constexpr std::string_view probe = "lm_head.probe";
 inline constexpr std::string_view router = "router";
 inline constexpr std::string_view compaction = "compaction";
+// The GPU backend waiting for the device to hand back what the host needs (hidden rows, K/V,
+// logits): the host-device synchronization the simulator must model. Calibration folds it into
+// the step residual.
+inline constexpr std::string_view host_sync = "host_sync";
 // The engine waiting, with nothing to run, for the next request to arrive (only when it honours
 // the workload's arrival times). Idle time is not step time: calibration leaves it out of the
 // step residual, as the simulator's clock idles between arrivals on its own.

@@ -1,0 +1,272 @@
+// The GPU backend's layer calls: the CPU model's layer (cpu_model.cpp) op for op, on the device.
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <unordered_map>
+#include <vector>
+
+#include "cuda/device.hpp"
+#include "exitsim/engine/cuda_model.hpp"
+#include "exitsim/kernels/attention.hpp"
+#include "exitsim/kernels/kv_project.hpp"
+#include "exitsim/kernels/kv_write.hpp"
+#include "exitsim/kernels/rms_norm.hpp"
+#include "exitsim/kernels/rotary.hpp"
+#include "exitsim/kernels/swiglu.hpp"
+#include "exitsim/traces/engine_ops.hpp"
+
+namespace exitsim::engine {
+namespace {
+
+namespace ops = traces::engine_ops;
+using traces::OpKind;
+
+// A K/V row the call appends: its place in the host KvCache, filled once the device has
+// computed it.
+struct Appended {
+  int stream = 0;
+  std::int64_t row = 0;
+  std::int64_t call_row = 0;
+};
+
+// Appends a placeholder row to each row's write stream, so that the host bookkeeping (and the
+// slots the device writes) are settled before the device computes K and V. Rows that keep no
+// K/V (probes, shared K/V) get slot -1, which kv_write skips.
+std::vector<Appended> reserve_rows(std::span<const LayerRow> rows, KvCache& kv,
+                                   std::vector<std::int32_t>& slots) {
+  const std::vector<float> zeros(static_cast<std::size_t>(kv.kv_width()), 0.0f);
+  std::vector<Appended> appended;
+  slots.assign(rows.size(), -1);
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    if (rows[r].write_stream < 0 || rows[r].probe)
+      continue;
+    kv.append(rows[r].write_stream, rows[r].position, zeros, zeros);
+    const std::int64_t row = kv.rows(rows[r].write_stream) - 1;
+    slots[r] = static_cast<std::int32_t>(kv.slot(rows[r].write_stream, row));
+    appended.push_back({rows[r].write_stream, row, static_cast<std::int64_t>(r)});
+  }
+  return appended;
+}
+
+// Copies the K/V the device computed (rows `stride` floats apart, K at `k_offset`, V right
+// after it) into the placeholder rows.
+void fill_rows(const std::vector<Appended>& appended, const std::vector<float>& host,
+               std::int64_t stride, std::int64_t k_offset, KvCache& kv) {
+  const auto width = static_cast<std::size_t>(kv.kv_width());
+  for (const Appended& a : appended) {
+    const float* k = host.data() + a.call_row * stride + k_offset;
+    kv.set_row(a.stream, a.row, {k, width}, {k + width, width});
+  }
+}
+
+// The block tables of the streams the rows read: one table row per distinct stream.
+struct Tables {
+  std::vector<std::int32_t> flat, stream_rows, row_streams, row_self, positions;
+  std::int64_t streams = 0, max_blocks = 1;
+};
+
+Tables tables_for(std::span<const LayerRow> rows, const KvCache& kv) {
+  Tables t;
+  std::unordered_map<int, std::int32_t> index;
+  std::vector<int> order;
+  for (const LayerRow& row : rows) {
+    if (row.read_stream >= 0 && index.try_emplace(row.read_stream, order.size()).second) {
+      order.push_back(row.read_stream);
+      t.max_blocks = std::max<std::int64_t>(t.max_blocks, kv.blocks_of(row.read_stream));
+    }
+    t.row_streams.push_back(row.read_stream >= 0 ? index.at(row.read_stream) : -1);
+    t.row_self.push_back(row.probe ? 1 : 0);
+    t.positions.push_back(row.position);
+  }
+  t.streams = static_cast<std::int64_t>(order.size());
+  t.flat.assign(static_cast<std::size_t>(std::max<std::int64_t>(1, t.streams) * t.max_blocks), 0);
+  for (std::size_t s = 0; s < order.size(); ++s) {
+    const std::span<const std::int32_t> blocks = kv.blocks(order[s]);
+    std::copy(blocks.begin(), blocks.end(),
+              t.flat.begin() + static_cast<std::ptrdiff_t>(s) * t.max_blocks);
+    t.stream_rows.push_back(static_cast<std::int32_t>(kv.rows(order[s])));
+  }
+  return t;
+}
+
+}  // namespace
+
+void CudaModel::layer(int layer, Matrix& x, std::span<const LayerRow> rows, KvCache& kv,
+                      const OpProfile& profile) const {
+  const auto n = static_cast<std::int64_t>(rows.size());
+  if (n == 0)
+    return;
+  Device& d = *device_;
+  const LayerSource source = source_of(layer);
+  const LayerOnDevice& w = d.layers[static_cast<std::size_t>(source.unique_layer)];
+  const ModelShape& m = config_.shape;
+  const std::int64_t dim = m.d_model;
+  const std::int64_t q_dim = m.n_heads * m.head_dim;
+  const std::int64_t kv_width = Backend::kv_width();
+  const std::int64_t qkv_width = q_dim + 2 * kv_width;
+  const std::int64_t ffn = m.ffn_dim;
+  const profiler::SpanShape shape =
+      layer_call_shape(layer, source.recursion, rows, kv, profile.step);
+  const auto op = [&](std::string_view name, OpKind kind) {
+    return DeviceOp(d, tracer_, profile, shape, name, kind);
+  };
+  d.ensure_pool(kv);
+
+  std::vector<std::int32_t> slots;
+  const std::vector<Appended> appended = reserve_rows(rows, kv, slots);
+  const Tables t = tables_for(rows, kv);
+  d.x.upload_async({x.data(), static_cast<std::size_t>(x.size())}, d.stream);
+  const std::int32_t* positions = Device::upload(d.positions, t.positions, d.stream);
+  float* h = d.h.reserve(static_cast<std::size_t>(n * dim));
+  float* qkv = d.qkv.reserve(static_cast<std::size_t>(n * qkv_width));
+  float* attention = d.attention.reserve(static_cast<std::size_t>(n * q_dim));
+  float* gate_up = d.gate_up.reserve(static_cast<std::size_t>(n * 2 * ffn));
+  float* act = d.act.reserve(static_cast<std::size_t>(n * ffn));
+
+  {
+    auto timed = op(ops::attn_norm, OpKind::norm);
+    kernels::rms_norm(d.x.get(), w.attn_norm.get(), h, n, dim, config_.rms_eps, d.stream);
+  }
+  {
+    auto timed = op(ops::qkv_proj, OpKind::gemm);
+    kernels::linear<float, float>(d.cublas, h, w.qkv.get(), qkv, {.m = n, .n = qkv_width, .k = dim},
+                                  false, d.stream);
+  }
+  {
+    auto timed = op(ops::rotary, OpKind::elementwise);
+    kernels::rotary<float>(qkv, positions,
+                           {.rows = n,
+                            .heads = m.n_heads,
+                            .head_dim = m.head_dim,
+                            .row_stride = qkv_width,
+                            .theta = config_.rope_theta},
+                           d.stream);
+    kernels::rotary<float>(qkv + q_dim, positions,
+                           {.rows = n,
+                            .heads = m.n_kv_heads,
+                            .head_dim = m.head_dim,
+                            .row_stride = qkv_width,
+                            .theta = config_.rope_theta},
+                           d.stream);
+  }
+  {
+    auto timed = op(ops::kv_write, OpKind::memcpy);
+    const std::int32_t* device_slots = Device::upload(d.slots, slots, d.stream);
+    kernels::kv_write<float>(
+        qkv + q_dim, qkv + q_dim + kv_width, device_slots, positions, d.pool.get(),
+        d.pool_positions.get(),
+        {.rows = n, .k_stride = qkv_width, .v_stride = qkv_width, .pool = d.pool_shape}, d.stream);
+  }
+  {
+    auto timed = op(ops::attention, OpKind::attention);
+    kernels::AttentionArgs<float> args;
+    args.q = qkv;
+    args.out = attention;
+    args.pool = d.pool.get();
+    args.pool_positions = d.pool_positions.get();
+    args.block_tables = Device::upload(d.tables, t.flat, d.stream);
+    args.stream_rows = Device::upload(d.stream_rows, t.stream_rows, d.stream);
+    args.row_positions = positions;
+    args.row_streams = Device::upload(d.row_streams, t.row_streams, d.stream);
+    args.row_self = Device::upload(d.row_self, t.row_self, d.stream);
+    args.self_k = qkv + q_dim;
+    args.self_v = qkv + q_dim + kv_width;
+    kernels::attention<float>(args,
+                              {.rows = n,
+                               .n_heads = m.n_heads,
+                               .n_kv_heads = m.n_kv_heads,
+                               .head_dim = m.head_dim,
+                               .q_stride = qkv_width,
+                               .self_stride = qkv_width,
+                               .streams = t.streams,
+                               .max_blocks = t.max_blocks,
+                               .pool = d.pool_shape},
+                              d.stream);
+  }
+  {
+    auto timed = op(ops::o_proj, OpKind::gemm);
+    kernels::linear<float, float>(d.cublas, attention, w.o.get(), d.x.get(),
+                                  {.m = n, .n = dim, .k = q_dim}, true, d.stream);
+  }
+  {
+    auto timed = op(ops::mlp_norm, OpKind::norm);
+    kernels::rms_norm(d.x.get(), w.mlp_norm.get(), h, n, dim, config_.rms_eps, d.stream);
+  }
+  {
+    auto timed = op(ops::mlp_gate_up, OpKind::gemm);
+    kernels::linear<float, float>(d.cublas, h, w.gate_up.get(), gate_up,
+                                  {.m = n, .n = 2 * ffn, .k = dim}, false, d.stream);
+  }
+  {
+    auto timed = op(ops::mlp_act, OpKind::elementwise);
+    kernels::swiglu<float>(gate_up, gate_up + ffn, act,
+                           {.rows = n, .width = ffn, .in_stride = 2 * ffn}, d.stream);
+  }
+  {
+    auto timed = op(ops::mlp_down, OpKind::gemm);
+    kernels::linear<float, float>(d.cublas, act, w.down.get(), d.x.get(),
+                                  {.m = n, .n = dim, .k = ffn}, true, d.stream);
+  }
+  {
+    // The call's one wait for the device: the hidden rows and the K/V the host keeps.
+    auto timed = op(ops::host_sync, OpKind::memcpy);
+    d.host_qkv.resize(static_cast<std::size_t>(n * qkv_width));
+    kernels::check_cuda(
+        cudaMemcpyAsync(x.data(), d.x.get(), sizeof(float) * static_cast<std::size_t>(x.size()),
+                        cudaMemcpyDeviceToHost, d.stream),
+        "cudaMemcpyAsync (hidden rows)");
+    kernels::check_cuda(cudaMemcpyAsync(d.host_qkv.data(), qkv, sizeof(float) * d.host_qkv.size(),
+                                        cudaMemcpyDeviceToHost, d.stream),
+                        "cudaMemcpyAsync (K/V rows)");
+    d.sync("cudaStreamSynchronize (layer)");
+  }
+  fill_rows(appended, d.host_qkv, qkv_width, q_dim, kv);
+}
+
+void CudaModel::kv_only(int layer, const Matrix& x, std::span<const LayerRow> rows, KvCache& kv,
+                        const OpProfile& profile) const {
+  const auto n = static_cast<std::int64_t>(rows.size());
+  if (n == 0)
+    return;
+  Device& d = *device_;
+  const LayerSource source = source_of(layer);
+  const LayerOnDevice& w = d.layers[static_cast<std::size_t>(source.unique_layer)];
+  const ModelShape& m = config_.shape;
+  const std::int64_t kv_width = Backend::kv_width();
+  d.ensure_pool(kv);
+  const profiler::SpanShape shape =
+      layer_call_shape(layer, source.recursion, rows, kv, profile.step);
+  std::vector<std::int32_t> slots;
+  const std::vector<Appended> appended = reserve_rows(rows, kv, slots);
+  std::vector<std::int32_t> positions;
+  for (const LayerRow& row : rows)
+    positions.push_back(row.position);
+  const kernels::KvProjectShape project{.rows = n,
+                                        .d_model = m.d_model,
+                                        .q_dim = m.n_heads * m.head_dim,
+                                        .n_kv_heads = m.n_kv_heads,
+                                        .head_dim = m.head_dim,
+                                        .theta = config_.rope_theta,
+                                        .pool = d.pool_shape};
+  float* scratch =
+      d.kv_scratch.reserve(static_cast<std::size_t>(kernels::kv_project_scratch(project)));
+  {
+    DeviceOp timed(d, tracer_, profile, shape, ops::kv_only, OpKind::gemm);
+    d.x.upload_async({x.data(), static_cast<std::size_t>(x.size())}, d.stream);
+    float* h = d.h.reserve(static_cast<std::size_t>(n * m.d_model));
+    kernels::rms_norm(d.x.get(), w.attn_norm.get(), h, n, m.d_model, config_.rms_eps, d.stream);
+    kernels::kv_project<float>(d.cublas, h, w.qkv.get(),
+                               Device::upload(d.positions, positions, d.stream),
+                               Device::upload(d.slots, slots, d.stream), scratch, d.pool.get(),
+                               d.pool_positions.get(), project, d.stream);
+  }
+  DeviceOp timed(d, tracer_, profile, shape, ops::host_sync, OpKind::memcpy);
+  d.host_qkv.resize(static_cast<std::size_t>(n * 2 * kv_width));
+  kernels::check_cuda(cudaMemcpyAsync(d.host_qkv.data(), scratch, sizeof(float) * d.host_qkv.size(),
+                                      cudaMemcpyDeviceToHost, d.stream),
+                      "cudaMemcpyAsync (K/V rows)");
+  d.sync("cudaStreamSynchronize (kv_only)");
+  fill_rows(appended, d.host_qkv, 2 * kv_width, 0, kv);
+}
+
+}  // namespace exitsim::engine

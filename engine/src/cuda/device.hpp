@@ -1,0 +1,107 @@
+#pragma once
+// The GPU backend's device state, shared by its files (cuda_model.cpp: weights, head, routers;
+// cuda_layer.cpp: the layer calls).
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cuda/device_array.hpp"
+#include "exitsim/engine/cuda_model.hpp"
+#include "exitsim/kernels/cuda_check.hpp"
+#include "exitsim/kernels/gemm.hpp"
+#include "exitsim/kernels/kv_write.hpp"
+
+namespace exitsim::engine {
+
+using cuda::DeviceArray;
+
+struct LayerOnDevice {
+  DeviceArray<float> attn_norm, mlp_norm;
+  DeviceArray<float> qkv;      // [q_dim + 2 kv_width, d_model]
+  DeviceArray<float> o;        // [d_model, q_dim]
+  DeviceArray<float> gate_up;  // [2 ffn, d_model]
+  DeviceArray<float> down;     // [d_model, ffn]
+};
+
+struct CudaModel::Device {
+  int id = 0;
+  std::string name;
+  cudaStream_t stream = nullptr;
+  kernels::CublasHandle cublas;
+  std::vector<LayerOnDevice> layers;
+  DeviceArray<float> final_norm, lm_head;
+  std::vector<DeviceArray<float>> routers;
+
+  // The K/V pool, slot for slot the host KvCache's (grown to the largest pool seen).
+  kernels::KvPoolShape pool_shape;
+  DeviceArray<float> pool;
+  DeviceArray<std::int32_t> pool_positions;
+
+  // Scratch, grown to the largest call, reused.
+  DeviceArray<float> x, h, qkv, attention, gate_up, act, logits, scores, kv_scratch;
+  DeviceArray<std::int32_t> positions, slots, row_streams, row_self, tables, stream_rows;
+  std::vector<float> host_qkv;
+
+  ~Device() {
+    if (stream != nullptr)
+      cudaStreamDestroy(stream);
+  }
+
+  void sync(const char* what) const { kernels::check_cuda(cudaStreamSynchronize(stream), what); }
+
+  void ensure_pool(const KvCache& kv) {
+    const kernels::KvPoolShape wanted{kv.kv_width(), kv.block_size(), kv.total_blocks()};
+    if (wanted.kv_width == pool_shape.kv_width && wanted.block_size == pool_shape.block_size &&
+        wanted.total_blocks <= pool_shape.total_blocks) {
+      return;
+    }
+    pool_shape = wanted;
+    pool = DeviceArray<float>();
+    pool.reserve(static_cast<std::size_t>(std::max<std::int64_t>(1, wanted.elements())));
+    pool_positions = DeviceArray<std::int32_t>();
+    pool_positions.reserve(static_cast<std::size_t>(std::max<std::int64_t>(1, wanted.slots())));
+  }
+
+  template <typename T>
+  static const T* upload(DeviceArray<T>& to, const std::vector<T>& from, cudaStream_t stream) {
+    if (from.empty())
+      return to.reserve(1);
+    to.upload_async(from, stream);
+    return to.get();
+  }
+};
+
+// One op of a call: labelled for CUPTI, or, with only a host profiler, timed by a span that
+// waits for the device at its end (so that it measures the device's time, not the launch's).
+class DeviceOp {
+ public:
+  DeviceOp(const CudaModel::Device& device, profiler::CuptiTracer* tracer, const OpProfile& profile,
+           const profiler::SpanShape& shape, std::string_view name, traces::OpKind kind)
+      : device_(device) {
+    if (tracer != nullptr) {
+      label_.emplace(tracer, profiler::EngineOpLabel{std::string(name), kind, shape});
+    } else if (profile.profiler != nullptr) {
+      span_ = profile.profiler->span(name, kind, shape);
+      wait_ = true;
+    }
+  }
+  ~DeviceOp() {
+    // Errors surface at the next checked call; a destructor cannot report them.
+    if (wait_)
+      cudaStreamSynchronize(device_.stream);
+  }
+  DeviceOp(const DeviceOp&) = delete;
+  DeviceOp& operator=(const DeviceOp&) = delete;
+
+ private:
+  const CudaModel::Device& device_;
+  std::optional<profiler::CuptiOpScope> label_;
+  profiler::HostProfiler::Span span_;
+  bool wait_ = false;
+};
+
+}  // namespace exitsim::engine
