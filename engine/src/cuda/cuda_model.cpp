@@ -54,9 +54,10 @@ CudaModel::CudaModel(const ModelConfig& config, const ModelWeights& weights, int
                                     "not run LoRA yet; use --backend cpu)",
                                     "LoRA adapters"));
   }
+  // Before the Device: its cuBLAS handle belongs to the current device.
+  kernels::check_cuda(cudaSetDevice(device), "cudaSetDevice");
   auto d = std::make_unique<Device>();
   d->id = device;
-  kernels::check_cuda(cudaSetDevice(device), "cudaSetDevice");
   cudaDeviceProp properties{};
   kernels::check_cuda(cudaGetDeviceProperties(&properties, device), "cudaGetDeviceProperties");
   d->name = properties.name;
