@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -139,6 +140,69 @@ TEST(Calibrate, FitsEveryPricedOpAndTheStepResidual) {
   ASSERT_NE(residual, nullptr);
   // Steps 1..11 end where the next begins: 4 + 0.1 b us of scheduling after the ops.
   EXPECT_NEAR(residual->predict_us(5, 5), 4.5, 0.05);
+}
+
+// A GPU run's trace as the CUPTI join writes it: launches on host threads, raw kernels on the
+// device, and one row per engine op on the device. Calibration fits the engine ops alone.
+TEST(Calibrate, ReadsAGpuTraceAsItReadsACpuOne) {
+  TempDir dir;
+  std::filesystem::create_directories(dir.dir() / "gpu");
+  const std::string path = dir.path("gpu/op_trace.csv");
+  {
+    traces::OpTraceWriter writer(path);
+    TimeNs now = 0;
+    std::uint64_t correlation = 0;
+    for (std::uint64_t step = 1; step <= 12; ++step) {
+      const auto b = static_cast<std::int64_t>(step);
+      const auto row = [&](std::string_view name, traces::OpKind kind, std::string device,
+                           TimeNs start, TimeNs ns, std::uint64_t corr) {
+        traces::OpTraceRow r;
+        r.name = std::string(name);
+        r.kind = kind;
+        r.device = std::move(device);
+        r.start_ns = start;
+        r.duration_ns = ns;
+        r.batch_tokens = b;
+        r.context_tokens = b * 50;
+        r.depth = 0;
+        r.step_id = step;
+        r.correlation_id = corr;
+        writer.write(r);
+      };
+      row(ops::embed, traces::OpKind::other, "cpu", now, 1000, 0);
+      now += 1000;
+      for (const std::string_view name : ops::layer) {
+        const TimeNs ns = name == ops::attention ? 2000 + 10 * b * 50 : 3000 + 100 * b;
+        ++correlation;
+        row("cudaLaunchKernel", traces::OpKind::other, "cpu", now, 500, correlation);
+        row("sm90_some_kernel", traces::OpKind::gemm, "cuda:0", now + 600, ns, correlation);
+        row(name, name == ops::attention ? traces::OpKind::attention : traces::OpKind::gemm,
+            "cuda:0", now + 600, ns, 0);
+        now += 600 + ns;
+      }
+      row(ops::host_sync, traces::OpKind::memcpy, "cuda:0", now, 800, 0);
+      now += 800;
+      row(ops::lm_head, traces::OpKind::lm_head, "cpu", now, 5000 + 200 * b, 0);
+      now += 5000 + 200 * b;
+      row(ops::sampling, traces::OpKind::sampling, "cpu", now, 700, 0);
+      now += 700 + 4000 + 100 * b;
+    }
+    writer.finish();
+  }
+  dir.write("gpu/run.json", R"({"engine": "exitsim-engine", "backend": "cuda", "hardware": )"
+                            R"("NVIDIA H200", "model": "toy", "model_shape": "d64 toy"})");
+  const std::vector<std::string> traces = {path};
+  const sim::CostProfile profile = calibrate(traces);
+  EXPECT_EQ(profile.source.backend, "cuda");
+  EXPECT_EQ(profile.source.hardware, "NVIDIA H200");
+  EXPECT_NEAR(profile.find("qkv_proj")->predict_us(4, 0), 3.4, 1e-6);
+  EXPECT_NEAR(profile.find("attention")->predict_us(4, 200), 2.0 + 0.01 * 200, 1e-6);
+  EXPECT_EQ(profile.find("sm90_some_kernel"), nullptr);
+  EXPECT_EQ(profile.find("cudaLaunchKernel"), nullptr);
+  // The launch gaps (0.6 us per op), the host sync and the scheduling are the residual.
+  const sim::OpFit* residual = profile.find(std::string(ops::step_residual));
+  ASSERT_NE(residual, nullptr);
+  EXPECT_NEAR(residual->predict_us(5, 5), 4.5 + 0.8 + 10 * 0.6, 0.05);
 }
 
 TEST(Calibrate, WaitingForArrivalsIsNotStepTime) {
