@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "decode_workload.hpp"
 #include "exitsim/core/presets.hpp"
 #include "exitsim/engine/cpu_model.hpp"
 #include "exitsim/engine/engine.hpp"
@@ -41,19 +42,6 @@ struct Model {
 const Model& mor135() {
   static const Model m("mor-smollm-135m-r3");
   return m;
-}
-
-std::vector<engine::EngineRequest> requests(int batch, std::int64_t prompt, std::int64_t output) {
-  std::vector<engine::EngineRequest> out;
-  for (int i = 0; i < batch; ++i) {
-    engine::EngineRequest r;
-    r.id = RequestId(static_cast<std::uint64_t>(i));
-    for (std::int64_t t = 0; t < prompt; ++t)
-      r.prompt.push_back(static_cast<std::int32_t>((31 * t + 7 * i) % 4096));
-    r.output_tokens = output;
-    out.push_back(r);
-  }
-  return out;
 }
 
 // The linear layers of one unique layer on a prompt chunk: the engine's path and Eigen's GEMM.
@@ -88,16 +76,8 @@ void prefill_linears(benchmark::State& state, bool engine_path) {
 void decode(benchmark::State& state, const std::string& strategy, bool exits, bool profile) {
   const Model& m = mor135();
   const int batch = static_cast<int>(state.range(0));
-  engine::EngineOptions options;
-  options.strategy = *policy::parse_sync_strategy(strategy);
-  if (exits) {
-    options.exit_policy.kind = "distribution";
-    options.exit_policy.probabilities = {0.5, 0.3, 0.2};
-  }
-  options.limits.max_running = batch;
-  options.block_size = 16;
-  options.kv_blocks = batch * 4;
-  const std::vector<engine::EngineRequest> work = requests(batch, 8, 24);
+  const engine::EngineOptions options = bench::decode_options(strategy, exits, batch);
+  const std::vector<engine::EngineRequest> work = bench::decode_requests(batch, 8, 24);
   double decode_tokens = 0;
   double decode_seconds = 0;
   std::size_t ops = 0;
@@ -105,15 +85,9 @@ void decode(benchmark::State& state, const std::string& strategy, bool exits, bo
     profiler::HostProfiler profiler(profiler::HostProfilerOptions{.enabled = profile});
     engine::Engine engine(*m.cpu, options, profile ? &profiler : nullptr);
     const engine::EngineRun run = engine.run(work);
-    // Decode only: from the last first token (every prompt is prefilled in the first
-    // iteration) to the end.
-    TimeNs first = 0;
-    for (const engine::GeneratedToken& t : run.tokens) {
-      if (t.position == 0)
-        first = std::max(first, t.time);
-    }
-    decode_tokens += static_cast<double>(run.tokens.size()) - batch;
-    decode_seconds += static_cast<double>(run.wall - first) / 1e9;
+    const bench::DecodeShare share = bench::decode_share(run, batch);
+    decode_tokens += share.tokens;
+    decode_seconds += share.seconds;
     ops = profiler.size();
   }
   state.counters["decode_tokens/s"] = decode_tokens / decode_seconds;

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "decode_workload.hpp"
 #include "exitsim/core/presets.hpp"
 #include "exitsim/engine/cuda_model.hpp"
 #include "exitsim/engine/engine.hpp"
@@ -105,45 +106,20 @@ void hbm_copy(benchmark::State& state) {
   cudaFree(b);
 }
 
-std::vector<engine::EngineRequest> requests(int batch, std::int64_t prompt, std::int64_t output) {
-  std::vector<engine::EngineRequest> out;
-  for (int i = 0; i < batch; ++i) {
-    engine::EngineRequest r;
-    r.id = RequestId(static_cast<std::uint64_t>(i));
-    for (std::int64_t t = 0; t < prompt; ++t)
-      r.prompt.push_back(static_cast<std::int32_t>((31 * t + 7 * i) % 4096));
-    r.output_tokens = output;
-    out.push_back(r);
-  }
-  return out;
-}
-
 void decode(benchmark::State& state, const std::string& strategy, bool exits) {
   if (skip_without_device(state))
     return;
   const Model& m = mor360();
   const int batch = static_cast<int>(state.range(0));
-  engine::EngineOptions options;
-  options.strategy = *policy::parse_sync_strategy(strategy);
-  if (exits) {
-    options.exit_policy.kind = "distribution";
-    options.exit_policy.probabilities = {0.5, 0.3, 0.2};
-  }
-  options.limits.max_running = batch;
-  options.block_size = 16;
-  options.kv_blocks = batch * 4;
-  const std::vector<engine::EngineRequest> work = requests(batch, 8, 24);
+  const engine::EngineOptions options = bench::decode_options(strategy, exits, batch);
+  const std::vector<engine::EngineRequest> work = bench::decode_requests(batch, 8, 24);
   double decode_tokens = 0, decode_seconds = 0, moved_bytes = 0;
   for (auto _ : state) {
     engine::Engine engine(*m.gpu, options);
     const engine::EngineRun run = engine.run(work);
-    TimeNs first = 0;
-    for (const engine::GeneratedToken& t : run.tokens) {
-      if (t.position == 0)
-        first = std::max(first, t.time);
-    }
-    decode_tokens += static_cast<double>(run.tokens.size()) - batch;
-    decode_seconds += static_cast<double>(run.wall - first) / 1e9;
+    const bench::DecodeShare share = bench::decode_share(run, batch);
+    decode_tokens += share.tokens;
+    decode_seconds += share.seconds;
     // What the decode steps had to read: each executed layer's weights once per step that ran
     // it (every step at full depth: the lower bound without exits) plus the LM head.
     double step_bytes = 4.0 * static_cast<double>(m.weights.lm_head.size());
@@ -177,7 +153,9 @@ void prefill(benchmark::State& state, bool engine_path) {
   const std::int64_t widest = std::max({qkv, 2 * s.ffn_dim, s.d_model, q_dim});
   for (int i = 0; i < 3; ++i) {
     void* p = nullptr;
-    kernels::check_cuda(cudaMalloc(&p, sizeof(float) * static_cast<std::size_t>(tokens * widest * 2)), "cudaMalloc");
+    kernels::check_cuda(
+        cudaMalloc(&p, sizeof(float) * static_cast<std::size_t>(tokens * widest * 2)),
+        "cudaMalloc");
     buffers.push_back(static_cast<float*>(p));
   }
   const GemmLike shapes[] = {
