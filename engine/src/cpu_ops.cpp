@@ -1,9 +1,11 @@
 #include "exitsim/engine/cpu_ops.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace exitsim::engine {
 
@@ -69,6 +71,88 @@ Top2Confidence top2_confidence(std::span<const float> logits) {
   return {.top1_index = static_cast<std::int64_t>(top1),
           .top1_prob = static_cast<float>(p1),
           .margin = static_cast<float>(p1 - p2)};
+}
+
+std::vector<float> rotary_inv_freq(std::int64_t head_dim, double theta) {
+  std::vector<float> inv_freq(static_cast<std::size_t>(head_dim / 2));
+  for (std::size_t j = 0; j < inv_freq.size(); ++j) {
+    inv_freq[j] = static_cast<float>(
+        std::pow(theta, -2.0 * static_cast<double>(j) / static_cast<double>(head_dim)));
+  }
+  return inv_freq;
+}
+
+void rotate_rows(float* x, std::int64_t rows, std::int64_t row_stride, std::int64_t heads,
+                 std::int64_t head_dim, std::span<const float> inv_freq,
+                 std::span<const std::int32_t> positions) {
+  const std::int64_t half = head_dim / 2;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const auto position = static_cast<float>(positions[static_cast<std::size_t>(r)]);
+    float* row = x + r * row_stride;
+    for (std::int64_t j = 0; j < half; ++j) {
+      const float angle = position * inv_freq[static_cast<std::size_t>(j)];
+      const float c = std::cos(angle);
+      const float s = std::sin(angle);
+      for (std::int64_t h = 0; h < heads; ++h) {
+        float& a = row[h * head_dim + j];
+        float& b = row[h * head_dim + j + half];
+        const float x1 = a;
+        const float x2 = b;
+        a = x1 * c - x2 * s;
+        b = x2 * c + x1 * s;
+      }
+    }
+  }
+}
+
+void attend_rows(const float* q, std::int64_t q_stride, const float* self_k, const float* self_v,
+                 std::int64_t self_stride, std::span<const AttentionQuery> rows, const KvCache& kv,
+                 const AttentionDims& dims, float* out) {
+  const std::int64_t heads = dims.n_heads;
+  const std::int64_t head_dim = dims.head_dim;
+  const std::int64_t group = heads / dims.n_kv_heads;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
+  const auto n = static_cast<std::int64_t>(rows.size());
+  std::fill(out, out + n * heads * head_dim, 0.0f);
+#pragma omp parallel for schedule(static) if (n * heads > 1)
+  for (std::int64_t task = 0; task < n * heads; ++task) {
+    const std::int64_t r = task / heads;
+    const std::int64_t h = task % heads;
+    const AttentionQuery& row = rows[static_cast<std::size_t>(r)];
+    const std::int64_t kv_offset = (h / group) * head_dim;
+    const float* query = q + r * q_stride + h * head_dim;
+    const std::int64_t cached = row.stream >= 0 ? kv.rows_up_to(row.stream, row.position) : 0;
+    const std::int64_t count = cached + (row.probe ? 1 : 0);
+    // Scores, softmax and the weighted sum in double: a few extra cycles per key buy logits
+    // that match a float64 reference to ~1e-6 rather than ~1e-5.
+    std::vector<double> weights(static_cast<std::size_t>(count));
+    double max = -std::numeric_limits<double>::infinity();
+    for (std::int64_t j = 0; j < count; ++j) {
+      const float* key =
+          j < cached ? kv.key(row.stream, j) + kv_offset : self_k + r * self_stride + kv_offset;
+      double dot = 0;
+      for (std::int64_t c = 0; c < head_dim; ++c)
+        dot += double{query[c]} * double{key[c]};
+      weights[static_cast<std::size_t>(j)] = dot * scale;
+      max = std::max(max, weights[static_cast<std::size_t>(j)]);
+    }
+    double sum = 0;
+    for (double& w : weights) {
+      w = std::exp(w - max);
+      sum += w;
+    }
+    Eigen::VectorXd acc = Eigen::VectorXd::Zero(head_dim);
+    for (std::int64_t j = 0; j < count; ++j) {
+      const float* value =
+          j < cached ? kv.value(row.stream, j) + kv_offset : self_v + r * self_stride + kv_offset;
+      acc.noalias() += weights[static_cast<std::size_t>(j)] *
+                       Eigen::Map<const Eigen::VectorXf>(value, head_dim).cast<double>();
+    }
+    if (count > 0) {
+      Eigen::Map<Eigen::VectorXf>(out + (r * heads + h) * head_dim, head_dim) =
+          (acc / sum).cast<float>();
+    }
+  }
 }
 
 }  // namespace exitsim::engine

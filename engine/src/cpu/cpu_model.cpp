@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <stdexcept>
 
 #include "exitsim/traces/engine_ops.hpp"
@@ -76,15 +75,9 @@ void store_kv(std::span<const LayerRow> rows, const Matrix& k, const Matrix& v, 
 }  // namespace
 
 CpuModel::CpuModel(const ModelConfig& config, const ModelWeights& weights)
-    : config_(config), weights_(weights) {
-  const std::int64_t half = config.shape.head_dim / 2;
-  inv_freq_.resize(static_cast<std::size_t>(half));
-  for (std::int64_t j = 0; j < half; ++j) {
-    inv_freq_[static_cast<std::size_t>(j)] = static_cast<float>(
-        std::pow(config.rope_theta,
-                 -2.0 * static_cast<double>(j) / static_cast<double>(config.shape.head_dim)));
-  }
-}
+    : config_(config),
+      weights_(weights),
+      inv_freq_(rotary_inv_freq(config.shape.head_dim, config.rope_theta)) {}
 
 LayerSource CpuModel::source_of(int executed_layer) const {
   return layer_source(depth(), executed_layer);
@@ -132,72 +125,21 @@ void CpuModel::project(const Matrix& w, std::span<const LoraSet* const> adapters
 }
 
 void CpuModel::rotate(Matrix& m, std::int64_t heads, std::span<const LayerRow> rows) const {
-  const std::int64_t head_dim = config_.shape.head_dim;
-  const std::int64_t half = head_dim / 2;
-  for (Eigen::Index r = 0; r < m.rows(); ++r) {
-    const auto position = static_cast<float>(rows[static_cast<std::size_t>(r)].position);
-    for (std::int64_t j = 0; j < half; ++j) {
-      const float angle = position * inv_freq_[static_cast<std::size_t>(j)];
-      const float c = std::cos(angle);
-      const float s = std::sin(angle);
-      for (std::int64_t h = 0; h < heads; ++h) {
-        float& a = m(r, h * head_dim + j);
-        float& b = m(r, h * head_dim + j + half);
-        const float x1 = a;
-        const float x2 = b;
-        a = x1 * c - x2 * s;
-        b = x2 * c + x1 * s;
-      }
-    }
-  }
+  std::vector<std::int32_t> positions(rows.size());
+  for (std::size_t r = 0; r < rows.size(); ++r)
+    positions[r] = rows[r].position;
+  rotate_rows(m.data(), m.rows(), m.cols(), heads, config_.shape.head_dim, inv_freq_, positions);
 }
 
 void CpuModel::attend(const Matrix& q, const Matrix& k, const Matrix& v,
                       std::span<const LayerRow> rows, const KvCache& kv, Matrix& out) const {
-  const std::int64_t heads = config_.shape.n_heads;
-  const std::int64_t head_dim = config_.shape.head_dim;
-  const std::int64_t group = heads / config_.shape.n_kv_heads;
-  const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
-  out.setZero(q.rows(), heads * head_dim);
-  const auto n = static_cast<std::int64_t>(rows.size());
-#pragma omp parallel for schedule(static) if (n * heads > 1)
-  for (std::int64_t task = 0; task < n * heads; ++task) {
-    const std::int64_t r = task / heads;
-    const std::int64_t h = task % heads;
-    const LayerRow& row = rows[static_cast<std::size_t>(r)];
-    const std::int64_t kv_offset = (h / group) * head_dim;
-    const Eigen::Map<const Eigen::VectorXf> query(q.row(r).data() + h * head_dim, head_dim);
-    const std::int64_t cached =
-        row.read_stream >= 0 ? kv.rows_up_to(row.read_stream, row.position) : 0;
-    const std::int64_t count = cached + (row.probe ? 1 : 0);
-    // Scores, softmax and the weighted sum in double: a few extra cycles per key buy logits
-    // that match a float64 reference to ~1e-6 rather than ~1e-5.
-    std::vector<double> weights(static_cast<std::size_t>(count));
-    double max = -std::numeric_limits<double>::infinity();
-    for (std::int64_t j = 0; j < count; ++j) {
-      const float* key =
-          j < cached ? kv.key(row.read_stream, j) + kv_offset : k.row(r).data() + kv_offset;
-      double dot = 0;
-      for (std::int64_t c = 0; c < head_dim; ++c)
-        dot += double{query[c]} * double{key[c]};
-      weights[static_cast<std::size_t>(j)] = dot * scale;
-      max = std::max(max, weights[static_cast<std::size_t>(j)]);
-    }
-    double sum = 0;
-    for (double& w : weights) {
-      w = std::exp(w - max);
-      sum += w;
-    }
-    Eigen::VectorXd acc = Eigen::VectorXd::Zero(head_dim);
-    for (std::int64_t j = 0; j < count; ++j) {
-      const float* value =
-          j < cached ? kv.value(row.read_stream, j) + kv_offset : v.row(r).data() + kv_offset;
-      acc.noalias() += weights[static_cast<std::size_t>(j)] *
-                       Eigen::Map<const Eigen::VectorXf>(value, head_dim).cast<double>();
-    }
-    if (count > 0)
-      out.row(r).segment(h * head_dim, head_dim) = (acc / sum).cast<float>().transpose();
-  }
+  std::vector<AttentionQuery> queries(rows.size());
+  for (std::size_t r = 0; r < rows.size(); ++r)
+    queries[r] = {rows[r].position, rows[r].read_stream, rows[r].probe};
+  const ModelShape& s = config_.shape;
+  out.resize(q.rows(), s.n_heads * s.head_dim);
+  attend_rows(q.data(), q.cols(), k.data(), v.data(), k.cols(), queries, kv,
+              {s.n_heads, s.n_kv_heads, s.head_dim}, out.data());
 }
 
 void CpuModel::layer(int layer, Matrix& x, std::span<const LayerRow> rows, KvCache& kv,

@@ -1,17 +1,18 @@
 #pragma once
-// CPU references for the kernels, written to mirror engine::CpuModel's private code line by line
-// (rotate, attend, the MLP activation, router_scores), in float where the engine uses float and
-// double where it uses double.
+// CPU references for the kernels in the kernels' layouts: rotary and attention are the CPU
+// engine's own (engine/cpu_ops.hpp); the MLP activation, router scores and GEMM are written out
+// here, in float where the engine uses float and double where it uses double.
 
 #include <cstdint>
 #include <span>
 #include <vector>
 
+#include "exitsim/engine/cpu_ops.hpp"
 #include "exitsim/engine/kv_cache.hpp"
 
 namespace exitsim::kernels::testing {
 
-// In place, rows `row_stride` apart: CpuModel::rotate.
+// In place, rows `row_stride` apart: engine::rotate_rows.
 void rotary_reference(std::vector<float>& x, std::int64_t rows, std::int64_t heads,
                       std::int64_t head_dim, std::int64_t row_stride,
                       std::span<const std::int32_t> positions, double theta);
@@ -20,21 +21,11 @@ void rotary_reference(std::vector<float>& x, std::int64_t rows, std::int64_t hea
 std::vector<float> swiglu_reference(const std::vector<float>& gate, const std::vector<float>& up,
                                     std::int64_t rows, std::int64_t width, std::int64_t in_stride);
 
-// One query row of attention, as engine::LayerRow has it.
-struct QueryRow {
-  std::int32_t position = 0;
-  int stream = -1;
-  bool probe = false;
-};
+using QueryRow = engine::AttentionQuery;
+using AttentionDims = engine::AttentionDims;
 
-struct AttentionDims {
-  std::int64_t n_heads = 0;
-  std::int64_t n_kv_heads = 0;
-  std::int64_t head_dim = 0;
-};
-
-// CpuModel::attend: q [rows, n_heads * head_dim]; self_k / self_v [rows, kv_width], read only for
-// probes; returns [rows, n_heads * head_dim].
+// engine::attend_rows: q [rows, n_heads * head_dim]; self_k / self_v [rows, kv_width], read only
+// for probes; returns [rows, n_heads * head_dim].
 std::vector<float> attention_reference(const std::vector<float>& q,
                                        const std::vector<float>& self_k,
                                        const std::vector<float>& self_v,

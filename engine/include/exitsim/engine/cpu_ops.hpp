@@ -3,6 +3,9 @@
 #include <Eigen/Core>
 #include <cstdint>
 #include <span>
+#include <vector>
+
+#include "exitsim/engine/kv_cache.hpp"
 
 // Reference implementations of the engine's numerics on the CPU. The GPU kernels are tested
 // against these, so they favour accuracy (double accumulation) over speed.
@@ -30,5 +33,36 @@ struct Top2Confidence {
 // Computed without materialising the softmax: p_i = exp(l_i - max) / sum_j exp(l_j - max).
 // Throws std::invalid_argument for empty logits or all -inf.
 Top2Confidence top2_confidence(std::span<const float> logits);
+
+// Rotary frequencies theta^(-2j / head_dim), j < head_dim / 2, rounded to float.
+std::vector<float> rotary_inv_freq(std::int64_t head_dim, double theta);
+
+// Rotary position embedding in place on `rows` rows of `heads` heads, rows `row_stride` floats
+// apart: value j of a head pairs with value j + head_dim / 2, at angle position * inv_freq[j].
+void rotate_rows(float* x, std::int64_t rows, std::int64_t row_stride, std::int64_t heads,
+                 std::int64_t head_dim, std::span<const float> inv_freq,
+                 std::span<const std::int32_t> positions);
+
+// One query row of attention: it reads the K/V stream `stream` (-1: none) at positions <= its
+// own, and a probe also attends to its own key and value (which are not in the cache).
+struct AttentionQuery {
+  std::int32_t position = 0;
+  int stream = -1;
+  bool probe = false;
+};
+
+struct AttentionDims {
+  std::int64_t n_heads = 0;
+  std::int64_t n_kv_heads = 0;  // divides n_heads (grouped-query attention)
+  std::int64_t head_dim = 0;
+};
+
+// out[r] (n_heads x head_dim floats, rows contiguous) = softmax(q k^T / sqrt(head_dim)) v for
+// each query row, head h reading K/V head h / (n_heads / n_kv_heads). q rows are `q_stride`
+// floats apart, the probes' own K and V rows `self_stride` apart. Scores, softmax and the
+// weighted sum in double; a row with no keys gets zeros.
+void attend_rows(const float* q, std::int64_t q_stride, const float* self_k, const float* self_v,
+                 std::int64_t self_stride, std::span<const AttentionQuery> rows, const KvCache& kv,
+                 const AttentionDims& dims, float* out);
 
 }  // namespace exitsim::engine
