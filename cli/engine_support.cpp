@@ -76,8 +76,9 @@ std::unique_ptr<LoadedModel> load_model(const ModelOptions& options) {
   loaded->weights = engine::load_model_weights(loaded->config);
   if (options.backend == "cuda") {
 #if EXITSIM_HAVE_CUDA
-    loaded->model = std::make_unique<engine::CudaModel>(loaded->config, loaded->weights);
-    loaded->cuda = loaded->model.get();
+    auto cuda = std::make_unique<engine::CudaModel>(loaded->config, loaded->weights);
+    loaded->cuda = cuda.get();
+    loaded->model = std::move(cuda);
 #else
     throw InputError(
         {"", 0, 0, "--backend"},
@@ -95,11 +96,11 @@ struct DeviceTrace::State {
   std::unique_ptr<profiler::CuptiTracer> tracer;
 };
 
-DeviceTrace::DeviceTrace(engine::Backend* cuda_model, const profiler::HostProfiler* profiler)
+DeviceTrace::DeviceTrace(engine::CudaModel* cuda_model, const profiler::HostProfiler* profiler)
     : state_(std::make_unique<State>()) {
   if (cuda_model == nullptr || profiler == nullptr || !profiler->enabled())
     return;
-  state_->model = static_cast<engine::CudaModel*>(cuda_model);
+  state_->model = cuda_model;
   state_->tracer = std::make_unique<profiler::CuptiTracer>(
       profiler::CuptiTracerOptions{.origin = profiler->origin()});
   state_->model->set_tracer(state_->tracer.get());
@@ -120,7 +121,7 @@ std::vector<traces::OpTraceRow> DeviceTrace::take() {
 #else
 struct DeviceTrace::State {};
 
-DeviceTrace::DeviceTrace(engine::Backend*, const profiler::HostProfiler*) {}
+DeviceTrace::DeviceTrace(engine::CudaModel*, const profiler::HostProfiler*) {}
 DeviceTrace::~DeviceTrace() = default;
 std::vector<traces::OpTraceRow> DeviceTrace::take() {
   return {};

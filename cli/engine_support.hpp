@@ -21,6 +21,10 @@ namespace CLI {
 class App;
 }
 
+namespace exitsim::engine {
+class CudaModel;  // only defined in a build with CUDA
+}
+
 namespace exitsim::cli {
 
 // The model and the text its prompts (or evaluation windows) come from.
@@ -42,7 +46,7 @@ struct LoadedModel {
   engine::ModelWeights weights;
   std::unique_ptr<engine::Backend> model;
   // The same model when it runs on the GPU (to attach a CUPTI tracer); nullptr on the CPU.
-  engine::Backend* cuda = nullptr;
+  engine::CudaModel* cuda = nullptr;
 };
 
 struct RunArgs {
@@ -70,7 +74,7 @@ void write_token_trace(const engine::EngineRun& run, const std::string& policy,
 // it lives when both are given; otherwise it records nothing.
 class DeviceTrace {
  public:
-  DeviceTrace(engine::Backend* cuda_model, const profiler::HostProfiler* profiler);
+  DeviceTrace(engine::CudaModel* cuda_model, const profiler::HostProfiler* profiler);
   ~DeviceTrace();
   DeviceTrace(const DeviceTrace&) = delete;
   DeviceTrace& operator=(const DeviceTrace&) = delete;

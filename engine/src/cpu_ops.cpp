@@ -73,6 +73,16 @@ Top2Confidence top2_confidence(std::span<const float> logits) {
           .margin = static_cast<float>(p1 - p2)};
 }
 
+Matrix embed_rows(const Matrix& embedding, std::span<const std::int32_t> tokens) {
+  Matrix x(static_cast<Eigen::Index>(tokens.size()), embedding.cols());
+  for (std::size_t i = 0; i < tokens.size(); ++i) {
+    if (tokens[i] < 0 || tokens[i] >= embedding.rows())
+      throw std::out_of_range("embed: token id out of the vocabulary");
+    x.row(static_cast<Eigen::Index>(i)) = embedding.row(tokens[i]);
+  }
+  return x;
+}
+
 std::vector<float> rotary_inv_freq(std::int64_t head_dim, double theta) {
   std::vector<float> inv_freq(static_cast<std::size_t>(head_dim / 2));
   for (std::size_t j = 0; j < inv_freq.size(); ++j) {

@@ -84,13 +84,7 @@ LayerSource CpuModel::source_of(int executed_layer) const {
 }
 
 Matrix CpuModel::embed(std::span<const std::int32_t> tokens) const {
-  Matrix x(static_cast<Eigen::Index>(tokens.size()), config_.shape.d_model);
-  for (std::size_t i = 0; i < tokens.size(); ++i) {
-    if (tokens[i] < 0 || tokens[i] >= weights_.embedding.rows())
-      throw std::out_of_range("CpuModel::embed: token id out of the vocabulary");
-    x.row(static_cast<Eigen::Index>(i)) = weights_.embedding.row(tokens[i]);
-  }
-  return x;
+  return embed_rows(weights_.embedding, tokens);
 }
 
 void CpuModel::adapters_of(int layer, std::span<const LayerRow> rows,

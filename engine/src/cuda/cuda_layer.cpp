@@ -91,6 +91,15 @@ Tables tables_for(std::span<const LayerRow> rows, const KvCache& kv) {
 
 }  // namespace
 
+// The calibration features of a call, computed only when something records them: they walk
+// every row's K/V stream, which the unprofiled decode step need not pay for.
+profiler::SpanShape CudaModel::timed_shape(int layer, int recursion, std::span<const LayerRow> rows,
+                                           const KvCache& kv, const OpProfile& profile) const {
+  if (tracer_ == nullptr && profile.profiler == nullptr)
+    return {};
+  return layer_call_shape(layer, recursion, rows, kv, profile.step);
+}
+
 void CudaModel::layer(int layer, Matrix& x, std::span<const LayerRow> rows, KvCache& kv,
                       const OpProfile& profile) const {
   const auto n = static_cast<std::int64_t>(rows.size());
@@ -105,8 +114,7 @@ void CudaModel::layer(int layer, Matrix& x, std::span<const LayerRow> rows, KvCa
   const std::int64_t kv_width = Backend::kv_width();
   const std::int64_t qkv_width = q_dim + 2 * kv_width;
   const std::int64_t ffn = m.ffn_dim;
-  const profiler::SpanShape shape =
-      layer_call_shape(layer, source.recursion, rows, kv, profile.step);
+  const profiler::SpanShape shape = timed_shape(layer, source.recursion, rows, kv, profile);
   const auto op = [&](std::string_view name, OpKind kind) {
     return DeviceOp(d, tracer_, profile, shape, name, kind);
   };
@@ -234,8 +242,7 @@ void CudaModel::kv_only(int layer, const Matrix& x, std::span<const LayerRow> ro
   const ModelShape& m = config_.shape;
   const std::int64_t kv_width = Backend::kv_width();
   d.ensure_pool(kv);
-  const profiler::SpanShape shape =
-      layer_call_shape(layer, source.recursion, rows, kv, profile.step);
+  const profiler::SpanShape shape = timed_shape(layer, source.recursion, rows, kv, profile);
   std::vector<std::int32_t> slots;
   const std::vector<Appended> appended = reserve_rows(rows, kv, slots);
   std::vector<std::int32_t> positions;

@@ -90,13 +90,7 @@ LayerSource CudaModel::source_of(int executed_layer) const {
 }
 
 Matrix CudaModel::embed(std::span<const std::int32_t> tokens) const {
-  Matrix x(static_cast<Eigen::Index>(tokens.size()), config_.shape.d_model);
-  for (std::size_t i = 0; i < tokens.size(); ++i) {
-    if (tokens[i] < 0 || tokens[i] >= weights_.embedding.rows())
-      throw std::out_of_range("CudaModel::embed: token id out of the vocabulary");
-    x.row(static_cast<Eigen::Index>(i)) = weights_.embedding.row(tokens[i]);
-  }
-  return x;
+  return embed_rows(weights_.embedding, tokens);
 }
 
 Matrix CudaModel::logits(const Matrix& x) const {

@@ -58,11 +58,7 @@ void KvCache::append(int stream, std::int32_t position, std::span<const float> k
     free_.pop_back();
   }
   s.positions.push_back(position);
-  const std::int64_t block = s.blocks.back();
-  const std::int64_t in_block = row % block_size_;
-  float* base = storage_.data() + block * block_size_ * kv_width_ * 2;
-  std::copy(key.begin(), key.end(), base + in_block * kv_width_);
-  std::copy(value.begin(), value.end(), base + (block_size_ + in_block) * kv_width_);
+  set_row(stream, row, key, value);
 }
 
 void KvCache::truncate_after(int stream, std::int32_t position) {
@@ -81,19 +77,19 @@ std::int64_t KvCache::rows(int stream) const {
   return static_cast<std::int64_t>(streams_.at(static_cast<std::size_t>(stream)).positions.size());
 }
 
-const float* KvCache::row_at(const Stream& s, std::int64_t row, std::int64_t offset) const {
+std::size_t KvCache::row_index(const Stream& s, std::int64_t row, std::int64_t offset) const {
   const std::int64_t block = s.blocks[static_cast<std::size_t>(row / block_size_)];
-  return storage_.data() + block * block_size_ * kv_width_ * 2 +
-         (offset + row % block_size_) * kv_width_;
+  return static_cast<std::size_t>(block * block_size_ * kv_width_ * 2 +
+                                  (offset + row % block_size_) * kv_width_);
 }
 
 void KvCache::set_row(int stream, std::int64_t row, std::span<const float> key,
                       std::span<const float> value) {
-  const float* k = row_at(streams_[static_cast<std::size_t>(stream)], row, 0);
-  const float* v = row_at(streams_[static_cast<std::size_t>(stream)], row, block_size_);
-  const auto offset = [&](const float* p) { return static_cast<std::size_t>(p - storage_.data()); };
-  std::copy(key.begin(), key.end(), storage_.begin() + static_cast<std::ptrdiff_t>(offset(k)));
-  std::copy(value.begin(), value.end(), storage_.begin() + static_cast<std::ptrdiff_t>(offset(v)));
+  const Stream& s = streams_[static_cast<std::size_t>(stream)];
+  std::copy(key.begin(), key.end(),
+            storage_.begin() + static_cast<std::ptrdiff_t>(row_index(s, row, 0)));
+  std::copy(value.begin(), value.end(),
+            storage_.begin() + static_cast<std::ptrdiff_t>(row_index(s, row, block_size_)));
 }
 
 std::span<const std::int32_t> KvCache::blocks(int stream) const {

@@ -34,6 +34,9 @@ struct Top2Confidence {
 // Throws std::invalid_argument for empty logits or all -inf.
 Top2Confidence top2_confidence(std::span<const float> logits);
 
+// Rows of the embedding table for the tokens. Throws std::out_of_range for an id outside it.
+Matrix embed_rows(const Matrix& embedding, std::span<const std::int32_t> tokens);
+
 // Rotary frequencies theta^(-2j / head_dim), j < head_dim / 2, rounded to float.
 std::vector<float> rotary_inv_freq(std::int64_t head_dim, double theta);
 

@@ -53,6 +53,9 @@ class CudaModel final : public Backend {
   struct Device;
 
  private:
+  profiler::SpanShape timed_shape(int layer, int recursion, std::span<const LayerRow> rows,
+                                  const KvCache& kv, const OpProfile& profile) const;
+
   const ModelConfig& config_;
   const ModelWeights& weights_;
   std::unique_ptr<Device> device_;

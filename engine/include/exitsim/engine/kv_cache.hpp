@@ -27,8 +27,8 @@ class KvCache {
   void append(int stream, std::int32_t position, std::span<const float> key,
               std::span<const float> value);
 
-  // Replaces the K and V of an existing row (the GPU backend appends a row to learn its slot
-  // before the device has computed what goes in it).
+  // Replaces the K and V of an existing row (append writes through it; the GPU backend appends
+  // a placeholder to learn its slot before the device has computed what goes in it).
   void set_row(int stream, std::int64_t row, std::span<const float> key,
                std::span<const float> value);
 
@@ -63,7 +63,11 @@ class KvCache {
     std::vector<std::int32_t> positions;
     bool open = false;
   };
-  const float* row_at(const Stream& s, std::int64_t row, std::int64_t offset) const;
+  // Index into storage_ of a row's K (offset 0) or V (offset block_size).
+  std::size_t row_index(const Stream& s, std::int64_t row, std::int64_t offset) const;
+  const float* row_at(const Stream& s, std::int64_t row, std::int64_t offset) const {
+    return storage_.data() + row_index(s, row, offset);
+  }
 
   std::int64_t kv_width_;
   std::int64_t block_size_;
