@@ -147,7 +147,10 @@ void prefill(benchmark::State& state, bool engine_path) {
   std::vector<engine::LayerRow> rows(static_cast<std::size_t>(tokens));
   for (std::size_t i = 0; i < rows.size(); ++i)
     rows[i] = {.position = static_cast<std::int32_t>(i), .chunk = 0};
-  engine::Matrix x = engine::Matrix::Random(tokens, s.d_model);
+  const std::unique_ptr<engine::HiddenStates> states = m.gpu->make_states();
+  const engine::HeldStates x(*states, static_cast<std::size_t>(tokens));
+  const engine::HeldStates y(*states, static_cast<std::size_t>(tokens));
+  states->write(x.slots(), engine::Matrix::Random(tokens, s.d_model));
   kernels::CublasHandle cublas;
   std::vector<float*> buffers;
   const std::int64_t widest = std::max({qkv, 2 * s.ffn_dim, s.d_model, q_dim});
@@ -168,8 +171,9 @@ void prefill(benchmark::State& state, bool engine_path) {
       const int st = fresh.open_stream();
       for (engine::LayerRow& r : rows)
         r.read_stream = r.write_stream = st;
-      engine::Matrix y = x;
-      m.gpu->layer(1, y, rows, fresh);
+      states->copy(x.slots(), y.slots());
+      m.gpu->layer(1, *states, y.slots(), rows, fresh);
+      kernels::check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
     } else {
       for (const GemmLike& g : shapes) {
         kernels::linear<float, float>(cublas, buffers[0], buffers[1], buffers[2],

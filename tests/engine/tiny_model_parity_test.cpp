@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <memory>
 #include <vector>
 
 #include "exitsim/engine/cpu_model.hpp"
@@ -46,13 +47,15 @@ TEST(TinyModelParity, ExitLogitsAndRouterScoresMatchTraining) {
     }
     return rows;
   };
-  Matrix x = model.embed(tokens);
+  const std::unique_ptr<HiddenStates> states = model.make_states();
+  const HeldStates x(*states, tokens.size());
+  model.embed(tokens, *states, x.slots());
   for (int layer = 0; layer < depth.prelude_layers; ++layer)
-    model.layer(layer, x, rows_at(kv.open_stream()), kv);
+    model.layer(layer, *states, x.slots(), rows_at(kv.open_stream()), kv);
   double worst_logit = 0;
   double worst_router = 0;
   for (int r = 1; r <= depth.recursions; ++r) {
-    const std::vector<double> scores = model.router_scores(r, x);
+    const std::vector<double> scores = model.router_scores(r, *states, x.slots());
     for (std::int64_t t = 0; t < n; ++t) {
       worst_router = std::max(worst_router,
                               std::abs(scores[static_cast<std::size_t>(t)] -
@@ -60,12 +63,13 @@ TEST(TinyModelParity, ExitLogitsAndRouterScoresMatchTraining) {
     }
     for (int j = 0; j < depth.block_layers; ++j) {
       const int layer = depth.prelude_layers + (r - 1) * depth.block_layers + j;
-      model.layer(layer, x, rows_at(kv.open_stream()), kv);
+      model.layer(layer, *states, x.slots(), rows_at(kv.open_stream()), kv);
     }
-    Matrix y = x;
+    const HeldStates y(*states, tokens.size());
+    states->copy(x.slots(), y.slots());
     for (int c = 0; c < depth.coda_layers; ++c)
-      model.layer(depth.stacked_depth() + c, y, rows_at(kv.open_stream()), kv);
-    const Matrix got = model.logits(y);
+      model.layer(depth.stacked_depth() + c, *states, y.slots(), rows_at(kv.open_stream()), kv);
+    const Matrix got = model.logits(*states, y.slots());
     for (std::int64_t t = 0; t < n; ++t) {
       for (std::int64_t v = 0; v < vocab; ++v) {
         const float want = logits[static_cast<std::size_t>(((r - 1) * n + t) * vocab + v)];

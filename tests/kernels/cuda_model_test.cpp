@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -87,6 +88,62 @@ TEST_F(CudaModelTest, DecodesTheCpuBackendsTokensUnderEveryStrategy) {
     // between its top tokens on this text.
     EXPECT_EQ(on_gpu.outputs, on_cpu.outputs) << strategy;
   }
+}
+
+TEST_F(CudaModelTest, HiddenStatesMoveBetweenTheHostAndDeviceSlots) {
+  if (!kernels::cuda_device_available())
+    GTEST_SKIP() << "no CUDA device: " << kernels::cuda_unavailable_reason();
+  const CudaModel gpu(config_, weights_);
+  const std::unique_ptr<HiddenStates> states = gpu.make_states();
+  const std::int64_t width = config_.shape.d_model;
+  const HeldStates a(*states, 5);
+  const Matrix rows = Matrix::Random(5, width);
+  states->write(a.slots(), rows);
+  // Past the first capacity, so the store grows while it holds rows.
+  std::vector<HeldStates> more;
+  for (int i = 0; i < 40; ++i)
+    more.emplace_back(*states, 1);
+  EXPECT_EQ(states->read(a.slots()), rows);
+  const HeldStates b(*states, 5);
+  const std::vector<StateSlot> reversed(a.slots().rbegin(), a.slots().rend());
+  states->copy(reversed, b.slots());
+  EXPECT_EQ(states->read(b.slots()), rows.colwise().reverse());
+  const CpuModel cpu(config_, weights_);
+  EXPECT_THROW(gpu.logits(*cpu.make_states(), {}), std::logic_error);
+}
+
+TEST_F(CudaModelTest, LayerCallsMatchTheCpuBackendOnScatteredSlots) {
+  if (!kernels::cuda_device_available())
+    GTEST_SKIP() << "no CUDA device: " << kernels::cuda_unavailable_reason();
+  const CpuModel cpu(config_, weights_);
+  const CudaModel gpu(config_, weights_);
+  const std::vector<std::int32_t> tokens{5, 17, 99, 3, 42, 7};
+  const auto n = tokens.size();
+  std::vector<Matrix> results;
+  for (const Backend* model :
+       {static_cast<const Backend*>(&cpu), static_cast<const Backend*>(&gpu)}) {
+    const std::unique_ptr<HiddenStates> states = model->make_states();
+    // Interleaved with slots held elsewhere, so the call gathers and scatters.
+    const HeldStates spacer(*states, 3);
+    const HeldStates x(*states, n);
+    KvCache kv(model->kv_width(), 4, 2 * model->executed_layers() + 2);
+    const std::vector<StateSlot> reversed(x.slots().rbegin(), x.slots().rend());
+    const std::vector<std::int32_t> reversed_tokens(tokens.rbegin(), tokens.rend());
+    model->embed(reversed_tokens, *states, reversed);
+    for (int layer = 0; layer < model->executed_layers(); ++layer) {
+      const int stream = kv.open_stream();  // every layer keeps its own K/V
+      std::vector<LayerRow> rows(n);
+      for (std::size_t t = 0; t < n; ++t) {
+        rows[t] = {.position = static_cast<std::int32_t>(t),
+                   .read_stream = stream,
+                   .write_stream = stream,
+                   .chunk = 0};
+      }
+      model->layer(layer, *states, x.slots(), rows, kv);
+    }
+    results.push_back(model->logits(*states, x.slots()));
+  }
+  EXPECT_LT((results[0] - results[1]).cwiseAbs().maxCoeff(), 1e-3f);
 }
 
 TEST_F(CudaModelTest, ProfiledRunAttributesEveryKernelToAnEngineOp) {

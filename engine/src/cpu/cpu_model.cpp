@@ -36,6 +36,9 @@ class LayerSpans {
     if (profiler_ != nullptr)
       shape_ = layer_call_shape(layer, recursion, rows, kv, profile.step);
   }
+  LayerSpans(profiler::HostProfiler* profiler, const profiler::SpanShape& shape)
+      : profiler_(profiler), shape_(shape) {}
+  const profiler::SpanShape& shape() const { return shape_; }
   profiler::HostProfiler::Span operator()(std::string_view name, traces::OpKind kind) const {
     return profiler_ == nullptr ? profiler::HostProfiler::Span{}
                                 : profiler_->span(name, kind, shape_);
@@ -83,8 +86,13 @@ LayerSource CpuModel::source_of(int executed_layer) const {
   return layer_source(depth(), executed_layer);
 }
 
-Matrix CpuModel::embed(std::span<const std::int32_t> tokens) const {
-  return embed_rows(weights_.embedding, tokens);
+std::unique_ptr<HiddenStates> CpuModel::make_states() const {
+  return std::make_unique<HostStates>(config_.shape.d_model);
+}
+
+void CpuModel::embed(std::span<const std::int32_t> tokens, HiddenStates& states,
+                     std::span<const StateSlot> into) const {
+  states.write(into, embed_rows(weights_.embedding, tokens));
 }
 
 void CpuModel::adapters_of(int layer, std::span<const LayerRow> rows,
@@ -136,13 +144,31 @@ void CpuModel::attend(const Matrix& q, const Matrix& k, const Matrix& v,
               {s.n_heads, s.n_kv_heads, s.head_dim}, out.data());
 }
 
-void CpuModel::layer(int layer, Matrix& x, std::span<const LayerRow> rows, KvCache& kv,
-                     const OpProfile& profile) const {
+void CpuModel::layer(int layer, HiddenStates& states, std::span<const StateSlot> slots,
+                     std::span<const LayerRow> rows, KvCache& kv, const OpProfile& profile) const {
+  if (rows.empty())
+    return;
+  const LayerSpans spans(profile, layer, source_of(layer).recursion, rows, kv);
+  // Gathering the call's rows (the tokens still running at this depth, pending states joining)
+  // and scattering them back is the compaction that exits cost.
+  Matrix x;
+  {
+    auto timed = spans(traces::engine_ops::compaction, traces::OpKind::memcpy);
+    x = states.read(slots);
+  }
+  layer_rows(layer, x, rows, kv, profile.profiler, spans.shape());
+  auto timed = spans(traces::engine_ops::compaction, traces::OpKind::memcpy);
+  states.write(slots, x);
+}
+
+void CpuModel::layer_rows(int layer, Matrix& x, std::span<const LayerRow> rows, KvCache& kv,
+                          profiler::HostProfiler* profiler,
+                          const profiler::SpanShape& shape) const {
   const LayerSource source = source_of(layer);
   const LayerWeights& w = weights_.layers[static_cast<std::size_t>(source.unique_layer)];
   std::vector<const LoraSet*> adapters;
   adapters_of(layer, rows, adapters);
-  const LayerSpans spans(profile, layer, source.recursion, rows, kv);
+  const LayerSpans spans(profiler, shape);
   const std::vector<RowRange> chunks = chunks_of(rows);
   using traces::OpKind;
 
@@ -197,8 +223,11 @@ void CpuModel::layer(int layer, Matrix& x, std::span<const LayerRow> rows, KvCac
   }
 }
 
-void CpuModel::kv_only(int layer, const Matrix& x, std::span<const LayerRow> rows, KvCache& kv,
+void CpuModel::kv_only(int layer, const HiddenStates& states, std::span<const StateSlot> slots,
+                       std::span<const LayerRow> rows, KvCache& kv,
                        const OpProfile& profile) const {
+  if (rows.empty())
+    return;
   const LayerSource source = source_of(layer);
   const LayerWeights& w = weights_.layers[static_cast<std::size_t>(source.unique_layer)];
   std::vector<const LoraSet*> adapters;
@@ -206,6 +235,7 @@ void CpuModel::kv_only(int layer, const Matrix& x, std::span<const LayerRow> row
   const LayerSpans spans(profile, layer, source.recursion, rows, kv);
   const std::vector<RowRange> chunks = chunks_of(rows);
   auto timed = spans(traces::engine_ops::kv_only, traces::OpKind::gemm);
+  const Matrix x = states.read(slots);
   Matrix h, k, v;
   rms_norm_rows(x, w.attn_norm, config_.rms_eps, h);
   project(w.wk, adapters, k_proj, chunks, h, k);
@@ -214,14 +244,17 @@ void CpuModel::kv_only(int layer, const Matrix& x, std::span<const LayerRow> row
   store_kv(rows, k, v, kv);
 }
 
-Matrix CpuModel::logits(const Matrix& x) const {
+Matrix CpuModel::logits(const HiddenStates& states, std::span<const StateSlot> slots) const {
+  const Matrix x = states.read(slots);
   Matrix h, out;
   rms_norm_rows(x, weights_.final_norm, config_.rms_eps, h);
   linear_rows(weights_.lm_head, h, {}, out);
   return out;
 }
 
-std::vector<double> CpuModel::router_scores(int recursion, const Matrix& x) const {
+std::vector<double> CpuModel::router_scores(int recursion, const HiddenStates& states,
+                                            std::span<const StateSlot> slots) const {
+  const Matrix x = states.read(slots);
   const Router& router = weights_.routers.at(static_cast<std::size_t>(recursion - 1));
   std::vector<double> scores(static_cast<std::size_t>(x.rows()));
   for (Eigen::Index r = 0; r < x.rows(); ++r) {

@@ -8,6 +8,7 @@
 #include "cuda/device.hpp"
 #include "exitsim/engine/cuda_model.hpp"
 #include "exitsim/kernels/attention.hpp"
+#include "exitsim/kernels/compaction.hpp"
 #include "exitsim/kernels/kv_project.hpp"
 #include "exitsim/kernels/kv_write.hpp"
 #include "exitsim/kernels/rms_norm.hpp"
@@ -21,42 +22,21 @@ namespace {
 namespace ops = traces::engine_ops;
 using traces::OpKind;
 
-// A K/V row the call appends: its place in the host KvCache, filled once the device has
-// computed it.
-struct Appended {
-  int stream = 0;
-  std::int64_t row = 0;
-  std::int64_t call_row = 0;
-};
-
-// Appends a placeholder row to each row's write stream, so that the host bookkeeping (and the
-// slots the device writes) are settled before the device computes K and V. Rows that keep no
-// K/V (probes, shared K/V) get slot -1, which kv_write skips.
-std::vector<Appended> reserve_rows(std::span<const LayerRow> rows, KvCache& kv,
-                                   std::vector<std::int32_t>& slots) {
+// Appends a row to each row's write stream, so that the host bookkeeping (and the slots the
+// device writes) are settled before the device computes K and V; the values stay on the device
+// (sync_kv copies them back). Rows that keep no K/V (probes, shared K/V) get slot -1, which
+// kv_write skips.
+std::vector<std::int32_t> reserve_rows(std::span<const LayerRow> rows, KvCache& kv) {
   const std::vector<float> zeros(static_cast<std::size_t>(kv.kv_width()), 0.0f);
-  std::vector<Appended> appended;
-  slots.assign(rows.size(), -1);
+  std::vector<std::int32_t> slots(rows.size(), -1);
   for (std::size_t r = 0; r < rows.size(); ++r) {
     if (rows[r].write_stream < 0 || rows[r].probe)
       continue;
     kv.append(rows[r].write_stream, rows[r].position, zeros, zeros);
     const std::int64_t row = kv.rows(rows[r].write_stream) - 1;
     slots[r] = static_cast<std::int32_t>(kv.slot(rows[r].write_stream, row));
-    appended.push_back({rows[r].write_stream, row, static_cast<std::int64_t>(r)});
   }
-  return appended;
-}
-
-// Copies the K/V the device computed (rows `stride` floats apart, K at `k_offset`, V right
-// after it) into the placeholder rows.
-void fill_rows(const std::vector<Appended>& appended, const std::vector<float>& host,
-               std::int64_t stride, std::int64_t k_offset, KvCache& kv) {
-  const auto width = static_cast<std::size_t>(kv.kv_width());
-  for (const Appended& a : appended) {
-    const float* k = host.data() + a.call_row * stride + k_offset;
-    kv.set_row(a.stream, a.row, {k, width}, {k + width, width});
-  }
+  return slots;
 }
 
 // The block tables of the streams the rows read: one table row per distinct stream.
@@ -100,12 +80,14 @@ profiler::SpanShape CudaModel::timed_shape(int layer, int recursion, std::span<c
   return layer_call_shape(layer, recursion, rows, kv, profile.step);
 }
 
-void CudaModel::layer(int layer, Matrix& x, std::span<const LayerRow> rows, KvCache& kv,
-                      const OpProfile& profile) const {
+void CudaModel::layer(int layer, HiddenStates& states, std::span<const StateSlot> state_slots,
+                      std::span<const LayerRow> rows, KvCache& kv, const OpProfile& profile) const {
   const auto n = static_cast<std::int64_t>(rows.size());
   if (n == 0)
     return;
   Device& d = *device_;
+  DeviceStates& hidden = on_device(states);
+  hidden.check_held(state_slots, n);
   const LayerSource source = source_of(layer);
   const LayerOnDevice& w = d.layers[static_cast<std::size_t>(source.unique_layer)];
   const ModelShape& m = config_.shape;
@@ -120,11 +102,11 @@ void CudaModel::layer(int layer, Matrix& x, std::span<const LayerRow> rows, KvCa
   };
   d.ensure_pool(kv);
 
-  std::vector<std::int32_t> slots;
-  const std::vector<Appended> appended = reserve_rows(rows, kv, slots);
+  const std::vector<std::int32_t> slots = reserve_rows(rows, kv);
   const Tables t = tables_for(rows, kv);
-  d.x.upload_async({x.data(), static_cast<std::size_t>(x.size())}, d.stream);
-  const std::int32_t* positions = Device::upload(d.positions, t.positions, d.stream);
+  const std::int32_t* positions = d.upload(d.positions, t.positions);
+  const std::int32_t* state_index = d.upload(d.state_index, state_slots);
+  float* x = d.x.reserve(static_cast<std::size_t>(n * dim));
   float* h = d.h.reserve(static_cast<std::size_t>(n * dim));
   float* qkv = d.qkv.reserve(static_cast<std::size_t>(n * qkv_width));
   float* attention = d.attention.reserve(static_cast<std::size_t>(n * q_dim));
@@ -132,8 +114,16 @@ void CudaModel::layer(int layer, Matrix& x, std::span<const LayerRow> rows, KvCa
   float* act = d.act.reserve(static_cast<std::size_t>(n * ffn));
 
   {
+    // Gathering the call's rows from their slots (and scattering them back at the end) is the
+    // compaction that exits cost.
+    auto timed = op(ops::compaction, OpKind::memcpy);
+    kernels::gather_rows<float>(
+        hidden.rows(), x, state_index,
+        {.count = n, .width = dim, .src_rows = hidden.capacity(), .dst_rows = n}, d.stream);
+  }
+  {
     auto timed = op(ops::attn_norm, OpKind::norm);
-    kernels::rms_norm(d.x.get(), w.attn_norm.get(), h, n, dim, config_.rms_eps, d.stream);
+    kernels::rms_norm(x, w.attn_norm.get(), h, n, dim, config_.rms_eps, d.stream);
   }
   {
     auto timed = op(ops::qkv_proj, OpKind::gemm);
@@ -159,7 +149,7 @@ void CudaModel::layer(int layer, Matrix& x, std::span<const LayerRow> rows, KvCa
   }
   {
     auto timed = op(ops::kv_write, OpKind::memcpy);
-    const std::int32_t* device_slots = Device::upload(d.slots, slots, d.stream);
+    const std::int32_t* device_slots = d.upload(d.slots, slots);
     kernels::kv_write<float>(
         qkv + q_dim, qkv + q_dim + kv_width, device_slots, positions, d.pool.get(),
         d.pool_positions.get(),
@@ -172,11 +162,11 @@ void CudaModel::layer(int layer, Matrix& x, std::span<const LayerRow> rows, KvCa
     args.out = attention;
     args.pool = d.pool.get();
     args.pool_positions = d.pool_positions.get();
-    args.block_tables = Device::upload(d.tables, t.flat, d.stream);
-    args.stream_rows = Device::upload(d.stream_rows, t.stream_rows, d.stream);
+    args.block_tables = d.upload(d.tables, t.flat);
+    args.stream_rows = d.upload(d.stream_rows, t.stream_rows);
     args.row_positions = positions;
-    args.row_streams = Device::upload(d.row_streams, t.row_streams, d.stream);
-    args.row_self = Device::upload(d.row_self, t.row_self, d.stream);
+    args.row_streams = d.upload(d.row_streams, t.row_streams);
+    args.row_self = d.upload(d.row_self, t.row_self);
     args.self_k = qkv + q_dim;
     args.self_v = qkv + q_dim + kv_width;
     kernels::attention<float>(args,
@@ -193,12 +183,12 @@ void CudaModel::layer(int layer, Matrix& x, std::span<const LayerRow> rows, KvCa
   }
   {
     auto timed = op(ops::o_proj, OpKind::gemm);
-    kernels::linear<float, float>(d.cublas, attention, w.o.get(), d.x.get(),
-                                  {.m = n, .n = dim, .k = q_dim}, true, d.stream);
+    kernels::linear<float, float>(d.cublas, attention, w.o.get(), x, {.m = n, .n = dim, .k = q_dim},
+                                  true, d.stream);
   }
   {
     auto timed = op(ops::mlp_norm, OpKind::norm);
-    kernels::rms_norm(d.x.get(), w.mlp_norm.get(), h, n, dim, config_.rms_eps, d.stream);
+    kernels::rms_norm(x, w.mlp_norm.get(), h, n, dim, config_.rms_eps, d.stream);
   }
   {
     auto timed = op(ops::mlp_gate_up, OpKind::gemm);
@@ -212,39 +202,31 @@ void CudaModel::layer(int layer, Matrix& x, std::span<const LayerRow> rows, KvCa
   }
   {
     auto timed = op(ops::mlp_down, OpKind::gemm);
-    kernels::linear<float, float>(d.cublas, act, w.down.get(), d.x.get(),
-                                  {.m = n, .n = dim, .k = ffn}, true, d.stream);
+    kernels::linear<float, float>(d.cublas, act, w.down.get(), x, {.m = n, .n = dim, .k = ffn},
+                                  true, d.stream);
   }
-  {
-    // The call's one wait for the device: the hidden rows and the K/V the host keeps.
-    auto timed = op(ops::host_sync, OpKind::memcpy);
-    d.host_qkv.resize(static_cast<std::size_t>(n * qkv_width));
-    kernels::check_cuda(
-        cudaMemcpyAsync(x.data(), d.x.get(), sizeof(float) * static_cast<std::size_t>(x.size()),
-                        cudaMemcpyDeviceToHost, d.stream),
-        "cudaMemcpyAsync (hidden rows)");
-    kernels::check_cuda(cudaMemcpyAsync(d.host_qkv.data(), qkv, sizeof(float) * d.host_qkv.size(),
-                                        cudaMemcpyDeviceToHost, d.stream),
-                        "cudaMemcpyAsync (K/V rows)");
-    d.sync("cudaStreamSynchronize (layer)");
-  }
-  fill_rows(appended, d.host_qkv, qkv_width, q_dim, kv);
+  // No wait for the device: the rows go back to their slots, the K/V stays in the pool.
+  auto timed = op(ops::compaction, OpKind::memcpy);
+  kernels::scatter_rows<float>(
+      x, hidden.rows(), state_index,
+      {.count = n, .width = dim, .src_rows = n, .dst_rows = hidden.capacity()}, d.stream);
 }
 
-void CudaModel::kv_only(int layer, const Matrix& x, std::span<const LayerRow> rows, KvCache& kv,
-                        const OpProfile& profile) const {
+void CudaModel::kv_only(int layer, const HiddenStates& states,
+                        std::span<const StateSlot> state_slots, std::span<const LayerRow> rows,
+                        KvCache& kv, const OpProfile& profile) const {
   const auto n = static_cast<std::int64_t>(rows.size());
   if (n == 0)
     return;
   Device& d = *device_;
+  const DeviceStates& hidden = on_device(states);
+  hidden.check_held(state_slots, n);
   const LayerSource source = source_of(layer);
   const LayerOnDevice& w = d.layers[static_cast<std::size_t>(source.unique_layer)];
   const ModelShape& m = config_.shape;
-  const std::int64_t kv_width = Backend::kv_width();
   d.ensure_pool(kv);
   const profiler::SpanShape shape = timed_shape(layer, source.recursion, rows, kv, profile);
-  std::vector<std::int32_t> slots;
-  const std::vector<Appended> appended = reserve_rows(rows, kv, slots);
+  const std::vector<std::int32_t> slots = reserve_rows(rows, kv);
   std::vector<std::int32_t> positions;
   for (const LayerRow& row : rows)
     positions.push_back(row.position);
@@ -257,23 +239,16 @@ void CudaModel::kv_only(int layer, const Matrix& x, std::span<const LayerRow> ro
                                         .pool = d.pool_shape};
   float* scratch =
       d.kv_scratch.reserve(static_cast<std::size_t>(kernels::kv_project_scratch(project)));
-  {
-    DeviceOp timed(d, tracer_, profile, shape, ops::kv_only, OpKind::gemm);
-    d.x.upload_async({x.data(), static_cast<std::size_t>(x.size())}, d.stream);
-    float* h = d.h.reserve(static_cast<std::size_t>(n * m.d_model));
-    kernels::rms_norm(d.x.get(), w.attn_norm.get(), h, n, m.d_model, config_.rms_eps, d.stream);
-    kernels::kv_project<float>(d.cublas, h, w.qkv.get(),
-                               Device::upload(d.positions, positions, d.stream),
-                               Device::upload(d.slots, slots, d.stream), scratch, d.pool.get(),
-                               d.pool_positions.get(), project, d.stream);
-  }
-  DeviceOp timed(d, tracer_, profile, shape, ops::host_sync, OpKind::memcpy);
-  d.host_qkv.resize(static_cast<std::size_t>(n * 2 * kv_width));
-  kernels::check_cuda(cudaMemcpyAsync(d.host_qkv.data(), scratch, sizeof(float) * d.host_qkv.size(),
-                                      cudaMemcpyDeviceToHost, d.stream),
-                      "cudaMemcpyAsync (K/V rows)");
-  d.sync("cudaStreamSynchronize (kv_only)");
-  fill_rows(appended, d.host_qkv, 2 * kv_width, 0, kv);
+  float* x = d.x.reserve(static_cast<std::size_t>(n * m.d_model));
+  DeviceOp timed(d, tracer_, profile, shape, ops::kv_only, OpKind::gemm);
+  kernels::gather_rows<float>(
+      hidden.rows(), x, d.upload(d.state_index, state_slots),
+      {.count = n, .width = m.d_model, .src_rows = hidden.capacity(), .dst_rows = n}, d.stream);
+  float* h = d.h.reserve(static_cast<std::size_t>(n * m.d_model));
+  kernels::rms_norm(x, w.attn_norm.get(), h, n, m.d_model, config_.rms_eps, d.stream);
+  kernels::kv_project<float>(d.cublas, h, w.qkv.get(), d.upload(d.positions, positions),
+                             d.upload(d.slots, slots), scratch, d.pool.get(),
+                             d.pool_positions.get(), project, d.stream);
 }
 
 }  // namespace exitsim::engine

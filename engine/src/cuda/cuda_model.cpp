@@ -10,6 +10,7 @@
 #include "cuda/device.hpp"
 #include "exitsim/core/error.hpp"
 #include "exitsim/kernels/attention.hpp"
+#include "exitsim/kernels/compaction.hpp"
 #include "exitsim/kernels/cuda_check.hpp"
 #include "exitsim/kernels/gemm.hpp"
 #include "exitsim/kernels/kv_project.hpp"
@@ -72,6 +73,7 @@ CudaModel::CudaModel(const ModelConfig& config, const ModelWeights& weights, int
     l.gate_up.upload(stacked({&w.w_gate, &w.w_up}));
     l.down.upload(stacked({&w.w_down}));
   }
+  d->embedding.upload(stacked({&weights.embedding}));
   d->final_norm.upload(span_of(weights.final_norm));
   d->lm_head.upload(stacked({&weights.lm_head}));
   for (const Router& r : weights.routers)
@@ -89,49 +91,107 @@ LayerSource CudaModel::source_of(int executed_layer) const {
   return layer_source(depth(), executed_layer);
 }
 
-Matrix CudaModel::embed(std::span<const std::int32_t> tokens) const {
-  return embed_rows(weights_.embedding, tokens);
+DeviceStates& CudaModel::on_device(HiddenStates& states) const {
+  auto* on = dynamic_cast<DeviceStates*>(&states);
+  if (on == nullptr || &on->device() != device_.get())
+    throw std::logic_error("hidden states from another backend handed to the CUDA model");
+  return *on;
 }
 
-Matrix CudaModel::logits(const Matrix& x) const {
+const DeviceStates& CudaModel::on_device(const HiddenStates& states) const {
+  return on_device(const_cast<HiddenStates&>(states));
+}
+
+std::unique_ptr<HiddenStates> CudaModel::make_states() const {
+  return std::make_unique<DeviceStates>(*device_, tracer_, config_.shape.d_model);
+}
+
+void CudaModel::embed(std::span<const std::int32_t> tokens, HiddenStates& states,
+                      std::span<const StateSlot> into) const {
   Device& d = *device_;
-  const std::int64_t n = x.rows();
+  DeviceStates& hidden = on_device(states);
+  const auto n = static_cast<std::int64_t>(tokens.size());
+  hidden.check_held(into, n);
+  const std::int64_t vocab = weights_.embedding.rows();
+  for (const std::int32_t token : tokens) {
+    if (token < 0 || token >= vocab)
+      throw std::out_of_range("embed: token id out of the vocabulary");
+  }
+  if (n == 0)
+    return;
+  const std::int64_t dim = config_.shape.d_model;
+  const profiler::SpanShape shape{.batch_tokens = n};
+  DeviceOp label(d, tracer_, {}, shape, "embed.kernels", traces::OpKind::other);
+  float* x = d.x.reserve(static_cast<std::size_t>(n * dim));
+  kernels::gather_rows<float>(d.embedding.get(), x, d.upload(d.tokens, tokens),
+                              {.count = n, .width = dim, .src_rows = vocab, .dst_rows = n},
+                              d.stream);
+  kernels::scatter_rows<float>(
+      x, hidden.rows(), d.upload(d.state_index, into),
+      {.count = n, .width = dim, .src_rows = n, .dst_rows = hidden.capacity()}, d.stream);
+}
+
+// The states' rows gathered into the scratch rows x: what the head and the routers read.
+const float* CudaModel::gather(const HiddenStates& states, std::span<const StateSlot> slots) const {
+  Device& d = *device_;
+  const DeviceStates& hidden = on_device(states);
+  hidden.check_held(slots);
+  const auto n = static_cast<std::int64_t>(slots.size());
+  const std::int64_t dim = config_.shape.d_model;
+  float* x = d.x.reserve(static_cast<std::size_t>(n * dim));
+  kernels::gather_rows<float>(
+      hidden.rows(), x, d.upload(d.state_index, slots),
+      {.count = n, .width = dim, .src_rows = hidden.capacity(), .dst_rows = n}, d.stream);
+  return x;
+}
+
+Matrix CudaModel::logits(const HiddenStates& states, std::span<const StateSlot> slots) const {
+  Device& d = *device_;
+  const auto n = static_cast<std::int64_t>(slots.size());
   const std::int64_t dim = config_.shape.d_model;
   const std::int64_t vocab = weights_.lm_head.rows();
   Matrix out(n, vocab);
   if (n == 0)
     return out;
-  d.x.upload_async({x.data(), static_cast<std::size_t>(x.size())}, d.stream);
-  float* h = d.h.reserve(static_cast<std::size_t>(n * dim));
-  float* logits = d.logits.reserve(static_cast<std::size_t>(n * vocab));
-  // The loop times the head as a host span ("lm_head"); the label only attributes its kernels.
   const profiler::SpanShape shape{.batch_tokens = n};
-  DeviceOp label(d, tracer_, {}, shape, "lm_head.kernels", traces::OpKind::lm_head);
-  kernels::rms_norm(d.x.get(), d.final_norm.get(), h, n, dim, config_.rms_eps, d.stream);
-  kernels::linear<float, float>(d.cublas, h, d.lm_head.get(), logits,
-                                {.m = n, .n = vocab, .k = dim}, false, d.stream);
-  kernels::check_cuda(
-      cudaMemcpyAsync(out.data(), logits, sizeof(float) * static_cast<std::size_t>(out.size()),
-                      cudaMemcpyDeviceToHost, d.stream),
-      "cudaMemcpyAsync (logits)");
+  {
+    // The loop times the head as a host span ("lm_head"); the label attributes its kernels.
+    const DeviceOp label(d, tracer_, {}, shape, "lm_head.kernels", traces::OpKind::lm_head);
+    const float* x = gather(states, slots);
+    float* h = d.h.reserve(static_cast<std::size_t>(n * dim));
+    float* logits = d.logits.reserve(static_cast<std::size_t>(n * vocab));
+    kernels::rms_norm(x, d.final_norm.get(), h, n, dim, config_.rms_eps, d.stream);
+    kernels::linear<float, float>(d.cublas, h, d.lm_head.get(), logits,
+                                  {.m = n, .n = vocab, .k = dim}, false, d.stream);
+  }
+  // The decision the loop takes on these logits is where the host waits for the device.
+  const DeviceOp wait(d, tracer_, {}, shape, ops::host_sync, traces::OpKind::memcpy);
+  kernels::check_cuda(cudaMemcpyAsync(out.data(), d.logits.get(),
+                                      sizeof(float) * static_cast<std::size_t>(out.size()),
+                                      cudaMemcpyDeviceToHost, d.stream),
+                      "cudaMemcpyAsync (logits)");
   d.sync("cudaStreamSynchronize (logits)");
   return out;
 }
 
-std::vector<double> CudaModel::router_scores(int recursion, const Matrix& x) const {
+std::vector<double> CudaModel::router_scores(int recursion, const HiddenStates& states,
+                                             std::span<const StateSlot> slots) const {
   Device& d = *device_;
   const Router& router = weights_.routers.at(static_cast<std::size_t>(recursion - 1));
-  const std::int64_t n = x.rows();
+  const auto n = static_cast<std::int64_t>(slots.size());
   std::vector<double> scores(static_cast<std::size_t>(n));
   if (n == 0)
     return scores;
-  d.x.upload_async({x.data(), static_cast<std::size_t>(x.size())}, d.stream);
-  float* device_scores = d.scores.reserve(static_cast<std::size_t>(n));
   const profiler::SpanShape shape{.batch_tokens = n};
-  DeviceOp label(d, tracer_, {}, shape, "router.kernels", traces::OpKind::router);
-  kernels::router_scores<float>(d.x.get(), d.routers[static_cast<std::size_t>(recursion - 1)].get(),
-                                router.bias, device_scores,
-                                {.rows = n, .dim = config_.shape.d_model}, d.stream);
+  float* device_scores = d.scores.reserve(static_cast<std::size_t>(n));
+  {
+    const DeviceOp label(d, tracer_, {}, shape, "router.kernels", traces::OpKind::router);
+    const float* x = gather(states, slots);
+    kernels::router_scores<float>(x, d.routers[static_cast<std::size_t>(recursion - 1)].get(),
+                                  router.bias, device_scores,
+                                  {.rows = n, .dim = config_.shape.d_model}, d.stream);
+  }
+  const DeviceOp wait(d, tracer_, {}, shape, ops::host_sync, traces::OpKind::memcpy);
   std::vector<float> host(static_cast<std::size_t>(n));
   kernels::check_cuda(cudaMemcpyAsync(host.data(), device_scores, sizeof(float) * host.size(),
                                       cudaMemcpyDeviceToHost, d.stream),
@@ -139,6 +199,21 @@ std::vector<double> CudaModel::router_scores(int recursion, const Matrix& x) con
   d.sync("cudaStreamSynchronize (router scores)");
   std::copy(host.begin(), host.end(), scores.begin());
   return scores;
+}
+
+void CudaModel::sync_kv(KvCache& kv) const {
+  Device& d = *device_;
+  const std::span<float> values = kv.values();
+  const kernels::KvPoolShape shape{kv.kv_width(), kv.block_size(), kv.total_blocks()};
+  // No layer has run on this cache's pool yet: it holds no row the device computed.
+  if (d.pool_shape.kv_width != shape.kv_width || d.pool_shape.block_size != shape.block_size ||
+      d.pool_shape.total_blocks < shape.total_blocks) {
+    return;
+  }
+  kernels::check_cuda(cudaMemcpyAsync(values.data(), d.pool.get(), sizeof(float) * values.size(),
+                                      cudaMemcpyDeviceToHost, d.stream),
+                      "cudaMemcpyAsync (K/V pool to host)");
+  d.sync("cudaStreamSynchronize (K/V pool)");
 }
 
 }  // namespace exitsim::engine

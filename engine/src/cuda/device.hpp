@@ -10,7 +10,9 @@
 #include <vector>
 
 #include "cuda/device_array.hpp"
+#include "cuda/pinned_staging.hpp"
 #include "exitsim/engine/cuda_model.hpp"
+#include "exitsim/engine/hidden_states.hpp"
 #include "exitsim/kernels/cuda_check.hpp"
 #include "exitsim/kernels/gemm.hpp"
 #include "exitsim/kernels/kv_write.hpp"
@@ -18,6 +20,7 @@
 namespace exitsim::engine {
 
 using cuda::DeviceArray;
+using cuda::PinnedStaging;
 
 struct LayerOnDevice {
   DeviceArray<float> attn_norm, mlp_norm;
@@ -33,7 +36,7 @@ struct CudaModel::Device {
   cudaStream_t stream = nullptr;
   kernels::CublasHandle cublas;
   std::vector<LayerOnDevice> layers;
-  DeviceArray<float> final_norm, lm_head;
+  DeviceArray<float> embedding, final_norm, lm_head;
   std::vector<DeviceArray<float>> routers;
 
   // The K/V pool, slot for slot the host KvCache's (grown to the largest pool seen).
@@ -41,17 +44,23 @@ struct CudaModel::Device {
   DeviceArray<float> pool;
   DeviceArray<std::int32_t> pool_positions;
 
-  // Scratch, grown to the largest call, reused.
+  // Scratch, grown to the largest call, reused. Calls are ordered on the one stream, so a call
+  // may overwrite what the previous one left without waiting for it.
   DeviceArray<float> x, h, qkv, attention, gate_up, act, logits, scores, kv_scratch;
-  DeviceArray<std::int32_t> positions, slots, row_streams, row_self, tables, stream_rows;
-  std::vector<float> host_qkv;
+  DeviceArray<std::int32_t> positions, slots, row_streams, row_self, tables, stream_rows,
+      state_index, tokens;
+  PinnedStaging staging;
 
   ~Device() {
     if (stream != nullptr)
       cudaStreamDestroy(stream);
   }
 
-  void sync(const char* what) const { kernels::check_cuda(cudaStreamSynchronize(stream), what); }
+  // The host waits for everything enqueued: the staged uploads have all been read.
+  void sync(const char* what) {
+    kernels::check_cuda(cudaStreamSynchronize(stream), what);
+    staging.reset();
+  }
 
   void ensure_pool(const KvCache& kv) {
     const kernels::KvPoolShape wanted{kv.kv_width(), kv.block_size(), kv.total_blocks()};
@@ -66,13 +75,47 @@ struct CudaModel::Device {
     pool_positions.reserve(static_cast<std::size_t>(std::max<std::int64_t>(1, wanted.slots())));
   }
 
+  // Enqueues a copy of `from` into `to` through pinned staging; the host may reuse `from` at once.
   template <typename T>
-  static const T* upload(DeviceArray<T>& to, const std::vector<T>& from, cudaStream_t stream) {
+  const T* upload(DeviceArray<T>& to, std::span<const T> from) {
     if (from.empty())
       return to.reserve(1);
-    to.upload_async(from, stream);
-    return to.get();
+    T* device = to.reserve(from.size());
+    const std::size_t bytes = from.size() * sizeof(T);
+    kernels::check_cuda(cudaMemcpyAsync(device, staging.stage(from.data(), bytes), bytes,
+                                        cudaMemcpyHostToDevice, stream),
+                        "cudaMemcpyAsync (to device)");
+    return device;
   }
+  template <typename T>
+  const T* upload(DeviceArray<T>& to, const std::vector<T>& from) {
+    return upload(to, std::span<const T>(from));
+  }
+};
+
+// The GPU backend's hidden states: rows of one device array, on the model's stream. It must not
+// outlive the model that made it.
+class DeviceStates final : public HiddenStates {
+ public:
+  DeviceStates(CudaModel::Device& device, profiler::CuptiTracer* const& tracer, std::int64_t width)
+      : HiddenStates(width), device_(device), tracer_(tracer) {}
+
+  float* rows() const { return rows_.get(); }
+  const CudaModel::Device& device() const { return device_; }
+
+  Matrix read(std::span<const StateSlot> slots) const override;
+  void write(std::span<const StateSlot> slots, const Matrix& rows) override;
+  void copy(std::span<const StateSlot> from, std::span<const StateSlot> to) override;
+
+ private:
+  void grow(std::int64_t capacity) override;
+
+  CudaModel::Device& device_;
+  profiler::CuptiTracer* const& tracer_;  // the model's, as it is set now
+  DeviceArray<float> rows_;
+  // Scratch (read() is const to its callers): rows in transit and the slot lists of a move.
+  mutable DeviceArray<float> staged_;
+  mutable DeviceArray<std::int32_t> from_, to_;
 };
 
 // One op of a call: labelled for CUPTI, or, with only a host profiler, timed by a span that

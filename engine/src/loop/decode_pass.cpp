@@ -32,13 +32,15 @@ void Engine::Loop::decode_pass(std::span<Sequence* const> seqs) {
     last_tokens[i] = seqs[i]->tokens.back();
     positions[i] = static_cast<std::int32_t>(seqs[i]->tokens.size() - 1);
   }
-  Matrix x;
+  // Each token's running state, and the state it had when it left (what its head, its pending
+  // fill and state_copy's K/V start from; batch_sync keeps running the running one).
+  const HeldStates x(*states_, n);
+  const HeldStates exit_hidden(*states_, n);
   {
     auto timed =
         span(traces::engine_ops::embed, traces::OpKind::other, static_cast<std::int64_t>(n), -1);
-    x = model_.embed(last_tokens);
+    model_.embed(last_tokens, *states_, x.slots());
   }
-  Matrix exit_hidden(x.rows(), x.cols());
   std::vector<int> exits(n, -1);
   std::vector<double> decided_score(n, std::numeric_limits<double>::quiet_NaN());
   std::vector<std::uint8_t> active(n, 1);
@@ -53,25 +55,35 @@ void Engine::Loop::decode_pass(std::span<Sequence* const> seqs) {
     score_spans[i] = {scores.data() + i * points, points};
   std::vector<int> chosen(n);
   const auto choose = [&] { call_exit_policy(seqs, score_spans, false, chosen); };
+  // Exit states are copied in one call per decision round, before anything reads or changes them.
+  std::vector<StateSlot> leaving_from, leaving_to;
   const auto leave = [&](std::size_t i, int point, double score) {
     exits[i] = point;
     decided_score[i] = score;
-    exit_hidden.row(static_cast<Eigen::Index>(i)) = x.row(static_cast<Eigen::Index>(i));
+    leaving_from.push_back(x[i]);
+    leaving_to.push_back(exit_hidden[i]);
     active[i] = 0;
+  };
+  const auto settle_leaves = [&] {
+    if (leaving_from.empty())
+      return;
+    states_->copy(leaving_from, leaving_to);
+    leaving_from.clear();
+    leaving_to.clear();
   };
   const auto any_active = [&] {
     return std::find(active.begin(), active.end(), 1) != active.end();
   };
 
   std::vector<LayerRow> rows;
-  std::vector<std::pair<std::size_t, PendingState*>> members;  // (token, pending or nullptr)
+  std::vector<StateSlot> slots;  // the call's states: running tokens and pending states joining
   for (int layer = 0; layer < stacked; ++layer) {
     const int recursion = model_.source_of(layer).recursion;
     const bool recursion_starts =
         recursion >= 1 && (layer - depth.prelude_layers) % depth.block_layers == 0;
     if (recursion_starts && feed_ == ExitFeed::token_choice && recursion == 1) {
       for (int r = 1; r <= depth.recursions; ++r) {
-        const std::vector<double> s = route(r, x);
+        const std::vector<double> s = route(r, x.slots());
         for (std::size_t i = 0; i < n; ++i)
           scores[i * points + static_cast<std::size_t>(r - 1)] = s[i];
       }
@@ -82,7 +94,7 @@ void Engine::Loop::decode_pass(std::span<Sequence* const> seqs) {
       }
     }
     if (recursion_starts && feed_ == ExitFeed::expert_choice) {
-      const std::vector<double> s = route(recursion, x);
+      const std::vector<double> s = route(recursion, x.slots());
       for (std::size_t i = 0; i < n; ++i) {
         if (active[i] != 0)
           scores[i * points + static_cast<std::size_t>(recursion - 1)] = s[i];
@@ -94,8 +106,9 @@ void Engine::Loop::decode_pass(std::span<Sequence* const> seqs) {
       }
     }
 
+    settle_leaves();
     rows.clear();
-    members.clear();
+    slots.clear();
     const bool carry_all = carry_exited && any_active();
     for (std::size_t i = 0; i < n; ++i) {
       if (active[i] == 0 && !carry_all)
@@ -103,55 +116,27 @@ void Engine::Loop::decode_pass(std::span<Sequence* const> seqs) {
       if (defer) {
         for (PendingState& p : seqs[i]->pending) {
           if (p.depth <= layer) {
-            members.emplace_back(i, &p);
+            slots.push_back(p.hidden[0]);
             rows.push_back(row_for(*seqs[i], layer, p.position));
+            p.depth = layer + 1;
           }
         }
       }
-      members.emplace_back(i, nullptr);
+      slots.push_back(x[i]);
       rows.push_back(row_for(*seqs[i], layer, positions[i]));
     }
-    if (!rows.empty()) {
-      Matrix xs(static_cast<Eigen::Index>(rows.size()), x.cols());
-      {
-        // Gathering the tokens still running (and pending states joining) is the compaction
-        // that exits cost; scattering back is counted with it below.
-        auto timed = span(traces::engine_ops::compaction, traces::OpKind::memcpy,
-                          static_cast<std::int64_t>(rows.size()), layer);
-        for (std::size_t m = 0; m < members.size(); ++m) {
-          const auto& [i, pending] = members[m];
-          xs.row(static_cast<Eigen::Index>(m)) =
-              pending != nullptr ? pending->hidden : x.row(static_cast<Eigen::Index>(i));
-        }
-      }
-      run_layer(layer, xs, rows, defer ? "decode.layer+fill" : "decode.layer");
-      auto timed = span(traces::engine_ops::compaction, traces::OpKind::memcpy,
-                        static_cast<std::int64_t>(rows.size()), layer);
-      for (std::size_t m = 0; m < members.size(); ++m) {
-        const auto& [i, pending] = members[m];
-        if (pending != nullptr) {
-          pending->hidden = xs.row(static_cast<Eigen::Index>(m));
-          pending->depth = layer + 1;
-        } else {
-          x.row(static_cast<Eigen::Index>(i)) = xs.row(static_cast<Eigen::Index>(m));
-        }
-      }
-    }
+    run_layer(layer, slots, rows);
     if (copy_state) {
       std::vector<LayerRow> copies;
-      std::vector<Eigen::Index> sources;
+      std::vector<StateSlot> sources;
       for (std::size_t i = 0; i < n; ++i) {
         if (active[i] == 0) {
           copies.push_back(row_for(*seqs[i], layer, positions[i]));
-          sources.push_back(static_cast<Eigen::Index>(i));
+          sources.push_back(exit_hidden[i]);
         }
       }
-      if (!copies.empty()) {
-        Matrix states(static_cast<Eigen::Index>(sources.size()), x.cols());
-        for (std::size_t k = 0; k < sources.size(); ++k)
-          states.row(static_cast<Eigen::Index>(k)) = exit_hidden.row(sources[k]);
-        model_.kv_only(layer, states, copies, kv_, {profiler_, step_});
-      }
+      if (!copies.empty())
+        model_.kv_only(layer, *states_, sources, copies, kv_, {profiler_, step_});
     }
 
     const int point = point_at_depth(layer + 1);
@@ -167,15 +152,15 @@ void Engine::Loop::decode_pass(std::span<Sequence* const> seqs) {
           if (active[i] != 0)
             probed.push_back(i);
         }
-        Matrix states(static_cast<Eigen::Index>(probed.size()), x.cols());
+        std::vector<StateSlot> probe_slots;
         std::vector<Sequence*> probe_seqs;
         std::vector<std::int32_t> probe_positions;
-        for (std::size_t k = 0; k < probed.size(); ++k) {
-          states.row(static_cast<Eigen::Index>(k)) = x.row(static_cast<Eigen::Index>(probed[k]));
-          probe_seqs.push_back(seqs[probed[k]]);
-          probe_positions.push_back(positions[probed[k]]);
+        for (const std::size_t i : probed) {
+          probe_slots.push_back(x[i]);
+          probe_seqs.push_back(seqs[i]);
+          probe_positions.push_back(positions[i]);
         }
-        const Matrix logits = head(states, probe_seqs, probe_positions, true);
+        const Matrix logits = head(probe_slots, probe_seqs, probe_positions, true);
         for (std::size_t k = 0; k < probed.size(); ++k) {
           const std::size_t i = probed[k];
           const auto row = static_cast<Eigen::Index>(k);
@@ -204,9 +189,11 @@ void Engine::Loop::decode_pass(std::span<Sequence* const> seqs) {
     if (active[i] != 0)
       leave(i, last_point, decided_score[i]);
   }
+  settle_leaves();
 
   std::vector<Correction> corrections(n);
   if (defer) {
+    std::vector<StateSlot> deferred_from, deferred_to;
     for (std::size_t i = 0; i < n; ++i) {
       const int reached = exit_depths_[static_cast<std::size_t>(exits[i])];
       std::vector<PendingState>& pending = seqs[i]->pending;
@@ -217,9 +204,13 @@ void Engine::Loop::decode_pass(std::span<Sequence* const> seqs) {
           corrections[i] = check_filled(*seqs[i]);
         pending.clear();
       } else {
-        pending.push_back({exit_hidden.row(static_cast<Eigen::Index>(i)), positions[i], reached});
+        pending.push_back({HeldStates(*states_, 1), positions[i], reached});
+        deferred_from.push_back(exit_hidden[i]);
+        deferred_to.push_back(pending.back().hidden[0]);
       }
     }
+    if (!deferred_from.empty())
+      states_->copy(deferred_from, deferred_to);
   }
 
   for (std::size_t i = 0; i < n; ++i) {
@@ -227,7 +218,7 @@ void Engine::Loop::decode_pass(std::span<Sequence* const> seqs) {
                                             exit_depths_[static_cast<std::size_t>(exits[i])],
                                             true});
   }
-  const Matrix logits = head(exit_hidden, seqs, positions, false);
+  const Matrix logits = head(exit_hidden.slots(), seqs, positions, false);
   auto timed = span(traces::engine_ops::sampling, traces::OpKind::sampling,
                     static_cast<std::int64_t>(n), -1);
   for (std::size_t i = 0; i < n; ++i) {

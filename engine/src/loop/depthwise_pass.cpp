@@ -27,12 +27,12 @@ void Engine::Loop::decide_in_flight(std::span<Sequence* const> in_block,
                                     std::span<const std::size_t> deciding,
                                     std::span<std::uint8_t> leaves) {
   std::vector<Sequence*> seqs;
-  Matrix states(static_cast<Eigen::Index>(deciding.size()), model_.config().shape.d_model);
+  std::vector<StateSlot> states;
   std::vector<std::int32_t> positions;
   for (std::size_t k = 0; k < deciding.size(); ++k) {
     Sequence* s = in_block[deciding[k]];
     seqs.push_back(s);
-    states.row(static_cast<Eigen::Index>(k)) = s->flight;
+    states.push_back(s->flight[0]);
     positions.push_back(static_cast<std::int32_t>(s->tokens.size() - 1));
   }
   const int prelude = model_.depth().prelude_layers;
@@ -48,8 +48,8 @@ void Engine::Loop::decide_in_flight(std::span<Sequence* const> in_block,
     // Expert choice: the router of the next recursion decides whether the token runs it.
     for (std::size_t k = 0; k < deciding.size(); ++k) {
       const int next = recursion_of[deciding[k]] + 1;
-      const Matrix one = states.row(static_cast<Eigen::Index>(k));
-      seqs[k]->flight_scores[static_cast<std::size_t>(next - 1)] = route(next, one)[0];
+      seqs[k]->flight_scores[static_cast<std::size_t>(next - 1)] =
+          route(next, std::span<const StateSlot>(&states[k], 1))[0];
     }
   }
   std::vector<int> chosen(seqs.size());
@@ -85,24 +85,28 @@ void Engine::Loop::depthwise_pass(std::span<Sequence* const> seqs) {
     }
   }
   if (!entering.empty()) {
-    Matrix x;
+    std::vector<StateSlot> x;
+    for (Sequence* s : entering) {
+      if (s->flight.empty())
+        s->flight = HeldStates(*states_, 1);
+      x.push_back(s->flight[0]);
+    }
     {
       auto timed = span(traces::engine_ops::embed, traces::OpKind::other,
                         static_cast<std::int64_t>(entering.size()), -1);
-      x = model_.embed(entering_tokens);
+      model_.embed(entering_tokens, *states_, x);
     }
     std::vector<LayerRow> rows(entering.size());
     for (int layer = 0; layer < prelude; ++layer) {
       for (std::size_t i = 0; i < entering.size(); ++i)
         rows[i] = row_for(*entering[i], layer, entering_positions[i]);
-      run_layer(layer, x, rows, "depthwise.prelude");
+      run_layer(layer, x, rows);
     }
     std::vector<int> exits(entering.size(), -1);
     if (feed_ == ExitFeed::upfront)
       decide_upfront(entering, exits);
     for (std::size_t i = 0; i < entering.size(); ++i) {
       Sequence& s = *entering[i];
-      s.flight = x.row(static_cast<Eigen::Index>(i));
       s.flight_exit = exits[i];
       s.flight_score = std::numeric_limits<double>::quiet_NaN();
       s.flight_scores.assign(points, k_unknown);
@@ -134,9 +138,9 @@ void Engine::Loop::depthwise_pass(std::span<Sequence* const> seqs) {
       recursion_of.push_back(s->stage.next_recursion());
     }
   }
-  Matrix x(static_cast<Eigen::Index>(in_block.size()), model_.config().shape.d_model);
-  for (std::size_t i = 0; i < in_block.size(); ++i)
-    x.row(static_cast<Eigen::Index>(i)) = in_block[i]->flight;
+  std::vector<StateSlot> block_states;
+  for (const Sequence* s : in_block)
+    block_states.push_back(s->flight[0]);
   std::vector<LayerRow> rows(in_block.size());
   for (int j = 0; j < block; ++j) {
     for (std::size_t i = 0; i < in_block.size(); ++i) {
@@ -145,10 +149,8 @@ void Engine::Loop::depthwise_pass(std::span<Sequence* const> seqs) {
           row_for(*in_block[i], layer, static_cast<std::int32_t>(in_block[i]->tokens.size() - 1));
       rows[i].recursion = recursion_of[i];
     }
-    run_layer(prelude + j, x, rows, "depthwise.block");
+    run_layer(prelude + j, block_states, rows);
   }
-  for (std::size_t i = 0; i < in_block.size(); ++i)
-    in_block[i]->flight = x.row(static_cast<Eigen::Index>(i));
 
   // Who leaves the block: at the last recursion everyone; at an exit point, as the policy says.
   std::vector<std::uint8_t> leaves(in_block.size(), 0);
@@ -189,9 +191,9 @@ void Engine::Loop::depthwise_pass(std::span<Sequence* const> seqs) {
   }
   if (heads.empty())
     return;
-  Matrix states(static_cast<Eigen::Index>(heads.size()), x.cols());
-  for (std::size_t i = 0; i < heads.size(); ++i)
-    states.row(static_cast<Eigen::Index>(i)) = heads[i]->flight;
+  std::vector<StateSlot> states;
+  for (const Sequence* s : heads)
+    states.push_back(s->flight[0]);
   const Matrix logits = head(states, heads, head_positions, false);
   auto timed = span(traces::engine_ops::sampling, traces::OpKind::sampling,
                     static_cast<std::int64_t>(heads.size()), -1);

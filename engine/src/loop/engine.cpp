@@ -118,6 +118,7 @@ Engine::Loop::Loop(const Backend& model, const EngineOptions& options,
       feed_(exit_policy == nullptr ? ExitFeed::upfront : feed_of(options.exit_policy.kind)),
       layout_(model.depth(), options.strategy),
       kv_(model.kv_width(), options.block_size, options.kv_blocks * layout_.instances()),
+      states_(model.make_states()),
       exit_depths_(model.depth().effective_exit_points()) {}
 
 TimeNs Engine::Loop::now() const {
@@ -137,6 +138,7 @@ void Engine::Loop::close_streams(Sequence& s) {
     kv_.close_stream(stream);
   s.streams.clear();
   s.pending.clear();
+  s.flight.reset();
   s.stage = policy::DepthwiseStage{};
   s.flight_exit = -1;
 }

@@ -30,29 +30,34 @@ profiler::HostProfiler::Span Engine::Loop::span(std::string_view name, traces::O
   return profiler_->span(name, kind, shape);
 }
 
-void Engine::Loop::run_layer(int layer, Matrix& x, std::span<const LayerRow> rows,
-                             const char* phase) {
-  (void)phase;
+void Engine::Loop::run_layer(int layer, std::span<const StateSlot> slots,
+                             std::span<const LayerRow> rows) {
   if (rows.empty())
     return;
-  model_.layer(layer, x, rows, kv_, {profiler_, step_});
+  model_.layer(layer, *states_, slots, rows, kv_, {profiler_, step_});
 }
 
-Matrix Engine::Loop::head(Matrix x, std::span<Sequence* const> sequences,
+Matrix Engine::Loop::head(std::span<const StateSlot> slots, std::span<Sequence* const> sequences,
                           std::span<const std::int32_t> positions, bool probe) {
   const DepthStructure& depth = model_.depth();
   const int first_coda = depth.stacked_depth();
+  HeldStates coda;
+  if (depth.coda_layers > 0) {
+    coda = HeldStates(*states_, slots.size());
+    states_->copy(slots, coda.slots());
+    slots = coda.slots();
+  }
   std::vector<LayerRow> rows(sequences.size());
   for (int c = 0; c < depth.coda_layers; ++c) {
     for (std::size_t i = 0; i < sequences.size(); ++i) {
       rows[i] = row_for(*sequences[i], first_coda + c, positions[i]);
       rows[i].probe = probe;
     }
-    run_layer(first_coda + c, x, rows, probe ? "coda.probe" : "coda");
+    run_layer(first_coda + c, slots, rows);
   }
   auto timed = span(probe ? traces::engine_ops::probe : traces::engine_ops::lm_head,
-                    traces::OpKind::lm_head, x.rows(), -1);
-  return model_.logits(x);
+                    traces::OpKind::lm_head, static_cast<std::int64_t>(slots.size()), -1);
+  return model_.logits(*states_, slots);
 }
 
 std::int32_t Engine::Loop::sample(Sequence& s, const Eigen::Ref<const Eigen::RowVectorXf>& logits) {
@@ -77,10 +82,11 @@ std::int32_t Engine::Loop::sample(Sequence& s, const Eigen::Ref<const Eigen::Row
   return static_cast<std::int32_t>(logits.size() - 1);
 }
 
-std::vector<double> Engine::Loop::route(int recursion, const Matrix& x) {
+std::vector<double> Engine::Loop::route(int recursion, std::span<const StateSlot> slots) {
   const int layer = model_.depth().prelude_layers + (recursion - 1) * model_.depth().block_layers;
-  auto timed = span(traces::engine_ops::router, traces::OpKind::router, x.rows(), layer);
-  return model_.router_scores(recursion, x);
+  auto timed = span(traces::engine_ops::router, traces::OpKind::router,
+                    static_cast<std::int64_t>(slots.size()), layer);
+  return model_.router_scores(recursion, *states_, slots);
 }
 
 double Engine::Loop::confidence_of(const Eigen::Ref<const Eigen::RowVectorXf>& logits) const {
@@ -133,9 +139,10 @@ void Engine::Loop::emit(Sequence& s, std::int32_t token, int exit_point, double 
                             exit_depths_[static_cast<std::size_t>(exit_point)], score, now()});
 }
 
-void Engine::Loop::report_kv(const Sequence& s) const {
+void Engine::Loop::report_kv(const Sequence& s) {
   if (!options_.observer.on_finished_kv)
     return;
+  model_.sync_kv(kv_);
   const std::int64_t width = kv_.kv_width();
   for (int layer = 0; layer < model_.executed_layers(); ++layer) {
     if (!layout_.writes(layer))
@@ -156,14 +163,14 @@ void Engine::Loop::report_kv(const Sequence& s) const {
 
 Correction Engine::Loop::check_filled(Sequence& s) {
   const std::vector<PendingState>& pending = s.pending;
-  Matrix states(static_cast<Eigen::Index>(pending.size()), model_.config().shape.d_model);
   std::vector<Sequence*> owners(pending.size(), &s);
+  std::vector<StateSlot> slots;
   std::vector<std::int32_t> positions;
-  for (std::size_t k = 0; k < pending.size(); ++k) {
-    states.row(static_cast<Eigen::Index>(k)) = pending[k].hidden;
-    positions.push_back(pending[k].position);
+  for (const PendingState& p : pending) {
+    slots.push_back(p.hidden[0]);
+    positions.push_back(p.position);
   }
-  const Matrix logits = head(states, owners, positions, true);
+  const Matrix logits = head(slots, owners, positions, true);
   Correction first;
   for (std::size_t k = 0; k < pending.size(); ++k) {
     Eigen::Index best = 0;

@@ -14,6 +14,7 @@
 
 #include "exitsim/core/random.hpp"
 #include "exitsim/engine/engine.hpp"
+#include "exitsim/engine/hidden_states.hpp"
 #include "exitsim/engine/kv_cache.hpp"
 
 namespace exitsim::engine {
@@ -21,7 +22,7 @@ namespace exitsim::engine {
 // A hidden state left behind by an early exit under deferred_fill: it has run `depth` stack
 // layers, and joins its sequence's next token at the layers above until it reaches the top.
 struct PendingState {
-  Eigen::RowVectorXf hidden;
+  HeldStates hidden;  // one slot
   std::int32_t position = 0;
   int depth = 0;
 };
@@ -40,9 +41,10 @@ struct Sequence {
   std::vector<std::int32_t> tokens;  // prompt, then the outputs so far
   std::vector<int> streams;          // K/V stream per K/V instance; empty while not admitted
   std::vector<PendingState> pending;
-  // Depth-wise batching: the in-flight token's stage, hidden state and exit decision.
+  // Depth-wise batching: the in-flight token's stage, hidden state (one slot, held while the
+  // sequence runs) and exit decision.
   policy::DepthwiseStage stage;
-  Eigen::RowVectorXf flight;
+  HeldStates flight;
   int flight_exit = -1;  // exit point decided when it entered; -1: decided as it goes
   std::vector<double> flight_scores;
   double flight_score = 0;
@@ -96,14 +98,15 @@ class Engine::Loop {
 
   // Helpers shared by the passes.
   LayerRow row_for(const Sequence& s, int layer, std::int32_t position) const;
-  void run_layer(int layer, Matrix& x, std::span<const LayerRow> rows, const char* phase);
-  // Coda layers (writing their K/V unless `probe`), final norm and LM head over x.
-  Matrix head(Matrix x, std::span<Sequence* const> sequences,
+  void run_layer(int layer, std::span<const StateSlot> slots, std::span<const LayerRow> rows);
+  // Coda layers (writing their K/V unless `probe`), final norm and LM head over copies of the
+  // states in `slots` (which keep their contents).
+  Matrix head(std::span<const StateSlot> slots, std::span<Sequence* const> sequences,
               std::span<const std::int32_t> positions, bool probe);
   std::int32_t sample(Sequence& s, const Eigen::Ref<const Eigen::RowVectorXf>& logits);
   double confidence_of(const Eigen::Ref<const Eigen::RowVectorXf>& logits) const;
   // Recursion r's router scores for the rows of x, as a router span.
-  std::vector<double> route(int recursion, const Matrix& x);
+  std::vector<double> route(int recursion, std::span<const StateSlot> slots);
   // Index of the exit point at stack depth `depth`, or -1.
   int point_at_depth(int depth) const;
   void decide_upfront(std::span<Sequence* const> sequences, std::span<int> exits);
@@ -115,7 +118,8 @@ class Engine::Loop {
                         std::span<int> out);
   void emit(Sequence& s, std::int32_t token, int exit_point, double score,
             const Eigen::Ref<const Eigen::RowVectorXf>& logits);
-  void report_kv(const Sequence& s) const;
+  // Hands the sequence's K/V to the observer (synchronizing the backend's copy first).
+  void report_kv(const Sequence& s);
   // Runs the coda and head on a sequence's pending states that just reached the top (as a probe)
   // and returns the first whose prediction disagrees with the emitted token; counts them all.
   Correction check_filled(Sequence& s);
@@ -148,6 +152,8 @@ class Engine::Loop {
   ExitFeed feed_ = ExitFeed::upfront;
   KvLayout layout_;
   KvCache kv_;
+  // Declared before the sequences, whose pending and in-flight states it holds.
+  std::unique_ptr<HiddenStates> states_;
   std::vector<int> exit_depths_;  // the effective exit points (stack depths)
   std::int64_t max_output_ = 1;
   std::uint64_t step_ = 0;

@@ -22,11 +22,11 @@ void Engine::Loop::prefill_pass(std::span<Sequence* const> sequences,
       positions.push_back(static_cast<std::int32_t>(t));
     }
   }
-  Matrix x;
+  const HeldStates x(*states_, tokens.size());
   {
     auto timed = span(traces::engine_ops::embed, traces::OpKind::other,
                       static_cast<std::int64_t>(tokens.size()), -1);
-    x = model_.embed(tokens);
+    model_.embed(tokens, *states_, x.slots());
   }
   std::vector<LayerRow> rows(tokens.size());
   for (int layer = 0; layer < model_.depth().stacked_depth(); ++layer) {
@@ -34,7 +34,7 @@ void Engine::Loop::prefill_pass(std::span<Sequence* const> sequences,
       rows[r] = row_for(*owner[r], layer, positions[r]);
       rows[r].chunk = chunk_of[r];
     }
-    run_layer(layer, x, rows, "prefill.layer");
+    run_layer(layer, x.slots(), rows);
   }
   // Every prompt token runs the coda (later tokens attend to its K/V there); only the last token
   // of a completed prompt goes on to the head.
@@ -44,32 +44,30 @@ void Engine::Loop::prefill_pass(std::span<Sequence* const> sequences,
       rows[r] = row_for(*owner[r], first_coda + c, positions[r]);
       rows[r].chunk = chunk_of[r];
     }
-    run_layer(first_coda + c, x, rows, "prefill.coda");
+    run_layer(first_coda + c, x.slots(), rows);
   }
-  std::vector<Eigen::Index> last_rows;
+  std::vector<StateSlot> last_rows;
   std::vector<Sequence*> emitting;
-  Eigen::Index offset = 0;
+  std::size_t offset = 0;
   const int stacked = exit_depths_.back();
   for (std::size_t k = 0; k < sequences.size(); ++k) {
-    offset += chunks[k];
+    offset += static_cast<std::size_t>(chunks[k]);
     const bool completes =
         starts[k] + chunks[k] == static_cast<std::int64_t>(sequences[k]->tokens.size());
     result_.steps.back().entries.push_back(
         {sequences[k]->request->id, chunks[k], starts[k], stacked, completes});
     if (completes) {
-      last_rows.push_back(offset - 1);
+      last_rows.push_back(x[offset - 1]);
       emitting.push_back(sequences[k]);
     }
   }
   if (emitting.empty())
     return;
-  Matrix last(static_cast<Eigen::Index>(last_rows.size()), x.cols());
-  for (std::size_t i = 0; i < last_rows.size(); ++i)
-    last.row(static_cast<Eigen::Index>(i)) = x.row(last_rows[i]);
   Matrix logits;
   {
-    auto timed = span(traces::engine_ops::lm_head, traces::OpKind::lm_head, last.rows(), -1);
-    logits = model_.logits(last);
+    auto timed = span(traces::engine_ops::lm_head, traces::OpKind::lm_head,
+                      static_cast<std::int64_t>(last_rows.size()), -1);
+    logits = model_.logits(*states_, last_rows);
   }
   const int full = static_cast<int>(exit_depths_.size()) - 1;
   auto timed = span(traces::engine_ops::sampling, traces::OpKind::sampling,

@@ -2,22 +2,24 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "exitsim/engine/cpu_ops.hpp"
+#include "exitsim/engine/hidden_states.hpp"
 #include "exitsim/engine/kv_cache.hpp"
 #include "exitsim/engine/model_config.hpp"
 #include "exitsim/profiler/host_profiler.hpp"
 
 // What the decoding loop asks of a backend: the model's operations on batches of token rows.
 // The loop owns the scheduling, exits, strategies and row bookkeeping (which tokens run which
-// layer, pending states, depth-wise flights); a backend owns the weights and the arithmetic.
-// Hidden states cross this interface as rows of a host matrix and K/V lives in the KvCache, which
-// is what the CPU backend computes on directly. A device backend keeps weights on the device and
-// stages the rows of each call (d_model floats per token); moving the hidden states and the K/V
-// blocks to the device behind this interface is the GPU backend's design step.
+// layer, pending states, depth-wise flights); a backend owns the weights, the arithmetic and the
+// memory it computes in. Hidden states stay in the backend's store (hidden_states.hpp): the loop
+// names them by slot, so a device backend moves them to the host only where the loop needs a
+// decision there (logits, router scores). K/V rows live at the slots the KvCache's bookkeeping
+// gives them; a device backend keeps their values on the device (sync_kv copies them back).
 namespace exitsim::engine {
 
 // One query row of a layer call: a token of some sequence at some position.
@@ -75,20 +77,31 @@ class Backend {
   virtual LayerSource source_of(int layer) const = 0;
   virtual std::size_t router_count() const = 0;
 
-  // Rows of embeddings for the tokens. Throws std::out_of_range for an id outside the vocabulary.
-  virtual Matrix embed(std::span<const std::int32_t> tokens) const = 0;
-  // Runs executed layer `layer` over the rows of `x` in place: each row's K/V is appended to its
-  // write stream first, then it attends to its read stream's rows at positions <= its own.
-  virtual void layer(int layer, Matrix& x, std::span<const LayerRow> rows, KvCache& kv,
+  // A store for the hidden states this backend computes on.
+  virtual std::unique_ptr<HiddenStates> make_states() const = 0;
+  // Writes the tokens' embeddings into the slots `into` (one per token). Throws
+  // std::out_of_range for an id outside the vocabulary.
+  virtual void embed(std::span<const std::int32_t> tokens, HiddenStates& states,
+                     std::span<const StateSlot> into) const = 0;
+  // Runs executed layer `layer` over the hidden states in `slots` (row i of `rows` describes
+  // slots[i]) in place: each row's K/V is appended to its write stream first, then it attends to
+  // its read stream's rows at positions <= its own.
+  virtual void layer(int layer, HiddenStates& states, std::span<const StateSlot> slots,
+                     std::span<const LayerRow> rows, KvCache& kv,
                      const OpProfile& profile = {}) const = 0;
-  // state_copy: appends to each row's write stream the K and V that `layer` computes from x
-  // (input norm, K/V projections, rotary), without running the layer.
-  virtual void kv_only(int layer, const Matrix& x, std::span<const LayerRow> rows, KvCache& kv,
+  // state_copy: appends to each row's write stream the K and V that `layer` computes from the
+  // state in its slot (input norm, K/V projections, rotary), without running the layer.
+  virtual void kv_only(int layer, const HiddenStates& states, std::span<const StateSlot> slots,
+                       std::span<const LayerRow> rows, KvCache& kv,
                        const OpProfile& profile = {}) const = 0;
-  // Final norm and LM head: one row of logits per row of x.
-  virtual Matrix logits(const Matrix& x) const = 0;
-  // Recursion r's router score (1-based r) for each row of x, in [0, 1].
-  virtual std::vector<double> router_scores(int recursion, const Matrix& x) const = 0;
+  // Final norm and LM head: one row of logits per slot, on the host.
+  virtual Matrix logits(const HiddenStates& states, std::span<const StateSlot> slots) const = 0;
+  // Recursion r's router score (1-based r) for the state in each slot, in [0, 1].
+  virtual std::vector<double> router_scores(int recursion, const HiddenStates& states,
+                                            std::span<const StateSlot> slots) const = 0;
+  // Brings the K and V values of the host KvCache up to date (a device backend computes them on
+  // the device; the CPU backend writes them into the KvCache itself).
+  virtual void sync_kv(KvCache& kv) const { (void)kv; }
 
   const DepthStructure& depth() const { return config().shape.depth; }
   int executed_layers() const { return depth().full_depth(); }

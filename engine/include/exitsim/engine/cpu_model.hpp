@@ -33,14 +33,19 @@ class CpuModel final : public Backend {
   LayerSource source_of(int executed_layer) const override;
   std::size_t router_count() const override { return weights_.routers.size(); }
 
-  Matrix embed(std::span<const std::int32_t> tokens) const override;
-  void layer(int layer, Matrix& x, std::span<const LayerRow> rows, KvCache& kv,
+  std::unique_ptr<HiddenStates> make_states() const override;
+  void embed(std::span<const std::int32_t> tokens, HiddenStates& states,
+             std::span<const StateSlot> into) const override;
+  void layer(int layer, HiddenStates& states, std::span<const StateSlot> slots,
+             std::span<const LayerRow> rows, KvCache& kv,
              const OpProfile& profile = {}) const override;
-  void kv_only(int layer, const Matrix& x, std::span<const LayerRow> rows, KvCache& kv,
+  void kv_only(int layer, const HiddenStates& states, std::span<const StateSlot> slots,
+               std::span<const LayerRow> rows, KvCache& kv,
                const OpProfile& profile = {}) const override;
-  Matrix logits(const Matrix& x) const override;
+  Matrix logits(const HiddenStates& states, std::span<const StateSlot> slots) const override;
   // A linear score squashed by a sigmoid, as in Mixture-of-Recursions' expert choice.
-  std::vector<double> router_scores(int recursion, const Matrix& x) const override;
+  std::vector<double> router_scores(int recursion, const HiddenStates& states,
+                                    std::span<const StateSlot> slots) const override;
 
  private:
   // y = x W^T plus, per row, the LoRA of `adapters[row]` (nullptr: none); `chunks` are the
@@ -51,6 +56,9 @@ class CpuModel final : public Backend {
   void adapters_of(int layer, std::span<const LayerRow> rows,
                    std::vector<const LoraSet*>& out) const;
   void rotate(Matrix& m, std::int64_t heads, std::span<const LayerRow> rows) const;
+  // The layer on contiguous rows: what layer() runs once it has gathered its slots.
+  void layer_rows(int layer, Matrix& x, std::span<const LayerRow> rows, KvCache& kv,
+                  profiler::HostProfiler* profiler, const profiler::SpanShape& shape) const;
   void attend(const Matrix& q, const Matrix& k, const Matrix& v, std::span<const LayerRow> rows,
               const KvCache& kv, Matrix& out) const;
 

@@ -12,14 +12,16 @@
 
 namespace exitsim::engine {
 
+class DeviceStates;
+
 // The model's numerics on an NVIDIA GPU (docs/gpu.md), fp32: the same Backend the CPU model
 // implements, so the decoding loop, its policies and strategies are the CPU engine's own. Weights
-// live on the device (q|k|v and gate|up stacked, one GEMM each, through cuBLAS); the K/V pool is
-// mirrored on the device slot for slot (KvCache::slot), so attention reads it where the loop's
-// bookkeeping says the rows are. Hidden states cross the Backend interface as host rows: each
-// layer call uploads them and downloads the result, and the K/V rows it writes come back to the
-// host KvCache (its values feed observers and deferred-fill checks). That download is the
-// call's one host-device synchronization, recorded as its own op ("host_sync").
+// live on the device (q|k|v and gate|up stacked, one GEMM each, through cuBLAS), and so do the
+// hidden states (make_states: a device array of slots the loop names) and the K/V pool, slot for
+// slot the KvCache's (KvCache::slot), so attention reads it where the loop's bookkeeping says the
+// rows are. Layer calls enqueue work and return; the host waits for the device only where the
+// loop takes a decision there — after the head's logits and the routers' scores — and that wait
+// is recorded as its own op ("host_sync"), the bottleneck the simulator models.
 //
 // Profiling: with a CUPTI tracer, every op's launches are labelled (CuptiOpScope) and the
 // tracer's rows time them on the device; with only a host profiler, each op synchronizes at its
@@ -39,13 +41,20 @@ class CudaModel final : public Backend {
   LayerSource source_of(int executed_layer) const override;
   std::size_t router_count() const override { return weights_.routers.size(); }
 
-  Matrix embed(std::span<const std::int32_t> tokens) const override;
-  void layer(int layer, Matrix& x, std::span<const LayerRow> rows, KvCache& kv,
+  // The store's rows live on this device; it must not outlive the model.
+  std::unique_ptr<HiddenStates> make_states() const override;
+  void embed(std::span<const std::int32_t> tokens, HiddenStates& states,
+             std::span<const StateSlot> into) const override;
+  void layer(int layer, HiddenStates& states, std::span<const StateSlot> slots,
+             std::span<const LayerRow> rows, KvCache& kv,
              const OpProfile& profile = {}) const override;
-  void kv_only(int layer, const Matrix& x, std::span<const LayerRow> rows, KvCache& kv,
+  void kv_only(int layer, const HiddenStates& states, std::span<const StateSlot> slots,
+               std::span<const LayerRow> rows, KvCache& kv,
                const OpProfile& profile = {}) const override;
-  Matrix logits(const Matrix& x) const override;
-  std::vector<double> router_scores(int recursion, const Matrix& x) const override;
+  Matrix logits(const HiddenStates& states, std::span<const StateSlot> slots) const override;
+  std::vector<double> router_scores(int recursion, const HiddenStates& states,
+                                    std::span<const StateSlot> slots) const override;
+  void sync_kv(KvCache& kv) const override;
 
   // Labels every op's launches for this tracer from now on (nullptr: none).
   void set_tracer(profiler::CuptiTracer* tracer) { tracer_ = tracer; }
@@ -53,6 +62,10 @@ class CudaModel final : public Backend {
   struct Device;
 
  private:
+  // The store as this model's (throws std::logic_error for another backend's).
+  DeviceStates& on_device(HiddenStates& states) const;
+  const DeviceStates& on_device(const HiddenStates& states) const;
+  const float* gather(const HiddenStates& states, std::span<const StateSlot> slots) const;
   profiler::SpanShape timed_shape(int layer, int recursion, std::span<const LayerRow> rows,
                                   const KvCache& kv, const OpProfile& profile) const;
 

@@ -52,6 +52,9 @@ class KvCache {
   // slots, so the GPU backend reads K/V where the loop's bookkeeping says they are).
   std::span<const std::int32_t> blocks(int stream) const;
   std::int64_t slot(int stream, std::int64_t row) const;
+  // The pool's K and V values, block after block as kernels::KvPoolShape lays them out: where a
+  // device backend that computed them on the device copies them back.
+  std::span<float> values() { return storage_; }
   // Blocks a stream needs to hold `rows` rows.
   std::int64_t blocks_for_rows(std::int64_t rows) const {
     return (rows + block_size_ - 1) / block_size_;
