@@ -104,8 +104,17 @@ void CudaModel::layer(int layer, HiddenStates& states, std::span<const StateSlot
 
   const std::vector<std::int32_t> slots = reserve_rows(rows, kv);
   const Tables t = tables_for(rows, kv);
-  const std::int32_t* positions = d.upload(d.positions, t.positions);
-  const std::int32_t* state_index = d.upload(d.state_index, state_slots);
+  CallInts ints;
+  const std::size_t positions_part = ints.add(t.positions);
+  const std::size_t state_part = ints.add(state_slots);
+  const std::size_t slots_part = ints.add(slots);
+  const std::size_t tables_part = ints.add(t.flat);
+  const std::size_t stream_rows_part = ints.add(t.stream_rows);
+  const std::size_t row_streams_part = ints.add(t.row_streams);
+  const std::size_t row_self_part = ints.add(t.row_self);
+  ints.send(d);
+  const std::int32_t* positions = ints.at(positions_part);
+  const std::int32_t* state_index = ints.at(state_part);
   float* x = d.x.reserve(static_cast<std::size_t>(n * dim));
   float* h = d.h.reserve(static_cast<std::size_t>(n * dim));
   float* qkv = d.qkv.reserve(static_cast<std::size_t>(n * qkv_width));
@@ -149,7 +158,7 @@ void CudaModel::layer(int layer, HiddenStates& states, std::span<const StateSlot
   }
   {
     auto timed = op(ops::kv_write, OpKind::memcpy);
-    const std::int32_t* device_slots = d.upload(d.slots, slots);
+    const std::int32_t* device_slots = ints.at(slots_part);
     kernels::kv_write<float>(
         qkv + q_dim, qkv + q_dim + kv_width, device_slots, positions, d.pool.get(),
         d.pool_positions.get(),
@@ -162,11 +171,11 @@ void CudaModel::layer(int layer, HiddenStates& states, std::span<const StateSlot
     args.out = attention;
     args.pool = d.pool.get();
     args.pool_positions = d.pool_positions.get();
-    args.block_tables = d.upload(d.tables, t.flat);
-    args.stream_rows = d.upload(d.stream_rows, t.stream_rows);
+    args.block_tables = ints.at(tables_part);
+    args.stream_rows = ints.at(stream_rows_part);
     args.row_positions = positions;
-    args.row_streams = d.upload(d.row_streams, t.row_streams);
-    args.row_self = d.upload(d.row_self, t.row_self);
+    args.row_streams = ints.at(row_streams_part);
+    args.row_self = ints.at(row_self_part);
     args.self_k = qkv + q_dim;
     args.self_v = qkv + q_dim + kv_width;
     kernels::attention<float>(args,
@@ -240,15 +249,19 @@ void CudaModel::kv_only(int layer, const HiddenStates& states,
   float* scratch =
       d.kv_scratch.reserve(static_cast<std::size_t>(kernels::kv_project_scratch(project)));
   float* x = d.x.reserve(static_cast<std::size_t>(n * m.d_model));
+  CallInts ints;
+  const std::size_t state_part = ints.add(state_slots);
+  const std::size_t positions_part = ints.add(positions);
+  const std::size_t slots_part = ints.add(slots);
+  ints.send(d);
   DeviceOp timed(d, tracer_, profile, shape, ops::kv_only, OpKind::gemm);
   kernels::gather_rows<float>(
-      hidden.rows(), x, d.upload(d.state_index, state_slots),
+      hidden.rows(), x, ints.at(state_part),
       {.count = n, .width = m.d_model, .src_rows = hidden.capacity(), .dst_rows = n}, d.stream);
   float* h = d.h.reserve(static_cast<std::size_t>(n * m.d_model));
   kernels::rms_norm(x, w.attn_norm.get(), h, n, m.d_model, config_.rms_eps, d.stream);
-  kernels::kv_project<float>(d.cublas, h, w.qkv.get(), d.upload(d.positions, positions),
-                             d.upload(d.slots, slots), scratch, d.pool.get(),
-                             d.pool_positions.get(), project, d.stream);
+  kernels::kv_project<float>(d.cublas, h, w.qkv.get(), ints.at(positions_part), ints.at(slots_part),
+                             scratch, d.pool.get(), d.pool_positions.get(), project, d.stream);
 }
 
 }  // namespace exitsim::engine

@@ -123,11 +123,15 @@ void CudaModel::embed(std::span<const std::int32_t> tokens, HiddenStates& states
   const profiler::SpanShape shape{.batch_tokens = n};
   DeviceOp label(d, tracer_, {}, shape, "embed.kernels", traces::OpKind::other);
   float* x = d.x.reserve(static_cast<std::size_t>(n * dim));
-  kernels::gather_rows<float>(d.embedding.get(), x, d.upload(d.tokens, tokens),
+  CallInts ints;
+  const std::size_t tokens_part = ints.add(tokens);
+  const std::size_t into_part = ints.add(into);
+  ints.send(d);
+  kernels::gather_rows<float>(d.embedding.get(), x, ints.at(tokens_part),
                               {.count = n, .width = dim, .src_rows = vocab, .dst_rows = n},
                               d.stream);
   kernels::scatter_rows<float>(
-      x, hidden.rows(), d.upload(d.state_index, into),
+      x, hidden.rows(), ints.at(into_part),
       {.count = n, .width = dim, .src_rows = n, .dst_rows = hidden.capacity()}, d.stream);
 }
 

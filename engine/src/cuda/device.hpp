@@ -47,8 +47,7 @@ struct CudaModel::Device {
   // Scratch, grown to the largest call, reused. Calls are ordered on the one stream, so a call
   // may overwrite what the previous one left without waiting for it.
   DeviceArray<float> x, h, qkv, attention, gate_up, act, logits, scores, kv_scratch;
-  DeviceArray<std::int32_t> positions, slots, row_streams, row_self, tables, stream_rows,
-      state_index, tokens;
+  DeviceArray<std::int32_t> state_index, call_ints;
   PinnedStaging staging;
 
   ~Device() {
@@ -92,6 +91,33 @@ struct CudaModel::Device {
     return upload(to, std::span<const T>(from));
   }
 };
+
+// The integer arrays a layer call hands its kernels (positions, slots, block tables), packed and
+// sent in one copy: each cudaMemcpyAsync costs the host microseconds, and a decode step makes
+// dozens of layer calls.
+class CallInts {
+ public:
+  // Adds an array; its device copy is at(part) once sent.
+  std::size_t add(std::span<const std::int32_t> values) {
+    offsets_.push_back(packed_.size());
+    packed_.insert(packed_.end(), values.begin(), values.end());
+    // Each part starts on a 128-byte boundary, as a fresh allocation would.
+    packed_.resize((packed_.size() + k_align - 1) / k_align * k_align + k_align, 0);
+    return offsets_.size() - 1;
+  }
+  void send(CudaModel::Device& device);
+  const std::int32_t* at(std::size_t part) const { return device_ + offsets_.at(part); }
+
+ private:
+  static constexpr std::size_t k_align = 32;
+  std::vector<std::int32_t> packed_;
+  std::vector<std::size_t> offsets_;
+  const std::int32_t* device_ = nullptr;
+};
+
+inline void CallInts::send(CudaModel::Device& device) {
+  device_ = device.upload(device.call_ints, packed_);
+}
 
 // The GPU backend's hidden states: rows of one device array, on the model's stream. It must not
 // outlive the model that made it.
