@@ -115,6 +115,38 @@ TEST_F(EngineDecode, BatchingNeverChangesWhatIsDecoded) {
   }
 }
 
+// Greedy decoding reads the head's top-2 summary; an on_logits observer makes the loop bring the
+// logits back too. Which one the head returned must not change a token, an exit or a score.
+TEST_F(EngineDecode, ObservingTheLogitsChangesNothingDecoded) {
+  const std::vector<EngineRequest> reqs = requests(3, 10);
+  for (const char* strategy : {"state_copy", "deferred_fill", "batch_sync", "depthwise"}) {
+    for (const char* exits : {"confidence", "oracle", "distribution"}) {
+      if (std::string(strategy) == "depthwise" && std::string(exits) == "oracle")
+        continue;
+      SCOPED_TRACE(std::string(strategy) + " / " + exits);
+      EngineOptions plain = options_for(strategy, exits);
+      plain.rollback = std::string(strategy) == "deferred_fill";
+      EngineOptions observed = plain;
+      std::int64_t observed_tokens = 0;
+      observed.observer.on_logits = [&](RequestId, std::int64_t, int, std::span<const float> l) {
+        EXPECT_EQ(static_cast<std::int64_t>(l.size()), config_.shape.vocab);
+        ++observed_tokens;
+      };
+      const EngineRun a = run(plain, reqs);
+      const EngineRun b = run(observed, reqs);
+      EXPECT_EQ(a.outputs, b.outputs);
+      ASSERT_EQ(a.tokens.size(), b.tokens.size());
+      EXPECT_EQ(observed_tokens, static_cast<std::int64_t>(b.tokens.size()));
+      for (std::size_t t = 0; t < a.tokens.size(); ++t) {
+        EXPECT_EQ(a.tokens[t].exit_point, b.tokens[t].exit_point) << t;
+        if (!std::isnan(a.tokens[t].score)) {
+          EXPECT_EQ(a.tokens[t].score, b.tokens[t].score) << t;
+        }
+      }
+    }
+  }
+}
+
 TEST_F(EngineDecode, ExitsHappenAtEveryPointUnderBothPolicies) {
   for (const char* exits : {"distribution", "confidence"}) {
     const EngineRun r = run(options_for("state_copy", exits), requests(4, 12));

@@ -252,6 +252,16 @@ Matrix CpuModel::logits(const HiddenStates& states, std::span<const StateSlot> s
   return out;
 }
 
+std::vector<Top2Confidence> CpuModel::top2(const HiddenStates& states,
+                                           std::span<const StateSlot> slots) const {
+  const Matrix all = logits(states, slots);
+  std::vector<Top2Confidence> out;
+  out.reserve(slots.size());
+  for (Eigen::Index r = 0; r < all.rows(); ++r)
+    out.push_back(top2_confidence({all.row(r).data(), static_cast<std::size_t>(all.cols())}));
+  return out;
+}
+
 std::vector<double> CpuModel::router_scores(int recursion, const HiddenStates& states,
                                             std::span<const StateSlot> slots) const {
   const Matrix x = states.read(slots);

@@ -3,6 +3,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cstring>
 #include <optional>
 #include <stdexcept>
 #include <unordered_map>
@@ -149,24 +150,31 @@ const float* CudaModel::gather(const HiddenStates& states, std::span<const State
   return x;
 }
 
-Matrix CudaModel::logits(const HiddenStates& states, std::span<const StateSlot> slots) const {
+// Final norm and LM head over the states into d.logits (vocab floats per row), enqueued.
+void CudaModel::enqueue_head(const HiddenStates& states, std::span<const StateSlot> slots) const {
   Device& d = *device_;
   const auto n = static_cast<std::int64_t>(slots.size());
   const std::int64_t dim = config_.shape.d_model;
   const std::int64_t vocab = weights_.lm_head.rows();
-  Matrix out(n, vocab);
+  const float* x = gather(states, slots);
+  float* h = d.h.reserve(static_cast<std::size_t>(n * dim));
+  float* logits = d.logits.reserve(static_cast<std::size_t>(n * vocab));
+  kernels::rms_norm(x, d.final_norm.get(), h, n, dim, config_.rms_eps, d.stream);
+  kernels::linear<float, float>(d.cublas, h, d.lm_head.get(), logits,
+                                {.m = n, .n = vocab, .k = dim}, false, d.stream);
+}
+
+Matrix CudaModel::logits(const HiddenStates& states, std::span<const StateSlot> slots) const {
+  Device& d = *device_;
+  const auto n = static_cast<std::int64_t>(slots.size());
+  Matrix out(n, weights_.lm_head.rows());
   if (n == 0)
     return out;
   const profiler::SpanShape shape{.batch_tokens = n};
   {
     // The loop times the head as a host span ("lm_head"); the label attributes its kernels.
     const DeviceOp label(d, tracer_, {}, shape, "lm_head.kernels", traces::OpKind::lm_head);
-    const float* x = gather(states, slots);
-    float* h = d.h.reserve(static_cast<std::size_t>(n * dim));
-    float* logits = d.logits.reserve(static_cast<std::size_t>(n * vocab));
-    kernels::rms_norm(x, d.final_norm.get(), h, n, dim, config_.rms_eps, d.stream);
-    kernels::linear<float, float>(d.cublas, h, d.lm_head.get(), logits,
-                                  {.m = n, .n = vocab, .k = dim}, false, d.stream);
+    enqueue_head(states, slots);
   }
   // The decision the loop takes on these logits is where the host waits for the device.
   const DeviceOp wait(d, tracer_, {}, shape, ops::host_sync, traces::OpKind::memcpy);
@@ -175,6 +183,39 @@ Matrix CudaModel::logits(const HiddenStates& states, std::span<const StateSlot> 
                                       cudaMemcpyDeviceToHost, d.stream),
                       "cudaMemcpyAsync (logits)");
   d.sync("cudaStreamSynchronize (logits)");
+  return out;
+}
+
+std::vector<Top2Confidence> CudaModel::top2(const HiddenStates& states,
+                                            std::span<const StateSlot> slots) const {
+  Device& d = *device_;
+  const auto n = static_cast<std::int64_t>(slots.size());
+  std::vector<Top2Confidence> out(slots.size());
+  if (n == 0)
+    return out;
+  const profiler::SpanShape shape{.batch_tokens = n};
+  // One device array for the three outputs, so one copy brings them back: indices (int32, the
+  // size of a float) first, then the probabilities, then the margins.
+  float* summary = d.summary.reserve(static_cast<std::size_t>(3 * n));
+  auto* indices = reinterpret_cast<std::int32_t*>(summary);
+  {
+    const DeviceOp label(d, tracer_, {}, shape, "lm_head.kernels", traces::OpKind::lm_head);
+    enqueue_head(states, slots);
+    kernels::top2_confidence(d.logits.get(), {.rows = n, .vocab = weights_.lm_head.rows()}, indices,
+                             summary + n, summary + 2 * n, d.stream);
+  }
+  const DeviceOp wait(d, tracer_, {}, shape, ops::host_sync, traces::OpKind::memcpy);
+  std::vector<float> host(static_cast<std::size_t>(3 * n));
+  kernels::check_cuda(cudaMemcpyAsync(host.data(), summary, sizeof(float) * host.size(),
+                                      cudaMemcpyDeviceToHost, d.stream),
+                      "cudaMemcpyAsync (top-2 summary)");
+  d.sync("cudaStreamSynchronize (top-2 summary)");
+  for (std::size_t r = 0; r < out.size(); ++r) {
+    std::int32_t index = 0;
+    std::memcpy(&index, &host[r], sizeof index);
+    out[r] = {index, host[static_cast<std::size_t>(n) + r],
+              host[2 * static_cast<std::size_t>(n) + r]};
+  }
   return out;
 }
 

@@ -46,7 +46,7 @@ struct CudaModel::Device {
 
   // Scratch, grown to the largest call, reused. Calls are ordered on the one stream, so a call
   // may overwrite what the previous one left without waiting for it.
-  DeviceArray<float> x, h, qkv, attention, gate_up, act, logits, scores, kv_scratch;
+  DeviceArray<float> x, h, qkv, attention, gate_up, act, logits, summary, scores, kv_scratch;
   DeviceArray<std::int32_t> state_index, call_ints;
   PinnedStaging staging;
 

@@ -160,17 +160,14 @@ void Engine::Loop::decode_pass(std::span<Sequence* const> seqs) {
           probe_seqs.push_back(seqs[i]);
           probe_positions.push_back(positions[i]);
         }
-        const Matrix logits = head(probe_slots, probe_seqs, probe_positions, true);
+        const HeadOutput probe = head(probe_slots, probe_seqs, probe_positions, true, false);
         for (std::size_t k = 0; k < probed.size(); ++k) {
           const std::size_t i = probed[k];
-          const auto row = static_cast<Eigen::Index>(k);
           if (feed_ == ExitFeed::oracle) {
-            Eigen::Index best = 0;
-            logits.row(row).maxCoeff(&best);
             argmax_at[i * points + static_cast<std::size_t>(point)] =
-                static_cast<std::int32_t>(best);
+                static_cast<std::int32_t>(probe.top[k].top1_index);
           } else {
-            scores[i * points + static_cast<std::size_t>(point)] = confidence_of(logits.row(row));
+            scores[i * points + static_cast<std::size_t>(point)] = confidence_of(probe.top[k]);
           }
         }
         if (feed_ == ExitFeed::confidence) {
@@ -218,22 +215,20 @@ void Engine::Loop::decode_pass(std::span<Sequence* const> seqs) {
                                             exit_depths_[static_cast<std::size_t>(exits[i])],
                                             true});
   }
-  const Matrix logits = head(exit_hidden.slots(), seqs, positions, false);
+  const HeadOutput out = head(exit_hidden.slots(), seqs, positions, false, logits_wanted());
   auto timed = span(traces::engine_ops::sampling, traces::OpKind::sampling,
                     static_cast<std::int64_t>(n), -1);
   for (std::size_t i = 0; i < n; ++i) {
-    const auto row = static_cast<Eigen::Index>(i);
     if (corrections[i].position >= 0) {
       roll_back(*seqs[i], corrections[i]);
       continue;
     }
-    const std::int32_t token = sample(*seqs[i], logits.row(row));
+    const std::int32_t token = sample(*seqs[i], out, i);
     int point = exits[i];
     double score = decided_score[i];
     if (feed_ == ExitFeed::oracle) {
       // The earliest exit point whose prediction already equals the full-depth one.
-      Eigen::Index best = 0;
-      logits.row(row).maxCoeff(&best);
+      const auto best = static_cast<std::int32_t>(out.top[i].top1_index);
       point = last_point;
       for (int p = 0; p < last_point; ++p) {
         if (argmax_at[i * points + static_cast<std::size_t>(p)] == best) {
@@ -243,7 +238,7 @@ void Engine::Loop::decode_pass(std::span<Sequence* const> seqs) {
       }
       score = point < last_point ? 1.0 : 0.0;
     }
-    emit(*seqs[i], token, point, score, logits.row(row));
+    emit(*seqs[i], token, point, score, out.logits_of(i));
   }
 }
 

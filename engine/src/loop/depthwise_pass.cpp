@@ -38,11 +38,10 @@ void Engine::Loop::decide_in_flight(std::span<Sequence* const> in_block,
   const int prelude = model_.depth().prelude_layers;
   const int block = model_.depth().block_layers;
   if (feed_ == ExitFeed::confidence) {
-    const Matrix logits = head(states, seqs, positions, true);
+    const HeadOutput probe = head(states, seqs, positions, true, false);
     for (std::size_t k = 0; k < deciding.size(); ++k) {
       const int point = point_at_depth(prelude + recursion_of[deciding[k]] * block);
-      seqs[k]->flight_scores[static_cast<std::size_t>(point)] =
-          confidence_of(logits.row(static_cast<Eigen::Index>(k)));
+      seqs[k]->flight_scores[static_cast<std::size_t>(point)] = confidence_of(probe.top[k]);
     }
   } else {
     // Expert choice: the router of the next recursion decides whether the token runs it.
@@ -194,13 +193,12 @@ void Engine::Loop::depthwise_pass(std::span<Sequence* const> seqs) {
   std::vector<StateSlot> states;
   for (const Sequence* s : heads)
     states.push_back(s->flight[0]);
-  const Matrix logits = head(states, heads, head_positions, false);
+  const HeadOutput out = head(states, heads, head_positions, false, logits_wanted());
   auto timed = span(traces::engine_ops::sampling, traces::OpKind::sampling,
                     static_cast<std::int64_t>(heads.size()), -1);
   for (std::size_t i = 0; i < heads.size(); ++i) {
     Sequence& s = *heads[i];
-    const auto row = static_cast<Eigen::Index>(i);
-    emit(s, sample(s, logits.row(row)), s.flight_exit, s.flight_score, logits.row(row));
+    emit(s, sample(s, out, i), s.flight_exit, s.flight_score, out.logits_of(i));
     s.flight_exit = -1;
   }
 }

@@ -1,5 +1,6 @@
 // What the passes share: K/V rows of a sequence at a layer, layer calls with their spans, the
 // head, sampling, exit decisions taken before a token runs, and emission.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -37,8 +38,9 @@ void Engine::Loop::run_layer(int layer, std::span<const StateSlot> slots,
   model_.layer(layer, *states_, slots, rows, kv_, {profiler_, step_});
 }
 
-Matrix Engine::Loop::head(std::span<const StateSlot> slots, std::span<Sequence* const> sequences,
-                          std::span<const std::int32_t> positions, bool probe) {
+HeadOutput Engine::Loop::head(std::span<const StateSlot> slots,
+                              std::span<Sequence* const> sequences,
+                              std::span<const std::int32_t> positions, bool probe, bool logits) {
   const DepthStructure& depth = model_.depth();
   const int first_coda = depth.stacked_depth();
   HeldStates coda;
@@ -55,26 +57,37 @@ Matrix Engine::Loop::head(std::span<const StateSlot> slots, std::span<Sequence* 
     }
     run_layer(first_coda + c, slots, rows);
   }
-  auto timed = span(probe ? traces::engine_ops::probe : traces::engine_ops::lm_head,
-                    traces::OpKind::lm_head, static_cast<std::int64_t>(slots.size()), -1);
-  return model_.logits(*states_, slots);
+  return lm_head(slots, probe ? traces::engine_ops::probe : traces::engine_ops::lm_head, logits);
 }
 
-std::int32_t Engine::Loop::sample(Sequence& s, const Eigen::Ref<const Eigen::RowVectorXf>& logits) {
-  if (options_.temperature <= 0) {
-    Eigen::Index best = 0;
-    for (Eigen::Index i = 1; i < logits.size(); ++i) {
-      if (logits[i] > logits[best])
-        best = i;
-    }
-    return static_cast<std::int32_t>(best);
+HeadOutput Engine::Loop::lm_head(std::span<const StateSlot> slots, std::string_view name,
+                                 bool logits) {
+  auto timed = span(name, traces::OpKind::lm_head, static_cast<std::int64_t>(slots.size()), -1);
+  HeadOutput out;
+  if (!logits) {
+    out.top = model_.top2(*states_, slots);
+    return out;
   }
-  const double max = logits.maxCoeff();
+  out.logits = model_.logits(*states_, slots);
+  for (Eigen::Index r = 0; r < out.logits.rows(); ++r)
+    out.top.push_back(top2_confidence(out.logits_of(static_cast<std::size_t>(r))));
+  return out;
+}
+
+bool Engine::Loop::logits_wanted() const {
+  return options_.temperature > 0 || static_cast<bool>(options_.observer.on_logits);
+}
+
+std::int32_t Engine::Loop::sample(Sequence& s, const HeadOutput& head, std::size_t row) {
+  if (options_.temperature <= 0)
+    return static_cast<std::int32_t>(head.top[row].top1_index);
+  const std::span<const float> logits = head.logits_of(row);
+  const double max = *std::max_element(logits.begin(), logits.end());
   double total = 0;
-  for (Eigen::Index i = 0; i < logits.size(); ++i)
-    total += std::exp((logits[i] - max) / options_.temperature);
+  for (const float l : logits)
+    total += std::exp((l - max) / options_.temperature);
   double draw = s.sampler.uniform() * total;
-  for (Eigen::Index i = 0; i < logits.size(); ++i) {
+  for (std::size_t i = 0; i < logits.size(); ++i) {
     draw -= std::exp((logits[i] - max) / options_.temperature);
     if (draw < 0)
       return static_cast<std::int32_t>(i);
@@ -89,10 +102,8 @@ std::vector<double> Engine::Loop::route(int recursion, std::span<const StateSlot
   return model_.router_scores(recursion, *states_, slots);
 }
 
-double Engine::Loop::confidence_of(const Eigen::Ref<const Eigen::RowVectorXf>& logits) const {
-  const Top2Confidence c =
-      top2_confidence({logits.data(), static_cast<std::size_t>(logits.size())});
-  return options_.exit_policy.confidence_measure == "margin" ? c.margin : c.top1_prob;
+double Engine::Loop::confidence_of(const Top2Confidence& top) const {
+  return options_.exit_policy.confidence_measure == "margin" ? top.margin : top.top1_prob;
 }
 
 int Engine::Loop::point_at_depth(int depth) const {
@@ -125,12 +136,10 @@ void Engine::Loop::call_exit_policy(std::span<Sequence* const> sequences,
 }
 
 void Engine::Loop::emit(Sequence& s, std::int32_t token, int exit_point, double score,
-                        const Eigen::Ref<const Eigen::RowVectorXf>& logits) {
+                        std::span<const float> logits) {
   const std::int64_t position = s.output_position();
-  if (options_.observer.on_logits) {
-    options_.observer.on_logits(s.request->id, position, exit_point,
-                                {logits.data(), static_cast<std::size_t>(logits.size())});
-  }
+  if (options_.observer.on_logits)
+    options_.observer.on_logits(s.request->id, position, exit_point, logits);
   if (!s.request->forced.empty())
     token = s.request->forced[static_cast<std::size_t>(position)];
   s.tokens.push_back(token);
@@ -170,19 +179,21 @@ Correction Engine::Loop::check_filled(Sequence& s) {
     slots.push_back(p.hidden[0]);
     positions.push_back(p.position);
   }
-  const Matrix logits = head(slots, owners, positions, true);
+  // Through the coda as probes (their K/V is there already), but the corrected token's logits
+  // go to the observers like any emitted token's.
+  const HeadOutput out = head(slots, owners, positions, true, logits_wanted());
   Correction first;
   for (std::size_t k = 0; k < pending.size(); ++k) {
-    Eigen::Index best = 0;
-    logits.row(static_cast<Eigen::Index>(k)).maxCoeff(&best);
+    const auto best = static_cast<std::int32_t>(out.top[k].top1_index);
     const std::int32_t emitted = s.tokens[static_cast<std::size_t>(positions[k]) + 1];
     if (best == emitted)
       continue;
     ++result_.disagreements;
     if (first.position < 0) {
       first.position = positions[k];
-      first.token = static_cast<std::int32_t>(best);
-      first.logits = logits.row(static_cast<Eigen::Index>(k));
+      first.token = best;
+      const std::span<const float> logits = out.logits_of(k);
+      first.logits.assign(logits.begin(), logits.end());
     }
   }
   return first;

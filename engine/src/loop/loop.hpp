@@ -32,7 +32,22 @@ struct PendingState {
 struct Correction {
   std::int32_t position = -1;
   std::int32_t token = 0;
-  Eigen::RowVectorXf logits;
+  std::vector<float> logits;  // empty unless something reads logits (HeadOutput)
+};
+
+// What the head computed for its rows: each row's argmax and confidences, and the logits
+// themselves only when something reads them (sampling at a temperature, an on_logits observer):
+// a GPU backend then moves a few bytes per row to the host instead of a vocabulary's worth.
+struct HeadOutput {
+  Matrix logits;  // no rows unless asked for
+  std::vector<Top2Confidence> top;
+
+  std::span<const float> logits_of(std::size_t row) const {
+    if (logits.rows() == 0)
+      return {};
+    return {logits.row(static_cast<Eigen::Index>(row)).data(),
+            static_cast<std::size_t>(logits.cols())};
+  }
 };
 
 struct Sequence {
@@ -101,10 +116,15 @@ class Engine::Loop {
   void run_layer(int layer, std::span<const StateSlot> slots, std::span<const LayerRow> rows);
   // Coda layers (writing their K/V unless `probe`), final norm and LM head over copies of the
   // states in `slots` (which keep their contents).
-  Matrix head(std::span<const StateSlot> slots, std::span<Sequence* const> sequences,
-              std::span<const std::int32_t> positions, bool probe);
-  std::int32_t sample(Sequence& s, const Eigen::Ref<const Eigen::RowVectorXf>& logits);
-  double confidence_of(const Eigen::Ref<const Eigen::RowVectorXf>& logits) const;
+  // With `logits`, the output carries them (see HeadOutput; emitted tokens want them when
+  // logits_wanted(), probes never).
+  HeadOutput head(std::span<const StateSlot> slots, std::span<Sequence* const> sequences,
+                  std::span<const std::int32_t> positions, bool probe, bool logits);
+  // Final norm and LM head over the states, as the head span `name`.
+  HeadOutput lm_head(std::span<const StateSlot> slots, std::string_view name, bool logits);
+  bool logits_wanted() const;
+  std::int32_t sample(Sequence& s, const HeadOutput& head, std::size_t row);
+  double confidence_of(const Top2Confidence& top) const;
   // Recursion r's router scores for the rows of x, as a router span.
   std::vector<double> route(int recursion, std::span<const StateSlot> slots);
   // Index of the exit point at stack depth `depth`, or -1.
@@ -117,7 +137,7 @@ class Engine::Loop {
                         std::span<const std::span<const double>> scores, bool draw,
                         std::span<int> out);
   void emit(Sequence& s, std::int32_t token, int exit_point, double score,
-            const Eigen::Ref<const Eigen::RowVectorXf>& logits);
+            std::span<const float> logits);
   // Hands the sequence's K/V to the observer (synchronizing the backend's copy first).
   void report_kv(const Sequence& s);
   // Runs the coda and head on a sequence's pending states that just reached the top (as a probe)

@@ -63,19 +63,13 @@ void Engine::Loop::prefill_pass(std::span<Sequence* const> sequences,
   }
   if (emitting.empty())
     return;
-  Matrix logits;
-  {
-    auto timed = span(traces::engine_ops::lm_head, traces::OpKind::lm_head,
-                      static_cast<std::int64_t>(last_rows.size()), -1);
-    logits = model_.logits(*states_, last_rows);
-  }
+  const HeadOutput out = lm_head(last_rows, traces::engine_ops::lm_head, logits_wanted());
   const int full = static_cast<int>(exit_depths_.size()) - 1;
   auto timed = span(traces::engine_ops::sampling, traces::OpKind::sampling,
                     static_cast<std::int64_t>(emitting.size()), -1);
   for (std::size_t i = 0; i < emitting.size(); ++i) {
-    const auto row = static_cast<Eigen::Index>(i);
-    emit(*emitting[i], sample(*emitting[i], logits.row(row)), full,
-         std::numeric_limits<double>::quiet_NaN(), logits.row(row));
+    emit(*emitting[i], sample(*emitting[i], out, i), full, std::numeric_limits<double>::quiet_NaN(),
+         out.logits_of(i));
   }
 }
 

@@ -52,6 +52,8 @@ class CudaModel final : public Backend {
                std::span<const LayerRow> rows, KvCache& kv,
                const OpProfile& profile = {}) const override;
   Matrix logits(const HiddenStates& states, std::span<const StateSlot> slots) const override;
+  std::vector<Top2Confidence> top2(const HiddenStates& states,
+                                   std::span<const StateSlot> slots) const override;
   std::vector<double> router_scores(int recursion, const HiddenStates& states,
                                     std::span<const StateSlot> slots) const override;
   void sync_kv(KvCache& kv) const override;
@@ -66,6 +68,7 @@ class CudaModel final : public Backend {
   DeviceStates& on_device(HiddenStates& states) const;
   const DeviceStates& on_device(const HiddenStates& states) const;
   const float* gather(const HiddenStates& states, std::span<const StateSlot> slots) const;
+  void enqueue_head(const HiddenStates& states, std::span<const StateSlot> slots) const;
   profiler::SpanShape timed_shape(int layer, int recursion, std::span<const LayerRow> rows,
                                   const KvCache& kv, const OpProfile& profile) const;
 
