@@ -11,6 +11,7 @@
 #include "exitsim/core/error.hpp"
 #include "exitsim/engine/cpu_ops.hpp"
 #include "exitsim/kernels/cuda_check.hpp"
+#include "support/device_buffer.hpp"
 
 namespace exitsim::kernels {
 namespace {
@@ -104,10 +105,57 @@ TEST(RmsNormKernel, MatchesTheCpuReference) {
   }
 }
 
+// The GPU backend's half-precision path: the fp32 residual normalized into fp16/bf16 rows for the
+// matrix products, and half rows normalized in place.
+template <typename Types>
+class RmsNormStorage : public ::testing::Test {};
+template <typename In, typename Out>
+struct NormTypes {
+  using input = In;
+  using output = Out;
+};
+using NormPairs =
+    ::testing::Types<NormTypes<float, __half>, NormTypes<float, __nv_bfloat16>,
+                     NormTypes<__half, __half>, NormTypes<__nv_bfloat16, __nv_bfloat16>>;
+TYPED_TEST_SUITE(RmsNormStorage, NormPairs);
+
+TYPED_TEST(RmsNormStorage, MatchesTheCpuReferenceWithinTheOutputsRounding) {
+  using In = typename TypeParam::input;
+  using Out = typename TypeParam::output;
+  if (!cuda_device_available())
+    GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason();
+  std::mt19937 rng(777);
+  for (const std::int64_t dim : {7, 960, 4096}) {
+    const std::int64_t rows = 5;
+    const std::vector<float> x =
+        testing::random_values<In>(static_cast<std::size_t>(rows * dim), rng, 2.0f);
+    const std::vector<float> weight =
+        testing::random_values<float>(static_cast<std::size_t>(dim), rng);
+    const Eigen::Map<const engine::Matrix> x_host(x.data(), rows, dim);
+    const Eigen::Map<const Eigen::VectorXf> w_host(weight.data(), dim);
+    const engine::Matrix expected = engine::rms_norm(x_host, w_host, 1e-6f);
+    testing::DeviceBuffer<In> dx(testing::to_storage<In>(x));
+    testing::DeviceBuffer<float> dw(weight);
+    testing::DeviceBuffer<Out> dy(x.size());
+    rms_norm(dx.get(), dw.get(), dy.get(), rows, dim, 1e-6f);
+    testing::synchronize();
+    const std::vector<float> got = testing::to_floats(dy.download());
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      const float e = expected.data()[i];
+      ASSERT_LE(std::abs(got[i] - e),
+                testing::storage_tolerance<Out>() * std::max(std::abs(e), 1e-2f))
+          << "dim " << dim << " element " << i;
+    }
+  }
+}
+
 TEST(RmsNormKernel, EmptyShapesLaunchNothing) {
-  EXPECT_NO_THROW(rms_norm(nullptr, nullptr, nullptr, 0, 16, 1e-6f));
-  EXPECT_NO_THROW(rms_norm(nullptr, nullptr, nullptr, 4, 0, 1e-6f));
-  EXPECT_THROW(rms_norm(nullptr, nullptr, nullptr, -1, 4, 1e-6f), std::invalid_argument);
+  const auto norm = [](std::int64_t rows, std::int64_t dim) {
+    rms_norm<float, float>(nullptr, nullptr, nullptr, rows, dim, 1e-6f);
+  };
+  EXPECT_NO_THROW(norm(0, 16));
+  EXPECT_NO_THROW(norm(4, 0));
+  EXPECT_THROW(norm(-1, 4), std::invalid_argument);
 }
 
 }  // namespace
