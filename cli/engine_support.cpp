@@ -47,6 +47,11 @@ void ModelOptions::add_to(CLI::App& command) {
                      "Token-id file the prompts come from (one document per line)");
   command.add_option("--backend", backend, "Where the model runs: cpu, or cuda (an NVIDIA GPU)")
       ->check(CLI::IsMember({"cpu", "cuda"}));
+  command
+      .add_option("--dtype", dtype,
+                  "What the GPU backend stores weights, K/V and matmul operands in: fp32 (token "
+                  "parity with the CPU), fp16 or bf16 (half the bytes; fp32 arithmetic)")
+      ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
 }
 
 std::vector<std::int32_t> ModelOptions::corpus(const engine::ModelConfig& config) const {
@@ -71,12 +76,21 @@ std::vector<std::int32_t> ModelOptions::corpus(const engine::ModelConfig& config
 }
 
 std::unique_ptr<LoadedModel> load_model(const ModelOptions& options) {
+  if (options.backend != "cuda" && options.dtype != "fp32") {
+    throw InputError({"", 0, 0, "--dtype"},
+                     expected_found("fp32 (the CPU backend computes in fp32; --dtype is for "
+                                    "--backend cuda)",
+                                    options.dtype));
+  }
   auto loaded = std::make_unique<LoadedModel>();
   loaded->config = engine::load_model_config(options.dir, options.exit_layers);
   loaded->weights = engine::load_model_weights(loaded->config);
   if (options.backend == "cuda") {
 #if EXITSIM_HAVE_CUDA
-    auto cuda = std::make_unique<engine::CudaModel>(loaded->config, loaded->weights);
+    const kernels::Dtype storage = options.dtype == "bf16"   ? kernels::Dtype::bf16
+                                   : options.dtype == "fp16" ? kernels::Dtype::fp16
+                                                             : kernels::Dtype::fp32;
+    auto cuda = std::make_unique<engine::CudaModel>(loaded->config, loaded->weights, 0, storage);
     loaded->cuda = cuda.get();
     loaded->model = std::move(cuda);
 #else

@@ -34,6 +34,7 @@ struct ModelOptions {
   std::string text;
   std::string token_ids;
   std::string backend = "cpu";  // cpu or cuda
+  std::string dtype = "fp32";   // the GPU backend's storage: fp32, fp16 or bf16
 
   void add_to(CLI::App& command);
 

@@ -344,6 +344,11 @@ TEST_F(Cli, EngineUserErrorsAreOneLine) {
           "' --set exit_policy.kind=distribution --set 'exit_policy.probabilities=[0.5, 0.5]'");
   EXPECT_EQ(bad_exits.exit_code, 1);
   EXPECT_NE(bad_exits.err.find("exit_policy.probabilities"), std::string::npos) << bad_exits.err;
+  const Result half_on_cpu = run("engine run --model '" + model.string() + "' --text '" +
+                                 corpus.string() + "' --dtype bf16");
+  EXPECT_EQ(half_on_cpu.exit_code, 1);
+  EXPECT_EQ(std::count(half_on_cpu.err.begin(), half_on_cpu.err.end(), '\n'), 1) << half_on_cpu.err;
+  EXPECT_NE(half_on_cpu.err.find("--dtype"), std::string::npos) << half_on_cpu.err;
 }
 
 TEST_F(Cli, SweepKilledMidwayResumesWithoutLosingOrRepeatingRuns) {

@@ -78,6 +78,7 @@ TEST_F(CudaModelTest, DecodesTheCpuBackendsTokensUnderEveryStrategy) {
     GTEST_SKIP() << "no CUDA device: " << kernels::cuda_unavailable_reason();
   const CpuModel cpu(config_, weights_);
   const CudaModel gpu(config_, weights_);
+  const CudaModel bf16(config_, weights_, 0, kernels::Dtype::bf16);
   EXPECT_EQ(gpu.executed_layers(), cpu.executed_layers());
   const std::vector<EngineRequest> reqs = requests();
   for (const char* strategy :
@@ -87,6 +88,12 @@ TEST_F(CudaModelTest, DecodesTheCpuBackendsTokensUnderEveryStrategy) {
     // fp32 on both: logits differ by float rounding (~1e-5), far below the tiny model's gaps
     // between its top tokens on this text.
     EXPECT_EQ(on_gpu.outputs, on_cpu.outputs) << strategy;
+    // bf16 decodes every request to its length under every strategy (which tokens is a
+    // question of rounding; HalfStorageStaysCloseToFp32 bounds the logits).
+    const EngineRun on_bf16 = Engine(bf16, options_for(strategy)).run(reqs);
+    ASSERT_EQ(on_bf16.outputs.size(), on_cpu.outputs.size()) << strategy;
+    for (std::size_t i = 0; i < on_cpu.outputs.size(); ++i)
+      EXPECT_EQ(on_bf16.outputs[i].size(), on_cpu.outputs[i].size()) << strategy;
   }
 }
 
@@ -112,38 +119,67 @@ TEST_F(CudaModelTest, HiddenStatesMoveBetweenTheHostAndDeviceSlots) {
   EXPECT_THROW(gpu.logits(*cpu.make_states(), {}), std::logic_error);
 }
 
+// Logits after every executed layer over a prompt, run as the loop runs them: states in slots
+// interleaved with others (so every call gathers and scatters), embedded in reverse slot order.
+Matrix logits_through_layers(const Backend& model, std::span<const std::int32_t> tokens) {
+  const auto n = tokens.size();
+  const std::unique_ptr<HiddenStates> states = model.make_states();
+  const HeldStates spacer(*states, 3);
+  const HeldStates x(*states, n);
+  KvCache kv(model.kv_width(), 4, 2 * model.executed_layers() + 2);
+  const std::vector<StateSlot> reversed(x.slots().rbegin(), x.slots().rend());
+  const std::vector<std::int32_t> reversed_tokens(tokens.rbegin(), tokens.rend());
+  model.embed(reversed_tokens, *states, reversed);
+  for (int layer = 0; layer < model.executed_layers(); ++layer) {
+    const int stream = kv.open_stream();  // every layer keeps its own K/V
+    std::vector<LayerRow> rows(n);
+    for (std::size_t t = 0; t < n; ++t) {
+      rows[t] = {.position = static_cast<std::int32_t>(t),
+                 .read_stream = stream,
+                 .write_stream = stream,
+                 .chunk = 0};
+    }
+    model.layer(layer, *states, x.slots(), rows, kv);
+  }
+  return model.logits(*states, x.slots());
+}
+
+const std::vector<std::int32_t> k_prompt{84, 104, 101, 32, 108, 111, 114, 100, 32,  105, 115,
+                                         32, 109, 121, 32, 115, 104, 101, 112, 104, 101, 114};
+
 TEST_F(CudaModelTest, LayerCallsMatchTheCpuBackendOnScatteredSlots) {
   if (!kernels::cuda_device_available())
     GTEST_SKIP() << "no CUDA device: " << kernels::cuda_unavailable_reason();
-  const CpuModel cpu(config_, weights_);
-  const CudaModel gpu(config_, weights_);
-  const std::vector<std::int32_t> tokens{5, 17, 99, 3, 42, 7};
-  const auto n = tokens.size();
-  std::vector<Matrix> results;
-  for (const Backend* model :
-       {static_cast<const Backend*>(&cpu), static_cast<const Backend*>(&gpu)}) {
-    const std::unique_ptr<HiddenStates> states = model->make_states();
-    // Interleaved with slots held elsewhere, so the call gathers and scatters.
-    const HeldStates spacer(*states, 3);
-    const HeldStates x(*states, n);
-    KvCache kv(model->kv_width(), 4, 2 * model->executed_layers() + 2);
-    const std::vector<StateSlot> reversed(x.slots().rbegin(), x.slots().rend());
-    const std::vector<std::int32_t> reversed_tokens(tokens.rbegin(), tokens.rend());
-    model->embed(reversed_tokens, *states, reversed);
-    for (int layer = 0; layer < model->executed_layers(); ++layer) {
-      const int stream = kv.open_stream();  // every layer keeps its own K/V
-      std::vector<LayerRow> rows(n);
-      for (std::size_t t = 0; t < n; ++t) {
-        rows[t] = {.position = static_cast<std::int32_t>(t),
-                   .read_stream = stream,
-                   .write_stream = stream,
-                   .chunk = 0};
-      }
-      model->layer(layer, *states, x.slots(), rows, kv);
+  const Matrix on_cpu = logits_through_layers(CpuModel(config_, weights_), k_prompt);
+  const Matrix on_gpu = logits_through_layers(CudaModel(config_, weights_), k_prompt);
+  EXPECT_LT((on_cpu - on_gpu).cwiseAbs().maxCoeff(), 1e-3f);
+}
+
+// Half storage rounds weights, K/V and the products' operands (fp16 to 11 significant bits,
+// bf16 to 8); the residual stream and every sum stay fp32, so logits stay within a few percent
+// of the largest logit and the greedy choice rarely moves.
+TEST_F(CudaModelTest, HalfStorageStaysCloseToFp32) {
+  if (!kernels::cuda_device_available())
+    GTEST_SKIP() << "no CUDA device: " << kernels::cuda_unavailable_reason();
+  const Matrix reference = logits_through_layers(CpuModel(config_, weights_), k_prompt);
+  const float scale = reference.cwiseAbs().maxCoeff();
+  for (const auto& [storage, tolerance] :
+       {std::pair{kernels::Dtype::fp16, 0.01f}, std::pair{kernels::Dtype::bf16, 0.05f}}) {
+    SCOPED_TRACE(std::string(kernels::dtype_name(storage)));
+    const CudaModel gpu(config_, weights_, 0, storage);
+    EXPECT_NE(gpu.hardware().find(std::string(kernels::dtype_name(storage))), std::string::npos);
+    const Matrix got = logits_through_layers(gpu, k_prompt);
+    EXPECT_LT((reference - got).cwiseAbs().maxCoeff(), tolerance * scale);
+    int agreeing = 0;
+    for (Eigen::Index r = 0; r < got.rows(); ++r) {
+      Eigen::Index want = 0;
+      Eigen::Index have = 0;
+      reference.row(r).maxCoeff(&want);
+      got.row(r).maxCoeff(&have);
+      agreeing += want == have ? 1 : 0;
     }
-    results.push_back(model->logits(*states, x.slots()));
+    EXPECT_GE(agreeing, static_cast<int>(got.rows()) * 9 / 10);
   }
-  EXPECT_LT((results[0] - results[1]).cwiseAbs().maxCoeff(), 1e-3f);
 }
 
 TEST_F(CudaModelTest, ProfiledRunAttributesEveryKernelToAnEngineOp) {

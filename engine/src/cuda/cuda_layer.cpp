@@ -116,11 +116,6 @@ void CudaModel::layer(int layer, HiddenStates& states, std::span<const StateSlot
   const std::int32_t* positions = ints.at(positions_part);
   const std::int32_t* state_index = ints.at(state_part);
   float* x = d.x.reserve(static_cast<std::size_t>(n * dim));
-  float* h = d.h.reserve(static_cast<std::size_t>(n * dim));
-  float* qkv = d.qkv.reserve(static_cast<std::size_t>(n * qkv_width));
-  float* attention = d.attention.reserve(static_cast<std::size_t>(n * q_dim));
-  float* gate_up = d.gate_up.reserve(static_cast<std::size_t>(n * 2 * ffn));
-  float* act = d.act.reserve(static_cast<std::size_t>(n * ffn));
 
   {
     // Gathering the call's rows from their slots (and scattering them back at the end) is the
@@ -130,90 +125,100 @@ void CudaModel::layer(int layer, HiddenStates& states, std::span<const StateSlot
         hidden.rows(), x, state_index,
         {.count = n, .width = dim, .src_rows = hidden.capacity(), .dst_rows = n}, d.stream);
   }
-  {
-    auto timed = op(ops::attn_norm, OpKind::norm);
-    kernels::rms_norm(x, w.attn_norm.get(), h, n, dim, config_.rms_eps, d.stream);
-  }
-  {
-    auto timed = op(ops::qkv_proj, OpKind::gemm);
-    kernels::linear<float, float>(d.cublas, h, w.qkv.get(), qkv, {.m = n, .n = qkv_width, .k = dim},
-                                  false, d.stream);
-  }
-  {
-    auto timed = op(ops::rotary, OpKind::elementwise);
-    kernels::rotary<float>(qkv, positions,
-                           {.rows = n,
-                            .heads = m.n_heads,
-                            .head_dim = m.head_dim,
-                            .row_stride = qkv_width,
-                            .theta = config_.rope_theta},
-                           d.stream);
-    kernels::rotary<float>(qkv + q_dim, positions,
-                           {.rows = n,
-                            .heads = m.n_kv_heads,
-                            .head_dim = m.head_dim,
-                            .row_stride = qkv_width,
-                            .theta = config_.rope_theta},
-                           d.stream);
-  }
-  {
-    auto timed = op(ops::kv_write, OpKind::memcpy);
-    const std::int32_t* device_slots = ints.at(slots_part);
-    kernels::kv_write<float>(
-        qkv + q_dim, qkv + q_dim + kv_width, device_slots, positions, d.pool.get(),
-        d.pool_positions.get(),
-        {.rows = n, .k_stride = qkv_width, .v_stride = qkv_width, .pool = d.pool_shape}, d.stream);
-  }
-  {
-    auto timed = op(ops::attention, OpKind::attention);
-    kernels::AttentionArgs<float> args;
-    args.q = qkv;
-    args.out = attention;
-    args.pool = d.pool.get();
-    args.pool_positions = d.pool_positions.get();
-    args.block_tables = ints.at(tables_part);
-    args.stream_rows = ints.at(stream_rows_part);
-    args.row_positions = positions;
-    args.row_streams = ints.at(row_streams_part);
-    args.row_self = ints.at(row_self_part);
-    args.self_k = qkv + q_dim;
-    args.self_v = qkv + q_dim + kv_width;
-    kernels::attention<float>(args,
-                              {.rows = n,
-                               .n_heads = m.n_heads,
-                               .n_kv_heads = m.n_kv_heads,
-                               .head_dim = m.head_dim,
-                               .q_stride = qkv_width,
-                               .self_stride = qkv_width,
-                               .streams = t.streams,
-                               .max_blocks = t.max_blocks,
-                               .pool = d.pool_shape},
-                              d.stream);
-  }
-  {
-    auto timed = op(ops::o_proj, OpKind::gemm);
-    kernels::linear<float, float>(d.cublas, attention, w.o.get(), x, {.m = n, .n = dim, .k = q_dim},
-                                  true, d.stream);
-  }
-  {
-    auto timed = op(ops::mlp_norm, OpKind::norm);
-    kernels::rms_norm(x, w.mlp_norm.get(), h, n, dim, config_.rms_eps, d.stream);
-  }
-  {
-    auto timed = op(ops::mlp_gate_up, OpKind::gemm);
-    kernels::linear<float, float>(d.cublas, h, w.gate_up.get(), gate_up,
-                                  {.m = n, .n = 2 * ffn, .k = dim}, false, d.stream);
-  }
-  {
-    auto timed = op(ops::mlp_act, OpKind::elementwise);
-    kernels::swiglu<float>(gate_up, gate_up + ffn, act,
-                           {.rows = n, .width = ffn, .in_stride = 2 * ffn}, d.stream);
-  }
-  {
-    auto timed = op(ops::mlp_down, OpKind::gemm);
-    kernels::linear<float, float>(d.cublas, act, w.down.get(), x, {.m = n, .n = dim, .k = ffn},
-                                  true, d.stream);
-  }
+  // The matrix products' operands in the storage type; the residual x stays fp32, and the
+  // o and down projections accumulate into it in fp32.
+  with_storage(d.dtype, [&]<typename T>(std::type_identity<T>) {
+    T* h = d.h.reserve<T>(static_cast<std::size_t>(n * dim));
+    T* qkv = d.qkv.reserve<T>(static_cast<std::size_t>(n * qkv_width));
+    T* attention = d.attention.reserve<T>(static_cast<std::size_t>(n * q_dim));
+    T* gate_up = d.gate_up.reserve<T>(static_cast<std::size_t>(n * 2 * ffn));
+    T* act = d.act.reserve<T>(static_cast<std::size_t>(n * ffn));
+    {
+      auto timed = op(ops::attn_norm, OpKind::norm);
+      kernels::rms_norm(x, w.attn_norm.get(), h, n, dim, config_.rms_eps, d.stream);
+    }
+    {
+      auto timed = op(ops::qkv_proj, OpKind::gemm);
+      kernels::linear<T, T>(d.cublas, h, w.qkv.get<T>(), qkv, {.m = n, .n = qkv_width, .k = dim},
+                            false, d.stream);
+    }
+    {
+      auto timed = op(ops::rotary, OpKind::elementwise);
+      kernels::rotary<T>(qkv, positions,
+                         {.rows = n,
+                          .heads = m.n_heads,
+                          .head_dim = m.head_dim,
+                          .row_stride = qkv_width,
+                          .theta = config_.rope_theta},
+                         d.stream);
+      kernels::rotary<T>(qkv + q_dim, positions,
+                         {.rows = n,
+                          .heads = m.n_kv_heads,
+                          .head_dim = m.head_dim,
+                          .row_stride = qkv_width,
+                          .theta = config_.rope_theta},
+                         d.stream);
+    }
+    {
+      auto timed = op(ops::kv_write, OpKind::memcpy);
+      const std::int32_t* device_slots = ints.at(slots_part);
+      kernels::kv_write<T>(
+          qkv + q_dim, qkv + q_dim + kv_width, device_slots, positions, d.pool.get<T>(),
+          d.pool_positions.get(),
+          {.rows = n, .k_stride = qkv_width, .v_stride = qkv_width, .pool = d.pool_shape},
+          d.stream);
+    }
+    {
+      auto timed = op(ops::attention, OpKind::attention);
+      kernels::AttentionArgs<T> args;
+      args.q = qkv;
+      args.out = attention;
+      args.pool = d.pool.get<T>();
+      args.pool_positions = d.pool_positions.get();
+      args.block_tables = ints.at(tables_part);
+      args.stream_rows = ints.at(stream_rows_part);
+      args.row_positions = positions;
+      args.row_streams = ints.at(row_streams_part);
+      args.row_self = ints.at(row_self_part);
+      args.self_k = qkv + q_dim;
+      args.self_v = qkv + q_dim + kv_width;
+      kernels::attention<T>(args,
+                            {.rows = n,
+                             .n_heads = m.n_heads,
+                             .n_kv_heads = m.n_kv_heads,
+                             .head_dim = m.head_dim,
+                             .q_stride = qkv_width,
+                             .self_stride = qkv_width,
+                             .streams = t.streams,
+                             .max_blocks = t.max_blocks,
+                             .pool = d.pool_shape},
+                            d.stream);
+    }
+    {
+      auto timed = op(ops::o_proj, OpKind::gemm);
+      kernels::linear<T, float>(d.cublas, attention, w.o.get<T>(), x,
+                                {.m = n, .n = dim, .k = q_dim}, true, d.stream);
+    }
+    {
+      auto timed = op(ops::mlp_norm, OpKind::norm);
+      kernels::rms_norm(x, w.mlp_norm.get(), h, n, dim, config_.rms_eps, d.stream);
+    }
+    {
+      auto timed = op(ops::mlp_gate_up, OpKind::gemm);
+      kernels::linear<T, T>(d.cublas, h, w.gate_up.get<T>(), gate_up,
+                            {.m = n, .n = 2 * ffn, .k = dim}, false, d.stream);
+    }
+    {
+      auto timed = op(ops::mlp_act, OpKind::elementwise);
+      kernels::swiglu<T>(gate_up, gate_up + ffn, act,
+                         {.rows = n, .width = ffn, .in_stride = 2 * ffn}, d.stream);
+    }
+    {
+      auto timed = op(ops::mlp_down, OpKind::gemm);
+      kernels::linear<T, float>(d.cublas, act, w.down.get<T>(), x, {.m = n, .n = dim, .k = ffn},
+                                true, d.stream);
+    }
+  });
   // No wait for the device: the rows go back to their slots, the K/V stays in the pool.
   auto timed = op(ops::compaction, OpKind::memcpy);
   kernels::scatter_rows<float>(
@@ -246,8 +251,6 @@ void CudaModel::kv_only(int layer, const HiddenStates& states,
                                         .head_dim = m.head_dim,
                                         .theta = config_.rope_theta,
                                         .pool = d.pool_shape};
-  float* scratch =
-      d.kv_scratch.reserve(static_cast<std::size_t>(kernels::kv_project_scratch(project)));
   float* x = d.x.reserve(static_cast<std::size_t>(n * m.d_model));
   CallInts ints;
   const std::size_t state_part = ints.add(state_slots);
@@ -258,10 +261,15 @@ void CudaModel::kv_only(int layer, const HiddenStates& states,
   kernels::gather_rows<float>(
       hidden.rows(), x, ints.at(state_part),
       {.count = n, .width = m.d_model, .src_rows = hidden.capacity(), .dst_rows = n}, d.stream);
-  float* h = d.h.reserve(static_cast<std::size_t>(n * m.d_model));
-  kernels::rms_norm(x, w.attn_norm.get(), h, n, m.d_model, config_.rms_eps, d.stream);
-  kernels::kv_project<float>(d.cublas, h, w.qkv.get(), ints.at(positions_part), ints.at(slots_part),
-                             scratch, d.pool.get(), d.pool_positions.get(), project, d.stream);
+  with_storage(d.dtype, [&]<typename T>(std::type_identity<T>) {
+    T* scratch =
+        d.kv_scratch.reserve<T>(static_cast<std::size_t>(kernels::kv_project_scratch(project)));
+    T* h = d.h.reserve<T>(static_cast<std::size_t>(n * m.d_model));
+    kernels::rms_norm(x, w.attn_norm.get(), h, n, m.d_model, config_.rms_eps, d.stream);
+    kernels::kv_project<T>(d.cublas, h, w.qkv.get<T>(), ints.at(positions_part),
+                           ints.at(slots_part), scratch, d.pool.get<T>(), d.pool_positions.get(),
+                           project, d.stream);
+  });
 }
 
 }  // namespace exitsim::engine

@@ -1,6 +1,7 @@
 #include "exitsim/engine/cuda_model.hpp"
 
 #include <cuda_runtime_api.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cstring>
@@ -43,7 +44,8 @@ std::vector<float> stacked(std::initializer_list<const Matrix*> parts) {
 
 }  // namespace
 
-CudaModel::CudaModel(const ModelConfig& config, const ModelWeights& weights, int device)
+CudaModel::CudaModel(const ModelConfig& config, const ModelWeights& weights, int device,
+                     kernels::Dtype storage)
     : config_(config), weights_(weights) {
   if (!kernels::cuda_device_available()) {
     throw InputError({"", 0, 0, "cuda"},
@@ -60,6 +62,7 @@ CudaModel::CudaModel(const ModelConfig& config, const ModelWeights& weights, int
   kernels::check_cuda(cudaSetDevice(device), "cudaSetDevice");
   auto d = std::make_unique<Device>();
   d->id = device;
+  d->dtype = storage;
   cudaDeviceProp properties{};
   kernels::check_cuda(cudaGetDeviceProperties(&properties, device), "cudaGetDeviceProperties");
   d->name = properties.name;
@@ -69,14 +72,14 @@ CudaModel::CudaModel(const ModelConfig& config, const ModelWeights& weights, int
     LayerOnDevice& l = d->layers.emplace_back();
     l.attn_norm.upload(span_of(w.attn_norm));
     l.mlp_norm.upload(span_of(w.mlp_norm));
-    l.qkv.upload(stacked({&w.wq, &w.wk, &w.wv}));
-    l.o.upload(stacked({&w.wo}));
-    l.gate_up.upload(stacked({&w.w_gate, &w.w_up}));
-    l.down.upload(stacked({&w.w_down}));
+    l.qkv.upload(stacked({&w.wq, &w.wk, &w.wv}), storage);
+    l.o.upload(stacked({&w.wo}), storage);
+    l.gate_up.upload(stacked({&w.w_gate, &w.w_up}), storage);
+    l.down.upload(stacked({&w.w_down}), storage);
   }
   d->embedding.upload(stacked({&weights.embedding}));
   d->final_norm.upload(span_of(weights.final_norm));
-  d->lm_head.upload(stacked({&weights.lm_head}));
+  d->lm_head.upload(stacked({&weights.lm_head}), storage);
   for (const Router& r : weights.routers)
     d->routers.emplace_back(span_of(r.weight));
   device_ = std::move(d);
@@ -84,8 +87,13 @@ CudaModel::CudaModel(const ModelConfig& config, const ModelWeights& weights, int
 
 CudaModel::~CudaModel() = default;
 
+// A profile measured in one storage type prices only that one: bf16 moves half fp32's bytes.
 std::string CudaModel::hardware() const {
-  return device_->name;
+  return fmt::format("{} ({})", device_->name, kernels::dtype_name(device_->dtype));
+}
+
+kernels::Dtype CudaModel::storage() const {
+  return device_->dtype;
 }
 
 LayerSource CudaModel::source_of(int executed_layer) const {
@@ -157,11 +165,13 @@ void CudaModel::enqueue_head(const HiddenStates& states, std::span<const StateSl
   const std::int64_t dim = config_.shape.d_model;
   const std::int64_t vocab = weights_.lm_head.rows();
   const float* x = gather(states, slots);
-  float* h = d.h.reserve(static_cast<std::size_t>(n * dim));
   float* logits = d.logits.reserve(static_cast<std::size_t>(n * vocab));
-  kernels::rms_norm(x, d.final_norm.get(), h, n, dim, config_.rms_eps, d.stream);
-  kernels::linear<float, float>(d.cublas, h, d.lm_head.get(), logits,
-                                {.m = n, .n = vocab, .k = dim}, false, d.stream);
+  with_storage(d.dtype, [&]<typename T>(std::type_identity<T>) {
+    T* h = d.h.reserve<T>(static_cast<std::size_t>(n * dim));
+    kernels::rms_norm(x, d.final_norm.get(), h, n, dim, config_.rms_eps, d.stream);
+    kernels::linear<T, float>(d.cublas, h, d.lm_head.get<T>(), logits,
+                              {.m = n, .n = vocab, .k = dim}, false, d.stream);
+  });
 }
 
 Matrix CudaModel::logits(const HiddenStates& states, std::span<const StateSlot> slots) const {
@@ -255,10 +265,21 @@ void CudaModel::sync_kv(KvCache& kv) const {
       d.pool_shape.total_blocks < shape.total_blocks) {
     return;
   }
-  kernels::check_cuda(cudaMemcpyAsync(values.data(), d.pool.get(), sizeof(float) * values.size(),
-                                      cudaMemcpyDeviceToHost, d.stream),
-                      "cudaMemcpyAsync (K/V pool to host)");
-  d.sync("cudaStreamSynchronize (K/V pool)");
+  with_storage(d.dtype, [&]<typename T>(std::type_identity<T>) {
+    std::vector<T> host(values.size());
+    kernels::check_cuda(cudaMemcpyAsync(host.data(), d.pool.get<T>(), sizeof(T) * host.size(),
+                                        cudaMemcpyDeviceToHost, d.stream),
+                        "cudaMemcpyAsync (K/V pool to host)");
+    d.sync("cudaStreamSynchronize (K/V pool)");
+    for (std::size_t i = 0; i < host.size(); ++i) {
+      if constexpr (std::is_same_v<T, float>)
+        values[i] = host[i];
+      else if constexpr (std::is_same_v<T, __half>)
+        values[i] = __half2float(host[i]);
+      else
+        values[i] = __bfloat162float(host[i]);
+    }
+  });
 }
 
 }  // namespace exitsim::engine

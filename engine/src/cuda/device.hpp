@@ -5,8 +5,10 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "cuda/device_array.hpp"
@@ -14,6 +16,7 @@
 #include "exitsim/engine/cuda_model.hpp"
 #include "exitsim/engine/hidden_states.hpp"
 #include "exitsim/kernels/cuda_check.hpp"
+#include "exitsim/kernels/dtype.hpp"
 #include "exitsim/kernels/gemm.hpp"
 #include "exitsim/kernels/kv_write.hpp"
 
@@ -22,12 +25,63 @@ namespace exitsim::engine {
 using cuda::DeviceArray;
 using cuda::PinnedStaging;
 
+// Calls f with std::type_identity<T> for the element type of the storage dtype.
+template <typename F>
+decltype(auto) with_storage(kernels::Dtype dtype, F&& f) {
+  switch (dtype) {
+    case kernels::Dtype::fp16:
+      return f(std::type_identity<__half>{});
+    case kernels::Dtype::bf16:
+      return f(std::type_identity<__nv_bfloat16>{});
+    case kernels::Dtype::fp32:
+      break;
+  }
+  return f(std::type_identity<float>{});
+}
+
+// Device memory in the model's storage type (weights, K/V pool, the matrix products' operands),
+// typed where it is used.
+class StorageArray {
+ public:
+  template <kernels::StorageType T>
+  T* reserve(std::size_t count) {
+    return reinterpret_cast<T*>(bytes_.reserve(count * sizeof(T)));
+  }
+  void* reserve_bytes(std::size_t bytes) { return bytes_.reserve(bytes); }
+  template <kernels::StorageType T>
+  T* get() const {
+    return reinterpret_cast<T*>(bytes_.get());
+  }
+  const void* data() const { return bytes_.get(); }
+  void release() { bytes_ = DeviceArray<std::byte>(); }
+
+  // Host floats rounded to `dtype` (to nearest even) and uploaded: weights, once.
+  void upload(std::span<const float> host, kernels::Dtype dtype) {
+    with_storage(dtype, [&]<typename T>(std::type_identity<T>) {
+      std::vector<T> converted(host.size());
+      for (std::size_t i = 0; i < host.size(); ++i) {
+        if constexpr (std::is_same_v<T, float>)
+          converted[i] = host[i];
+        else if constexpr (std::is_same_v<T, __half>)
+          converted[i] = __float2half_rn(host[i]);
+        else
+          converted[i] = __float2bfloat16_rn(host[i]);
+      }
+      const auto* bytes = reinterpret_cast<const std::byte*>(converted.data());
+      bytes_.upload({bytes, converted.size() * sizeof(T)});
+    });
+  }
+
+ private:
+  DeviceArray<std::byte> bytes_;
+};
+
 struct LayerOnDevice {
-  DeviceArray<float> attn_norm, mlp_norm;
-  DeviceArray<float> qkv;      // [q_dim + 2 kv_width, d_model]
-  DeviceArray<float> o;        // [d_model, q_dim]
-  DeviceArray<float> gate_up;  // [2 ffn, d_model]
-  DeviceArray<float> down;     // [d_model, ffn]
+  DeviceArray<float> attn_norm, mlp_norm;  // fp32: the norms read them in fp32 arithmetic
+  StorageArray qkv;                        // [q_dim + 2 kv_width, d_model]
+  StorageArray o;                          // [d_model, q_dim]
+  StorageArray gate_up;                    // [2 ffn, d_model]
+  StorageArray down;                       // [d_model, ffn]
 };
 
 struct CudaModel::Device {
@@ -35,18 +89,23 @@ struct CudaModel::Device {
   std::string name;
   cudaStream_t stream = nullptr;
   kernels::CublasHandle cublas;
+  // What weights, K/V and the matrix products' operands are stored in. The residual stream
+  // (hidden states), norms, routers, logits and every accumulation stay fp32.
+  kernels::Dtype dtype = kernels::Dtype::fp32;
   std::vector<LayerOnDevice> layers;
-  DeviceArray<float> embedding, final_norm, lm_head;
+  DeviceArray<float> embedding, final_norm;
+  StorageArray lm_head;
   std::vector<DeviceArray<float>> routers;
 
   // The K/V pool, slot for slot the host KvCache's (grown to the largest pool seen).
   kernels::KvPoolShape pool_shape;
-  DeviceArray<float> pool;
+  StorageArray pool;
   DeviceArray<std::int32_t> pool_positions;
 
   // Scratch, grown to the largest call, reused. Calls are ordered on the one stream, so a call
   // may overwrite what the previous one left without waiting for it.
-  DeviceArray<float> x, h, qkv, attention, gate_up, act, logits, summary, scores, kv_scratch;
+  DeviceArray<float> x, logits, summary, scores;
+  StorageArray h, qkv, attention, gate_up, act, kv_scratch;
   DeviceArray<std::int32_t> state_index, call_ints;
   PinnedStaging staging;
 
@@ -68,8 +127,9 @@ struct CudaModel::Device {
       return;
     }
     pool_shape = wanted;
-    pool = DeviceArray<float>();
-    pool.reserve(static_cast<std::size_t>(std::max<std::int64_t>(1, wanted.elements())));
+    pool.release();
+    pool.reserve_bytes(static_cast<std::size_t>(std::max<std::int64_t>(1, wanted.elements())) *
+                       kernels::dtype_size(dtype));
     pool_positions = DeviceArray<std::int32_t>();
     pool_positions.reserve(static_cast<std::size_t>(std::max<std::int64_t>(1, wanted.slots())));
   }

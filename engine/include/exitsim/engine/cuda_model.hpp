@@ -8,6 +8,7 @@
 #include "exitsim/engine/backend.hpp"
 #include "exitsim/engine/model_config.hpp"
 #include "exitsim/engine/model_weights.hpp"
+#include "exitsim/kernels/dtype.hpp"
 #include "exitsim/profiler/cupti_tracer.hpp"
 
 namespace exitsim::engine {
@@ -30,13 +31,18 @@ class CudaModel final : public Backend {
  public:
   // Uploads the weights to device `device`. Throws InputError (field "cuda") when there is no
   // usable device, and (field "model") for what this backend does not run yet: LoRA.
-  CudaModel(const ModelConfig& config, const ModelWeights& weights, int device = 0);
+  // `storage`: what weights, K/V and the matrix products' operands are kept in. fp32 matches the
+  // CPU backend to float rounding (token parity); fp16/bf16 halve the bytes a decode step moves,
+  // with the residual stream, norms, softmax and every accumulation still fp32.
+  CudaModel(const ModelConfig& config, const ModelWeights& weights, int device = 0,
+            kernels::Dtype storage = kernels::Dtype::fp32);
   ~CudaModel() override;
   CudaModel(const CudaModel&) = delete;
   CudaModel& operator=(const CudaModel&) = delete;
 
   std::string name() const override { return "cuda"; }
-  std::string hardware() const override;  // the device's name, e.g. "NVIDIA H200"
+  kernels::Dtype storage() const;
+  std::string hardware() const override;  // the device and storage, e.g. "NVIDIA H200 (bf16)"
   const ModelConfig& config() const override { return config_; }
   LayerSource source_of(int executed_layer) const override;
   std::size_t router_count() const override { return weights_.routers.size(); }
