@@ -1,7 +1,8 @@
 // GPU engine speed (issue 8's targets), as ratios within one run, on random weights in the shape
-// of Mixture-of-Recursions on SmolLM-360M with three recursions (fp32):
+// of Mixture-of-Recursions on SmolLM-360M with three recursions, stored in fp32 or bf16:
 //   - hbm_copy: a device-to-device copy, the memory bandwidth ceiling measured here;
-//   - decode/<strategy>/<batch>: decode tokens/s per synchronization strategy, and the bytes a
+//   - decode/<strategy>[_bf16]/<batch>: decode tokens/s per synchronization strategy, and the bytes
+//   a
 //     step must move (the weights of the layers it runs, the K/V it reads) over its time, as a
 //     fraction of hbm_copy's bandwidth (target: at least 70% for the memory-bound decode);
 //   - prefill: one 512-token prompt chunk through a shared-block layer — the layer's GEMM FLOPs
@@ -34,7 +35,7 @@ using namespace exitsim;
 struct Model {
   engine::ModelConfig config;
   engine::ModelWeights weights;
-  std::unique_ptr<engine::CudaModel> gpu;
+  std::unique_ptr<engine::CudaModel> gpu, gpu_bf16;
 
   Model() {
     config.shape = *find_model_preset("mor-smollm-360m-r3");
@@ -42,13 +43,18 @@ struct Model {
     config.routers = true;
     weights = engine::random_model_weights(config, 1);
     gpu = std::make_unique<engine::CudaModel>(config, weights);
+    gpu_bf16 = std::make_unique<engine::CudaModel>(config, weights, 0, kernels::Dtype::bf16);
   }
-  double layer_bytes(int unique_layer) const {
+  const engine::CudaModel& in(kernels::Dtype storage) const {
+    return storage == kernels::Dtype::bf16 ? *gpu_bf16 : *gpu;
+  }
+  // Elements of a unique layer's matrices.
+  double layer_elements(int unique_layer) const {
     const engine::LayerWeights& w = weights.layers[static_cast<std::size_t>(unique_layer)];
     double n = 0;
     for (const engine::Matrix* m : {&w.wq, &w.wk, &w.wv, &w.wo, &w.w_gate, &w.w_up, &w.w_down})
       n += static_cast<double>(m->size());
-    return 4 * n;
+    return n;
   }
 };
 
@@ -106,25 +112,28 @@ void hbm_copy(benchmark::State& state) {
   cudaFree(b);
 }
 
-void decode(benchmark::State& state, const std::string& strategy, bool exits) {
+void decode(benchmark::State& state, const std::string& strategy, bool exits,
+            kernels::Dtype storage) {
   if (skip_without_device(state))
     return;
   const Model& m = mor360();
+  const engine::CudaModel& gpu = m.in(storage);
+  const auto element = static_cast<double>(kernels::dtype_size(storage));
   const int batch = static_cast<int>(state.range(0));
   const engine::EngineOptions options = bench::decode_options(strategy, exits, batch);
   const std::vector<engine::EngineRequest> work = bench::decode_requests(batch, 8, 24);
   double decode_tokens = 0, decode_seconds = 0, moved_bytes = 0;
   for (auto _ : state) {
-    engine::Engine engine(*m.gpu, options);
+    engine::Engine engine(gpu, options);
     const engine::EngineRun run = engine.run(work);
     const bench::DecodeShare share = bench::decode_share(run, batch);
     decode_tokens += share.tokens;
     decode_seconds += share.seconds;
     // What the decode steps had to read: each executed layer's weights once per step that ran
     // it (every step at full depth: the lower bound without exits) plus the LM head.
-    double step_bytes = 4.0 * static_cast<double>(m.weights.lm_head.size());
-    for (int layer = 0; layer < m.gpu->executed_layers(); ++layer)
-      step_bytes += m.layer_bytes(m.gpu->source_of(layer).unique_layer);
+    double step_bytes = element * static_cast<double>(m.weights.lm_head.size());
+    for (int layer = 0; layer < gpu.executed_layers(); ++layer)
+      step_bytes += element * m.layer_elements(gpu.source_of(layer).unique_layer);
     moved_bytes += step_bytes * static_cast<double>(run.iterations - 1);
   }
   state.counters["decode_tokens/s"] = decode_tokens / decode_seconds;
@@ -191,19 +200,21 @@ void prefill(benchmark::State& state, bool engine_path) {
 }  // namespace
 
 BENCHMARK(hbm_copy)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(5);
-#define EXITSIM_DECODE(name, strategy, exits)                   \
-  BENCHMARK_CAPTURE(decode, name, std::string(strategy), exits) \
-      ->Arg(1)                                                  \
-      ->Arg(8)                                                  \
-      ->Arg(32)                                                 \
-      ->Arg(64)                                                 \
-      ->Unit(benchmark::kMillisecond)                           \
+#define EXITSIM_DECODE(name, strategy, exits, storage)                   \
+  BENCHMARK_CAPTURE(decode, name, std::string(strategy), exits, storage) \
+      ->Arg(1)                                                           \
+      ->Arg(8)                                                           \
+      ->Arg(32)                                                          \
+      ->Arg(64)                                                          \
+      ->Unit(benchmark::kMillisecond)                                    \
       ->Iterations(2)
-EXITSIM_DECODE(full_depth, "full_depth", false);
-EXITSIM_DECODE(batch_sync, "batch_sync", true);
-EXITSIM_DECODE(state_copy, "state_copy", true);
-EXITSIM_DECODE(skip_kv, "skip_kv", true);
-EXITSIM_DECODE(depthwise, "depthwise", true);
+EXITSIM_DECODE(full_depth, "full_depth", false, kernels::Dtype::fp32);
+EXITSIM_DECODE(batch_sync, "batch_sync", true, kernels::Dtype::fp32);
+EXITSIM_DECODE(state_copy, "state_copy", true, kernels::Dtype::fp32);
+EXITSIM_DECODE(skip_kv, "skip_kv", true, kernels::Dtype::fp32);
+EXITSIM_DECODE(depthwise, "depthwise", true, kernels::Dtype::fp32);
+EXITSIM_DECODE(full_depth_bf16, "full_depth", false, kernels::Dtype::bf16);
+EXITSIM_DECODE(depthwise_bf16, "depthwise", true, kernels::Dtype::bf16);
 BENCHMARK_CAPTURE(prefill, cublas_alone, false)->Unit(benchmark::kMillisecond)->Iterations(20);
 BENCHMARK_CAPTURE(prefill, engine_layer, true)->Unit(benchmark::kMillisecond)->Iterations(20);
 

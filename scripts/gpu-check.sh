@@ -90,13 +90,21 @@ step "profiled GPU decode of a random-weight model in SmolLM-360M MoR-3 shapes"
   --set 'workload.output_tokens={dist: fixed, value: 64}' \
   --set exit_policy.kind=distribution --set 'exit_policy.probabilities=[0.5, 0.3, 0.2]' \
   --out "$out/mor360" --profile "$out/mor360/profile"
+step "the same decode in bf16 storage"
+"$exitsim" engine run --backend cuda --dtype bf16 --model build/gpu/mor360 \
+  --token-ids <(seq 1 4000 | tr '\n' ' ') \
+  --set workload.requests=32 --set scheduler.max_running=32 --set sync.strategy=depthwise \
+  --set 'workload.input_tokens={dist: fixed, value: 128}' \
+  --set 'workload.output_tokens={dist: fixed, value: 64}' \
+  --set exit_policy.kind=distribution --set 'exit_policy.probabilities=[0.5, 0.3, 0.2]' \
+  --out "$out/mor360-bf16"
 step "GPU benchmarks"
 build/gpu/bin/engine_cuda_bench --benchmark_out="$out/engine_cuda_bench.json" \
   --benchmark_out_format=json
 set -e
 # Only eight files come back from a device call: keep the ones worth reading on top.
 cp "$out"/validation/validation.csv "$out/" 2>/dev/null || true
-tar czf "$out/traces.tgz" -C "$out" tiny mor360 2>/dev/null || true
+tar czf "$out/traces.tgz" -C "$out" tiny mor360 mor360-bf16 2>/dev/null || true
 
 step "done"
 echo "kernels_tests rc $kernels_rc, profiler_tests rc $profiler_rc; results in $out"
