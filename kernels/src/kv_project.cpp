@@ -46,24 +46,45 @@ std::int64_t kv_project_scratch(const KvProjectShape& shape) {
 }
 
 template <StorageType T>
-void kv_project(const CublasHandle& handle, const T* h, const T* w_qkv,
-                const std::int32_t* positions, const std::int32_t* slots, T* scratch, T* pool,
-                std::int32_t* pool_positions, const KvProjectShape& shape, cudaStream_t stream) {
+void kv_project_gemm(const CublasHandle& handle, const T* h, const T* w_qkv, T* scratch,
+                     const KvProjectShape& shape, cudaStream_t stream) {
+  kv_project_scratch(shape);
+  if (shape.rows == 0)
+    return;
+  // The K and V rows of the fused weight are adjacent, so one GEMM yields K|V per row.
+  linear(handle, h, w_qkv + shape.q_dim * shape.d_model, scratch, steps_of(shape).gemm, false,
+         stream);
+}
+
+template <StorageType T>
+void kv_project_store(const std::int32_t* positions, const std::int32_t* slots, T* scratch, T* pool,
+                      std::int32_t* pool_positions, const KvProjectShape& shape,
+                      cudaStream_t stream) {
   kv_project_scratch(shape);
   if (shape.rows == 0)
     return;
   const Steps steps = steps_of(shape);
-  // The K and V rows of the fused weight are adjacent, so one GEMM yields K|V per row.
-  linear(handle, h, w_qkv + shape.q_dim * shape.d_model, scratch, steps.gemm, false, stream);
   rotary(scratch, positions, steps.rotary, stream);
   kv_write(scratch, scratch + shape.pool.kv_width, slots, positions, pool, pool_positions,
            steps.write, stream);
 }
 
+template <StorageType T>
+void kv_project(const CublasHandle& handle, const T* h, const T* w_qkv,
+                const std::int32_t* positions, const std::int32_t* slots, T* scratch, T* pool,
+                std::int32_t* pool_positions, const KvProjectShape& shape, cudaStream_t stream) {
+  kv_project_gemm(handle, h, w_qkv, scratch, shape, stream);
+  kv_project_store(positions, slots, scratch, pool, pool_positions, shape, stream);
+}
+
 #define EXITSIM_KV_PROJECT(T)                                                                    \
   template void kv_project<T>(const CublasHandle&, const T*, const T*, const std::int32_t*,      \
                               const std::int32_t*, T*, T*, std::int32_t*, const KvProjectShape&, \
-                              cudaStream_t);
+                              cudaStream_t);                                                     \
+  template void kv_project_gemm<T>(const CublasHandle&, const T*, const T*, T*,                  \
+                                   const KvProjectShape&, cudaStream_t);                         \
+  template void kv_project_store<T>(const std::int32_t*, const std::int32_t*, T*, T*,            \
+                                    std::int32_t*, const KvProjectShape&, cudaStream_t);
 EXITSIM_KV_PROJECT(float)
 EXITSIM_KV_PROJECT(__half)
 EXITSIM_KV_PROJECT(__nv_bfloat16)

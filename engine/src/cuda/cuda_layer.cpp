@@ -11,6 +11,7 @@
 #include "exitsim/kernels/compaction.hpp"
 #include "exitsim/kernels/kv_project.hpp"
 #include "exitsim/kernels/kv_write.hpp"
+#include "exitsim/kernels/lora.hpp"
 #include "exitsim/kernels/rms_norm.hpp"
 #include "exitsim/kernels/rotary.hpp"
 #include "exitsim/kernels/swiglu.hpp"
@@ -69,6 +70,42 @@ Tables tables_for(std::span<const LayerRow> rows, const KvCache& kv) {
   return t;
 }
 
+// Each row's LoRA adapter (its recursion, 0-based) in executed layer `layer`, or -1: rows of a
+// depth-wise call name their own recursion.
+std::vector<std::int32_t> adapters_of(const LayerSource& source, std::span<const LayerRow> rows) {
+  std::vector<std::int32_t> adapter(rows.size(), -1);
+  if (source.recursion == 0)
+    return adapter;
+  for (std::size_t r = 0; r < rows.size(); ++r)
+    adapter[r] = (rows[r].recursion >= 1 ? rows[r].recursion : source.recursion) - 1;
+  return adapter;
+}
+
+// Adds linear `linear`'s per-recursion LoRA of `w` to y (rows y_stride apart) from x.
+template <kernels::StorageType T, kernels::StorageType Out>
+void add_lora(const CudaModel::Device& d, const LayerOnDevice& w, std::size_t linear,
+              int recursions, const std::int32_t* adapter, const T* x, std::int64_t in, Out* y,
+              std::int64_t out, std::int64_t rows, std::int64_t x_stride, std::int64_t y_stride) {
+  const LoraOnDevice& lora = w.lora[linear];
+  if (lora.max_rank == 0 || adapter == nullptr)
+    return;
+  const std::int32_t* table = lora.table.get();
+  kernels::lora_add<T, Out>(x, y,
+                            {.a = lora.a.get<T>(),
+                             .b = lora.b.get<T>(),
+                             .a_offset = table,
+                             .b_offset = table + recursions,
+                             .rank = table + 2 * recursions,
+                             .adapter = adapter},
+                            {.rows = rows,
+                             .in = in,
+                             .out = out,
+                             .max_rank = lora.max_rank,
+                             .x_stride = x_stride,
+                             .y_stride = y_stride},
+                            d.stream);
+}
+
 }  // namespace
 
 // The calibration features of a call, computed only when something records them: they walk
@@ -112,7 +149,10 @@ void CudaModel::layer(int layer, HiddenStates& states, std::span<const StateSlot
   const std::size_t stream_rows_part = ints.add(t.stream_rows);
   const std::size_t row_streams_part = ints.add(t.row_streams);
   const std::size_t row_self_part = ints.add(t.row_self);
+  const std::size_t adapter_part = ints.add(adapters_of(source, rows));
   ints.send(d);
+  const std::int32_t* adapter = w.has_lora ? ints.at(adapter_part) : nullptr;
+  const int recursions = m.depth.recursions;
   const std::int32_t* positions = ints.at(positions_part);
   const std::int32_t* state_index = ints.at(state_part);
   float* x = d.x.reserve(static_cast<std::size_t>(n * dim));
@@ -141,6 +181,10 @@ void CudaModel::layer(int layer, HiddenStates& states, std::span<const StateSlot
       auto timed = op(ops::qkv_proj, OpKind::gemm);
       kernels::linear<T, T>(d.cublas, h, w.qkv.get<T>(), qkv, {.m = n, .n = qkv_width, .k = dim},
                             false, d.stream);
+      add_lora(d, w, 0, recursions, adapter, h, dim, qkv, q_dim, n, 0, qkv_width);
+      add_lora(d, w, 1, recursions, adapter, h, dim, qkv + q_dim, kv_width, n, 0, qkv_width);
+      add_lora(d, w, 2, recursions, adapter, h, dim, qkv + q_dim + kv_width, kv_width, n, 0,
+               qkv_width);
     }
     {
       auto timed = op(ops::rotary, OpKind::elementwise);
@@ -198,6 +242,7 @@ void CudaModel::layer(int layer, HiddenStates& states, std::span<const StateSlot
       auto timed = op(ops::o_proj, OpKind::gemm);
       kernels::linear<T, float>(d.cublas, attention, w.o.get<T>(), x,
                                 {.m = n, .n = dim, .k = q_dim}, true, d.stream);
+      add_lora(d, w, 3, recursions, adapter, attention, q_dim, x, dim, n, 0, 0);
     }
     {
       auto timed = op(ops::mlp_norm, OpKind::norm);
@@ -207,6 +252,8 @@ void CudaModel::layer(int layer, HiddenStates& states, std::span<const StateSlot
       auto timed = op(ops::mlp_gate_up, OpKind::gemm);
       kernels::linear<T, T>(d.cublas, h, w.gate_up.get<T>(), gate_up,
                             {.m = n, .n = 2 * ffn, .k = dim}, false, d.stream);
+      add_lora(d, w, 4, recursions, adapter, h, dim, gate_up, ffn, n, 0, 2 * ffn);
+      add_lora(d, w, 5, recursions, adapter, h, dim, gate_up + ffn, ffn, n, 0, 2 * ffn);
     }
     {
       auto timed = op(ops::mlp_act, OpKind::elementwise);
@@ -217,6 +264,7 @@ void CudaModel::layer(int layer, HiddenStates& states, std::span<const StateSlot
       auto timed = op(ops::mlp_down, OpKind::gemm);
       kernels::linear<T, float>(d.cublas, act, w.down.get<T>(), x, {.m = n, .n = dim, .k = ffn},
                                 true, d.stream);
+      add_lora(d, w, 6, recursions, adapter, act, ffn, x, dim, n, 0, 0);
     }
   });
   // No wait for the device: the rows go back to their slots, the K/V stays in the pool.
@@ -238,6 +286,7 @@ void CudaModel::kv_only(int layer, const HiddenStates& states,
   const LayerSource source = source_of(layer);
   const LayerOnDevice& w = d.layers[static_cast<std::size_t>(source.unique_layer)];
   const ModelShape& m = config_.shape;
+  const std::int64_t kv_width = Backend::kv_width();
   d.ensure_pool(kv);
   const profiler::SpanShape shape = timed_shape(layer, source.recursion, rows, kv, profile);
   const std::vector<std::int32_t> slots = reserve_rows(rows, kv);
@@ -256,6 +305,7 @@ void CudaModel::kv_only(int layer, const HiddenStates& states,
   const std::size_t state_part = ints.add(state_slots);
   const std::size_t positions_part = ints.add(positions);
   const std::size_t slots_part = ints.add(slots);
+  const std::size_t adapter_part = ints.add(adapters_of(source, rows));
   ints.send(d);
   DeviceOp timed(d, tracer_, profile, shape, ops::kv_only, OpKind::gemm);
   kernels::gather_rows<float>(
@@ -266,9 +316,17 @@ void CudaModel::kv_only(int layer, const HiddenStates& states,
         d.kv_scratch.reserve<T>(static_cast<std::size_t>(kernels::kv_project_scratch(project)));
     T* h = d.h.reserve<T>(static_cast<std::size_t>(n * m.d_model));
     kernels::rms_norm(x, w.attn_norm.get(), h, n, m.d_model, config_.rms_eps, d.stream);
-    kernels::kv_project<T>(d.cublas, h, w.qkv.get<T>(), ints.at(positions_part),
-                           ints.at(slots_part), scratch, d.pool.get<T>(), d.pool_positions.get(),
-                           project, d.stream);
+    // K|V per row, the k and v adapters added before rotary (as the CPU's projection does).
+    kernels::kv_project_gemm<T>(d.cublas, h, w.qkv.get<T>(), scratch, project, d.stream);
+    if (w.has_lora) {
+      const std::int32_t* adapter = ints.at(adapter_part);
+      const int recursions = m.depth.recursions;
+      add_lora(d, w, 1, recursions, adapter, h, m.d_model, scratch, kv_width, n, 0, 2 * kv_width);
+      add_lora(d, w, 2, recursions, adapter, h, m.d_model, scratch + kv_width, kv_width, n, 0,
+               2 * kv_width);
+    }
+    kernels::kv_project_store<T>(ints.at(positions_part), ints.at(slots_part), scratch,
+                                 d.pool.get<T>(), d.pool_positions.get(), project, d.stream);
   });
 }
 

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstring>
 #include <optional>
 #include <stdexcept>
@@ -42,6 +43,43 @@ std::vector<float> stacked(std::initializer_list<const Matrix*> parts) {
   return out;
 }
 
+// Every recursion's adapter of linear `linear` in shared-block layer `j` (0-based within the
+// block), packed for kernels::lora_add; max_rank 0 when no recursion has one.
+LoraOnDevice lora_of(const ModelWeights& weights, int recursions, std::size_t j, std::size_t linear,
+                     kernels::Dtype storage) {
+  std::vector<float> a, b;
+  std::vector<std::int32_t> a_offsets, b_offsets, ranks;
+  LoraOnDevice out;
+  for (std::size_t r = 0; r < static_cast<std::size_t>(recursions); ++r) {
+    a_offsets.push_back(static_cast<std::int32_t>(a.size()));
+    b_offsets.push_back(static_cast<std::int32_t>(b.size()));
+    const LinearLora* lora = nullptr;
+    if (r < weights.lora.size() && j < weights.lora[r].layers.size())
+      lora = &weights.lora[r].layers[j][linear];
+    if (lora == nullptr || lora->a.rows() == 0) {
+      ranks.push_back(0);
+      continue;
+    }
+    a.insert(a.end(), lora->a.data(), lora->a.data() + lora->a.size());
+    b.insert(b.end(), lora->b.data(), lora->b.data() + lora->b.size());
+    ranks.push_back(static_cast<std::int32_t>(lora->a.rows()));
+    out.max_rank = std::max<std::int64_t>(out.max_rank, lora->a.rows());
+    if (a.size() > static_cast<std::size_t>(INT32_MAX) ||
+        b.size() > static_cast<std::size_t>(INT32_MAX)) {
+      throw std::length_error("LoRA adapters of one linear beyond 2^31 elements");
+    }
+  }
+  if (out.max_rank == 0)
+    return out;
+  out.a.upload(a, storage);
+  out.b.upload(b, storage);
+  std::vector<std::int32_t> table = a_offsets;
+  table.insert(table.end(), b_offsets.begin(), b_offsets.end());
+  table.insert(table.end(), ranks.begin(), ranks.end());
+  out.table.upload(table);
+  return out;
+}
+
 }  // namespace
 
 CudaModel::CudaModel(const ModelConfig& config, const ModelWeights& weights, int device,
@@ -51,12 +89,6 @@ CudaModel::CudaModel(const ModelConfig& config, const ModelWeights& weights, int
     throw InputError({"", 0, 0, "cuda"},
                      expected_found("a CUDA device (--backend cuda)",
                                     "none: " + std::string(kernels::cuda_unavailable_reason())));
-  }
-  if (!weights.lora.empty()) {
-    throw InputError({"", 0, 0, "model"},
-                     expected_found("a model without per-recursion LoRA (the CUDA backend does "
-                                    "not run LoRA yet; use --backend cpu)",
-                                    "LoRA adapters"));
   }
   // Before the Device: its cuBLAS handle belongs to the current device.
   kernels::check_cuda(cudaSetDevice(device), "cudaSetDevice");
@@ -76,6 +108,14 @@ CudaModel::CudaModel(const ModelConfig& config, const ModelWeights& weights, int
     l.o.upload(stacked({&w.wo}), storage);
     l.gate_up.upload(stacked({&w.w_gate, &w.w_up}), storage);
     l.down.upload(stacked({&w.w_down}), storage);
+    const int j = static_cast<int>(d->layers.size()) - 1 - config.shape.depth.prelude_layers;
+    if (!weights.lora.empty() && j >= 0 && j < config.shape.depth.block_layers) {
+      for (std::size_t linear = 0; linear < l.lora.size(); ++linear) {
+        l.lora[linear] = lora_of(weights, config.shape.depth.recursions,
+                                 static_cast<std::size_t>(j), linear, storage);
+        l.has_lora = l.has_lora || l.lora[linear].max_rank > 0;
+      }
+    }
   }
   d->embedding.upload(stacked({&weights.embedding}));
   d->final_norm.upload(span_of(weights.final_norm));

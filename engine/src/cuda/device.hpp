@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -76,12 +77,23 @@ class StorageArray {
   DeviceArray<std::byte> bytes_;
 };
 
+// One linear's per-recursion LoRA: every recursion's adapter packed one after another, and where
+// each starts (kernels::LoraAdapters): `table` holds the A offsets, the B offsets and the ranks,
+// one per recursion each (rank 0: that recursion has no adapter here).
+struct LoraOnDevice {
+  StorageArray a, b;
+  DeviceArray<std::int32_t> table;
+  std::int64_t max_rank = 0;
+};
+
 struct LayerOnDevice {
   DeviceArray<float> attn_norm, mlp_norm;  // fp32: the norms read them in fp32 arithmetic
   StorageArray qkv;                        // [q_dim + 2 kv_width, d_model]
   StorageArray o;                          // [d_model, q_dim]
   StorageArray gate_up;                    // [2 ffn, d_model]
   StorageArray down;                       // [d_model, ffn]
+  std::array<LoraOnDevice, 7> lora;        // q, k, v, o, gate, up, down (shared-block layers)
+  bool has_lora = false;
 };
 
 struct CudaModel::Device {

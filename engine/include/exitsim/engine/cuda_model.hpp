@@ -29,9 +29,8 @@ class DeviceStates;
 // end so that its host span is its device time.
 class CudaModel final : public Backend {
  public:
-  // Uploads the weights to device `device`. Throws InputError (field "cuda") when there is no
-  // usable device, and (field "model") for what this backend does not run yet: LoRA.
-  // `storage`: what weights, K/V and the matrix products' operands are kept in. fp32 matches the
+  // Uploads the weights (and any per-recursion LoRA) to device `device`. Throws InputError
+  // (field "cuda") when there is no usable device. `storage`: what weights, K/V and the matrix products' operands are kept in. fp32 matches the
   // CPU backend to float rounding (token parity); fp16/bf16 halve the bytes a decode step moves,
   // with the residual stream, norms, softmax and every accumulation still fp32.
   CudaModel(const ModelConfig& config, const ModelWeights& weights, int device = 0,

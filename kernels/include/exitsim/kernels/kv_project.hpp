@@ -37,4 +37,15 @@ void kv_project(const CublasHandle& handle, const T* h, const T* w_qkv,
                 std::int32_t* pool_positions, const KvProjectShape& shape,
                 cudaStream_t stream = nullptr);
 
+// kv_project's two halves, for a caller that adds to K|V between them (per-recursion LoRA on the
+// k and v projections): the K|V product into scratch ([rows, 2 kv_width], K then V per row), then
+// rotary on K and the pool write. Both validate `shape` as kv_project does.
+template <StorageType T>
+void kv_project_gemm(const CublasHandle& handle, const T* h, const T* w_qkv, T* scratch,
+                     const KvProjectShape& shape, cudaStream_t stream = nullptr);
+template <StorageType T>
+void kv_project_store(const std::int32_t* positions, const std::int32_t* slots, T* scratch, T* pool,
+                      std::int32_t* pool_positions, const KvProjectShape& shape,
+                      cudaStream_t stream = nullptr);
+
 }  // namespace exitsim::kernels
