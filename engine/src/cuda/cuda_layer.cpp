@@ -188,16 +188,11 @@ void CudaModel::layer(int layer, HiddenStates& states, std::span<const StateSlot
     }
     {
       auto timed = op(ops::rotary, OpKind::elementwise);
+      // q and k are adjacent in a q|k|v row and share head_dim: their n_heads + n_kv_heads
+      // heads rotate in one launch.
       kernels::rotary<T>(qkv, positions,
                          {.rows = n,
-                          .heads = m.n_heads,
-                          .head_dim = m.head_dim,
-                          .row_stride = qkv_width,
-                          .theta = config_.rope_theta},
-                         d.stream);
-      kernels::rotary<T>(qkv + q_dim, positions,
-                         {.rows = n,
-                          .heads = m.n_kv_heads,
+                          .heads = m.n_heads + m.n_kv_heads,
                           .head_dim = m.head_dim,
                           .row_stride = qkv_width,
                           .theta = config_.rope_theta},
