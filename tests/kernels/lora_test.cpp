@@ -37,20 +37,17 @@ TEST(LoraLaunch, OneBlockPerRowWithSharedMemoryForTheLargestRank) {
 
 template <typename Types>
 class LoraKernel : public ::testing::Test {};
-template <typename T, typename Out>
-struct LoraTypes {
-  using storage = T;
-  using output = Out;
-};
 using LoraPairs =
-    ::testing::Types<LoraTypes<float, float>, LoraTypes<__half, __half>, LoraTypes<__half, float>,
-                     LoraTypes<__nv_bfloat16, __nv_bfloat16>, LoraTypes<__nv_bfloat16, float>>;
+    ::testing::Types<testing::StoragePair<float, float>, testing::StoragePair<__half, __half>,
+                     testing::StoragePair<__half, float>,
+                     testing::StoragePair<__nv_bfloat16, __nv_bfloat16>,
+                     testing::StoragePair<__nv_bfloat16, float>>;
 TYPED_TEST_SUITE(LoraKernel, LoraPairs);
 
 // Rows with different adapters (one of rank 0, one row with none), strided rows, against the
 // CPU engine's y += B (A x).
 TYPED_TEST(LoraKernel, AddsEachRowsAdapterAsTheCpuDoes) {
-  using T = typename TypeParam::storage;
+  using T = typename TypeParam::input;
   using Out = typename TypeParam::output;
   if (!cuda_device_available())
     GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason();

@@ -109,14 +109,9 @@ TEST(RmsNormKernel, MatchesTheCpuReference) {
 // matrix products, and half rows normalized in place.
 template <typename Types>
 class RmsNormStorage : public ::testing::Test {};
-template <typename In, typename Out>
-struct NormTypes {
-  using input = In;
-  using output = Out;
-};
-using NormPairs =
-    ::testing::Types<NormTypes<float, __half>, NormTypes<float, __nv_bfloat16>,
-                     NormTypes<__half, __half>, NormTypes<__nv_bfloat16, __nv_bfloat16>>;
+using NormPairs = ::testing::Types<
+    testing::StoragePair<float, __half>, testing::StoragePair<float, __nv_bfloat16>,
+    testing::StoragePair<__half, __half>, testing::StoragePair<__nv_bfloat16, __nv_bfloat16>>;
 TYPED_TEST_SUITE(RmsNormStorage, NormPairs);
 
 TYPED_TEST(RmsNormStorage, MatchesTheCpuReferenceWithinTheOutputsRounding) {

@@ -311,14 +311,8 @@ void CudaModel::sync_kv(KvCache& kv) const {
                                         cudaMemcpyDeviceToHost, d.stream),
                         "cudaMemcpyAsync (K/V pool to host)");
     d.sync("cudaStreamSynchronize (K/V pool)");
-    for (std::size_t i = 0; i < host.size(); ++i) {
-      if constexpr (std::is_same_v<T, float>)
-        values[i] = host[i];
-      else if constexpr (std::is_same_v<T, __half>)
-        values[i] = __half2float(host[i]);
-      else
-        values[i] = __bfloat162float(host[i]);
-    }
+    std::transform(host.begin(), host.end(), values.begin(),
+                   [](T v) { return static_cast<float>(v); });
   });
 }
 

@@ -59,15 +59,8 @@ class StorageArray {
   // Host floats rounded to `dtype` (to nearest even) and uploaded: weights, once.
   void upload(std::span<const float> host, kernels::Dtype dtype) {
     with_storage(dtype, [&]<typename T>(std::type_identity<T>) {
-      std::vector<T> converted(host.size());
-      for (std::size_t i = 0; i < host.size(); ++i) {
-        if constexpr (std::is_same_v<T, float>)
-          converted[i] = host[i];
-        else if constexpr (std::is_same_v<T, __half>)
-          converted[i] = __float2half_rn(host[i]);
-        else
-          converted[i] = __float2bfloat16_rn(host[i]);
-      }
+      // __half's and __nv_bfloat16's converting constructors round to nearest even.
+      std::vector<T> converted(host.begin(), host.end());
       const auto* bytes = reinterpret_cast<const std::byte*>(converted.data());
       bytes_.upload({bytes, converted.size() * sizeof(T)});
     });

@@ -45,6 +45,13 @@ class DeviceBuffer {
   T* data_ = nullptr;
 };
 
+// The element types of a kernel that reads one storage type and writes another, for typed tests.
+template <StorageType In, StorageType Out>
+struct StoragePair {
+  using input = In;
+  using output = Out;
+};
+
 inline void synchronize() {
   check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
 }
