@@ -126,7 +126,9 @@ Matrix logits_through_layers(const Backend& model, std::span<const std::int32_t>
   const std::unique_ptr<HiddenStates> states = model.make_states();
   const HeldStates spacer(*states, 3);
   const HeldStates x(*states, n);
-  KvCache kv(model.kv_width(), 4, 2 * model.executed_layers() + 2);
+  // Every layer keeps its own stream of all n rows.
+  const auto blocks_per_stream = static_cast<std::int64_t>((n + 3) / 4);
+  KvCache kv(model.kv_width(), 4, model.executed_layers() * blocks_per_stream + 2);
   const std::vector<StateSlot> reversed(x.slots().rbegin(), x.slots().rend());
   const std::vector<std::int32_t> reversed_tokens(tokens.rbegin(), tokens.rend());
   model.embed(reversed_tokens, *states, reversed);

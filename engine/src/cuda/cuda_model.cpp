@@ -122,6 +122,9 @@ CudaModel::CudaModel(const ModelConfig& config, const ModelWeights& weights, int
   d->lm_head.upload(stacked({&weights.lm_head}), storage);
   for (const Router& r : weights.routers)
     d->routers.emplace_back(span_of(r.weight));
+  // cudaMemcpy from pageable memory may return before the data lands, and the model's stream
+  // does not wait for the legacy default stream the uploads ran on.
+  kernels::check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize (weights)");
   device_ = std::move(d);
 }
 
@@ -216,6 +219,7 @@ void CudaModel::enqueue_head(const HiddenStates& states, std::span<const StateSl
 
 Matrix CudaModel::logits(const HiddenStates& states, std::span<const StateSlot> slots) const {
   Device& d = *device_;
+  on_device(states).check_held(slots);
   const auto n = static_cast<std::int64_t>(slots.size());
   Matrix out(n, weights_.lm_head.rows());
   if (n == 0)
@@ -239,6 +243,7 @@ Matrix CudaModel::logits(const HiddenStates& states, std::span<const StateSlot> 
 std::vector<Top2Confidence> CudaModel::top2(const HiddenStates& states,
                                             std::span<const StateSlot> slots) const {
   Device& d = *device_;
+  on_device(states).check_held(slots);
   const auto n = static_cast<std::int64_t>(slots.size());
   std::vector<Top2Confidence> out(slots.size());
   if (n == 0)
@@ -272,6 +277,7 @@ std::vector<Top2Confidence> CudaModel::top2(const HiddenStates& states,
 std::vector<double> CudaModel::router_scores(int recursion, const HiddenStates& states,
                                              std::span<const StateSlot> slots) const {
   Device& d = *device_;
+  on_device(states).check_held(slots);
   const Router& router = weights_.routers.at(static_cast<std::size_t>(recursion - 1));
   const auto n = static_cast<std::int64_t>(slots.size());
   std::vector<double> scores(static_cast<std::size_t>(n));

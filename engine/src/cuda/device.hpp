@@ -115,8 +115,13 @@ struct CudaModel::Device {
   PinnedStaging staging;
 
   ~Device() {
-    if (stream != nullptr)
-      cudaStreamDestroy(stream);
+    if (stream == nullptr)
+      return;
+    // Queued copies may still read the pinned staging, and the cuBLAS handle is bound to the
+    // stream: drain it and unbind before the members go. Errors cannot be reported from here.
+    cudaStreamSynchronize(stream);
+    cublasSetStream(cublas.get(), nullptr);
+    cudaStreamDestroy(stream);
   }
 
   // The host waits for everything enqueued: the staged uploads have all been read.
