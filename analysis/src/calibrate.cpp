@@ -187,20 +187,32 @@ sim::OpFit fit_op(const std::string& name, const std::string& kind,
   // Scale each regime so that it predicts its fitted calls' total time (the mean, not the
   // median). Per regime, because a few huge prefill calls would otherwise set the scale of
   // every small decode call.
+  // A regime whose fit misses its own calls' total by more than k_max_rescale either way is not
+  // a shape worth stretching (near-collinear features, predictions clamped at 0): stretching it
+  // would blow its coefficients up, and prices outside the fitted range with them. It becomes its
+  // calls' mean instead.
+  constexpr double k_max_rescale = 4.0;
   for (sim::OpFit::Regime& regime : fit.regimes) {
     const double low =
         &regime == &fit.regimes.front() ? -1.0 : static_cast<double>(fit.regimes.front().batch_max);
     double measured = 0;
     double predicted = 0;
+    std::int64_t calls = 0;
     for (const OpSample* s : train) {
       if (s->batch > low && s->batch <= static_cast<double>(regime.batch_max)) {
         measured += s->time_us;
         predicted += predict(fit, *s);
+        ++calls;
       }
     }
-    if (predicted > 0 && measured > 0) {
+    if (measured <= 0 || calls == 0)
+      continue;
+    const double ratio = predicted > 0 ? measured / predicted : 0.0;
+    if (ratio >= 1.0 / k_max_rescale && ratio <= k_max_rescale) {
       for (double& c : regime.coefficients)
-        c *= measured / predicted;
+        c *= ratio;
+    } else {
+      regime.coefficients = {measured / static_cast<double>(calls), 0.0, 0.0, 0.0};
     }
   }
   fit.fit_mape = mape(fit, train);

@@ -42,8 +42,10 @@ IterationError compare_iterations(std::span<const TimeNs> engine,
     engine_sum += static_cast<double>(engine[i]);
     simulated_sum += static_cast<double>(simulated[i]);
     if (engine[i] > 0) {
-      errors.push_back(std::abs(static_cast<double>(simulated[i] - engine[i])) /
-                       static_cast<double>(engine[i]));
+      // In double: a wild price must give a wild error, not a signed overflow.
+      errors.push_back(
+          std::abs(static_cast<double>(simulated[i]) - static_cast<double>(engine[i])) /
+          static_cast<double>(engine[i]));
     }
   }
   e.median_ape = nearest_rank(errors, 0.5);

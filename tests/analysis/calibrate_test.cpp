@@ -71,6 +71,22 @@ TEST(FitOp, NeverPredictsNegativeTimes) {
   EXPECT_GE(fit.predict_us(-100, 0), 0.0);
 }
 
+// The relative-error fit follows the many short calls; the one long call would make scaling it
+// to the measured total a 2000x stretch. Such a regime is priced as its calls' mean instead.
+TEST(FitOp, ARegimeItsFitMissesByFarBecomesItsMean) {
+  std::vector<OpSample> samples;
+  for (int b = 1; b <= 12; ++b)
+    samples.push_back({double(b), 0, b == 6 ? 10000.0 : 0.05});
+  const sim::OpFit fit = fit_op("mlp.down", "gemm", samples, {});
+  ASSERT_EQ(fit.regimes.size(), 1U);
+  ASSERT_EQ(fit.samples, 10);  // the 5th and 10th calls are held out
+  const auto& c = fit.regimes[0].coefficients;
+  EXPECT_NEAR(c[0], (10000.0 + 9 * 0.05) / 10, 1e-9);
+  EXPECT_EQ(c[1], 0.0);
+  EXPECT_EQ(c[2], 0.0);
+  EXPECT_EQ(c[3], 0.0);
+}
+
 // A twelve-step trace of a one-layer model with every op the calibrated model prices;
 // `with_waits`: the engine also waits for arrivals before the first step and after odd steps.
 std::string write_trace(const TempDir& dir, const std::string& sub, const std::string& hardware,

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <vector>
 
 namespace exitsim::analysis {
@@ -29,6 +30,14 @@ TEST(CompareIterations, SkipsIterationsMeasuredAsZero) {
   const IterationError e = compare_iterations(engine, simulated);
   EXPECT_NEAR(e.median_ape, 0.1, 1e-12);
   EXPECT_NEAR(e.p90_ape, 0.1, 1e-12);
+}
+
+TEST(CompareIterations, AWildPriceGivesAWildErrorNotAnOverflow) {
+  const std::vector<TimeNs> engine = {3'000'000'000, 100};
+  const std::vector<TimeNs> simulated = {std::numeric_limits<TimeNs>::min(), 100};
+  const IterationError e = compare_iterations(engine, simulated);
+  EXPECT_GT(e.p90_ape, 1e9);
+  EXPECT_EQ(e.median_ape, 0.0);
 }
 
 TEST(CompareRuns, ReportsThroughputAndLatencyPercentiles) {
