@@ -46,14 +46,19 @@ Matrix softmax_rows(const Eigen::Ref<const Matrix>& logits) {
   return p;
 }
 
-Top2Confidence top2_confidence(std::span<const float> logits) {
-  if (logits.empty())
-    throw std::invalid_argument("top2_confidence: empty logits");
+std::int64_t argmax(std::span<const float> logits) {
   std::size_t top1 = 0;
   for (std::size_t i = 1; i < logits.size(); ++i) {
     if (logits[i] > logits[top1])
       top1 = i;
   }
+  return static_cast<std::int64_t>(top1);
+}
+
+Top2Confidence top2_confidence(std::span<const float> logits) {
+  if (logits.empty())
+    throw std::invalid_argument("top2_confidence: empty logits");
+  const auto top1 = static_cast<std::size_t>(argmax(logits));
   const double max = logits[top1];
   if (max == -std::numeric_limits<double>::infinity()) {
     throw std::invalid_argument("top2_confidence: every logit is -inf");

@@ -50,7 +50,7 @@ TEST(BackendSlots, LayerCallsOnScatteredSlotsMatchTheReferenceForwardPass) {
   ASSERT_EQ(got.rows(), want.rows());
   EXPECT_LT((got - want).cwiseAbs().maxCoeff(), 1e-4f * std::max(1.0f, want.cwiseAbs().maxCoeff()));
 
-  const std::vector<Top2Confidence> top = model.top2(*states, x.slots());
+  const std::vector<Top2Confidence> top = model.top2(*states, x.slots(), true);
   ASSERT_EQ(top.size(), n);
   for (std::size_t t = 0; t < n; ++t) {
     const Top2Confidence from_logits = top2_confidence(

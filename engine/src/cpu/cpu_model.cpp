@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 #include "exitsim/traces/engine_ops.hpp"
@@ -253,12 +254,16 @@ Matrix CpuModel::logits(const HiddenStates& states, std::span<const StateSlot> s
 }
 
 std::vector<Top2Confidence> CpuModel::top2(const HiddenStates& states,
-                                           std::span<const StateSlot> slots) const {
+                                           std::span<const StateSlot> slots,
+                                           bool probabilities) const {
   const Matrix all = logits(states, slots);
-  std::vector<Top2Confidence> out;
-  out.reserve(slots.size());
-  for (Eigen::Index r = 0; r < all.rows(); ++r)
-    out.push_back(top2_confidence({all.row(r).data(), static_cast<std::size_t>(all.cols())}));
+  std::vector<Top2Confidence> out(slots.size());
+  constexpr float unknown = std::numeric_limits<float>::quiet_NaN();
+  for (Eigen::Index r = 0; r < all.rows(); ++r) {
+    const std::span<const float> row(all.row(r).data(), static_cast<std::size_t>(all.cols()));
+    out[static_cast<std::size_t>(r)] =
+        probabilities ? top2_confidence(row) : Top2Confidence{argmax(row), unknown, unknown};
+  }
   return out;
 }
 

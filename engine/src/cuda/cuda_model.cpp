@@ -240,8 +240,11 @@ Matrix CudaModel::logits(const HiddenStates& states, std::span<const StateSlot> 
   return out;
 }
 
+// The fused kernel computes the probabilities whether asked or not: they cost it one more pass
+// over logits it already reads.
 std::vector<Top2Confidence> CudaModel::top2(const HiddenStates& states,
-                                            std::span<const StateSlot> slots) const {
+                                            std::span<const StateSlot> slots,
+                                            bool /*probabilities*/) const {
   Device& d = *device_;
   on_device(states).check_held(slots);
   const auto n = static_cast<std::int64_t>(slots.size());

@@ -160,7 +160,8 @@ void Engine::Loop::decode_pass(std::span<Sequence* const> seqs) {
           probe_seqs.push_back(seqs[i]);
           probe_positions.push_back(positions[i]);
         }
-        const HeadOutput probe = head(probe_slots, probe_seqs, probe_positions, true, false);
+        const HeadOutput probe = head(probe_slots, probe_seqs, probe_positions, true,
+                                      {.probabilities = feed_ == ExitFeed::confidence});
         for (std::size_t k = 0; k < probed.size(); ++k) {
           const std::size_t i = probed[k];
           if (feed_ == ExitFeed::oracle) {
@@ -215,7 +216,7 @@ void Engine::Loop::decode_pass(std::span<Sequence* const> seqs) {
                                             exit_depths_[static_cast<std::size_t>(exits[i])],
                                             true});
   }
-  const HeadOutput out = head(exit_hidden.slots(), seqs, positions, false, logits_wanted());
+  const HeadOutput out = head(exit_hidden.slots(), seqs, positions, false, emission_wants());
   auto timed = span(traces::engine_ops::sampling, traces::OpKind::sampling,
                     static_cast<std::int64_t>(n), -1);
   for (std::size_t i = 0; i < n; ++i) {

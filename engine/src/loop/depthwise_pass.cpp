@@ -38,7 +38,7 @@ void Engine::Loop::decide_in_flight(std::span<Sequence* const> in_block,
   const int prelude = model_.depth().prelude_layers;
   const int block = model_.depth().block_layers;
   if (feed_ == ExitFeed::confidence) {
-    const HeadOutput probe = head(states, seqs, positions, true, false);
+    const HeadOutput probe = head(states, seqs, positions, true, {.probabilities = true});
     for (std::size_t k = 0; k < deciding.size(); ++k) {
       const int point = point_at_depth(prelude + recursion_of[deciding[k]] * block);
       seqs[k]->flight_scores[static_cast<std::size_t>(point)] = confidence_of(probe.top[k]);
@@ -193,7 +193,7 @@ void Engine::Loop::depthwise_pass(std::span<Sequence* const> seqs) {
   std::vector<StateSlot> states;
   for (const Sequence* s : heads)
     states.push_back(s->flight[0]);
-  const HeadOutput out = head(states, heads, head_positions, false, logits_wanted());
+  const HeadOutput out = head(states, heads, head_positions, false, emission_wants());
   auto timed = span(traces::engine_ops::sampling, traces::OpKind::sampling,
                     static_cast<std::int64_t>(heads.size()), -1);
   for (std::size_t i = 0; i < heads.size(); ++i) {

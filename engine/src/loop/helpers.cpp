@@ -40,7 +40,8 @@ void Engine::Loop::run_layer(int layer, std::span<const StateSlot> slots,
 
 HeadOutput Engine::Loop::head(std::span<const StateSlot> slots,
                               std::span<Sequence* const> sequences,
-                              std::span<const std::int32_t> positions, bool probe, bool logits) {
+                              std::span<const std::int32_t> positions, bool probe,
+                              HeadWants wants) {
   const DepthStructure& depth = model_.depth();
   const int first_coda = depth.stacked_depth();
   HeldStates coda;
@@ -57,25 +58,29 @@ HeadOutput Engine::Loop::head(std::span<const StateSlot> slots,
     }
     run_layer(first_coda + c, slots, rows);
   }
-  return lm_head(slots, probe ? traces::engine_ops::probe : traces::engine_ops::lm_head, logits);
+  return lm_head(slots, probe ? traces::engine_ops::probe : traces::engine_ops::lm_head, wants);
 }
 
 HeadOutput Engine::Loop::lm_head(std::span<const StateSlot> slots, std::string_view name,
-                                 bool logits) {
+                                 HeadWants wants) {
   auto timed = span(name, traces::OpKind::lm_head, static_cast<std::int64_t>(slots.size()), -1);
   HeadOutput out;
-  if (!logits) {
-    out.top = model_.top2(*states_, slots);
+  if (!wants.logits) {
+    out.top = model_.top2(*states_, slots, wants.probabilities);
     return out;
   }
   out.logits = model_.logits(*states_, slots);
-  for (Eigen::Index r = 0; r < out.logits.rows(); ++r)
-    out.top.push_back(top2_confidence(out.logits_of(static_cast<std::size_t>(r))));
+  constexpr float unknown = std::numeric_limits<float>::quiet_NaN();
+  for (std::size_t r = 0; r < slots.size(); ++r) {
+    const std::span<const float> row = out.logits_of(r);
+    out.top.push_back(wants.probabilities ? top2_confidence(row)
+                                          : Top2Confidence{argmax(row), unknown, unknown});
+  }
   return out;
 }
 
-bool Engine::Loop::logits_wanted() const {
-  return options_.temperature > 0 || static_cast<bool>(options_.observer.on_logits);
+HeadWants Engine::Loop::emission_wants() const {
+  return {.logits = options_.temperature > 0 || static_cast<bool>(options_.observer.on_logits)};
 }
 
 std::int32_t Engine::Loop::sample(Sequence& s, const HeadOutput& head, std::size_t row) {
@@ -181,7 +186,7 @@ Correction Engine::Loop::check_filled(Sequence& s) {
   }
   // Through the coda as probes (their K/V is there already), but the corrected token's logits
   // go to the observers like any emitted token's.
-  const HeadOutput out = head(slots, owners, positions, true, logits_wanted());
+  const HeadOutput out = head(slots, owners, positions, true, emission_wants());
   Correction first;
   for (std::size_t k = 0; k < pending.size(); ++k) {
     const auto best = static_cast<std::int32_t>(out.top[k].top1_index);

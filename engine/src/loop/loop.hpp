@@ -38,6 +38,13 @@ struct Correction {
 // What the head computed for its rows: each row's argmax and confidences, and the logits
 // themselves only when something reads them (sampling at a temperature, an on_logits observer):
 // a GPU backend then moves a few bytes per row to the host instead of a vocabulary's worth.
+// What a head's caller reads: the logits (HeadOutput) and the top-2 probabilities, or neither
+// (greedy decoding reads only the argmax).
+struct HeadWants {
+  bool logits = false;
+  bool probabilities = false;
+};
+
 struct HeadOutput {
   Matrix logits;  // no rows unless asked for
   std::vector<Top2Confidence> top;
@@ -116,13 +123,13 @@ class Engine::Loop {
   void run_layer(int layer, std::span<const StateSlot> slots, std::span<const LayerRow> rows);
   // Coda layers (writing their K/V unless `probe`), final norm and LM head over copies of the
   // states in `slots` (which keep their contents).
-  // With `logits`, the output carries them (see HeadOutput; emitted tokens want them when
-  // logits_wanted(), probes never).
   HeadOutput head(std::span<const StateSlot> slots, std::span<Sequence* const> sequences,
-                  std::span<const std::int32_t> positions, bool probe, bool logits);
+                  std::span<const std::int32_t> positions, bool probe, HeadWants wants);
   // Final norm and LM head over the states, as the head span `name`.
-  HeadOutput lm_head(std::span<const StateSlot> slots, std::string_view name, bool logits);
-  bool logits_wanted() const;
+  HeadOutput lm_head(std::span<const StateSlot> slots, std::string_view name, HeadWants wants);
+  // What an emitted token's head is asked for: logits when something reads them (sampling at a
+  // temperature, an on_logits observer).
+  HeadWants emission_wants() const;
   std::int32_t sample(Sequence& s, const HeadOutput& head, std::size_t row);
   double confidence_of(const Top2Confidence& top) const;
   // Recursion r's router scores for the rows of x, as a router span.

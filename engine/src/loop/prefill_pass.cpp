@@ -63,7 +63,7 @@ void Engine::Loop::prefill_pass(std::span<Sequence* const> sequences,
   }
   if (emitting.empty())
     return;
-  const HeadOutput out = lm_head(last_rows, traces::engine_ops::lm_head, logits_wanted());
+  const HeadOutput out = lm_head(last_rows, traces::engine_ops::lm_head, emission_wants());
   const int full = static_cast<int>(exit_depths_.size()) - 1;
   auto timed = span(traces::engine_ops::sampling, traces::OpKind::sampling,
                     static_cast<std::int64_t>(emitting.size()), -1);

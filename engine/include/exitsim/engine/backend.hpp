@@ -98,8 +98,11 @@ class Backend {
   virtual Matrix logits(const HiddenStates& states, std::span<const StateSlot> slots) const = 0;
   // Final norm, LM head and each row's top-2 summary (argmax, its probability, the margin over
   // the runner-up) — what greedy decoding and confidence exits read — without the logits.
+  // Without `probabilities` only the argmax is needed: a backend may leave the two
+  // probabilities NaN rather than compute the softmax.
   virtual std::vector<Top2Confidence> top2(const HiddenStates& states,
-                                           std::span<const StateSlot> slots) const = 0;
+                                           std::span<const StateSlot> slots,
+                                           bool probabilities) const = 0;
   // Recursion r's router score (1-based r) for the state in each slot, in [0, 1].
   virtual std::vector<double> router_scores(int recursion, const HiddenStates& states,
                                             std::span<const StateSlot> slots) const = 0;

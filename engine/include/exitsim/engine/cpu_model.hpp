@@ -43,8 +43,8 @@ class CpuModel final : public Backend {
                std::span<const LayerRow> rows, KvCache& kv,
                const OpProfile& profile = {}) const override;
   Matrix logits(const HiddenStates& states, std::span<const StateSlot> slots) const override;
-  std::vector<Top2Confidence> top2(const HiddenStates& states,
-                                   std::span<const StateSlot> slots) const override;
+  std::vector<Top2Confidence> top2(const HiddenStates& states, std::span<const StateSlot> slots,
+                                   bool probabilities) const override;
   // A linear score squashed by a sigmoid, as in Mixture-of-Recursions' expert choice.
   std::vector<double> router_scores(int recursion, const HiddenStates& states,
                                     std::span<const StateSlot> slots) const override;

@@ -33,6 +33,9 @@ struct Top2Confidence {
 // Computed without materialising the softmax: p_i = exp(l_i - max) / sum_j exp(l_j - max).
 // Throws std::invalid_argument for empty logits or all -inf.
 Top2Confidence top2_confidence(std::span<const float> logits);
+// The lowest index of the largest logit: greedy decoding's choice, without the softmax's
+// exponentials (a vocabulary's worth per row). 0 for empty logits.
+std::int64_t argmax(std::span<const float> logits);
 
 // Rows of the embedding table for the tokens. Throws std::out_of_range for an id outside it.
 Matrix embed_rows(const Matrix& embedding, std::span<const std::int32_t> tokens);

@@ -30,9 +30,10 @@ class DeviceStates;
 class CudaModel final : public Backend {
  public:
   // Uploads the weights (and any per-recursion LoRA) to device `device`. Throws InputError
-  // (field "cuda") when there is no usable device. `storage`: what weights, K/V and the matrix products' operands are kept in. fp32 matches the
-  // CPU backend to float rounding (token parity); fp16/bf16 halve the bytes a decode step moves,
-  // with the residual stream, norms, softmax and every accumulation still fp32.
+  // (field "cuda") when there is no usable device. `storage`: what weights, K/V and the matrix
+  // products' operands are kept in. fp32 matches the CPU backend to float rounding (token parity);
+  // fp16/bf16 halve the bytes a decode step moves, with the residual stream, norms, softmax and
+  // every accumulation still fp32.
   CudaModel(const ModelConfig& config, const ModelWeights& weights, int device = 0,
             kernels::Dtype storage = kernels::Dtype::fp32);
   ~CudaModel() override;
@@ -57,8 +58,8 @@ class CudaModel final : public Backend {
                std::span<const LayerRow> rows, KvCache& kv,
                const OpProfile& profile = {}) const override;
   Matrix logits(const HiddenStates& states, std::span<const StateSlot> slots) const override;
-  std::vector<Top2Confidence> top2(const HiddenStates& states,
-                                   std::span<const StateSlot> slots) const override;
+  std::vector<Top2Confidence> top2(const HiddenStates& states, std::span<const StateSlot> slots,
+                                   bool probabilities) const override;
   std::vector<double> router_scores(int recursion, const HiddenStates& states,
                                     std::span<const StateSlot> slots) const override;
   void sync_kv(KvCache& kv) const override;
