@@ -55,6 +55,13 @@ std::int64_t argmax(std::span<const float> logits) {
   return static_cast<std::int64_t>(top1);
 }
 
+Top2Confidence head_summary(std::span<const float> logits, bool probabilities) {
+  if (probabilities)
+    return top2_confidence(logits);
+  constexpr float unknown = std::numeric_limits<float>::quiet_NaN();
+  return {.top1_index = argmax(logits), .top1_prob = unknown, .margin = unknown};
+}
+
 Top2Confidence top2_confidence(std::span<const float> logits) {
   if (logits.empty())
     throw std::invalid_argument("top2_confidence: empty logits");

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/support/layer_calls.hpp"
 #include "exitsim/core/error.hpp"
 #include "exitsim/engine/cpu_model.hpp"
 #include "exitsim/engine/engine.hpp"
@@ -119,31 +120,11 @@ TEST_F(CudaModelTest, HiddenStatesMoveBetweenTheHostAndDeviceSlots) {
   EXPECT_THROW(gpu.logits(*cpu.make_states(), {}), std::logic_error);
 }
 
-// Logits after every executed layer over a prompt, run as the loop runs them: states in slots
-// interleaved with others (so every call gathers and scatters), embedded in reverse slot order.
+// Logits after every executed layer over a prompt, run as the loop runs them
+// (test_support::run_layer_calls).
 Matrix logits_through_layers(const Backend& model, std::span<const std::int32_t> tokens) {
-  const auto n = tokens.size();
-  const std::unique_ptr<HiddenStates> states = model.make_states();
-  const HeldStates spacer(*states, 3);
-  const HeldStates x(*states, n);
-  // Every layer keeps its own stream of all n rows.
-  const auto blocks_per_stream = static_cast<std::int64_t>((n + 3) / 4);
-  KvCache kv(model.kv_width(), 4, model.executed_layers() * blocks_per_stream + 2);
-  const std::vector<StateSlot> reversed(x.slots().rbegin(), x.slots().rend());
-  const std::vector<std::int32_t> reversed_tokens(tokens.rbegin(), tokens.rend());
-  model.embed(reversed_tokens, *states, reversed);
-  for (int layer = 0; layer < model.executed_layers(); ++layer) {
-    const int stream = kv.open_stream();  // every layer keeps its own K/V
-    std::vector<LayerRow> rows(n);
-    for (std::size_t t = 0; t < n; ++t) {
-      rows[t] = {.position = static_cast<std::int32_t>(t),
-                 .read_stream = stream,
-                 .write_stream = stream,
-                 .chunk = 0};
-    }
-    model.layer(layer, *states, x.slots(), rows, kv);
-  }
-  return model.logits(*states, x.slots());
+  const test_support::LayerCallRun run = test_support::run_layer_calls(model, tokens);
+  return model.logits(*run.states, run.x.slots());
 }
 
 const std::vector<std::int32_t> k_prompt{84, 104, 101, 32, 108, 111, 114, 100, 32,  105, 115,

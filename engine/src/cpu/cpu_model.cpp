@@ -257,12 +257,11 @@ std::vector<Top2Confidence> CpuModel::top2(const HiddenStates& states,
                                            std::span<const StateSlot> slots,
                                            bool probabilities) const {
   const Matrix all = logits(states, slots);
-  std::vector<Top2Confidence> out(slots.size());
-  constexpr float unknown = std::numeric_limits<float>::quiet_NaN();
+  std::vector<Top2Confidence> out;
+  out.reserve(slots.size());
   for (Eigen::Index r = 0; r < all.rows(); ++r) {
-    const std::span<const float> row(all.row(r).data(), static_cast<std::size_t>(all.cols()));
-    out[static_cast<std::size_t>(r)] =
-        probabilities ? top2_confidence(row) : Top2Confidence{argmax(row), unknown, unknown};
+    out.push_back(
+        head_summary({all.row(r).data(), static_cast<std::size_t>(all.cols())}, probabilities));
   }
   return out;
 }

@@ -28,14 +28,11 @@ using traces::OpKind;
 // (sync_kv copies them back). Rows that keep no K/V (probes, shared K/V) get slot -1, which
 // kv_write skips.
 std::vector<std::int32_t> reserve_rows(std::span<const LayerRow> rows, KvCache& kv) {
-  const std::vector<float> zeros(static_cast<std::size_t>(kv.kv_width()), 0.0f);
   std::vector<std::int32_t> slots(rows.size(), -1);
   for (std::size_t r = 0; r < rows.size(); ++r) {
-    if (rows[r].write_stream < 0 || rows[r].probe)
-      continue;
-    kv.append(rows[r].write_stream, rows[r].position, zeros, zeros);
-    const std::int64_t row = kv.rows(rows[r].write_stream) - 1;
-    slots[r] = static_cast<std::int32_t>(kv.slot(rows[r].write_stream, row));
+    if (rows[r].write_stream >= 0 && !rows[r].probe) {
+      slots[r] = static_cast<std::int32_t>(kv.append_row(rows[r].write_stream, rows[r].position));
+    }
   }
   return slots;
 }

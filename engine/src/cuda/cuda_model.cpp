@@ -187,11 +187,10 @@ void CudaModel::embed(std::span<const std::int32_t> tokens, HiddenStates& states
       {.count = n, .width = dim, .src_rows = n, .dst_rows = hidden.capacity()}, d.stream);
 }
 
-// The states' rows gathered into the scratch rows x: what the head and the routers read.
-const float* CudaModel::gather(const HiddenStates& states, std::span<const StateSlot> slots) const {
+// The states' rows gathered into the scratch rows x: what the head and the routers read. The
+// caller has checked the slots.
+const float* CudaModel::gather(const DeviceStates& hidden, std::span<const StateSlot> slots) const {
   Device& d = *device_;
-  const DeviceStates& hidden = on_device(states);
-  hidden.check_held(slots);
   const auto n = static_cast<std::int64_t>(slots.size());
   const std::int64_t dim = config_.shape.d_model;
   float* x = d.x.reserve(static_cast<std::size_t>(n * dim));
@@ -202,12 +201,12 @@ const float* CudaModel::gather(const HiddenStates& states, std::span<const State
 }
 
 // Final norm and LM head over the states into d.logits (vocab floats per row), enqueued.
-void CudaModel::enqueue_head(const HiddenStates& states, std::span<const StateSlot> slots) const {
+void CudaModel::enqueue_head(const DeviceStates& hidden, std::span<const StateSlot> slots) const {
   Device& d = *device_;
   const auto n = static_cast<std::int64_t>(slots.size());
   const std::int64_t dim = config_.shape.d_model;
   const std::int64_t vocab = weights_.lm_head.rows();
-  const float* x = gather(states, slots);
+  const float* x = gather(hidden, slots);
   float* logits = d.logits.reserve(static_cast<std::size_t>(n * vocab));
   with_storage(d.dtype, [&]<typename T>(std::type_identity<T>) {
     T* h = d.h.reserve<T>(static_cast<std::size_t>(n * dim));
@@ -219,7 +218,8 @@ void CudaModel::enqueue_head(const HiddenStates& states, std::span<const StateSl
 
 Matrix CudaModel::logits(const HiddenStates& states, std::span<const StateSlot> slots) const {
   Device& d = *device_;
-  on_device(states).check_held(slots);
+  const DeviceStates& hidden = on_device(states);
+  hidden.check_held(slots);
   const auto n = static_cast<std::int64_t>(slots.size());
   Matrix out(n, weights_.lm_head.rows());
   if (n == 0)
@@ -228,7 +228,7 @@ Matrix CudaModel::logits(const HiddenStates& states, std::span<const StateSlot> 
   {
     // The loop times the head as a host span ("lm_head"); the label attributes its kernels.
     const DeviceOp label(d, tracer_, {}, shape, "lm_head.kernels", traces::OpKind::lm_head);
-    enqueue_head(states, slots);
+    enqueue_head(hidden, slots);
   }
   // The decision the loop takes on these logits is where the host waits for the device.
   const DeviceOp wait(d, tracer_, {}, shape, ops::host_sync, traces::OpKind::memcpy);
@@ -246,7 +246,8 @@ std::vector<Top2Confidence> CudaModel::top2(const HiddenStates& states,
                                             std::span<const StateSlot> slots,
                                             bool /*probabilities*/) const {
   Device& d = *device_;
-  on_device(states).check_held(slots);
+  const DeviceStates& hidden = on_device(states);
+  hidden.check_held(slots);
   const auto n = static_cast<std::int64_t>(slots.size());
   std::vector<Top2Confidence> out(slots.size());
   if (n == 0)
@@ -258,7 +259,7 @@ std::vector<Top2Confidence> CudaModel::top2(const HiddenStates& states,
   auto* indices = reinterpret_cast<std::int32_t*>(summary);
   {
     const DeviceOp label(d, tracer_, {}, shape, "lm_head.kernels", traces::OpKind::lm_head);
-    enqueue_head(states, slots);
+    enqueue_head(hidden, slots);
     kernels::top2_confidence(d.logits.get(), {.rows = n, .vocab = weights_.lm_head.rows()}, indices,
                              summary + n, summary + 2 * n, d.stream);
   }
@@ -280,7 +281,8 @@ std::vector<Top2Confidence> CudaModel::top2(const HiddenStates& states,
 std::vector<double> CudaModel::router_scores(int recursion, const HiddenStates& states,
                                              std::span<const StateSlot> slots) const {
   Device& d = *device_;
-  on_device(states).check_held(slots);
+  const DeviceStates& hidden = on_device(states);
+  hidden.check_held(slots);
   const Router& router = weights_.routers.at(static_cast<std::size_t>(recursion - 1));
   const auto n = static_cast<std::int64_t>(slots.size());
   std::vector<double> scores(static_cast<std::size_t>(n));
@@ -290,7 +292,7 @@ std::vector<double> CudaModel::router_scores(int recursion, const HiddenStates& 
   float* device_scores = d.scores.reserve(static_cast<std::size_t>(n));
   {
     const DeviceOp label(d, tracer_, {}, shape, "router.kernels", traces::OpKind::router);
-    const float* x = gather(states, slots);
+    const float* x = gather(hidden, slots);
     kernels::router_scores<float>(x, d.routers[static_cast<std::size_t>(recursion - 1)].get(),
                                   router.bias, device_scores,
                                   {.rows = n, .dim = config_.shape.d_model}, d.stream);

@@ -44,6 +44,11 @@ void KvCache::close_stream(int stream) {
 
 void KvCache::append(int stream, std::int32_t position, std::span<const float> key,
                      std::span<const float> value) {
+  append_row(stream, position);
+  set_row(stream, rows(stream) - 1, key, value);
+}
+
+std::int64_t KvCache::append_row(int stream, std::int32_t position) {
   Stream& s = streams_.at(static_cast<std::size_t>(stream));
   if (!s.positions.empty() && position <= s.positions.back()) {
     throw std::logic_error("KvCache: position " + std::to_string(position) + " after " +
@@ -58,7 +63,7 @@ void KvCache::append(int stream, std::int32_t position, std::span<const float> k
     free_.pop_back();
   }
   s.positions.push_back(position);
-  set_row(stream, row, key, value);
+  return slot(stream, row);
 }
 
 void KvCache::truncate_after(int stream, std::int32_t position) {

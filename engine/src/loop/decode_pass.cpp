@@ -32,10 +32,12 @@ void Engine::Loop::decode_pass(std::span<Sequence* const> seqs) {
     last_tokens[i] = seqs[i]->tokens.back();
     positions[i] = static_cast<std::int32_t>(seqs[i]->tokens.size() - 1);
   }
-  // Each token's running state, and the state it had when it left (what its head, its pending
-  // fill and state_copy's K/V start from; batch_sync keeps running the running one).
+  // Each token's running state. Once it leaves, that is its exit state (what its head, its pending
+  // fill and state_copy's K/V start from) — except under batch_sync, which keeps running it: there
+  // the exit state is a copy, in `carried`.
   const HeldStates x(*states_, n);
-  const HeldStates exit_hidden(*states_, n);
+  const HeldStates carried(*states_, carry_exited ? n : 0);
+  std::vector<StateSlot> exit_hidden(x.slots().begin(), x.slots().end());
   {
     auto timed =
         span(traces::engine_ops::embed, traces::OpKind::other, static_cast<std::int64_t>(n), -1);
@@ -55,13 +57,17 @@ void Engine::Loop::decode_pass(std::span<Sequence* const> seqs) {
     score_spans[i] = {scores.data() + i * points, points};
   std::vector<int> chosen(n);
   const auto choose = [&] { call_exit_policy(seqs, score_spans, false, chosen); };
-  // Exit states are copied in one call per decision round, before anything reads or changes them.
+  // batch_sync's exit states are copied in one call per decision round, before the next layer
+  // runs the tokens on.
   std::vector<StateSlot> leaving_from, leaving_to;
   const auto leave = [&](std::size_t i, int point, double score) {
     exits[i] = point;
     decided_score[i] = score;
-    leaving_from.push_back(x[i]);
-    leaving_to.push_back(exit_hidden[i]);
+    if (carry_exited) {
+      exit_hidden[i] = carried[i];
+      leaving_from.push_back(x[i]);
+      leaving_to.push_back(carried[i]);
+    }
     active[i] = 0;
   };
   const auto settle_leaves = [&] {
@@ -183,11 +189,14 @@ void Engine::Loop::decode_pass(std::span<Sequence* const> seqs) {
     if (!any_active() && !copy_state)
       break;
   }
-  for (std::size_t i = 0; i < n; ++i) {
-    if (active[i] != 0)
-      leave(i, last_point, decided_score[i]);
-  }
   settle_leaves();
+  // Who is still running reached the top: its running state is its exit state.
+  for (std::size_t i = 0; i < n; ++i) {
+    if (active[i] != 0) {
+      exits[i] = last_point;
+      active[i] = 0;
+    }
+  }
 
   std::vector<Correction> corrections(n);
   if (defer) {
@@ -216,7 +225,7 @@ void Engine::Loop::decode_pass(std::span<Sequence* const> seqs) {
                                             exit_depths_[static_cast<std::size_t>(exits[i])],
                                             true});
   }
-  const HeadOutput out = head(exit_hidden.slots(), seqs, positions, false, emission_wants());
+  const HeadOutput out = head(exit_hidden, seqs, positions, false, emission_wants());
   auto timed = span(traces::engine_ops::sampling, traces::OpKind::sampling,
                     static_cast<std::int64_t>(n), -1);
   for (std::size_t i = 0; i < n; ++i) {

@@ -44,8 +44,10 @@ HeadOutput Engine::Loop::head(std::span<const StateSlot> slots,
                               HeadWants wants) {
   const DepthStructure& depth = model_.depth();
   const int first_coda = depth.stacked_depth();
+  // A probe's states keep running after it, so its coda runs on copies; an emitting head's states
+  // are done (the next token starts from a fresh embedding).
   HeldStates coda;
-  if (depth.coda_layers > 0) {
+  if (probe && depth.coda_layers > 0) {
     coda = HeldStates(*states_, slots.size());
     states_->copy(slots, coda.slots());
     slots = coda.slots();
@@ -70,12 +72,8 @@ HeadOutput Engine::Loop::lm_head(std::span<const StateSlot> slots, std::string_v
     return out;
   }
   out.logits = model_.logits(*states_, slots);
-  constexpr float unknown = std::numeric_limits<float>::quiet_NaN();
-  for (std::size_t r = 0; r < slots.size(); ++r) {
-    const std::span<const float> row = out.logits_of(r);
-    out.top.push_back(wants.probabilities ? top2_confidence(row)
-                                          : Top2Confidence{argmax(row), unknown, unknown});
-  }
+  for (std::size_t r = 0; r < slots.size(); ++r)
+    out.top.push_back(head_summary(out.logits_of(r), wants.probabilities));
   return out;
 }
 

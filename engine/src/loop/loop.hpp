@@ -121,8 +121,8 @@ class Engine::Loop {
   // Helpers shared by the passes.
   LayerRow row_for(const Sequence& s, int layer, std::int32_t position) const;
   void run_layer(int layer, std::span<const StateSlot> slots, std::span<const LayerRow> rows);
-  // Coda layers (writing their K/V unless `probe`), final norm and LM head over copies of the
-  // states in `slots` (which keep their contents).
+  // Coda layers (writing their K/V unless `probe`), final norm and LM head over the states in
+  // `slots`: a probe's on copies (its states keep their contents), an emitting head's in place.
   HeadOutput head(std::span<const StateSlot> slots, std::span<Sequence* const> sequences,
                   std::span<const std::int32_t> positions, bool probe, HeadWants wants);
   // Final norm and LM head over the states, as the head span `name`.

@@ -36,6 +36,9 @@ Top2Confidence top2_confidence(std::span<const float> logits);
 // The lowest index of the largest logit: greedy decoding's choice, without the softmax's
 // exponentials (a vocabulary's worth per row). 0 for empty logits.
 std::int64_t argmax(std::span<const float> logits);
+// What a head reports for one row of logits: top2_confidence with `probabilities`, else the
+// argmax alone with NaN probabilities.
+Top2Confidence head_summary(std::span<const float> logits, bool probabilities);
 
 // Rows of the embedding table for the tokens. Throws std::out_of_range for an id outside it.
 Matrix embed_rows(const Matrix& embedding, std::span<const std::int32_t> tokens);

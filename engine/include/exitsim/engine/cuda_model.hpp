@@ -73,8 +73,8 @@ class CudaModel final : public Backend {
   // The store as this model's (throws std::logic_error for another backend's).
   DeviceStates& on_device(HiddenStates& states) const;
   const DeviceStates& on_device(const HiddenStates& states) const;
-  const float* gather(const HiddenStates& states, std::span<const StateSlot> slots) const;
-  void enqueue_head(const HiddenStates& states, std::span<const StateSlot> slots) const;
+  const float* gather(const DeviceStates& hidden, std::span<const StateSlot> slots) const;
+  void enqueue_head(const DeviceStates& hidden, std::span<const StateSlot> slots) const;
   profiler::SpanShape timed_shape(int layer, int recursion, std::span<const LayerRow> rows,
                                   const KvCache& kv, const OpProfile& profile) const;
 

@@ -27,8 +27,12 @@ class KvCache {
   void append(int stream, std::int32_t position, std::span<const float> key,
               std::span<const float> value);
 
-  // Replaces the K and V of an existing row (append writes through it; the GPU backend appends
-  // a placeholder to learn its slot before the device has computed what goes in it).
+  // Appends a row without writing its values and returns its pool slot (see slot()): for a
+  // backend that computes K and V where they live, the GPU backend's device pool. Throws as
+  // append does.
+  std::int64_t append_row(int stream, std::int32_t position);
+
+  // Replaces the K and V of an existing row (append writes through it).
   void set_row(int stream, std::int64_t row, std::span<const float> key,
                std::span<const float> value);
 
