@@ -24,7 +24,7 @@ const std::string k_azure = std::string(EXITSIM_SHARED_TRACES_DIR) + "/azure_llm
 // the trace's longest prompt (14,050 tokens) in one piece.
 exitsim::scenario::Scenario azure_scenario(const std::string& scheduler,
                                            const std::string& depth_yaml) {
-  const std::string yaml = "workload: {source: trace, requests: 0, trace: {path: '" + k_azure +
+  const std::string yaml = "workload: {source: trace, trace: {path: '" + k_azure +
                            "'}}\nscheduler: {kind: " + scheduler +
                            ", max_batched_tokens: 16384}\n" + depth_yaml;
   return exitsim::scenario::load_scenario_text(yaml, "simulator_bench");

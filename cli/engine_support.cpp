@@ -171,6 +171,8 @@ engine::EngineOptions engine_options(const scenario::Scenario& s, const RunArgs&
                                      std::int64_t longest) {
   engine::EngineOptions o;
   o.scheduler = s.scheduler.kind;
+  o.scheduler_params = {s.scheduler.preemption, s.scheduler.watermark_fraction,
+                        s.scheduler.reserve_prompt_blocks};
   o.limits.max_running = s.scheduler.max_running;
   o.limits.max_batched_tokens = s.scheduler.max_batched_tokens;
   o.block_size = s.scheduler.block_size;

@@ -213,6 +213,7 @@ sim::OpFit fit_op(const std::string& name, const std::string& kind,
         c *= ratio;
     } else {
       regime.coefficients = {measured / static_cast<double>(calls), 0.0, 0.0, 0.0};
+      regime.mean_of_calls = true;
     }
   }
   fit.fit_mape = mape(fit, train);

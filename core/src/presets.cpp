@@ -10,6 +10,7 @@ namespace {
 struct ShapeArgs {
   std::int64_t d_model, n_heads, n_kv_heads, head_dim, ffn_dim, vocab;
   int layers;
+  std::int64_t max_context;  // max_position_embeddings
   MlpKind mlp;
   bool tied;
 };
@@ -26,6 +27,7 @@ ModelShape make_model(std::string name, const ShapeArgs& a) {
   m.dtype = DType::bf16;
   m.mlp = a.mlp;
   m.tied_embeddings = a.tied;
+  m.max_context = a.max_context;
   m.depth = DepthStructure::plain(a.layers);
   return m;
 }
@@ -63,21 +65,21 @@ ModelShape mor(const ModelShape& base, std::string_view size, int recursions) {
 const std::vector<ModelShape>& model_presets() {
   static const std::vector<ModelShape> presets = {
       // meta-llama/Meta-Llama-3-8B: 32 layers, GQA 32/8, SwiGLU 14336, 128256 vocab.
-      make_model("llama-3-8b", {4096, 32, 8, 128, 14336, 128256, 32, MlpKind::gated, false}),
+      make_model("llama-3-8b", {4096, 32, 8, 128, 14336, 128256, 32, 8192, MlpKind::gated, false}),
       // meta-llama/Llama-2-7b-hf: 32 layers, MHA 32 heads, SwiGLU 11008, 32000 vocab.
-      make_model("llama-2-7b", {4096, 32, 32, 128, 11008, 32000, 32, MlpKind::gated, false}),
+      make_model("llama-2-7b", {4096, 32, 32, 128, 11008, 32000, 32, 4096, MlpKind::gated, false}),
       // HuggingFaceTB/SmolLM-135M: 30 layers, GQA 9/3, SwiGLU 1536, 49152 vocab, tied.
-      make_model("smollm-135m", {576, 9, 3, 64, 1536, 49152, 30, MlpKind::gated, true}),
+      make_model("smollm-135m", {576, 9, 3, 64, 1536, 49152, 30, 2048, MlpKind::gated, true}),
       // HuggingFaceTB/SmolLM-360M: 32 layers, GQA 15/5, SwiGLU 2560, tied.
-      make_model("smollm-360m", {960, 15, 5, 64, 2560, 49152, 32, MlpKind::gated, true}),
+      make_model("smollm-360m", {960, 15, 5, 64, 2560, 49152, 32, 2048, MlpKind::gated, true}),
       // HuggingFaceTB/SmolLM-1.7B: 24 layers, MHA 32 heads, SwiGLU 8192, tied.
-      make_model("smollm-1.7b", {2048, 32, 32, 64, 8192, 49152, 24, MlpKind::gated, true}),
+      make_model("smollm-1.7b", {2048, 32, 32, 64, 8192, 49152, 24, 2048, MlpKind::gated, true}),
       // google/gemma-2b: 18 layers, MQA 8/1 with head_dim 256, GeGLU 16384, 256000 vocab, tied.
-      make_model("gemma-2b", {2048, 8, 1, 256, 16384, 256000, 18, MlpKind::gated, true}),
+      make_model("gemma-2b", {2048, 8, 1, 256, 16384, 256000, 18, 8192, MlpKind::gated, true}),
       // TinyLlama/TinyLlama-1.1B: 22 layers, GQA 32/4, SwiGLU 5632, 32000 vocab.
-      make_model("tinyllama-1.1b", {2048, 32, 4, 64, 5632, 32000, 22, MlpKind::gated, false}),
+      make_model("tinyllama-1.1b", {2048, 32, 4, 64, 5632, 32000, 22, 2048, MlpKind::gated, false}),
       // EleutherAI/pythia-1b: 16 layers, 8 heads of 256, GELU MLP 8192, 50304 vocab, untied.
-      make_model("pythia-1b", {2048, 8, 8, 256, 8192, 50304, 16, MlpKind::plain, false}),
+      make_model("pythia-1b", {2048, 8, 8, 256, 8192, 50304, 16, 2048, MlpKind::plain, false}),
   };
   static const std::vector<ModelShape> all = [] {
     std::vector<ModelShape> out = presets;
@@ -133,21 +135,23 @@ HardwareSpec make_hardware(std::string name, double fp32_tflops, double bf16_tfl
   return h;
 }
 
-// Dense tensor-core peaks (the sheets' sparsity figures halved); fp32 is TF32 tensor-core.
+// Dense tensor-core peaks for bf16/fp16, fp8 and int8 (the sheets' sparsity figures halved); fp32
+// is the non-tensor FP32 peak (an fp32 matmul runs there unless TF32 is enabled, which changes
+// its rounding).
 const std::vector<HardwareSpec>& hardware_presets() {
   static const std::vector<HardwareSpec> presets = {
-      // NVIDIA H100 SXM5 datasheet: TF32 494.7, BF16 989.4, FP8 1978.9, INT8 1978.9 TOPS;
+      // NVIDIA H100 SXM5 datasheet: FP32 66.9, BF16 989.4, FP8 1978.9, INT8 1978.9 TOPS;
       // 80 GB HBM3 at 3.35 TB/s.
-      make_hardware("h100-sxm", 494.7, 989.4, 1978.9, 1978.9, 3350, 80 * k_gib),
+      make_hardware("h100-sxm", 66.9, 989.4, 1978.9, 1978.9, 3350, 80 * k_gib),
       // NVIDIA H200 SXM datasheet: same compute as H100 SXM; 141 GB HBM3e at 4.8 TB/s.
-      make_hardware("h200", 494.7, 989.4, 1978.9, 1978.9, 4800, std::int64_t{141'000'000'000}),
-      // NVIDIA A100 datasheet (SXM4 40GB): TF32 156, BF16 312, INT8 624; HBM2 1,555 GB/s. No FP8.
-      make_hardware("a100-40gb", 156, 312, 0, 624, 1555, 40 * k_gib),
+      make_hardware("h200", 66.9, 989.4, 1978.9, 1978.9, 4800, std::int64_t{141'000'000'000}),
+      // NVIDIA A100 datasheet (SXM4 40GB): FP32 19.5, BF16 312, INT8 624; HBM2 1,555 GB/s. No FP8.
+      make_hardware("a100-40gb", 19.5, 312, 0, 624, 1555, 40 * k_gib),
       // NVIDIA A100 80GB SXM4: same compute; HBM2e 2,039 GB/s.
-      make_hardware("a100-80gb", 156, 312, 0, 624, 2039, 80 * k_gib),
-      // NVIDIA L40S datasheet: TF32 183, BF16 362.05, FP8 733, INT8 733 TOPS;
+      make_hardware("a100-80gb", 19.5, 312, 0, 624, 2039, 80 * k_gib),
+      // NVIDIA L40S datasheet: FP32 91.6, BF16 362.05, FP8 733, INT8 733 TOPS;
       // 48 GB GDDR6 at 864 GB/s.
-      make_hardware("l40s", 183, 362.05, 733, 733, 864, 48 * k_gib),
+      make_hardware("l40s", 91.6, 362.05, 733, 733, 864, 48 * k_gib),
   };
   return presets;
 }

@@ -35,10 +35,13 @@ void load_builtins(Registry& r) {
   r.builtins_loaded = true;
   r.factories.emplace("static",
                       [](const SchedulerParams&) { return std::make_unique<StaticBatching>(); });
-  r.factories.emplace(
-      "continuous", [](const SchedulerParams&) { return std::make_unique<ContinuousBatching>(); });
-  r.factories.emplace("chunked_prefill",
-                      [](const SchedulerParams&) { return std::make_unique<ChunkedPrefill>(); });
+  r.factories.emplace("continuous", [](const SchedulerParams& p) {
+    return std::make_unique<ContinuousBatching>(ContinuousBatching::Params{p.watermark_fraction});
+  });
+  r.factories.emplace("chunked_prefill", [](const SchedulerParams& p) {
+    return std::make_unique<ChunkedPrefill>(
+        ChunkedPrefill::Params{p.watermark_fraction, p.reserve_prompt_blocks});
+  });
   // The worked example goes through the path a user's own scheduler takes.
   register_shortest_prompt_first();
 }

@@ -7,6 +7,7 @@
 #include "exitsim/core/model_validation.hpp"
 #include "exitsim/core/presets.hpp"
 #include "exitsim/core/suggest.hpp"
+#include "embedded.hpp"
 #include "groups.hpp"
 #include "resolve.hpp"
 #include "values.hpp"
@@ -55,6 +56,22 @@ void check_length(const LengthConfig& length, const Resolution& r, const std::st
              expected_found(fmt::format("0 (no clamp) or a maximum >= min ({})", length.min),
                             fmt::format("{}", length.max)));
   }
+}
+
+// An empirical distribution replays measured lengths: it is clamped only to bounds the user
+// gives, never to the synthetic defaults, which would silently change the trace's lengths.
+void unclamp_empirical(LengthConfig& length, const Resolution& r, const std::string& section) {
+  if (length.dist != "empirical")
+    return;
+  // The embedded default scenario spells out the synthetic defaults; they are not the user's.
+  const auto given = [&](const char* key) {
+    const Resolved* value = r.get(section + "." + key);
+    return value != nullptr && value->given && value->loc.file != embedded::k_default_scenario_name;
+  };
+  if (!given("min"))
+    length.min = 1;
+  if (!given("max"))
+    length.max = 0;
 }
 
 void check_workload(const Scenario& s, const Resolution& r) {
@@ -255,6 +272,8 @@ Scenario build_scenario(const Resolution& r) {
     if (def != nullptr && def->bind.store)
       def->bind.store(s, value);
   }
+  unclamp_empirical(s.workload.input_tokens, r, "workload.input_tokens");
+  unclamp_empirical(s.workload.output_tokens, r, "workload.output_tokens");
   check_model(s, r);
   check_workload(s, r);
   check_exit_policy(s, r);

@@ -13,7 +13,7 @@
 namespace exitsim::scenario {
 namespace {
 
-constexpr std::string_view k_embedded_name = "<embedded default>";
+constexpr std::string_view k_embedded_name = embedded::k_default_scenario_name;
 
 [[noreturn]] void cannot_open(const std::string& path, int error) {
   throw InputError(SourceLocation{path, 0, 0, ""},

@@ -286,6 +286,12 @@ void set_path(Node& root, const std::string& path, Node value, const SourceLocat
     Node* child = node->find(name);
     if (dot == std::string::npos) {
       if (child != nullptr) {
+        // The key is now the command line's: a key that no longer applies is then an error
+        // naming --set, not a file key silently dropped.
+        for (Node::Entry& entry : node->entries) {
+          if (entry.key == name)
+            entry.key_loc = key_loc;
+        }
         *child = std::move(value);
       } else {
         node->entries.push_back(Node::Entry{name, key_loc, std::move(value)});

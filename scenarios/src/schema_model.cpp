@@ -122,6 +122,13 @@ std::vector<KeyDef> model_keys() {
       Key("model.tied_embeddings", Type::boolean, "Whether the LM head shares the embedding.")
           .from_preset_or(p, false)
           .bind(shape_field(&ModelShape::tied_embeddings)),
+      Key("model.max_context", Type::integer,
+          "Context window: the longest prompt + output the model serves (its "
+          "max_position_embeddings); 0 = unlimited. Longer requests are unservable "
+          "(scheduler.unservable).")
+          .range(0, 1e9)
+          .from_preset_or(p, std::int64_t{0})
+          .bind(shape_field(&ModelShape::max_context)),
       Key("model.depth", Type::section,
           "Depth structure: prelude layers, a shared block applied `recursions` times, coda "
           "layers. A plain L-layer model is prelude = L, recursions = 0."),

@@ -58,9 +58,6 @@ std::vector<KeyDef> output_keys() {
       Key("outputs.requests_csv", Type::boolean, "Write requests.csv (one row per request).")
           .def(true)
           .bind(output_field(&OutputConfig::requests_csv)),
-      Key("outputs.token_trace", Type::boolean, "Write the token (exit) trace.")
-          .def(false)
-          .bind(output_field(&OutputConfig::token_trace)),
       Key("outputs.timeline", Type::boolean, "Write a Perfetto-viewable timeline.")
           .def(false)
           .bind(output_field(&OutputConfig::timeline)),

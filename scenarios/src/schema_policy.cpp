@@ -232,6 +232,27 @@ std::vector<KeyDef> serving_keys() {
           .allowed({"recompute", "swap"})
           .def(std::string("recompute"))
           .bind(field(&Scenario::scheduler, &SchedulerConfig::preemption)),
+      Key("scheduler.watermark_fraction", Type::number,
+          "Fraction of K/V blocks kept free when admitting new sequences (vLLM's watermark), so "
+          "running sequences can grow without preemption.")
+          .range(0, 1)
+          .open_max()
+          .def(0.01)
+          .bind(field(&Scenario::scheduler, &SchedulerConfig::watermark_fraction)),
+      Key("scheduler.reserve_prompt_blocks", Type::boolean,
+          "chunked_prefill: admit a prompt only when the blocks of its whole prompt are free "
+          "beyond those the prompts still prefilling will take, so partial prefills never "
+          "preempt each other.")
+          .def(false)
+          .bind(field(&Scenario::scheduler, &SchedulerConfig::reserve_prompt_blocks)),
+      Key("scheduler.unservable", Type::enumeration,
+          "A request the replica can never serve (prompt over max_batched_tokens without "
+          "chunked prefill, longer than model.max_context, or more K/V than the replica holds): "
+          "error stops the run naming it; reject drops it at arrival, as vLLM does, and counts "
+          "it in the summary's rejected_requests.")
+          .allowed({"error", "reject"})
+          .def(std::string("error"))
+          .bind(field(&Scenario::scheduler, &SchedulerConfig::unservable)),
   };
   for (KeyDef& row : cluster_keys())
     rows.push_back(std::move(row));

@@ -33,13 +33,16 @@ std::vector<KeyDef> length_keys(const std::string& section, LengthConfig Workloa
           .def(d.mean > 0 ? static_cast<std::int64_t>(d.mean) : 1)
           .when(dist, {"fixed"})
           .bind(length_field(which, &LengthConfig::value)),
-      Key(section + ".min", Type::integer, "Lower bound (uniform) or clamp (others), in tokens.")
+      Key(section + ".min", Type::integer,
+          "Lower bound (uniform) or clamp (lognormal; empirical only when given), in tokens; "
+          "clamped draws are counted in the summary's warnings.")
           .range(1, std::nullopt)
           .def(d.min)
           .when(dist, {"uniform", "lognormal", "empirical"})
           .bind(length_field(which, &LengthConfig::min)),
       Key(section + ".max", Type::integer,
-          "Upper bound (uniform, required > 0) or clamp (others; 0 = none), in tokens.")
+          "Upper bound (uniform, required > 0) or clamp (lognormal; empirical only when given; "
+          "0 = none), in tokens.")
           .range(0, std::nullopt)
           .def(d.max)
           .when(dist, {"uniform", "lognormal", "empirical"})
@@ -87,9 +90,10 @@ std::vector<KeyDef> workload_keys() {
           .def(std::string("synthetic"))
           .bind(field(&Scenario::workload, &WorkloadConfig::source)),
       Key("workload.requests", Type::integer,
-          "Synthetic: number of requests (>= 1). Trace: cap on replayed requests (0 = all).")
-          .range(0, 1e9)
+          "Number of synthetic requests (a trace replays whole: see workload.trace.max_requests).")
+          .range(1, 1e9)
           .def(std::int64_t{2000})
+          .when("workload.source", {"synthetic"})
           .bind(field(&Scenario::workload, &WorkloadConfig::requests)),
       Key("workload.trace", Type::section, "The request trace to replay.")
           .when("workload.source", {"trace"}),
@@ -102,6 +106,12 @@ std::vector<KeyDef> workload_keys() {
           .allowed({"auto", "azure", "vidur", "mooncake", "burstgpt", "native"})
           .def(std::string("auto"))
           .bind(trace_field(&TraceConfig::format)),
+      Key("workload.trace.max_requests", Type::integer,
+          "Replay only the trace's first N requests (0 = the whole trace); the summary then says "
+          "how many of the trace's requests ran.")
+          .range(0, 1e9)
+          .def(std::int64_t{0})
+          .bind(trace_field(&TraceConfig::max_requests)),
       Key("workload.trace.rate_scale", Type::number,
           "Replay speed-up: inter-arrival gaps are divided by this factor.")
           .range(0, 1e6)
@@ -145,7 +155,7 @@ std::vector<KeyDef> workload_keys() {
           .bind(arrival_field(&ArrivalConfig::off_seconds)),
   };
   for (auto part : {length_keys("workload.input_tokens", &WorkloadConfig::input_tokens, "prompt",
-                                {16, 8192, 1024.0, 1.0, "input"}),
+                                {16, 6144, 1024.0, 1.0, "input"}),
                     length_keys("workload.output_tokens", &WorkloadConfig::output_tokens, "output",
                                 {1, 2048, 256.0, 0.8, "output"})}) {
     rows.insert(rows.end(), part.begin(), part.end());

@@ -26,7 +26,7 @@ std::vector<RunRecord> sweep_runs(const TempDir& dir) {
   SweepOptions o;
   o.scenario_file = dir.write("sweep.yaml",
                               "model:\n  preset: mor-smollm-360m-r3\n"
-                              "workload:\n  requests: 40\n"
+                              "workload:\n  requests: 40\n  input_tokens: {max: 1536}\n  output_tokens: {max: 512}\n"
                               "exit_policy:\n  kind: confidence\n  threshold: 0.5\n"
                               "  threshold_table: " +
                                   table +

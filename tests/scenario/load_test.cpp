@@ -53,7 +53,12 @@ TEST(LoadScenario, DefaultHasDocumentedValues) {
   EXPECT_DOUBLE_EQ(s.workload.input_tokens.mean, 1024);
   EXPECT_DOUBLE_EQ(s.workload.input_tokens.sigma, 1.0);
   EXPECT_EQ(s.workload.input_tokens.min, 16);
-  EXPECT_EQ(s.workload.input_tokens.max, 8192);
+  EXPECT_EQ(s.workload.input_tokens.max, 6144);  // + 2048 output = the model's window
+  EXPECT_EQ(s.model.shape.max_context, 8192);
+  EXPECT_EQ(s.scheduler.unservable, "error");
+  EXPECT_DOUBLE_EQ(s.scheduler.watermark_fraction, 0.01);
+  EXPECT_FALSE(s.scheduler.reserve_prompt_blocks);
+  EXPECT_EQ(s.workload.trace.max_requests, 0);
   EXPECT_DOUBLE_EQ(s.workload.output_tokens.mean, 256);
   EXPECT_DOUBLE_EQ(s.workload.output_tokens.sigma, 0.8);
   EXPECT_EQ(s.workload.output_tokens.min, 1);
@@ -263,6 +268,36 @@ TEST(Overrides, ChangingAKindDropsTheFileKeysThatNoLongerApply) {
   EXPECT_EQ(override_error({"workload.source=trace"}),
             "<embedded default>:36:3: workload.trace.path: missing required key \"path\" (needed "
             "when workload.source is trace)");
+}
+
+// The synthetic count used to cap a replayed trace too: the Azure trace's 19,366 requests became
+// its first 2,000 without a word. A trace replays whole unless workload.trace.max_requests says.
+TEST(Overrides, TheSyntheticRequestCountDoesNotApplyToATrace) {
+  const Scenario s = load_default_scenario(
+      std::vector<std::string>{"workload.source=trace", "workload.trace.path=t.csv"});
+  EXPECT_EQ(s.workload.trace.max_requests, 0);
+  EXPECT_EQ(override_error({"workload.source=trace", "workload.trace.path=t.csv",
+                            "workload.requests=500"}),
+            "--set: workload.requests: \"requests\" is not used when workload.source is trace; it "
+            "applies when workload.source is synthetic");
+  EXPECT_EQ(load_default_scenario(std::vector<std::string>{"workload.source=trace",
+                                                           "workload.trace.path=t.csv",
+                                                           "workload.trace.max_requests=500"})
+                .workload.trace.max_requests,
+            500);
+}
+
+// The synthetic defaults' clamp [16, 6144] must not reshape a trace's measured lengths.
+TEST(Overrides, EmpiricalLengthsAreClampedOnlyToBoundsTheUserGives) {
+  const Scenario open = load_default_scenario(std::vector<std::string>{
+      "workload.input_tokens.dist=empirical", "workload.input_tokens.path=t.csv"});
+  EXPECT_EQ(open.workload.input_tokens.min, 1);
+  EXPECT_EQ(open.workload.input_tokens.max, 0);
+  const Scenario bounded = load_default_scenario(std::vector<std::string>{
+      "workload.input_tokens.dist=empirical", "workload.input_tokens.path=t.csv",
+      "workload.input_tokens.max=4000"});
+  EXPECT_EQ(bounded.workload.input_tokens.min, 1);
+  EXPECT_EQ(bounded.workload.input_tokens.max, 4000);
 }
 
 TEST(Overrides, AKeyThatDoesNotApplyIsStillAnErrorWhenTheOverrideGivesIt) {

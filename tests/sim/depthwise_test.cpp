@@ -130,7 +130,8 @@ TEST(Depthwise, ServesAnOverloadedReplicaWithPreemptionsAndNoLeaks) {
   auto s = scenario::load_default_scenario(std::vector<std::string>{
       "model.preset=mor-smollm-360m-r3", "exit_policy.kind=distribution",
       "exit_policy.probabilities=[0.5, 0.3, 0.2]", "sync.strategy=depthwise",
-      "workload.requests=300", "workload.arrivals.rate=200", "scheduler.kv_blocks=1500"});
+      "workload.requests=300", "workload.arrivals.rate=200", "scheduler.kv_blocks=1500",
+      "workload.input_tokens.max=1536", "workload.output_tokens.max=512"});
   const auto workload = make_workload(s.workload, s.seed);
   const SimulationResult r = simulate(simulation_config_from(s, ""), *workload);
   EXPECT_EQ(r.totals.requests_finished, 300);

@@ -137,10 +137,13 @@ TEST(MetricsOutput, JsonIsDeterministicAndFollowsTheSchema) {
                                                "percentile_relative_error",
                                                "iterations",
                                                "preemptions",
+                                               "recomputed_tokens",
+                                               "rejected_requests",
                                                "mean_batch_size",
                                                "batch_size_histogram",
                                                "depth",
-                                               "series"};
+                                               "series",
+                                               "warnings"};
   EXPECT_EQ(keys, expected_keys);
   EXPECT_EQ(j["schema"], "exitsim-metrics v1");
   EXPECT_EQ(j["requests"], 3);

@@ -1,6 +1,7 @@
 // Whole-simulator checks against queueing theory and conservation laws.
 #include "exitsim/sim/simulator.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <string>
@@ -132,19 +133,103 @@ TEST(Simulator, RequestLongerThanKvCapacityIsAnError) {
   EXPECT_EQ(error_of(scenario_with({"workload.requests=5", "scheduler.kv_blocks=10",
                                     "workload.input_tokens={dist: fixed, value: 200}",
                                     "workload.output_tokens={dist: fixed, value: 10}"})),
-            "workload: request 0 needs K/V for 210 tokens (200 input + 10 output) but replica 0 "
-            "(llama-3-8b on h100-sxm) holds 160 tokens (10 blocks of 16); raise "
-            "scheduler.kv_blocks or use a larger accelerator");
+            "workload: request 0 cannot be served by replica 0 (llama-3-8b on h100-sxm): 200 "
+            "input + 10 output tokens need more K/V than the replica holds (160 tokens); raise "
+            "scheduler.kv_blocks within the device memory or use a larger accelerator; or set "
+            "scheduler.unservable: reject to count such requests as rejected");
 }
 
-TEST(Simulator, PromptOverTheTokenBudgetRunsAloneRatherThanStalling) {
-  for (const char* scheduler : {"continuous", "static", "chunked_prefill"}) {
-    const SimulationResult r = run(scenario_with(
-        {"workload.requests=40", "workload.arrivals.rate=50", "scheduler.max_batched_tokens=256",
-         "scheduler.kind=" + std::string(scheduler),
-         "workload.input_tokens={dist: fixed, value: 300}"}));
-    expect_conserved(r);
+// docs/schedulers.md: a whole-prompt scheduler never admits a prompt longer than its budget.
+// Before, such prompts ran alone once the batch drained, with no word of it (mean batch 1.7 and
+// a two-hour TTFT on a one-hour Mooncake trace).
+TEST(Simulator, PromptOverTheTokenBudgetOfAWholePromptSchedulerIsRefusedByDefault) {
+  for (const char* scheduler : {"continuous", "static", "shortest_prompt_first"}) {
+    EXPECT_EQ(error_of(scenario_with({"workload.requests=40", "scheduler.max_batched_tokens=256",
+                                      "scheduler.kind=" + std::string(scheduler),
+                                      "workload.input_tokens={dist: fixed, value: 300}"})),
+              "workload: request 0 cannot be served by replica 0 (llama-3-8b on h100-sxm): a "
+              "300-token prompt exceeds scheduler.max_batched_tokens (256), and the scheduler "
+              "admits whole prompts only; use scheduler.kind: chunked_prefill or a larger "
+              "budget; or set scheduler.unservable: reject to count such requests as rejected")
+        << scheduler;
   }
+}
+
+TEST(Simulator, ChunkedPrefillServesPromptsOverTheTokenBudget) {
+  const SimulationResult r = run(scenario_with(
+      {"workload.requests=40", "workload.arrivals.rate=50", "scheduler.max_batched_tokens=256",
+       "scheduler.kind=chunked_prefill", "workload.input_tokens={dist: fixed, value: 300}"}));
+  expect_conserved(r);
+  EXPECT_EQ(r.summary.rejected.total(), 0);
+}
+
+TEST(Simulator, RejectedRequestsAreCountedAndLeftOutOfEveryFigure) {
+  // Prompts uniform in [100, 400] under a 256-token whole-prompt budget: those over 256 are
+  // rejected at arrival, the rest are served as if the rejected ones never came.
+  const std::vector<std::string> common = {
+      "workload.requests=400", "workload.arrivals.rate=20", "scheduler.max_batched_tokens=256",
+      "workload.input_tokens={dist: uniform, min: 100, max: 400}",
+      "workload.output_tokens={dist: fixed, value: 16}"};
+  auto overrides = common;
+  overrides.push_back("scheduler.unservable=reject");
+  const SimulationResult r = run(scenario_with(overrides));
+  const std::int64_t rejected = r.summary.rejected.prompt_over_batch_budget;
+  // 144 of the 301 lengths are over 256: about 48% of 400; the draw gives the exact count.
+  EXPECT_GT(rejected, 150);
+  EXPECT_LT(rejected, 230);
+  EXPECT_EQ(r.summary.rejected.total(), rejected);
+  EXPECT_EQ(r.totals.requests_rejected, rejected);
+  EXPECT_EQ(r.summary.requests + rejected, 400);
+  EXPECT_EQ(r.totals.requests_finished, r.summary.requests);
+  EXPECT_EQ(r.summary.output_tokens, 16 * r.summary.requests);
+  ASSERT_FALSE(r.summary.warnings.empty());
+  EXPECT_NE(r.summary.warnings.front().find(fmt::format("{} of 400 requests rejected", rejected)),
+            std::string::npos)
+      << r.summary.warnings.front();
+  const std::string json = summary_to_json(r.summary);
+  EXPECT_NE(json.find(fmt::format("\"prompt_over_batch_budget\": {}", rejected)),
+            std::string::npos);
+  EXPECT_NE(format_summary(r.summary).find(fmt::format("{} requests rejected", rejected)),
+            std::string::npos);
+}
+
+TEST(Simulator, RequestsLongerThanTheContextWindowAreRefusedOrCounted) {
+  // llama-3-8b serves 8,192 tokens: 8,000 + 300 cannot be served, 8,000 + 192 can.
+  const std::vector<std::string> over = {"workload.requests=4",
+                                         "workload.input_tokens={dist: fixed, value: 8000}",
+                                         "workload.output_tokens={dist: fixed, value: 193}"};
+  EXPECT_EQ(error_of(scenario_with(over)),
+            "workload: request 0 cannot be served by replica 0 (llama-3-8b on h100-sxm): 8000 "
+            "input + 193 output tokens exceed the model's context window of 8192 tokens "
+            "(model.max_context); or set scheduler.unservable: reject to count such requests as "
+            "rejected");
+  auto rejecting = over;
+  rejecting.push_back("scheduler.unservable=reject");
+  const SimulationResult rejected = run(scenario_with(rejecting));
+  EXPECT_EQ(rejected.summary.rejected.over_context_window, 4);
+  EXPECT_EQ(rejected.summary.requests, 0);
+  const SimulationResult fits = run(scenario_with({"workload.requests=4",
+                                                   "workload.input_tokens={dist: fixed, value: 8000}",
+                                                   "workload.output_tokens={dist: fixed, value: 192}"}));
+  EXPECT_EQ(fits.summary.requests, 4);
+  // A user who knows better lifts the window.
+  auto unlimited = over;
+  unlimited.push_back("model.max_context=0");
+  EXPECT_EQ(run(scenario_with(unlimited)).summary.requests, 4);
+}
+
+TEST(Simulator, ExplicitKvBlocksBeyondTheDeviceMemoryAreAnError) {
+  // 7.6 TiB of K/V on a 40 GB A100 was accepted: an explicit count skipped the memory check.
+  const std::string error =
+      error_of(scenario_with({"hardware.preset=a100-40gb", "scheduler.kv_blocks=60000000",
+                              "workload.requests=5"}));
+  EXPECT_EQ(error.rfind("scheduler.kv_blocks: expected at most ", 0), 0U) << error;
+  EXPECT_NE(error.find("found 60000000"), std::string::npos) << error;
+  // Below what the memory holds, the explicit count is what runs.
+  EXPECT_EQ(run(scenario_with({"hardware.preset=a100-40gb", "scheduler.kv_blocks=3000",
+                               "workload.requests=5"}))
+                .summary.requests,
+            5);
 }
 
 TEST(Simulator, PreemptedSequenceWhoseRecomputeOutgrewTheBudgetStillFinishes) {

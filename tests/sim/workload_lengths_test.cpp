@@ -50,12 +50,31 @@ TEST(LengthBounds, ClampsRoundedValuesOfAnyMagnitude) {
   EXPECT_EQ(open.clamp_rounded(0.2), 1);
 }
 
-TEST(FixedLength, ReturnsItsValueClampedToMax) {
+// min and max do not apply to a fixed length (the schema refuses them): the value is the value.
+TEST(FixedLength, ReturnsItsValueUnclamped) {
   scenario::LengthConfig c = length("fixed");
   c.value = 128;
   EXPECT_EQ(make(c)->sample(), 128);
   c.max = 100;
-  EXPECT_EQ(make(c)->sample(), 100);
+  const auto fixed = make(c);
+  EXPECT_EQ(fixed->sample(), 128);
+  EXPECT_EQ(fixed->clamped(), 0);
+}
+
+TEST(LognormalLength, CountsTheDrawsItClamps) {
+  scenario::LengthConfig c = length("lognormal");
+  c.mean = 1000;
+  c.sigma = 1.0;
+  c.min = 1;
+  c.max = 1000;
+  const auto lengths = make(c);
+  std::int64_t at_max = 0;
+  for (int i = 0; i < 4000; ++i)
+    at_max += lengths->sample() == 1000 ? 1 : 0;
+  // P(X > mean) for sigma 1 is P(Z > 0.5) = 0.31; each such draw is clamped (and counted).
+  EXPECT_EQ(lengths->clamped(), at_max);
+  EXPECT_GT(at_max, 1100);
+  EXPECT_LT(at_max, 1350);
 }
 
 TEST(UniformLength, CoversItsInclusiveBoundsEvenly) {

@@ -182,11 +182,23 @@ TEST(TraceWorkload, RateScaleTwoHalvesTheSpan) {
 TEST(TraceWorkload, HonoursTheRequestCapAndAnExplicitFormat) {
   const TempDir dir;
   scenario::WorkloadConfig c = replay(dir.write("azure.csv", k_azure_fixture));
-  c.requests = 3;
+  c.trace.max_requests = 3;
   c.trace.format = "azure";
-  const auto requests = drain(*make_workload(c, 1));
+  const auto source = make_workload(c, 1);
+  const auto requests = drain(*source);
   ASSERT_EQ(requests.size(), 3u);
   EXPECT_EQ(requests.back().input_tokens, 879);
+  EXPECT_EQ(source->notes(),
+            std::vector<std::string>{
+                "workload.trace.max_requests: replayed the first 3 of the trace's 4 requests"});
+}
+
+TEST(TraceWorkload, ReplaysTheWholeTraceUnlessCappedAndSaysNothingThen) {
+  const TempDir dir;
+  scenario::WorkloadConfig c = replay(dir.write("azure.csv", k_azure_fixture));
+  const auto source = make_workload(c, 1);
+  EXPECT_EQ(drain(*source).size(), 4u);
+  EXPECT_TRUE(source->notes().empty());
 }
 
 TEST(TraceWorkload, TimestampedTracesIgnoreTheArrivalSettings) {
@@ -224,8 +236,16 @@ TEST(TraceWorkload, ReplaysThePublishedAzureTrace) {
   const std::string path = shared_trace("azure_llm_2023_conv.csv");
   EXITSIM_SKIP_UNLESS_EXISTS(path);
   scenario::WorkloadConfig c = replay(path);
-  c.requests = 2000;
-  const auto once = drain(*make_workload(c, 1));
+  const auto whole = make_workload(c, 1);
+  EXPECT_EQ(drain(*whole).size(), 19366u);  // a trace replays whole by default
+  EXPECT_TRUE(whole->notes().empty());
+  c.trace.max_requests = 2000;
+  const auto capped = make_workload(c, 1);
+  const auto once = drain(*capped);
+  EXPECT_EQ(capped->notes(),
+            std::vector<std::string>{
+                "workload.trace.max_requests: replayed the first 2000 of the trace's 19366 "
+                "requests"});
   c.trace.rate_scale = 2.0;
   const auto twice = drain(*make_workload(c, 1));
   ASSERT_EQ(once.size(), 2000u);
@@ -263,9 +283,9 @@ TEST(MakeWorkload, RejectsImpossibleConfigurations) {
   scale.trace.rate_scale = -2.0;
   EXPECT_EQ(error_of(scale), "workload.trace.rate_scale: expected a scale > 0, found -2");
   scenario::WorkloadConfig cap = replay(azure);
-  cap.requests = -1;
+  cap.trace.max_requests = -1;
   EXPECT_EQ(error_of(cap),
-            "workload.requests: expected a request cap >= 0 (0 = whole trace), found -1");
+            "workload.trace.max_requests: expected a request cap >= 0 (0 = whole trace), found -1");
   scenario::WorkloadConfig format = replay(azure);
   format.trace.format = "azur";
   EXPECT_EQ(error_of(format),

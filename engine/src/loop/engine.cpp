@@ -6,6 +6,7 @@
 
 #include "exitsim/core/error.hpp"
 #include "exitsim/policy/scheduler_registry.hpp"
+#include "exitsim/policy/servable.hpp"
 #include "exitsim/traces/engine_ops.hpp"
 #include "loop.hpp"
 
@@ -92,8 +93,7 @@ KvLayout::KvLayout(const DepthStructure& depth, policy::SyncStrategy strategy) {
 Engine::Engine(const Backend& model, EngineOptions options, profiler::HostProfiler* profiler)
     : model_(model), options_(std::move(options)), profiler_(profiler) {
   check_options(model_, options_);
-  policy::SchedulerParams params;
-  scheduler_ = policy::make_scheduler(options_.scheduler, params);
+  scheduler_ = policy::make_scheduler(options_.scheduler, options_.scheduler_params);
   // full_depth is the baseline in which nobody exits (BRIEF.md), whatever the exit policy says:
   // the simulator prices it so, and a comparison against it must be against the whole model.
   if (options_.exit_policy.kind != "none" && options_.strategy != policy::SyncStrategy::full_depth)
@@ -206,19 +206,19 @@ void Engine::Loop::check_requests(std::span<const EngineRequest> requests) const
                                             r.id.value, vocab, token));
       }
     }
-    const std::int64_t length = static_cast<std::int64_t>(r.prompt.size()) + r.output_tokens;
-    if (length > model_.config().max_positions) {
-      throw InputError(where, fmt::format("request {} needs {} positions ({} prompt + {} output) "
-                                          "but the model has {}",
-                                          r.id.value, length, r.prompt.size(), r.output_tokens,
-                                          model_.config().max_positions));
-    }
-    const std::int64_t blocks = (length + options_.block_size - 1) / options_.block_size;
-    if (blocks > options_.kv_blocks) {
-      throw InputError({"", 0, 0, "scheduler.kv_blocks"},
-                       fmt::format("request {} needs {} K/V blocks of {} tokens but the engine "
-                                   "holds {}",
-                                   r.id.value, blocks, options_.block_size, options_.kv_blocks));
+    // The same rule the simulator applies at arrival; the engine always refuses (its runs are
+    // small and a rejected request would leave a hole in the measured workload).
+    const auto prompt = static_cast<std::int64_t>(r.prompt.size());
+    const policy::ServingCapacity capacity{scheduler_.chunks_prompts(),
+                                           options_.limits.max_batched_tokens,
+                                           options_.kv_blocks * options_.block_size,
+                                           model_.config().max_positions};
+    if (const auto reason = policy::unservable_reason(prompt, r.output_tokens, capacity)) {
+      throw InputError(
+          {"", 0, 0, *reason == policy::UnservableReason::over_kv_capacity ? "scheduler.kv_blocks"
+                                                                             : "workload"},
+          fmt::format("request {}: {}", r.id.value,
+                      policy::describe_unservable(*reason, prompt, r.output_tokens, capacity)));
     }
   }
 }

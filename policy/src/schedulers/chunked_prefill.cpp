@@ -27,6 +27,26 @@ void continue_prefills(const SchedulerSnapshot& snapshot, std::size_t kept, std:
   }
 }
 
+// Blocks the running prefills still need to complete their prompts, beyond those they hold.
+std::int64_t blocks_to_finish_prefills(const SchedulerSnapshot& snapshot, std::size_t kept,
+                                       const SchedulerDecision& out) {
+  std::int64_t blocks = 0;
+  for (std::size_t i = 0; i < kept; ++i) {
+    const SequenceView& seq = snapshot.running[i];
+    if (!is_prefilling(seq))
+      continue;
+    std::int64_t scheduled = 0;
+    for (const ScheduledWork& w : out.work) {
+      if (!w.sequence.waiting && w.sequence.index == i)
+        scheduled = w.tokens;
+    }
+    // This iteration's chunk is already charged to the spare blocks; the rest is reserved.
+    blocks += blocks_to_grow(seq, seq.pending_tokens(), snapshot.kv) -
+              blocks_to_grow(seq, scheduled, snapshot.kv);
+  }
+  return blocks;
+}
+
 }  // namespace
 
 void ChunkedPrefill::schedule(const SchedulerSnapshot& snapshot, SchedulerDecision& out) const {
@@ -56,6 +76,9 @@ void ChunkedPrefill::schedule(const SchedulerSnapshot& snapshot, SchedulerDecisi
     return;
   auto running = static_cast<std::int64_t>(snapshot.running.size());
   spare -= watermark_blocks(snapshot.kv, params_.watermark_fraction);
+  std::int64_t unreserved = spare;
+  if (params_.reserve_prompt_blocks)
+    unreserved -= blocks_to_finish_prefills(snapshot, kept, out);
   for (std::size_t i = 0; i < snapshot.waiting.size(); ++i) {
     if (running >= snapshot.limits.max_running || budget < 1)
       break;
@@ -63,6 +86,13 @@ void ChunkedPrefill::schedule(const SchedulerSnapshot& snapshot, SchedulerDecisi
     const std::int64_t chunk = std::min(budget, tokens_within_blocks(seq, spare, snapshot.kv));
     if (chunk < 1)
       break;
+    if (params_.reserve_prompt_blocks) {
+      // The whole prompt (a recompute: everything pending) must fit what is not yet promised.
+      const std::int64_t whole = blocks_to_grow(seq, seq.pending_tokens(), snapshot.kv);
+      if (whole > unreserved && !(running == 0 && out.work.empty()))
+        break;
+      unreserved -= whole;
+    }
     out.admit.push_back(i);
     out.work.push_back({{true, i}, chunk});
     ++running;

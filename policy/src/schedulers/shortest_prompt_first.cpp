@@ -42,7 +42,7 @@ void ShortestPromptFirst::schedule(const SchedulerSnapshot& snapshot,
   auto running = static_cast<std::int64_t>(snapshot.running.size());
   std::int64_t tokens = 0;
   std::int64_t spare =
-      snapshot.kv.free_blocks - watermark_blocks(snapshot.kv, k_default_watermark_fraction);
+      snapshot.kv.free_blocks - watermark_blocks(snapshot.kv, watermark_fraction_);
   for (auto i = next_shortest(snapshot.waiting, std::nullopt); i;
        i = next_shortest(snapshot.waiting, i)) {
     const SequenceView& seq = snapshot.waiting[*i];
@@ -65,8 +65,8 @@ void ShortestPromptFirst::schedule(const SchedulerSnapshot& snapshot,
 }
 
 void register_shortest_prompt_first() {
-  register_scheduler("shortest_prompt_first", [](const SchedulerParams&) {
-    return std::make_unique<ShortestPromptFirst>();
+  register_scheduler("shortest_prompt_first", [](const SchedulerParams& params) {
+    return std::make_unique<ShortestPromptFirst>(params.watermark_fraction);
   });
 }
 

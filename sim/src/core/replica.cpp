@@ -7,6 +7,7 @@
 
 #include "exitsim/core/error.hpp"
 #include "exitsim/policy/scheduler_registry.hpp"
+#include "exitsim/policy/servable.hpp"
 #include "exitsim/sim/cost/make_cost_model.hpp"
 #include "exitsim/sim/kv_capacity.hpp"
 
@@ -19,6 +20,8 @@ Replica::Replica(int index, const ReplicaSpec& spec, MetricsCollector& metrics)
       model_depth_(spec.model.depth) {
   policy::SchedulerParams params;
   params.preemption = spec.scheduler.preemption;
+  params.watermark_fraction = spec.scheduler.watermark_fraction;
+  params.reserve_prompt_blocks = spec.scheduler.reserve_prompt_blocks;
   scheduler_ = policy::make_scheduler(spec.scheduler.kind, params);
   scheduler_name_ = spec.scheduler.kind;
   cost_model_ = make_cost_model(spec.cost_model, spec.model, spec.hardware);
@@ -31,20 +34,28 @@ Replica::Replica(int index, const ReplicaSpec& spec, MetricsCollector& metrics)
   kv_free_ = kv.blocks;
   limits_.max_running = spec.scheduler.max_running;
   limits_.max_batched_tokens = spec.scheduler.max_batched_tokens;
+  max_context_ = spec.model.max_context;
+  reject_unservable_ = spec.scheduler.unservable == "reject";
   description_ = fmt::format("replica {} ({} on {})", index, spec.model.name, spec.hardware.name);
 }
 
-void Replica::enqueue(const RequestDescriptor& request, TimeNs arrival) {
-  const std::int64_t tokens = request.input_tokens + request.output_tokens;
-  const std::int64_t blocks = (tokens + block_size_ - 1) / block_size_;
-  if (blocks > kv_total_) {
-    throw InputError(
-        {"", 0, 0, "workload"},
-        fmt::format("request {} needs K/V for {} tokens ({} input + {} output) but {} "
-                    "holds {} tokens ({} blocks of {}); raise scheduler.kv_blocks or "
-                    "use a larger accelerator",
-                    request.id.value, tokens, request.input_tokens, request.output_tokens,
-                    description_, kv_total_ * block_size_, kv_total_, block_size_));
+bool Replica::enqueue(const RequestDescriptor& request, TimeNs arrival) {
+  const policy::ServingCapacity capacity{scheduler_->chunks_prompts(),
+                                         limits_.max_batched_tokens, kv_total_ * block_size_,
+                                         max_context_};
+  if (const auto reason =
+          policy::unservable_reason(request.input_tokens, request.output_tokens, capacity)) {
+    if (!reject_unservable_) {
+      throw InputError(
+          {"", 0, 0, "workload"},
+          fmt::format("request {} cannot be served by {}: {}; or set scheduler.unservable: "
+                      "reject to count such requests as rejected",
+                      request.id.value, description_,
+                      policy::describe_unservable(*reason, request.input_tokens,
+                                                  request.output_tokens, capacity)));
+    }
+    metrics_.record_rejection(*reason);
+    return false;
   }
   policy::SequenceView view;
   view.id = request.id;
@@ -55,6 +66,7 @@ void Replica::enqueue(const RequestDescriptor& request, TimeNs arrival) {
   waiting_.push_back(view, extra);
   load_.outstanding_requests += 1;
   load_.outstanding_tokens += request.input_tokens;
+  return true;
 }
 
 TimeNs Replica::start_iteration(TimeNs now) {
@@ -166,6 +178,7 @@ std::size_t Replica::apply_admissions_and_preemptions() {
     policy::SequenceView victim = running_.view(index);
     SequenceExtra extra = running_.extra(index);
     kv_free_ += victim.kv_blocks;
+    metrics_.record_recompute(victim.computed_tokens);
     victim.kv_blocks = 0;
     victim.computed_tokens = 0;
     extra.depth = SequenceDepthState{};  // recompute rebuilds every layer's K/V

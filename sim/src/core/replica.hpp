@@ -61,8 +61,10 @@ class Replica {
  public:
   Replica(int index, const ReplicaSpec& spec, MetricsCollector& metrics);
 
-  // Throws InputError when the request could never be served by this replica.
-  void enqueue(const RequestDescriptor& request, TimeNs arrival);
+  // Queues the request; false when this replica can never serve it (policy::unservable_reason)
+  // and the scenario rejects such requests (counted in the metrics). Throws InputError for one
+  // under scheduler.unservable: error.
+  bool enqueue(const RequestDescriptor& request, TimeNs arrival);
   // Asks the scheduler for the next iteration; returns its duration, or -1 when idle.
   TimeNs start_iteration(TimeNs now);
   IterationOutcome complete_iteration(TimeNs now);
@@ -75,6 +77,8 @@ class Replica {
   std::int64_t kv_blocks_used() const { return kv_total_ - kv_free_; }
   std::int64_t kv_blocks_total() const { return kv_total_; }
   const std::string& scheduler_name() const { return scheduler_name_; }
+  // What the cost model substituted or extrapolated while pricing this replica's iterations.
+  std::vector<std::string> cost_notes() const { return cost_model_->notes(); }
   // The last iteration's batch, for timelines.
   const IterationRecord& last_iteration() const { return last_iteration_; }
 
@@ -102,6 +106,8 @@ class Replica {
   std::int64_t block_size_ = 16;
   std::int64_t kv_total_ = 0;
   std::int64_t kv_free_ = 0;
+  std::int64_t max_context_ = 0;  // 0 = unlimited
+  bool reject_unservable_ = false;
   DepthStructure model_depth_;
 
   SequenceQueue running_;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <optional>
 #include <stdexcept>
@@ -89,13 +90,16 @@ class ClusterRun {
       loads_[r] = replicas_[r]->load();
     const std::size_t target = policy::route_request(
         config_.router, {loads_, static_cast<std::uint64_t>(totals_.requests_arrived)});
-    replicas_[target]->enqueue(request, now_);
-    if (totals_.requests_arrived == 0)
-      first_arrival_ = now_;
-    totals_.requests_arrived += 1;
-    requests_in_system_ += 1;
-    totals_.tokens_expected += request.output_tokens;
-    mark_for_start(target);
+    if (replicas_[target]->enqueue(request, now_)) {
+      if (totals_.requests_arrived == 0)
+        first_arrival_ = now_;
+      totals_.requests_arrived += 1;
+      requests_in_system_ += 1;
+      totals_.tokens_expected += request.output_tokens;
+      mark_for_start(target);
+    } else {
+      totals_.requests_rejected += 1;
+    }
     schedule_next_arrival();
   }
 
@@ -156,7 +160,37 @@ class ClusterRun {
     metrics_.finish();
     if (timeline_)
       timeline_->finish();
-    return {metrics_.summarize(), totals_};
+    SimulationResult result{metrics_.summarize(), totals_};
+    result.summary.warnings = collect_warnings(result.summary);
+    return result;
+  }
+
+  // In a fixed order: the workload's, the rejections, each replica's cost model, the timeline.
+  std::vector<std::string> collect_warnings(const MetricsSummary& summary) {
+    std::vector<std::string> out = config_.warnings;
+    for (std::string& note : workload_.notes())
+      out.push_back(std::move(note));
+    if (const RejectedRequests& r = summary.rejected; r.total() > 0) {
+      out.push_back(fmt::format(
+          "scheduler.unservable: reject: {} of {} requests rejected at arrival ({} prompts over "
+          "the batch budget, {} over the context window, {} over the K/V memory); they are in "
+          "no latency, throughput or goodput figure",
+          r.total(), r.total() + totals_.requests_arrived, r.prompt_over_batch_budget,
+          r.over_context_window, r.over_kv_capacity));
+    }
+    for (const auto& replica : replicas_) {
+      for (std::string& note : replica->cost_notes()) {
+        if (std::find(out.begin(), out.end(), note) == out.end())
+          out.push_back(std::move(note));
+      }
+    }
+    if (timeline_ && timeline_->truncated()) {
+      out.push_back(fmt::format(
+          "outputs.timeline: timeline.json cut at outputs.timeline_max_mb ({:g} MB): {} events "
+          "dropped",
+          config_.timeline_max_mb, timeline_->events_dropped()));
+    }
+    return out;
   }
 
   const SimulationConfig& config_;

@@ -16,6 +16,8 @@ class IterationTimeline {
   IterationTimeline(const std::string& path, double max_mb, int replicas);
   void record(const IterationRecord& iteration);
   void finish() { writer_.finish(); }
+  bool truncated() const { return writer_.truncated(); }
+  std::int64_t events_dropped() const { return writer_.dropped_events(); }
 
  private:
   traces::ChromeTraceWriter writer_;

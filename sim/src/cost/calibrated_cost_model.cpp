@@ -45,6 +45,7 @@ CalibratedCostModel::CalibratedCostModel(CostProfile profile, std::string profil
       counts_(model, counting_hardware(model), RooflineEfficiency{1.0, 1.0}),
       layout_(model.depth),
       coda_layers_(model.depth.coda_layers) {
+  uses_.resize(profile_.ops.size());
   const std::string fingerprint = model_fingerprint(model);
   if (profile_.source.model_shape != fingerprint) {
     throw InputError(
@@ -76,18 +77,52 @@ CalibratedCostModel::CalibratedCostModel(CostProfile profile, std::string profil
   }
 }
 
+double CalibratedCostModel::price(const OpFit* op, double batch, double context) const {
+  OpUse& use = uses_[static_cast<std::size_t>(op - profile_.ops.data())];
+  ++use.calls;
+  if (batch < static_cast<double>(op->batch_min_seen) ||
+      batch > static_cast<double>(op->batch_max_seen)) {
+    ++use.outside_range;
+    use.largest = std::max(use.largest, batch);
+  }
+  return op->predict_us(batch, context);
+}
+
+std::vector<std::string> CalibratedCostModel::notes() const {
+  std::vector<std::string> out = fallbacks_;
+  for (std::size_t i = 0; i < profile_.ops.size(); ++i) {
+    const OpFit& op = profile_.ops[i];
+    const OpUse& use = uses_[i];
+    if (use.outside_range > 0) {
+      out.push_back(fmt::format(
+          "cost_model.profile: {}: {} of {} calls priced at a batch outside the calibrated range "
+          "[{}, {}] (largest {:g}): extrapolated, not measured",
+          op.name, use.outside_range, use.calls, op.batch_min_seen, op.batch_max_seen,
+          use.largest));
+    }
+    for (std::size_t r = 0; r < op.regimes.size(); ++r) {
+      if (op.regimes[r].mean_of_calls && use.calls > 0) {
+        out.push_back(fmt::format(
+            "cost_model.profile: {}: regime {} (batch <= {}) priced as its calls' mean, not a fit",
+            op.name, r, op.regimes[r].batch_max));
+      }
+    }
+  }
+  return out;
+}
+
 double CalibratedCostModel::layer_us(std::int64_t b, std::int64_t c, std::int64_t kv_only) const {
   double us = 0;
   if (b > 0) {
     const auto tokens = static_cast<double>(b);
     const auto context = static_cast<double>(c);
     for (const OpFit* op : layer_ops_)
-      us += op->predict_us(tokens, context);
+      us += price(op, tokens, context);
   }
   if (kv_only > 0) {
     const auto tokens = static_cast<double>(kv_only);
-    us += kv_only_ != nullptr ? kv_only_->predict_us(tokens, 0)
-                              : kv_only_share_ * layer_ops_[1]->predict_us(tokens, 0);
+    us += kv_only_ != nullptr ? price(kv_only_, tokens, 0)
+                              : kv_only_share_ * price(layer_ops_[1], tokens, 0);
   }
   return us;
 }
@@ -146,16 +181,16 @@ IterationCost CalibratedCostModel::iteration_cost(std::span<const BatchEntry> ba
     }
     us += static_cast<double>(coda_layers_) * layer_us(pass.coda.tokens, pairs(pass.coda), 0);
     if (pass.embedded > 0)
-      us += embed_->predict_us(static_cast<double>(pass.embedded), 0);
+      us += price(embed_, static_cast<double>(pass.embedded), 0);
     if (pass.emitting > 0) {
       const auto n = static_cast<double>(pass.emitting);
-      us += lm_head_->predict_us(n, 0) + sampling_->predict_us(n, 0);
+      us += price(lm_head_, n, 0) + price(sampling_, n, 0);
     }
     embedded += pass.embedded;
     emitting += pass.emitting;
   }
   if (residual_ != nullptr && (embedded > 0 || emitting > 0 || passes[0].used || passes[1].used))
-    us += residual_->predict_us(static_cast<double>(embedded), static_cast<double>(emitting));
+    us += price(residual_, static_cast<double>(embedded), static_cast<double>(emitting));
 
   return measured_cost(us, counts_.iteration_cost(batch));
 }

@@ -110,6 +110,12 @@ class ProfileReader {
       }
       for (std::size_t k = 0; k < regime.coefficients.size(); ++k)
         regime.coefficients[k] = c[k].get<double>();
+      if (regimes[i].contains("mean_of_calls")) {
+        const json& mean = regimes[i]["mean_of_calls"];
+        if (!mean.is_boolean())
+          fail(where + ".mean_of_calls", "true or false", mean.dump());
+        regime.mean_of_calls = mean.get<bool>();
+      }
       fit.regimes.push_back(regime);
     }
     return fit;
@@ -175,8 +181,12 @@ void CostProfile::write(const std::string& path) const {
   json list = json::array();
   for (const OpFit& op : ops) {
     json regimes = json::array();
-    for (const OpFit::Regime& r : op.regimes)
-      regimes.push_back({{"batch_max", r.batch_max}, {"coefficients", r.coefficients}});
+    for (const OpFit::Regime& r : op.regimes) {
+      json regime = {{"batch_max", r.batch_max}, {"coefficients", r.coefficients}};
+      if (r.mean_of_calls)
+        regime["mean_of_calls"] = true;
+      regimes.push_back(std::move(regime));
+    }
     list.push_back({{"name", op.name},
                     {"kind", op.kind},
                     {"samples", op.samples},

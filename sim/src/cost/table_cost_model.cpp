@@ -214,16 +214,56 @@ TableCostModel::TableCostModel(CostTable table, const ModelShape& model)
       stacked_depth_(model.depth.stacked_depth()),
       coda_layers_(model.depth.coda_layers) {}
 
+const std::vector<CostTable::Point>& TableCostModel::rows(TableOp op) const {
+  switch (op) {
+    case TableOp::layer:
+      return table_.layer;
+    case TableOp::lm_head:
+      return table_.lm_head;
+    case TableOp::embedding:
+      return table_.embedding;
+    case TableOp::prefill_layer_per_token:
+      break;
+  }
+  return table_.prefill_layer_per_token;
+}
+
+double TableCostModel::lookup(TableOp op, std::int64_t batch) const {
+  const std::vector<CostTable::Point>& points = rows(op);
+  TableUse& use = uses_[static_cast<std::size_t>(op)];
+  ++use.prices;
+  if (batch > points.back().batch) {
+    ++use.beyond_last;
+    use.largest = std::max(use.largest, batch);
+  }
+  return interpolate_us(points, static_cast<double>(batch));
+}
+
+std::vector<std::string> TableCostModel::notes() const {
+  static constexpr std::array<const char*, 4> k_names = {"layer", "lm_head", "embedding",
+                                                         "prefill_layer_per_token"};
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < uses_.size(); ++i) {
+    const TableUse& use = uses_[i];
+    if (use.beyond_last == 0)
+      continue;
+    out.push_back(fmt::format(
+        "cost_model.table: {}: {} of {} prices at a batch above the table's largest ({}; up to "
+        "{}): priced at the largest row's time, not measured",
+        k_names[i], use.beyond_last, use.prices, rows(static_cast<TableOp>(i)).back().batch,
+        use.largest));
+  }
+  return out;
+}
+
 double TableCostModel::layer_us(std::int64_t dec, std::int64_t pre) const {
   if (table_.prefill_layer_per_token.empty()) {
     const std::int64_t tokens = dec + pre;
-    return tokens > 0 ? interpolate_us(table_.layer, static_cast<double>(tokens)) : 0.0;
+    return tokens > 0 ? lookup(TableOp::layer, tokens) : 0.0;
   }
-  double us = dec > 0 ? interpolate_us(table_.layer, static_cast<double>(dec)) : 0.0;
-  if (pre > 0) {
-    us += static_cast<double>(pre) *
-          interpolate_us(table_.prefill_layer_per_token, static_cast<double>(pre));
-  }
+  double us = dec > 0 ? lookup(TableOp::layer, dec) : 0.0;
+  if (pre > 0)
+    us += static_cast<double>(pre) * lookup(TableOp::prefill_layer_per_token, pre);
   return us;
 }
 
@@ -285,15 +325,15 @@ IterationCost TableCostModel::iteration_cost(std::span<const BatchEntry> batch) 
       priced = run;
       priced_us = layer_us(run.dec, run.pre);
       if (run.kv > 0)
-        priced_us += kv_only_fraction_ * interpolate_us(table_.layer, static_cast<double>(run.kv));
+        priced_us += kv_only_fraction_ * lookup(TableOp::layer, run.kv);
     }
     us += priced_us;
   }
   us += static_cast<double>(coda_layers_) * layer_us(coda_dec, coda_pre);
   if (emitting > 0)
-    us += interpolate_us(table_.lm_head, static_cast<double>(emitting));
+    us += lookup(TableOp::lm_head, emitting);
   if (embedded > 0)
-    us += interpolate_us(table_.embedding, static_cast<double>(embedded));
+    us += lookup(TableOp::embedding, embedded);
 
   return measured_cost(us, counts_.iteration_cost(batch));
 }

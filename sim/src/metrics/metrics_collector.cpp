@@ -82,6 +82,8 @@ struct MetricsCollector::Impl {
   std::int64_t met_all = 0, met_ttft = 0, met_tpot = 0, met_e2e = 0;
   std::int64_t iterations = 0;
   std::int64_t preemptions = 0;
+  std::int64_t recomputed_tokens = 0;
+  RejectedRequests rejected;
   std::int64_t batched_sequences = 0;
   std::map<std::int64_t, std::int64_t> batch_sizes;
   metrics_detail::UsageSeries series;
@@ -185,6 +187,28 @@ void MetricsCollector::record_preemption() {
   ++impl_->preemptions;
 }
 
+void MetricsCollector::record_recompute(std::int64_t tokens) {
+  if (tokens < 0)
+    invalid(fmt::format("recompute of {} tokens", tokens));
+  impl_->recomputed_tokens += tokens;
+}
+
+void MetricsCollector::record_rejection(policy::UnservableReason reason) {
+  RejectedRequests& r = impl_->rejected;
+  switch (reason) {
+    case policy::UnservableReason::prompt_over_batch_budget:
+      ++r.prompt_over_batch_budget;
+      break;
+    case policy::UnservableReason::over_context_window:
+      ++r.over_context_window;
+      break;
+    case policy::UnservableReason::over_kv_capacity:
+      ++r.over_kv_capacity;
+      break;
+  }
+}
+
+
 MetricsSummary MetricsCollector::summarize() const {
   const Impl& m = *impl_;
   MetricsSummary s;
@@ -218,6 +242,8 @@ MetricsSummary MetricsCollector::summarize() const {
   s.percentile_relative_error = m.ttft.relative_error();
   s.iterations = m.iterations;
   s.preemptions = m.preemptions;
+  s.recomputed_tokens = m.recomputed_tokens;
+  s.rejected = m.rejected;
   s.batch_size_histogram = m.batch_sizes;
   s.depth = m.depth;
   for (std::size_t d = 0; d < m.tokens_by_exit_depth.size(); ++d) {

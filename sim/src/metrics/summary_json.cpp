@@ -67,6 +67,13 @@ std::string summary_to_json(const MetricsSummary& s) {
 
   j["iterations"] = s.iterations;
   j["preemptions"] = s.preemptions;
+  j["recomputed_tokens"] = s.recomputed_tokens;
+  Json rejected;
+  rejected["total"] = s.rejected.total();
+  rejected["prompt_over_batch_budget"] = s.rejected.prompt_over_batch_budget;
+  rejected["over_context_window"] = s.rejected.over_context_window;
+  rejected["over_kv_capacity"] = s.rejected.over_kv_capacity;
+  j["rejected_requests"] = std::move(rejected);
   j["mean_batch_size"] = s.mean_batch_size;
   Json histogram = Json::object();
   for (const auto& [sequences, iterations] : s.batch_size_histogram)
@@ -98,6 +105,7 @@ std::string summary_to_json(const MetricsSummary& s) {
   }
   series["points"] = std::move(points);
   j["series"] = std::move(series);
+  j["warnings"] = s.warnings;
   return j.dump(2) + "\n";
 }
 

@@ -66,7 +66,17 @@ std::string format_summary(const MetricsSummary& s) {
   append_latency_row(out, "queueing", s.queueing);
   fmt::format_to(it, "{:<16}{} iterations, mean batch size {:.2f} sequences\n", "batches",
                  s.iterations, s.mean_batch_size);
-  fmt::format_to(it, "{:<16}{}\n", "preemptions", s.preemptions);
+  fmt::format_to(it, "{:<16}{}", "preemptions", s.preemptions);
+  if (s.recomputed_tokens > 0)
+    fmt::format_to(it, " ({} tokens recomputed: wasted work)", s.recomputed_tokens);
+  out += '\n';
+  if (s.rejected.total() > 0) {
+    fmt::format_to(it,
+                   "{:<16}{} requests rejected at arrival ({} prompts over the batch budget, {} "
+                   "over the context window, {} over the K/V memory); in no figure above\n",
+                   "rejected", s.rejected.total(), s.rejected.prompt_over_batch_budget,
+                   s.rejected.over_context_window, s.rejected.over_kv_capacity);
+  }
   if (s.depth.exit_depth_tokens.size() > 1 || s.depth.masked_flops > 0 ||
       s.depth.fill_token_passes > 0) {
     fmt::format_to(
@@ -83,6 +93,8 @@ std::string format_summary(const MetricsSummary& s) {
   }
   fmt::format_to(it, "{:<16}within {:g}% relative error of a true sample (mean, max exact)\n",
                  "percentiles", 100 * s.percentile_relative_error);
+  for (const std::string& warning : s.warnings)
+    fmt::format_to(it, "{:<16}{}\n", "WARNING", warning);
   return out;
 }
 

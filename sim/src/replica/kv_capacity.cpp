@@ -24,13 +24,27 @@ KvCapacity derive_kv_capacity(const ModelShape& model, const HardwareSpec& hardw
   capacity.kv_bytes_per_token = model.kv_bytes_per_token_per_layer() * kv_layers;
   capacity.reserve_bytes = static_cast<std::int64_t>(
       std::llround(static_cast<double>(hardware.memory_bytes) * request.memory_reserve_fraction));
-  if (request.explicit_blocks > 0) {
-    capacity.blocks = request.explicit_blocks;
-    return capacity;
-  }
   const std::int64_t free_bytes =
       hardware.memory_bytes - capacity.weight_bytes - capacity.reserve_bytes;
   const std::int64_t block_bytes = capacity.kv_bytes_per_token * capacity.block_size;
+  if (request.explicit_blocks > 0) {
+    // An explicit count may model less memory than the device has, never more.
+    const std::int64_t fits = free_bytes > 0 ? free_bytes / block_bytes : 0;
+    if (request.explicit_blocks > fits) {
+      throw InputError(
+          {"", 0, 0, "scheduler.kv_blocks"},
+          fmt::format("expected at most {} blocks ({} has {:.2f} GiB; {:.2f} GiB of {} weights "
+                      "and a {:.2f} GiB reserve leave {:.2f} GiB for K/V at {} KiB per block), "
+                      "found {} ({:.2f} GiB)",
+                      fits, hardware.name, gib(hardware.memory_bytes), gib(capacity.weight_bytes),
+                      model.name, gib(capacity.reserve_bytes), gib(std::max<std::int64_t>(0, free_bytes)),
+                      block_bytes / 1024, request.explicit_blocks,
+                      static_cast<double>(request.explicit_blocks) *
+                          static_cast<double>(block_bytes) / static_cast<double>(1 << 30)));
+    }
+    capacity.blocks = request.explicit_blocks;
+    return capacity;
+  }
   if (free_bytes < block_bytes) {
     throw InputError(
         {"", 0, 0, "model"},

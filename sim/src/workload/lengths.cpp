@@ -68,19 +68,22 @@ std::int64_t LengthBounds::clamp_rounded(double length) const {
 }
 
 LognormalLength::LognormalLength(double mean, double sigma, LengthBounds bounds, RandomStream rng)
-    : mu_(std::log(mean) - 0.5 * sigma * sigma), sigma_(sigma), bounds_(bounds), rng_(rng) {}
+    : LengthDistribution(bounds),
+      mu_(std::log(mean) - 0.5 * sigma * sigma),
+      sigma_(sigma),
+      rng_(rng) {}
 
 std::int64_t LognormalLength::sample() {
-  return bounds_.clamp_rounded(rng_.lognormal(mu_, sigma_));
+  return clamp_rounded(rng_.lognormal(mu_, sigma_));
 }
 
 EmpiricalLength::EmpiricalLength(std::vector<std::int64_t> observed, LengthBounds bounds,
                                  RandomStream rng)
-    : observed_(std::move(observed)), bounds_(bounds), rng_(rng) {}
+    : LengthDistribution(bounds), observed_(std::move(observed)), rng_(rng) {}
 
 std::int64_t EmpiricalLength::sample() {
   const auto last = static_cast<std::int64_t>(observed_.size()) - 1;
-  return bounds_.clamp(observed_[static_cast<std::size_t>(rng_.uniform_int(0, last))]);
+  return clamp(observed_[static_cast<std::size_t>(rng_.uniform_int(0, last))]);
 }
 
 std::vector<std::string> length_distribution_names() {
@@ -103,7 +106,7 @@ std::unique_ptr<LengthDistribution> make_length_distribution(const scenario::Len
     if (config.value < 1) {
       throw_setting_error(key + ".value", "a length >= 1 token", fmt::format("{}", config.value));
     }
-    return std::make_unique<FixedLength>(bounds.clamp(config.value));
+    return std::make_unique<FixedLength>(config.value);
   }
   if (config.dist == "uniform") {
     if (config.max == 0) {

@@ -53,4 +53,23 @@ std::optional<RequestDescriptor> TraceReplaySource::next() {
   return request;
 }
 
+std::vector<std::string> TraceReplaySource::notes() {
+  std::vector<std::string> out;
+  if (cap_ > 0 && emitted_ >= cap_) {
+    std::int64_t total = emitted_;
+    while (trace_->next())
+      ++total;
+    if (total > emitted_) {
+      out.push_back(fmt::format(
+          "workload.trace.max_requests: replayed the first {} of the trace's {} requests", emitted_,
+          total));
+    }
+  }
+  if (const std::int64_t skipped = trace_->skipped_rows(); skipped > 0) {
+    out.push_back(fmt::format("workload.trace: {} rows of the {} trace skipped (not replayed)",
+                              skipped, trace_->format_name()));
+  }
+  return out;
+}
+
 }  // namespace exitsim::sim

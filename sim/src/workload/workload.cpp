@@ -58,9 +58,9 @@ std::unique_ptr<traces::RequestSource> make_replay(const scenario::WorkloadConfi
     throw_setting_error("workload.trace.rate_scale", "a scale > 0",
                         fmt::format("{}", trace.rate_scale));
   }
-  if (config.requests < 0) {
-    throw_setting_error("workload.requests", "a request cap >= 0 (0 = whole trace)",
-                        fmt::format("{}", config.requests));
+  if (trace.max_requests < 0) {
+    throw_setting_error("workload.trace.max_requests", "a request cap >= 0 (0 = whole trace)",
+                        fmt::format("{}", trace.max_requests));
   }
   traces::RequestTraceOptions options;
   options.format = trace_format(trace.format);
@@ -70,7 +70,7 @@ std::unique_ptr<traces::RequestSource> make_replay(const scenario::WorkloadConfi
   if (!source->has_arrivals()) {
     arrivals = make_arrival_process(config.arrivals, RandomStream(seed, k_arrivals_stream));
   }
-  return std::make_unique<TraceReplaySource>(std::move(source), trace.rate_scale, config.requests,
+  return std::make_unique<TraceReplaySource>(std::move(source), trace.rate_scale, trace.max_requests,
                                              std::move(arrivals));
 }
 

@@ -61,6 +61,9 @@ struct ModelShape {
   DType dtype = DType::bf16;
   MlpKind mlp = MlpKind::gated;
   bool tied_embeddings = false;
+  // Longest sequence (prompt + output tokens) the model serves: its trained position range
+  // (max_position_embeddings). 0 = unlimited.
+  std::int64_t max_context = 0;
   DepthStructure depth;
 
   // Weights of one transformer layer (attention + MLP + norms), in elements.

@@ -13,6 +13,7 @@
 #include "exitsim/policy/depthwise.hpp"
 #include "exitsim/policy/exit_policy.hpp"
 #include "exitsim/policy/scheduler.hpp"
+#include "exitsim/policy/scheduler_registry.hpp"
 #include "exitsim/policy/sync_strategy.hpp"
 #include "exitsim/profiler/host_profiler.hpp"
 
@@ -44,6 +45,7 @@ struct EngineObserver {
 
 struct EngineOptions {
   std::string scheduler = "continuous";
+  policy::SchedulerParams scheduler_params;  // the scenario's watermark and reservation
   policy::SchedulerLimits limits;
   std::int64_t block_size = 16;
   // K/V capacity in blocks of block_size tokens at every layer (the simulator's unit).

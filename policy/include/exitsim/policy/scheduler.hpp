@@ -103,6 +103,9 @@ class Scheduler {
   virtual std::string_view name() const = 0;
   // Fills `out` (cleared by the caller) with this iteration's decision.
   virtual void schedule(const SchedulerSnapshot& snapshot, SchedulerDecision& out) const = 0;
+  // Whether prompts may be split across iterations. A scheduler that admits whole prompts only
+  // (the default) can never serve a prompt longer than max_batched_tokens (servable.hpp).
+  virtual bool chunks_prompts() const { return false; }
 };
 
 // "" when the decision is feasible for the snapshot, else what is wrong (for tests and debug

@@ -45,16 +45,23 @@ class ContinuousBatching final : public Scheduler {
 // out); the rest of the token budget goes to prefill chunks, first of running sequences still
 // prefilling (admission order), then of newly admitted waiting sequences (queue order, only when
 // nothing was preempted). A chunk is limited by the budget left and by the blocks available.
+// With `reserve_prompt_blocks`, a waiting prompt is admitted only when the blocks of its whole
+// prompt fit in the free blocks above the watermark minus the blocks the running prefills still
+// need to finish theirs: admission then never starts more prefills than memory can finish, so
+// long prompts do not preempt each other's partial prefills (vLLM admits on the whole prompt's
+// blocks the same way).
 class ChunkedPrefill final : public Scheduler {
  public:
   struct Params {
     double watermark_fraction = k_default_watermark_fraction;  // of total blocks kept free
+    bool reserve_prompt_blocks = false;
   };
 
   ChunkedPrefill() = default;
   explicit ChunkedPrefill(Params params) : params_(params) {}
 
   std::string_view name() const override { return "chunked_prefill"; }
+  bool chunks_prompts() const override { return true; }
   void schedule(const SchedulerSnapshot& snapshot, SchedulerDecision& out) const override;
 
  private:

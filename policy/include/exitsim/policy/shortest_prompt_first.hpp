@@ -14,8 +14,13 @@ namespace exitsim::policy {
 // pending tokens first (ties in queue order); otherwise as `continuous`.
 class ShortestPromptFirst final : public Scheduler {
  public:
+  explicit ShortestPromptFirst(double watermark_fraction = 0.01)
+      : watermark_fraction_(watermark_fraction) {}
   std::string_view name() const override { return "shortest_prompt_first"; }
   void schedule(const SchedulerSnapshot& snapshot, SchedulerDecision& out) const override;
+
+ private:
+  double watermark_fraction_;  // of total blocks kept free at admission (scheduler params)
 };
 
 // Registers the scheduler under "shortest_prompt_first".

@@ -63,7 +63,8 @@ struct LengthConfig {
 struct TraceConfig {
   std::string path;         // "" = no trace
   std::string format;       // auto | azure | vidur | mooncake | burstgpt | native
-  double rate_scale = 1.0;  // replay at x k: inter-arrival gaps divided by k
+  std::int64_t max_requests = 0;  // replay the first N requests only (0 = the whole trace)
+  double rate_scale = 1.0;        // replay at x k: inter-arrival gaps divided by k
   bool skip_bad_rows = false;
 
   friend bool operator==(const TraceConfig&, const TraceConfig&) = default;
@@ -71,7 +72,7 @@ struct TraceConfig {
 
 struct WorkloadConfig {
   std::string source;         // synthetic | trace
-  std::int64_t requests = 0;  // synthetic: count; trace: cap (0 = whole trace)
+  std::int64_t requests = 0;  // synthetic: number of requests (traces: trace.max_requests)
   TraceConfig trace;
   ArrivalConfig arrivals;  // synthetic, and traces without timestamps
   LengthConfig input_tokens;
@@ -130,6 +131,9 @@ struct SchedulerConfig {
   std::int64_t kv_blocks = 0;           // 0 = derive from device memory
   double memory_reserve_fraction = 0.0;
   std::string preemption;  // recompute | swap
+  double watermark_fraction = 0.01;   // of K/V blocks kept free at admission
+  bool reserve_prompt_blocks = false;  // chunked_prefill: admit only whole prompts' blocks
+  std::string unservable;              // error | reject
 
   friend bool operator==(const SchedulerConfig&, const SchedulerConfig&) = default;
 };
@@ -175,7 +179,6 @@ struct OutputConfig {
   std::string dir;
   bool summary_json = true;
   bool requests_csv = true;
-  bool token_trace = false;
   bool timeline = false;
   double timeline_max_mb = 0.0;
 

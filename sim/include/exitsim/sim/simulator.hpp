@@ -32,6 +32,8 @@ struct SimulationConfig {
   std::string requests_csv_path;  // "" = none
   std::string timeline_path;      // "" = none
   double timeline_max_mb = 256;
+  // Substitutions made before the run (by the caller), first in the summary's warnings.
+  std::vector<std::string> warnings;
   // Called with every executed iteration, in start order per replica (validation compares them
   // with the engine's steps one by one).
   std::function<void(const IterationRecord&)> iteration_observer;
@@ -47,6 +49,7 @@ struct SimulationTotals {
   std::int64_t events = 0;
   std::int64_t requests_arrived = 0;
   std::int64_t requests_finished = 0;
+  std::int64_t requests_rejected = 0;  // unservable, rejected at arrival (not in requests_arrived)
   std::int64_t tokens_expected = 0;
   std::int64_t tokens_emitted = 0;
   std::int64_t kv_blocks_leaked = 0;

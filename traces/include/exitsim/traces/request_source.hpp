@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "exitsim/core/request.hpp"
 
@@ -24,6 +25,10 @@ class RequestSource {
   virtual bool has_arrivals() const = 0;
   // Human-readable name of the format ("azure", "mooncake", ...).
   virtual std::string format_name() const = 0;
+  // What this source did that changes the workload the user described (a cap on a trace, rows
+  // skipped, lengths clamped), one line each, for the run's warnings. Called once, after the
+  // run pulled its last request; it may read the rest of the input to count what was left out.
+  virtual std::vector<std::string> notes() { return {}; }
 };
 
 }  // namespace exitsim::traces

@@ -32,11 +32,22 @@ class CalibratedCostModel final : public CostModel {
   // Ops priced by a stated stand-in because the profile lacks them, one line each; the CLI and
   // the report print them (never a silent zero).
   const std::vector<std::string>& fallbacks() const { return fallbacks_; }
+  // The fallbacks, then per op the calls priced outside its fitted batch range and the regimes
+  // priced as a mean.
+  std::vector<std::string> notes() const override;
 
  private:
   // Microseconds of one call of every layer op at b tokens and c attention pairs, plus the K/V
   // projections of `kv_only` copied states.
   double layer_us(std::int64_t b, std::int64_t c, std::int64_t kv_only) const;
+  // One call of `op` (an element of profile_.ops), counted for notes().
+  double price(const OpFit* op, double batch, double context) const;
+
+  struct OpUse {
+    std::int64_t calls = 0;
+    std::int64_t outside_range = 0;  // batch below batch_min_seen or above batch_max_seen
+    double largest = 0;              // largest such batch
+  };
 
   CostProfile profile_;
   std::array<const OpFit*, 10> layer_ops_{};
@@ -47,6 +58,7 @@ class CalibratedCostModel final : public CostModel {
   const OpFit* sampling_ = nullptr;
   const OpFit* residual_ = nullptr;  // nullptr: no residual measured (0, named in fallbacks)
   std::vector<std::string> fallbacks_;
+  mutable std::vector<OpUse> uses_;  // by index into profile_.ops; the model prices one replica
   RooflineCostModel counts_;
   StackLayout layout_;
   int coda_layers_ = 0;

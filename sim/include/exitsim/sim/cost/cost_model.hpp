@@ -6,6 +6,7 @@
 #include <limits>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "exitsim/core/time.hpp"
 
@@ -88,6 +89,10 @@ class CostModel {
   virtual ~CostModel() = default;
   virtual std::string name() const = 0;
   virtual IterationCost iteration_cost(std::span<const BatchEntry> batch) const = 0;
+  // Where its prices are not measurements of the work priced (an op priced by a stand-in, a
+  // batch beyond the calibrated or tabulated range), one line each for the run's warnings; read
+  // after the run, so counts cover every iteration priced so far.
+  virtual std::vector<std::string> notes() const { return {}; }
 };
 
 }  // namespace exitsim::sim

@@ -18,6 +18,9 @@ struct OpFit {
   struct Regime {
     std::int64_t batch_max = 0;  // the regime covers B <= batch_max (the last one: all above)
     std::array<double, 4> coefficients{};
+    // The fit missed its own calls' total by too much to trust; the regime is their mean
+    // (coefficients {mean, 0, 0, 0}). Simulations that use it say so.
+    bool mean_of_calls = false;
   };
   std::string name;
   std::string kind;             // the op trace's kind (gemm, attention, ...)

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <istream>
 #include <optional>
@@ -57,8 +58,20 @@ class TableCostModel final : public CostModel {
   // of the layer's weights that its K and V projections hold (decode reads weights once per call,
   // so that is the share of the call's memory traffic).
   double kv_only_fraction() const { return kv_only_fraction_; }
+  // Per op, the prices at a batch above the table's largest row (priced flat there).
+  std::vector<std::string> notes() const override;
 
  private:
+  enum class TableOp : std::uint8_t { layer, lm_head, embedding, prefill_layer_per_token };
+  struct TableUse {
+    std::int64_t prices = 0;
+    std::int64_t beyond_last = 0;
+    std::int64_t largest = 0;
+  };
+  const std::vector<CostTable::Point>& rows(TableOp op) const;
+  // interpolate_us over the op's rows, counted for notes().
+  double lookup(TableOp op, std::int64_t batch) const;
+
   // One group of layers seen by `dec` decode tokens and `pre` tokens of longer queries.
   double layer_us(std::int64_t dec, std::int64_t pre) const;
 
@@ -67,6 +80,7 @@ class TableCostModel final : public CostModel {
   double kv_only_fraction_ = 0;
   int stacked_depth_ = 0;
   int coda_layers_ = 0;
+  mutable std::array<TableUse, 4> uses_{};  // by TableOp; the model prices one replica
 };
 
 }  // namespace exitsim::sim

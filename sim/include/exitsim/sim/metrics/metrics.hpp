@@ -9,6 +9,7 @@
 
 #include "exitsim/core/ids.hpp"
 #include "exitsim/core/time.hpp"
+#include "exitsim/policy/servable.hpp"
 
 namespace exitsim::sim {
 
@@ -80,8 +81,21 @@ struct DepthSummary {
   friend bool operator==(const DepthSummary&, const DepthSummary&) = default;
 };
 
+// Requests the configuration cannot serve (policy::unservable_reason), rejected at arrival
+// under scheduler.unservable: reject; they are in no latency or throughput figure.
+struct RejectedRequests {
+  std::int64_t prompt_over_batch_budget = 0;
+  std::int64_t over_context_window = 0;
+  std::int64_t over_kv_capacity = 0;
+
+  std::int64_t total() const {
+    return prompt_over_batch_budget + over_context_window + over_kv_capacity;
+  }
+  friend bool operator==(const RejectedRequests&, const RejectedRequests&) = default;
+};
+
 struct MetricsSummary {
-  std::int64_t requests = 0;
+  std::int64_t requests = 0;  // served (finished) requests; rejected ones are counted apart
   std::int64_t output_tokens = 0;
   std::int64_t input_tokens = 0;
   TimeNs first_arrival = 0;
@@ -101,11 +115,18 @@ struct MetricsSummary {
   double percentile_relative_error = 0;  // bound of the sketch behind every percentile
   std::int64_t iterations = 0;
   std::int64_t preemptions = 0;                               // record_preemption() calls
+  // Wasted work of preemption by recompute: tokens whose K/V was discarded and computed again.
+  std::int64_t recomputed_tokens = 0;
+  RejectedRequests rejected;
   std::map<std::int64_t, std::int64_t> batch_size_histogram;  // sequences -> iterations
   double mean_batch_size = 0;
   std::vector<SeriesPoint> series;
   TimeNs series_window = 0;
   DepthSummary depth;
+  // Every place where the run is not exactly the work the scenario asked for (a trace cut short,
+  // requests rejected, prices extrapolated beyond a calibration, a timeline cut at its size cap),
+  // one line each, in a fixed order; printed by format_summary and written to summary.json.
+  std::vector<std::string> warnings;
 };
 
 // Collects metrics as the simulation runs, in memory bounded independently of the number of
@@ -126,6 +147,9 @@ class MetricsCollector {
   void record_request(const RequestRecord& request);
   void record_iteration(const IterationRecord& iteration);
   void record_preemption();
+  // A preempted sequence's `tokens` computed tokens, discarded to be recomputed.
+  void record_recompute(std::int64_t tokens);
+  void record_rejection(policy::UnservableReason reason);
   // One output token that exited at `exit_depth` and was carried through `executed_depth` layers.
   void record_token_depth(int exit_depth, int executed_depth);
   // The work of one iteration, from the cost model.

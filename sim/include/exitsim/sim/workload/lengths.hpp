@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -27,6 +28,27 @@ class LengthDistribution {
  public:
   virtual ~LengthDistribution() = default;
   virtual std::int64_t sample() = 0;
+  // Samples moved to a bound so far (the distribution drew a length outside [min, max]).
+  std::int64_t clamped() const { return clamped_; }
+  LengthBounds bounds() const { return bounds_; }
+
+ protected:
+  LengthDistribution() = default;
+  explicit LengthDistribution(LengthBounds bounds) : bounds_(bounds) {}
+  std::int64_t clamp(std::int64_t length) {
+    const std::int64_t out = bounds_.clamp(length);
+    clamped_ += out != length ? 1 : 0;
+    return out;
+  }
+  std::int64_t clamp_rounded(double length) {
+    const std::int64_t out = bounds_.clamp_rounded(length);
+    clamped_ += static_cast<double>(out) != std::floor(length + 0.5) ? 1 : 0;
+    return out;
+  }
+
+ private:
+  LengthBounds bounds_;
+  std::int64_t clamped_ = 0;
 };
 
 class FixedLength final : public LengthDistribution {
@@ -41,11 +63,10 @@ class FixedLength final : public LengthDistribution {
 // Uniform integers in [bounds.lo, bounds.hi].
 class UniformLength final : public LengthDistribution {
  public:
-  UniformLength(LengthBounds bounds, RandomStream rng) : bounds_(bounds), rng_(rng) {}
-  std::int64_t sample() override { return rng_.uniform_int(bounds_.lo, bounds_.hi); }
+  UniformLength(LengthBounds bounds, RandomStream rng) : LengthDistribution(bounds), rng_(rng) {}
+  std::int64_t sample() override { return rng_.uniform_int(bounds().lo, bounds().hi); }
 
  private:
-  LengthBounds bounds_;
   RandomStream rng_;
 };
 
@@ -59,7 +80,6 @@ class LognormalLength final : public LengthDistribution {
  private:
   double mu_;
   double sigma_;
-  LengthBounds bounds_;
   RandomStream rng_;
 };
 
@@ -71,7 +91,6 @@ class EmpiricalLength final : public LengthDistribution {
 
  private:
   std::vector<std::int64_t> observed_;
-  LengthBounds bounds_;
   RandomStream rng_;
 };
 

@@ -23,6 +23,8 @@ class SyntheticRequestSource final : public traces::RequestSource {
   std::int64_t skipped_rows() const override { return 0; }
   bool has_arrivals() const override { return true; }
   std::string format_name() const override { return "synthetic"; }
+  // Draws clamped to a length distribution's bounds, per distribution.
+  std::vector<std::string> notes() override;
 
  private:
   std::int64_t count_;

@@ -13,7 +13,7 @@ namespace exitsim::sim {
 // Replays a request trace as a workload, streaming (O(1) state however long the trace):
 // - every arrival is divided by `rate_scale` (k > 0) and rounded to the nearest nanosecond, so
 //   k = 2 replays the trace twice as fast;
-// - at most `cap` requests are produced (0 = all);
+// - at most `cap` requests are produced (0 = all), and notes() says how many the trace holds;
 // - when the trace has no timestamps (length-only traces), arrivals come from `arrivals`, and the
 //   same scaling applies, so sweeping the scale raises the load whichever kind of trace is used.
 class TraceReplaySource final : public traces::RequestSource {
@@ -26,6 +26,9 @@ class TraceReplaySource final : public traces::RequestSource {
   std::int64_t skipped_rows() const override { return trace_->skipped_rows(); }
   bool has_arrivals() const override { return true; }
   std::string format_name() const override { return trace_->format_name(); }
+  // The cap, as "replayed the first N of M requests of the trace" (M counted by reading on), and
+  // skipped rows.
+  std::vector<std::string> notes() override;
 
  private:
   std::unique_ptr<traces::RequestSource> trace_;
