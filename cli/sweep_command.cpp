@@ -57,9 +57,11 @@ void run_sweep_command(const SweepArgs& args) {
   options.shard = analysis::parse_shard(args.shard);
   options.jobs = std::max(1U, args.jobs);
   std::size_t skipped = 0;
+  std::size_t stale = 0;
   std::size_t total = 0;
   options.progress = [&](const analysis::SweepProgress& p) {
     skipped = p.skipped;
+    stale = p.stale;
     total = p.total;
     draw_progress(p);
   };
@@ -76,6 +78,12 @@ void run_sweep_command(const SweepArgs& args) {
              args.database, args.shard,
              analysis::launched_by_mpi() ? std::string("over MPI ranks")
                                          : fmt::format("{} jobs", options.jobs));
+  if (stale > 0) {
+    fmt::print(
+        "sweep      {} stored runs were stale (their scenario or an input file changed since "
+        "they ran): run again and replaced\n",
+        stale);
+  }
   if (made < total)
     fmt::print("sweep      {} runs left\n", total - made);
 }

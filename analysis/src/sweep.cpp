@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "exitsim/analysis/run_digest.hpp"
 #include "exitsim/core/error.hpp"
 #include "exitsim/scenario/load.hpp"
 #include "exitsim/sim/simulator.hpp"
@@ -78,32 +79,54 @@ RunMetrics run_metrics_of(const sim::MetricsSummary& s) {
   return m;
 }
 
-RunRecord run_sweep_point(const SweepOptions& options, const SweepPoint& point) {
+namespace {
+
+scenario::Scenario load_base(const SweepOptions& options) {
+  return options.scenario_file.empty()
+             ? scenario::load_default_scenario(options.overrides)
+             : scenario::load_scenario_file(options.scenario_file, options.overrides);
+}
+
+scenario::Scenario load_point(const SweepOptions& options, const SweepPoint& point) {
   std::vector<std::string> overrides = options.overrides;
   overrides.insert(overrides.end(), point.overrides.begin(), point.overrides.end());
   overrides.emplace_back("sweep=[]");  // the point is one run
-  const scenario::Scenario s = options.scenario_file.empty()
-                                   ? scenario::load_default_scenario(overrides)
-                                   : scenario::load_scenario_file(options.scenario_file, overrides);
+  return options.scenario_file.empty()
+             ? scenario::load_default_scenario(overrides)
+             : scenario::load_scenario_file(options.scenario_file, overrides);
+}
+
+}  // namespace
+
+RunRecord run_sweep_point(const SweepOptions& options, const SweepPoint& point) {
+  const scenario::Scenario s = load_point(options, point);
   const auto workload = sim::make_workload(s.workload, s.seed);
   const sim::SimulationResult result = sim::simulate(sim::simulation_config_from(s, ""), *workload);
-  return {point, scenario::render_resolved_yaml(s), run_metrics_of(result.summary)};
+  RunRecord record{point, scenario::render_resolved_yaml(s), run_metrics_of(result.summary)};
+  if (record.point.digest.empty()) {
+    FileHashes hashes;
+    record.point.digest = run_digest(s, hashes);
+  }
+  return record;
 }
 
 PendingPoints pending_points(const SweepOptions& options, const SweepDatabase& database) {
-  const scenario::Scenario base =
-      options.scenario_file.empty()
-          ? scenario::load_default_scenario(options.overrides)
-          : scenario::load_scenario_file(options.scenario_file, options.overrides);
-  const std::set<std::string> done = database.completed_keys();
+  const scenario::Scenario base = load_base(options);
+  const std::map<std::string, std::string> done = database.completed_digests();
+  FileHashes hashes;
   PendingPoints out;
   for (SweepPoint& p : sweep_points(base.sweep)) {
     if (!options.shard.contains(p.index))
       continue;
-    if (done.contains(p.key))
+    p.digest = run_digest(load_point(options, p), hashes);
+    const auto stored = done.find(p.key);
+    if (stored != done.end() && stored->second == p.digest) {
       ++out.skipped;
-    else
-      out.todo.push_back(std::move(p));
+      continue;
+    }
+    if (stored != done.end())
+      ++out.stale;
+    out.todo.push_back(std::move(p));
   }
   return out;
 }
@@ -121,8 +144,9 @@ std::string run_record_to_json(const RunRecord& run) {
                                        m.e2e_p99_ms,
                                        m.mean_exit_depth};
   return nlohmann::json{{"index", run.point.index}, {"overrides", run.point.overrides},
-                        {"key", run.point.key},     {"scenario", run.scenario_yaml},
-                        {"metrics", metrics},       {"summary", m.summary_json}}
+                        {"key", run.point.key},     {"digest", run.point.digest},
+                        {"scenario", run.scenario_yaml}, {"metrics", metrics},
+                        {"summary", m.summary_json}}
       .dump();
 }
 
@@ -132,6 +156,7 @@ RunRecord run_record_from_json(const std::string& text) {
   r.point.index = j.at("index").get<std::size_t>();
   r.point.overrides = j.at("overrides").get<std::vector<std::string>>();
   r.point.key = j.at("key").get<std::string>();
+  r.point.digest = j.at("digest").get<std::string>();
   r.scenario_yaml = j.at("scenario").get<std::string>();
   const auto v = j.at("metrics").get<std::vector<double>>();
   RunMetrics& m = r.metrics;
@@ -160,11 +185,13 @@ bool launched_by_mpi() {
 }
 
 std::size_t run_sweep(const SweepOptions& options) {
+  load_base(options);  // a scenario error leaves no database behind
   SweepDatabase database(options.database);
   PendingPoints pending = pending_points(options, database);
   std::vector<SweepPoint>& todo = pending.todo;
   SweepProgress progress;
   progress.skipped = pending.skipped;
+  progress.stale = pending.stale;
   progress.total = todo.size();
   const auto start = std::chrono::steady_clock::now();
   const auto report = [&] {

@@ -14,12 +14,12 @@ constexpr const char* k_schema =
     " scenario TEXT NOT NULL, throughput_tokens_per_s REAL, goodput_requests_per_s REAL,"
     " slo_attainment REAL, ttft_p50_ms REAL, ttft_p99_ms REAL, tpot_p50_ms REAL,"
     " tpot_p99_ms REAL, e2e_p50_ms REAL, e2e_p99_ms REAL, mean_exit_depth REAL,"
-    " summary TEXT NOT NULL)";
+    " summary TEXT NOT NULL, digest TEXT NOT NULL DEFAULT '')";
 
 constexpr const char* k_columns =
     "key, point, overrides, scenario, throughput_tokens_per_s, goodput_requests_per_s,"
     " slo_attainment, ttft_p50_ms, ttft_p99_ms, tpot_p50_ms, tpot_p99_ms, e2e_p50_ms,"
-    " e2e_p99_ms, mean_exit_depth, summary";
+    " e2e_p99_ms, mean_exit_depth, summary, digest";
 
 class Statement {
  public:
@@ -84,24 +84,32 @@ SweepDatabase::SweepDatabase(const std::string& path) : impl_(std::make_unique<I
   sqlite3_busy_timeout(impl_->db, 10000);  // shards of one sweep may share the file
   impl_->exec("PRAGMA journal_mode=WAL", "a SQLite database");
   impl_->exec(k_schema, "a sweep database (table runs)");
+  // Databases written before runs carried digests: their rows get "" and are rerun as stale.
+  {
+    Statement digest(impl_->db, "SELECT COUNT(*) FROM pragma_table_info('runs') WHERE name='digest'",
+                     path);
+    if (sqlite3_step(digest.get()) == SQLITE_ROW && sqlite3_column_int64(digest.get(), 0) == 0)
+      impl_->exec("ALTER TABLE runs ADD COLUMN digest TEXT NOT NULL DEFAULT ''",
+                  "a sweep database (table runs)");
+  }
   // A database of another layout would take rows it cannot hold: check every column is there.
   Statement probe(impl_->db, fmt::format("SELECT {} FROM runs LIMIT 0", k_columns).c_str(), path);
 }
 
 SweepDatabase::~SweepDatabase() = default;
 
-std::set<std::string> SweepDatabase::completed_keys() const {
-  Statement select(impl_->db, "SELECT key FROM runs", impl_->path);
-  std::set<std::string> keys;
+std::map<std::string, std::string> SweepDatabase::completed_digests() const {
+  Statement select(impl_->db, "SELECT key, digest FROM runs", impl_->path);
+  std::map<std::string, std::string> digests;
   while (sqlite3_step(select.get()) == SQLITE_ROW)
-    keys.insert(select.text_at(0));
-  return keys;
+    digests.emplace(select.text_at(0), select.text_at(1));
+  return digests;
 }
 
 void SweepDatabase::record(const RunRecord& run) {
   Statement insert(impl_->db,
                    fmt::format("INSERT OR REPLACE INTO runs ({}) VALUES "
-                               "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+                               "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
                                k_columns)
                        .c_str(),
                    impl_->path);
@@ -126,6 +134,7 @@ void SweepDatabase::record(const RunRecord& run) {
   for (int i = 0; i < 10; ++i)
     sqlite3_bind_double(insert.get(), 5 + i, values[i]);
   insert.text(15, m.summary_json);
+  insert.text(16, run.point.digest);
   // One statement outside a transaction is its own atomic transaction: a kill leaves the row
   // whole or absent.
   if (sqlite3_step(insert.get()) != SQLITE_DONE)
@@ -160,6 +169,7 @@ std::vector<RunRecord> SweepDatabase::runs() const {
     for (int i = 0; i < 10; ++i)
       *fields[i] = sqlite3_column_double(select.get(), 4 + i);
     r.metrics.summary_json = select.text_at(14);
+    r.point.digest = select.text_at(15);
     out.push_back(std::move(r));
   }
   return out;

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -85,6 +86,54 @@ TEST(RunSweep, StoresEveryPointOnceAndResumes) {
   ASSERT_EQ(again.size(), 4U);
   for (std::size_t i = 0; i < again.size(); ++i)
     EXPECT_EQ(again[i].metrics.summary_json, runs[i].metrics.summary_json);
+}
+
+// Runs were keyed by the point's overrides only: after an edit of the base scenario a rerun
+// printed "0 runs made, 4 already" and kept the old numbers. Now the stored runs are stale.
+TEST(RunSweep, AChangedScenarioOrInputFileMakesTheStoredRunsStale) {
+  TempDir dir;
+  SweepOptions options = small_sweep(dir);
+  std::vector<SweepProgress> seen;
+  options.progress = [&](const SweepProgress& p) { seen.push_back(p); };
+  EXPECT_EQ(run_sweep(options), 4U);
+
+  options.overrides = {"workload.requests=80"};  // outside the sweep axes
+  EXPECT_EQ(run_sweep(options), 4U);
+  EXPECT_EQ(seen.back().stale, 4U);
+  EXPECT_EQ(seen.back().skipped, 0U);
+  std::vector<RunRecord> runs = SweepDatabase(options.database).runs();
+  ASSERT_EQ(runs.size(), 4U);  // replaced, not added
+  for (const RunRecord& run : runs) {
+    EXPECT_NE(run.scenario_yaml.find("requests: 80"), std::string::npos);
+    EXPECT_NE(run.metrics.summary_json.find("\"requests\": 80"), std::string::npos);
+  }
+  EXPECT_EQ(run_sweep(options), 0U);  // unchanged: resumed, nothing stale
+  EXPECT_EQ(seen.back().skipped, 4U);
+  EXPECT_EQ(seen.back().stale, 0U);
+
+  // An input file the runs read (here a cost table) changes: same text, other content.
+  const std::string table = dir.write("costs.csv",
+                                      "# exitsim-cost-table v1\nop,batch,time_us\n"
+                                      "layer,1,100\nlayer,64,400\nlm_head,1,50\nembedding,1,5\n");
+  options.overrides = {"workload.requests=80", "cost_model.kind=table",
+                       "cost_model.profile=" + table};
+  EXPECT_EQ(run_sweep(options), 4U);
+  EXPECT_EQ(run_sweep(options), 0U);
+  const double before = SweepDatabase(options.database).runs()[0].metrics.throughput_tokens_per_s;
+  dir.write("costs.csv",
+            "# exitsim-cost-table v1\nop,batch,time_us\n"
+            "layer,1,200\nlayer,64,800\nlm_head,1,50\nembedding,1,5\n");
+  EXPECT_EQ(run_sweep(options), 4U);
+  EXPECT_EQ(seen.back().stale, 4U);
+  EXPECT_LT(SweepDatabase(options.database).runs()[0].metrics.throughput_tokens_per_s, before);
+}
+
+TEST(RunSweep, AScenarioErrorLeavesNoDatabaseBehind) {
+  TempDir dir;
+  SweepOptions options = small_sweep(dir);
+  options.overrides = {"scheduler.max_runing=4"};
+  EXPECT_NE(error_of([&] { run_sweep(options); }).find("max_runing"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(options.database));
 }
 
 TEST(RunSweep, AFailingPointIsNamed) {

@@ -99,7 +99,8 @@ TEST_F(Cli, FailedSimulationLeavesNoOutputBehind) {
   const fs::path out = dir_ / "out";
   const Result r = run("simulate --set scheduler.kv_blocks=4 --out '" + out.string() + "'");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.err.rfind("exitsim: error: workload: request 0 needs K/V for", 0), 0u) << r.err;
+  EXPECT_EQ(r.err.rfind("exitsim: error: workload: request 0 cannot be served by replica 0", 0), 0u)
+      << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);
   EXPECT_FALSE(fs::exists(out));
 }
@@ -322,6 +323,7 @@ TEST_F(Cli, EngineRunsAModelAndItsQualityTableFeedsTheSimulator) {
   EXPECT_EQ(slurp(table).rfind("# exitsim-quality-table v1\n", 0), 0u);
   const Result sim =
       run("simulate --no-output --set model.preset=mor-smollm-360m-r4 --set workload.requests=20"
+          " --set workload.input_tokens.max=1536 --set workload.output_tokens.max=512"
           " --set exit_policy.kind=confidence --set exit_policy.threshold=0.03"
           " --set exit_policy.threshold_table='" +
           table.string() + "'");

@@ -38,6 +38,7 @@ std::size_t coordinate(const SweepOptions& options, int ranks) {
   SweepProgress progress;
   progress.total = pending.todo.size();
   progress.skipped = pending.skipped;
+  progress.stale = pending.stale;
   if (options.progress)
     options.progress(progress);
   std::size_t next = 0;

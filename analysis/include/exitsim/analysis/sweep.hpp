@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -20,6 +21,9 @@ struct SweepPoint {
   std::size_t index = 0;
   std::vector<std::string> overrides;  // "key=value", in axis order
   std::string key;                     // the overrides joined by "; ": the run's identity
+  // run_digest of the point's resolved scenario and input files (set by pending_points): a
+  // stored run with another digest is stale and is run again.
+  std::string digest;
 };
 
 // Every point of the sweep, in index order (one point with no overrides when there are no axes).
@@ -65,7 +69,8 @@ class SweepDatabase {
   SweepDatabase(const SweepDatabase&) = delete;
   SweepDatabase& operator=(const SweepDatabase&) = delete;
 
-  std::set<std::string> completed_keys() const;
+  // Stored runs' keys and their digests ("" for rows written before digests were kept).
+  std::map<std::string, std::string> completed_digests() const;
   void record(const RunRecord& run);
   // Every stored run, by point index.
   std::vector<RunRecord> runs() const;
@@ -78,7 +83,8 @@ class SweepDatabase {
 struct SweepProgress {
   std::size_t done = 0;     // completed in this invocation
   std::size_t total = 0;    // to run in this invocation
-  std::size_t skipped = 0;  // already in the database
+  std::size_t skipped = 0;  // already in the database, with the same digest
+  std::size_t stale = 0;    // in the database with another digest: run again and replaced
   double elapsed_s = 0;
 };
 
@@ -99,8 +105,9 @@ std::size_t run_sweep(const SweepOptions& options);
 
 // The parts of run_sweep that other drivers (MPI) share.
 struct PendingPoints {
-  std::vector<SweepPoint> todo;  // in the shard, not yet in the database, by index
-  std::size_t skipped = 0;       // in the shard and already in the database
+  std::vector<SweepPoint> todo;  // in the shard, not yet in the database (or stale), by index
+  std::size_t skipped = 0;       // in the shard and in the database with the same digest
+  std::size_t stale = 0;         // in the todo list because their stored run has another digest
 };
 PendingPoints pending_points(const SweepOptions& options, const SweepDatabase& database);
 // One point run: the scenario with the command line's overrides, then the point's.
