@@ -320,4 +320,27 @@ sim::CostProfile calibrate(std::span<const std::string> op_trace_paths,
   return profile;
 }
 
+std::vector<std::string> untrusted_fits(const sim::CostProfile& profile) {
+  std::vector<std::string> out;
+  for (const sim::OpFit& op : profile.ops) {
+    if (op.held_out_mape > k_untrusted_held_out_mape) {
+      out.push_back(fmt::format("{}: held-out error {:.1f}% (above {:.0f}%)", op.name,
+                                100 * op.held_out_mape, 100 * k_untrusted_held_out_mape));
+    }
+    if (op.samples < k_min_trusted_samples) {
+      out.push_back(fmt::format("{}: fitted on {} calls (fewer than {})", op.name, op.samples,
+                                k_min_trusted_samples));
+    }
+    for (const sim::OpFit::Regime& regime : op.regimes) {
+      if (regime.mean_of_calls) {
+        out.push_back(fmt::format(
+            "{}: the regime up to batch {} missed its calls' total by more than 4x and is "
+            "priced as their mean",
+            op.name, regime.batch_max));
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace exitsim::analysis

@@ -85,6 +85,35 @@ TEST(FitOp, ARegimeItsFitMissesByFarBecomesItsMean) {
   EXPECT_EQ(c[1], 0.0);
   EXPECT_EQ(c[2], 0.0);
   EXPECT_EQ(c[3], 0.0);
+  // ... and says so: the profile marks it and calibrate lists it among the fits not to trust.
+  EXPECT_TRUE(fit.regimes[0].mean_of_calls);
+  sim::CostProfile profile;
+  profile.ops = {fit};
+  const std::vector<std::string> untrusted = untrusted_fits(profile);
+  ASSERT_FALSE(untrusted.empty());
+  EXPECT_NE(untrusted.back().find("mlp.down: the regime up to batch 12"), std::string::npos)
+      << untrusted.back();
+}
+
+TEST(UntrustedFits, NameTheOpAndTheFigure) {
+  sim::OpFit good;
+  good.name = "qkv_proj";
+  good.samples = 400;
+  good.held_out_mape = 0.05;
+  good.regimes = {{64, {1, 2, 0, 0}}};
+  sim::OpFit noisy = good;
+  noisy.name = "attention";
+  noisy.held_out_mape = 31.7;  // 3,170%: the "thousands of percent"
+  sim::OpFit thin = good;
+  thin.name = "lm_head";
+  thin.samples = 6;
+  sim::CostProfile profile;
+  profile.ops = {noisy, thin, good};
+  EXPECT_EQ(untrusted_fits(profile),
+            (std::vector<std::string>{"attention: held-out error 3170.0% (above 25%)",
+                                      "lm_head: fitted on 6 calls (fewer than 10)"}));
+  profile.ops = {good};
+  EXPECT_TRUE(untrusted_fits(profile).empty());
 }
 
 // A twelve-step trace of a one-layer model with every op the calibrated model prices;

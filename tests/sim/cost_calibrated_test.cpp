@@ -37,6 +37,8 @@ OpFit linear(std::string_view name, double c0, double per_token, double per_pair
   fit.name = std::string(name);
   fit.kind = name == ops::attention ? "attention" : "gemm";
   fit.regimes = {{1 << 20, {c0, per_token, per_pair, 0}}};
+  fit.batch_min_seen = 1;
+  fit.batch_max_seen = 1 << 20;
   return fit;
 }
 
@@ -83,6 +85,32 @@ TEST(CalibratedCostModel, PrefillChunksRunAsTheirOwnPass) {
   const double decode = 5 * layer_us(1, 1) + 2 + 11 + 3;
   EXPECT_EQ(model.iteration_cost(batch).total,
             static_cast<TimeNs>(std::llround((prefill + decode + 50) * 1000)));
+}
+
+// A profile calibrated at up to 8 running sequences priced a sweep at 16 without a word.
+TEST(CalibratedCostModel, CountsPricesOutsideTheCalibratedBatchRange) {
+  CostProfile profile = profile_of(tiny(), true);
+  for (OpFit& op : profile.ops) {
+    if (op.name == ops::qkv_proj)
+      op.batch_max_seen = 8;
+    if (op.name == ops::lm_head)
+      op.regimes.front().mean_of_calls = true;
+  }
+  const CalibratedCostModel model(profile, "p.json", tiny());
+  const std::vector<BatchEntry> small(4, BatchEntry{1, 9, 4, true});
+  model.iteration_cost(small);
+  EXPECT_EQ(model.notes(),
+            std::vector<std::string>{"cost_model.profile: lm_head: regime 0 (batch <= 1048576) "
+                                     "priced as its calls' mean, not a fit"});
+  // 16 decode tokens: the 5 layer passes (4 stack layers, 1 coda) each call qkv_proj at 16.
+  const std::vector<BatchEntry> large(16, BatchEntry{1, 9, 4, true});
+  model.iteration_cost(large);
+  model.iteration_cost(small);
+  const std::vector<std::string> notes = model.notes();
+  ASSERT_EQ(notes.size(), 2U);
+  EXPECT_EQ(notes[1],
+            "cost_model.profile: qkv_proj: 2 of 6 distinct batches priced outside the calibrated "
+            "range [1, 8] (largest 16): extrapolated, not measured");
 }
 
 TEST(CalibratedCostModel, NamesItsStandInsAndRefusesOtherModels) {

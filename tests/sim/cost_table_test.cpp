@@ -331,3 +331,30 @@ TEST(CostTableExample, RrtGemmaDepthwiseBatchingTurnsExitsIntoThroughput) {
 
 }  // namespace
 }  // namespace exitsim::sim
+
+namespace exitsim::sim {
+namespace {
+
+// A table measured up to 101 tokens prices a 200-token batch at the 101-token time: a flat
+// extrapolation the run's warnings must name.
+TEST(TableCostModel, NamesPricesAboveTheTablesLargestBatch) {
+  const TableCostModel m(parse(k_head + k_base_rows), *find_model_preset("gemma-2b"));
+  const std::vector<BatchEntry> within(50, BatchEntry{1, 100, 18, true});
+  m.iteration_cost(within);
+  // The embedding has one row (batch 1): 50 tokens are already beyond it.
+  EXPECT_EQ(m.notes(), std::vector<std::string>{
+                           "cost_model.table: embedding: 1 of 1 prices at a batch above the "
+                           "table's largest (1; up to 50): priced at the largest row's time, not "
+                           "measured"});
+  const std::vector<BatchEntry> beyond(200, BatchEntry{1, 100, 18, true});
+  m.iteration_cost(beyond);
+  const std::vector<std::string> notes = m.notes();
+  ASSERT_EQ(notes.size(), 3U);
+  EXPECT_EQ(notes[0],
+            "cost_model.table: layer: 1 of 2 prices at a batch above the table's largest (101; up "
+            "to 200): priced at the largest row's time, not measured");
+  EXPECT_NE(notes[1].find("cost_model.table: lm_head: 1 of 2 prices"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace exitsim::sim

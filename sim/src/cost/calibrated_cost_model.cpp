@@ -95,7 +95,7 @@ std::vector<std::string> CalibratedCostModel::notes() const {
     const OpUse& use = uses_[i];
     if (use.outside_range > 0) {
       out.push_back(fmt::format(
-          "cost_model.profile: {}: {} of {} calls priced at a batch outside the calibrated range "
+          "cost_model.profile: {}: {} of {} distinct batches priced outside the calibrated range "
           "[{}, {}] (largest {:g}): extrapolated, not measured",
           op.name, use.outside_range, use.calls, op.batch_min_seen, op.batch_max_seen,
           use.largest));

@@ -40,6 +40,16 @@ sim::OpFit fit_op(const std::string& name, const std::string& kind,
 // Reads the op traces (each with its run.json), fits every op and the step residual. Throws
 // InputError for unreadable or malformed traces, a missing run.json, traces of different
 // engines, hardware or models, and traces without the ops every iteration runs.
+// A fit exitsim would not trust: its held-out error exceeds this fraction...
+inline constexpr double k_untrusted_held_out_mape = 0.25;
+// ... or it rests on fewer calls than this.
+inline constexpr std::int64_t k_min_trusted_samples = 10;
+
+// One line per fitted op that should not be trusted as it is (held-out error above
+// k_untrusted_held_out_mape, fewer than k_min_trusted_samples calls, a regime priced as its
+// calls' mean), naming the op and the figure; empty when every fit is within those bounds.
+std::vector<std::string> untrusted_fits(const sim::CostProfile& profile);
+
 sim::CostProfile calibrate(std::span<const std::string> op_trace_paths,
                            const CalibrationOptions& options = {});
 
