@@ -341,7 +341,8 @@ TEST(TableCostModel, NamesPricesAboveTheTablesLargestBatch) {
   const TableCostModel m(parse(k_head + k_base_rows), *find_model_preset("gemma-2b"));
   const std::vector<BatchEntry> within(50, BatchEntry{1, 100, 18, true});
   m.iteration_cost(within);
-  // The embedding has one row (batch 1): 50 tokens are already beyond it.
+  // The embedding has one row (batch 1): 50 tokens are already beyond it. Each iteration prices
+  // the layer twice (the stack, then the coda).
   EXPECT_EQ(m.notes(), std::vector<std::string>{
                            "cost_model.table: embedding: 1 of 1 prices at a batch above the "
                            "table's largest (1; up to 50): priced at the largest row's time, not "
@@ -351,7 +352,7 @@ TEST(TableCostModel, NamesPricesAboveTheTablesLargestBatch) {
   const std::vector<std::string> notes = m.notes();
   ASSERT_EQ(notes.size(), 3U);
   EXPECT_EQ(notes[0],
-            "cost_model.table: layer: 1 of 2 prices at a batch above the table's largest (101; up "
+            "cost_model.table: layer: 2 of 4 prices at a batch above the table's largest (101; up "
             "to 200): priced at the largest row's time, not measured");
   EXPECT_NE(notes[1].find("cost_model.table: lm_head: 1 of 2 prices"), std::string::npos);
 }
