@@ -83,8 +83,9 @@ class Planner {
         ok = load;
         c.at_max_rate = o.metrics;
       }
-      if (fail == 0) {  // never failed: report the highest load tried
+      if (fail == 0) {  // never failed: the highest load tried is only a lower bound
         c.max_load_per_replica = ok;
+        c.max_load_is_lower_bound = true;
         return;
       }
     } else {
@@ -179,17 +180,23 @@ std::string recommend(const Plan& plan, const PlanOptions& options, bool has_tar
   }
   const CandidatePlan& c = plan.candidates[*chosen];
   const std::string what = c.point.key.empty() ? "the scenario as given" : c.point.key;
+  const char* at_least = c.max_load_is_lower_bound ? ">= " : "";
   if (has_target) {
-    return fmt::format("{}: {} replica{}{} ({} = {:.3g} per replica at most)", what, c.replicas,
+    return fmt::format("{}: {} replica{}{} ({} = {}{:.3g} per replica{})", what, c.replicas,
                        c.replicas == 1 ? "" : "s",
                        options.gpu_hour_price > 0
                            ? fmt::format(", {:.2f} per hour, {:.3f} per million tokens",
                                          c.cost_per_hour, c.cost_per_million_tokens)
                            : "",
-                       c.load_key, c.max_load_per_replica);
+                       c.load_key, at_least, c.max_load_per_replica,
+                       c.max_load_is_lower_bound ? ": the SLOs held at every load tried"
+                                                 : " at most");
   }
-  return fmt::format("{}: {} = {:.3g} per replica within the SLOs", what, c.load_key,
-                     c.max_load_per_replica);
+  return fmt::format("{}: {} = {}{:.3g} per replica within the SLOs{}", what, c.load_key, at_least,
+                     c.max_load_per_replica,
+                     c.max_load_is_lower_bound
+                         ? " (a lower bound: the SLOs held at every load tried)"
+                         : "");
 }
 
 }  // namespace
@@ -262,14 +269,15 @@ Plan plan_capacity(const PlanOptions& options) {
 std::string plan_csv(const Plan& plan) {
   std::string out =
       "candidate,load_key,max_load_per_replica,tpot_p99_ms_at_max,ttft_p99_ms_at_max,replicas,"
-      "cost_per_hour,cost_per_million_tokens,simulations,recommended\n";
+      "cost_per_hour,cost_per_million_tokens,simulations,recommended,max_load_is_lower_bound\n";
   for (std::size_t i = 0; i < plan.candidates.size(); ++i) {
     const CandidatePlan& c = plan.candidates[i];
     out +=
-        fmt::format("\"{}\",{},{:.6g},{:.6g},{:.6g},{},{:.6g},{:.6g},{},{}\n", c.point.key,
+        fmt::format("\"{}\",{},{:.6g},{:.6g},{:.6g},{},{:.6g},{:.6g},{},{},{}\n", c.point.key,
                     c.load_key, c.max_load_per_replica, c.at_max_rate.tpot_p99_ms,
                     c.at_max_rate.ttft_p99_ms, c.replicas, c.cost_per_hour,
-                    c.cost_per_million_tokens, c.simulations, plan.recommended == i ? "yes" : "no");
+                    c.cost_per_million_tokens, c.simulations, plan.recommended == i ? "yes" : "no",
+                    c.max_load_is_lower_bound ? "yes" : "no");
   }
   return out;
 }
@@ -281,6 +289,7 @@ std::string plan_json(const Plan& plan) {
     list.push_back({{"candidate", c.point.key},
                     {"load_key", c.load_key},
                     {"max_load_per_replica", c.max_load_per_replica},
+                    {"max_load_is_lower_bound", c.max_load_is_lower_bound},
                     {"tpot_p99_ms_at_max", c.at_max_rate.tpot_p99_ms},
                     {"ttft_p99_ms_at_max", c.at_max_rate.ttft_p99_ms},
                     {"throughput_at_max", c.at_max_rate.throughput_tokens_per_s},

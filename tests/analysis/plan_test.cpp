@@ -25,6 +25,26 @@ constexpr const char* k_scenario =
     "slo:\n  ttft_ms: 2000\n  tpot_ms: 50\n"
     "sweep:\n  - key: scheduler.max_running\n    values: [8, 128]\n";
 
+// With SLOs no load breaks (30 requests, a day of TPOT), the bracket never fails: the figure
+// reported is the highest load tried, a lower bound, and the plan must say so.
+TEST(PlanCapacity, ACapacityTheSlosNeverBoundIsMarkedALowerBound) {
+  TempDir dir;
+  PlanOptions o = options_for(dir,
+                              "workload:\n  requests: 30\n"
+                              "  input_tokens: {dist: fixed, value: 64}\n"
+                              "  output_tokens: {dist: fixed, value: 4}\n"
+                              "slo:\n  ttft_ms: 86400000\n  tpot_ms: 86400000\n");
+  const Plan plan = plan_capacity(o);
+  ASSERT_EQ(plan.candidates.size(), 1U);
+  EXPECT_TRUE(plan.candidates[0].max_load_is_lower_bound);
+  EXPECT_DOUBLE_EQ(plan.candidates[0].max_load_per_replica, 4.0 * 4096);  // start x 2^12
+  EXPECT_NE(plan.recommendation.find(">= 1.64e+04 per replica within the SLOs (a lower bound"),
+            std::string::npos)
+      << plan.recommendation;
+  EXPECT_NE(plan_csv(plan).find(",yes\n"), std::string::npos);
+  EXPECT_NE(plan_json(plan).find("\"max_load_is_lower_bound\": true"), std::string::npos);
+}
+
 TEST(PlanCapacity, FindsEachCandidatesCapacityAndTheReplicasForATarget) {
   TempDir dir;
   PlanOptions o = options_for(dir, k_scenario);

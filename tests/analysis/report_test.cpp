@@ -61,6 +61,11 @@ TEST(Report, ChartsTheFrontierAndEveryNumber) {
   EXPECT_NE(r.html.find("<svg"), std::string::npos);
   EXPECT_NE(r.html.find("Pareto frontier"), std::string::npos);
   EXPECT_NE(r.html.find("Throughput against batch size per strategy"), std::string::npos);
+  // Lognormal prompts clamped to [16, 1536] in every run: the report says so, with the runs.
+  EXPECT_NE(r.html.find("Warnings: where a run is not exactly the work asked for"),
+            std::string::npos);
+  EXPECT_NE(r.html.find("workload.input_tokens: "), std::string::npos);
+  EXPECT_NE(r.html.find(" of 4</td>"), std::string::npos);
   // Self-contained: no script and nothing fetched.
   EXPECT_EQ(r.html.find("<script"), std::string::npos);
   EXPECT_EQ(r.html.find("src="), std::string::npos);

@@ -1,6 +1,7 @@
 #include "exitsim/analysis/report.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <yaml-cpp/yaml.h>
 
 #include <cmath>
@@ -271,8 +272,16 @@ Report build_report(const ReportInputs& in) {
   std::vector<ChartSeries> latency, kv;
   std::string depth_charts;
   json runs_json = json::array();
+  // Each run's substitutions (summary.json "warnings"), with the runs that carry them.
+  std::map<std::string, std::vector<std::string>> warned_runs;
   for (std::size_t i = 0; i < in.runs.size(); ++i) {
     const json summary = json::parse(in.runs[i].metrics.summary_json);
+    if (summary.contains("warnings") && summary["warnings"].is_array()) {
+      for (const json& w : summary["warnings"]) {
+        if (w.is_string())
+          warned_runs[w.get<std::string>()].push_back(r.points[i].key);
+      }
+    }
     runs_json.push_back({{"key", r.points[i].key},
                          {"quality", std::isfinite(r.points[i].quality) ? json(r.points[i].quality)
                                                                         : json(nullptr)},
@@ -327,6 +336,22 @@ Report build_report(const ReportInputs& in) {
   out["objectives"] = {{"efficiency", in.efficiency_objective.metric},
                        {"quality", in.quality_objective.metric}};
 
+  if (!warned_runs.empty()) {
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& [warning, keys] : warned_runs) {
+      rows.push_back({warning, fmt::format("{} of {}", keys.size(), in.runs.size()),
+                      keys.size() > 3 ? keys.front() + ", ... " + keys.back()
+                                      : fmt::format("{}", fmt::join(keys, "; "))});
+    }
+    r.notes.push_back(fmt::format(
+        "{} distinct warnings in the runs (trace cut, requests rejected, prices extrapolated, ...): "
+        "see the report's Warnings section",
+        warned_runs.size()));
+    const std::vector<std::string> header = {"warning", "runs", "which"};
+    body += section("Warnings: where a run is not exactly the work asked for",
+                    html_table(header, rows));
+  }
+
   // Capacity against rate.
   if (in.plan_json.empty()) {
     r.notes.push_back("no capacity plan: give --plan with the JSON of `exitsim plan -o`");
@@ -340,7 +365,12 @@ Report build_report(const ReportInputs& in) {
                                    ? "(scenario)"
                                    : c["candidate"].get<std::string>();
       bars.emplace_back(name, c["max_load_per_replica"].get<double>());
-      rows.push_back({name, fmt_number(c["max_load_per_replica"].get<double>()),
+      const bool lower_bound = c.contains("max_load_is_lower_bound") &&
+                               c["max_load_is_lower_bound"].is_boolean() &&
+                               c["max_load_is_lower_bound"].get<bool>();
+      rows.push_back({name,
+                      (lower_bound ? ">= " : "") +
+                          fmt_number(c["max_load_per_replica"].get<double>()),
                       fmt_number(c["tpot_p99_ms_at_max"].get<double>()),
                       std::to_string(c["replicas"].get<int>()),
                       fmt_number(c["cost_per_hour"].get<double>()),

@@ -34,6 +34,9 @@ struct CandidatePlan {
   // workloads) or the trace's rate scale (replayed traces), as `load_key` says.
   std::string load_key;
   double max_load_per_replica = 0;
+  // The SLOs held at every load tried (start x 2^12): the capacity is at least
+  // max_load_per_replica, not that figure; outputs mark it ">=".
+  bool max_load_is_lower_bound = false;
   RunMetrics at_max_rate;
   int simulations = 0;
   // For the target (rate or scaled trace): the fewest replicas that meet the SLOs, and the run
