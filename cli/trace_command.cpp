@@ -77,8 +77,14 @@ void to_chrome(const std::string& op_trace, const std::string& out, double max_m
   traces::ChromeTraceWriter writer(out, options);
   const std::int64_t ops = traces::write_op_trace_as_chrome(reader, writer);
   writer.finish();
-  fmt::print("wrote {} of {} ops to {}{}\n", writer.events_written(), ops, out,
-             writer.truncated() ? " (truncated at the size limit)" : "");
+  // Events include the track names and the host-device flows, so they are not ops: say both.
+  fmt::print("wrote {} ops as {} trace events (with track names and flows) to {}\n", ops,
+             writer.events_written(), out);
+  if (writer.truncated()) {
+    fmt::print("WARNING    {} trace events dropped at the size limit (--max-mb {:g}): the "
+               "timeline ends early\n",
+               writer.dropped_events(), max_mb);
+  }
 }
 
 // Per step: wall time against the critical path of its op graph, and what lies on that path.

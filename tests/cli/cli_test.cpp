@@ -95,6 +95,44 @@ TEST_F(Cli, SimulateWritesATimelineWhenAsked) {
   EXPECT_NE(timeline.find("\"ph\":\"C\""), std::string::npos);
 }
 
+// A capped trace, rejected requests and clamped lengths are said on the console and in
+// summary.json; the same run without a cap replays the whole trace and says nothing.
+TEST_F(Cli, SimulateStatesEverySubstitutionOnTheConsoleAndInTheSummary) {
+  const fs::path trace = file("azure.csv",
+                              "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+                              "2023-11-16 18:15:46.0000000,374,44\n"
+                              "2023-11-16 18:15:46.5000000,396,109\n"
+                              "2023-11-16 18:15:47.2500000,9000,5\n"
+                              "2023-11-16 18:15:48.0000000,120,30\n"
+                              "2023-11-16 18:15:50.0000000,91,250\n");
+  const std::string replay =
+      "simulate --set workload.source=trace --set workload.trace.path='" + trace.string() + "'";
+  const fs::path out = dir_ / "capped";
+  const Result capped =
+      run(replay + " --set workload.trace.max_requests=4 --set scheduler.unservable=reject --out '" +
+          out.string() + "'");
+  ASSERT_EQ(capped.exit_code, 0) << capped.err;
+  const std::string cap = "workload.trace.max_requests: replayed the first 4 of the trace's 5 "
+                          "requests";
+  const std::string rejected = "scheduler.unservable: reject: 1 of 4 requests rejected";
+  EXPECT_NE(capped.out.find("WARNING         " + cap), std::string::npos) << capped.out;
+  EXPECT_NE(capped.out.find(rejected), std::string::npos) << capped.out;
+  const std::string summary = slurp(out / "summary.json");
+  EXPECT_NE(summary.find(cap), std::string::npos);
+  EXPECT_NE(summary.find(rejected), std::string::npos);
+  EXPECT_NE(summary.find("\"requests\": 3,"), std::string::npos);
+
+  const Result whole = run(replay + " --no-output");
+  // The 9,000-token prompt exceeds the 8,192-token budget and llama-3-8b's window: refused.
+  EXPECT_EQ(whole.exit_code, 1);
+  EXPECT_NE(whole.err.find("request 2 cannot be served"), std::string::npos) << whole.err;
+  const Result chunked = run(replay + " --no-output --set scheduler.kind=chunked_prefill"
+                                      " --set model.max_context=0");
+  ASSERT_EQ(chunked.exit_code, 0) << chunked.err;
+  EXPECT_NE(chunked.out.find("requests        5 "), std::string::npos) << chunked.out;
+  EXPECT_EQ(chunked.out.find("WARNING"), std::string::npos) << chunked.out;
+}
+
 TEST_F(Cli, FailedSimulationLeavesNoOutputBehind) {
   const fs::path out = dir_ / "out";
   const Result r = run("simulate --set scheduler.kv_blocks=4 --out '" + out.string() + "'");
