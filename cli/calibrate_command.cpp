@@ -23,12 +23,12 @@ void run_calibrate(const CalibrateArgs& args) {
   const sim::CostProfile profile = analysis::calibrate(args.traces);
   const std::vector<std::string> untrusted = analysis::untrusted_fits(profile);
   if (args.strict && !untrusted.empty()) {
-    throw InputError({args.traces.front(), 0, 0, "--strict"},
-                     fmt::format("expected fits within {:.0f}% held-out error on at least {} "
-                                 "calls each, found {} that are not ({}); no profile written",
-                                 100 * analysis::k_untrusted_held_out_mape,
-                                 analysis::k_min_trusted_samples, untrusted.size(),
-                                 untrusted.front()));
+    throw InputError(
+        {args.traces.front(), 0, 0, "--strict"},
+        fmt::format("expected fits within {:.0f}% held-out error on at least {} "
+                    "calls each, found {} that are not ({}); no profile written",
+                    100 * analysis::k_untrusted_held_out_mape, analysis::k_min_trusted_samples,
+                    untrusted.size(), untrusted.front()));
   }
   profile.write(args.output);
   fmt::print("source     {} {} on {}, model {} ({})\n", profile.source.engine,
@@ -43,9 +43,10 @@ void run_calibrate(const CalibrateArgs& args) {
   for (const std::string& line : untrusted)
     fmt::print("WARNING    fit not to trust: {}\n", line);
   if (!untrusted.empty()) {
-    fmt::print("WARNING    {} fits above; simulations with this profile price those ops "
-               "unreliably (--strict refuses such a profile)\n",
-               untrusted.size());
+    fmt::print(
+        "WARNING    {} fits above; simulations with this profile price those ops "
+        "unreliably (--strict refuses such a profile)\n",
+        untrusted.size());
   }
   fmt::print("wrote      {}\n", args.output);
 }

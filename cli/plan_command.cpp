@@ -36,20 +36,21 @@ void run_plan(PlanArgs& args) {
   fmt::print("{:<48} {:>12} {:>11} {:>11} {:>9} {:>10}\n", "candidate", "max load", "TPOT p99",
              "TTFT p99", "replicas", "cost/h");
   for (const analysis::CandidatePlan& c : plan.candidates) {
-    fmt::print("{:<48} {:>12} {:>8.2f} ms {:>8.1f} ms {:>9} {:>10.2f}\n",
-               c.point.key.empty() ? "(scenario)" : c.point.key,
-               fmt::format("{}{:.4g}", c.max_load_is_lower_bound ? ">=" : "",
-                           c.max_load_per_replica),
-               c.at_max_rate.tpot_p99_ms, c.at_max_rate.ttft_p99_ms,
-               c.replicas > 0 ? std::to_string(c.replicas) : "-", c.cost_per_hour);
+    fmt::print(
+        "{:<48} {:>12} {:>8.2f} ms {:>8.1f} ms {:>9} {:>10.2f}\n",
+        c.point.key.empty() ? "(scenario)" : c.point.key,
+        fmt::format("{}{:.4g}", c.max_load_is_lower_bound ? ">=" : "", c.max_load_per_replica),
+        c.at_max_rate.tpot_p99_ms, c.at_max_rate.ttft_p99_ms,
+        c.replicas > 0 ? std::to_string(c.replicas) : "-", c.cost_per_hour);
   }
   if (!plan.candidates.empty())
     fmt::print("load       {} per replica\n", plan.candidates.front().load_key);
   for (const analysis::CandidatePlan& c : plan.candidates) {
     if (c.max_load_is_lower_bound) {
-      fmt::print("WARNING    {}: the SLOs held at every load tried, up to {:.4g}: its capacity is "
-                 "at least that, not that\n",
-                 c.point.key.empty() ? "(scenario)" : c.point.key, c.max_load_per_replica);
+      fmt::print(
+          "WARNING    {}: the SLOs held at every load tried, up to {:.4g}: its capacity is "
+          "at least that, not that\n",
+          c.point.key.empty() ? "(scenario)" : c.point.key, c.max_load_per_replica);
     }
   }
   fmt::print("recommend  {}\n", plan.recommendation);

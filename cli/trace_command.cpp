@@ -81,9 +81,10 @@ void to_chrome(const std::string& op_trace, const std::string& out, double max_m
   fmt::print("wrote {} ops as {} trace events (with track names and flows) to {}\n", ops,
              writer.events_written(), out);
   if (writer.truncated()) {
-    fmt::print("WARNING    {} trace events dropped at the size limit (--max-mb {:g}): the "
-               "timeline ends early\n",
-               writer.dropped_events(), max_mb);
+    fmt::print(
+        "WARNING    {} trace events dropped at the size limit (--max-mb {:g}): the "
+        "timeline ends early\n",
+        writer.dropped_events(), max_mb);
   }
 }
 

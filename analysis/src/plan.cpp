@@ -182,21 +182,19 @@ std::string recommend(const Plan& plan, const PlanOptions& options, bool has_tar
   const std::string what = c.point.key.empty() ? "the scenario as given" : c.point.key;
   const char* at_least = c.max_load_is_lower_bound ? ">= " : "";
   if (has_target) {
-    return fmt::format("{}: {} replica{}{} ({} = {}{:.3g} per replica{})", what, c.replicas,
-                       c.replicas == 1 ? "" : "s",
-                       options.gpu_hour_price > 0
-                           ? fmt::format(", {:.2f} per hour, {:.3f} per million tokens",
-                                         c.cost_per_hour, c.cost_per_million_tokens)
-                           : "",
-                       c.load_key, at_least, c.max_load_per_replica,
-                       c.max_load_is_lower_bound ? ": the SLOs held at every load tried"
-                                                 : " at most");
+    return fmt::format(
+        "{}: {} replica{}{} ({} = {}{:.3g} per replica{})", what, c.replicas,
+        c.replicas == 1 ? "" : "s",
+        options.gpu_hour_price > 0 ? fmt::format(", {:.2f} per hour, {:.3f} per million tokens",
+                                                 c.cost_per_hour, c.cost_per_million_tokens)
+                                   : "",
+        c.load_key, at_least, c.max_load_per_replica,
+        c.max_load_is_lower_bound ? ": the SLOs held at every load tried" : " at most");
   }
-  return fmt::format("{}: {} = {}{:.3g} per replica within the SLOs{}", what, c.load_key, at_least,
-                     c.max_load_per_replica,
-                     c.max_load_is_lower_bound
-                         ? " (a lower bound: the SLOs held at every load tried)"
-                         : "");
+  return fmt::format(
+      "{}: {} = {}{:.3g} per replica within the SLOs{}", what, c.load_key, at_least,
+      c.max_load_per_replica,
+      c.max_load_is_lower_bound ? " (a lower bound: the SLOs held at every load tried)" : "");
 }
 
 }  // namespace
@@ -272,12 +270,11 @@ std::string plan_csv(const Plan& plan) {
       "cost_per_hour,cost_per_million_tokens,simulations,recommended,max_load_is_lower_bound\n";
   for (std::size_t i = 0; i < plan.candidates.size(); ++i) {
     const CandidatePlan& c = plan.candidates[i];
-    out +=
-        fmt::format("\"{}\",{},{:.6g},{:.6g},{:.6g},{},{:.6g},{:.6g},{},{},{}\n", c.point.key,
-                    c.load_key, c.max_load_per_replica, c.at_max_rate.tpot_p99_ms,
-                    c.at_max_rate.ttft_p99_ms, c.replicas, c.cost_per_hour,
-                    c.cost_per_million_tokens, c.simulations, plan.recommended == i ? "yes" : "no",
-                    c.max_load_is_lower_bound ? "yes" : "no");
+    out += fmt::format(
+        "\"{}\",{},{:.6g},{:.6g},{:.6g},{},{:.6g},{:.6g},{},{},{}\n", c.point.key, c.load_key,
+        c.max_load_per_replica, c.at_max_rate.tpot_p99_ms, c.at_max_rate.ttft_p99_ms, c.replicas,
+        c.cost_per_hour, c.cost_per_million_tokens, c.simulations,
+        plan.recommended == i ? "yes" : "no", c.max_load_is_lower_bound ? "yes" : "no");
   }
   return out;
 }

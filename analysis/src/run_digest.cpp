@@ -44,7 +44,8 @@ std::set<std::string> input_files(const scenario::Scenario& s) {
   };
   if (s.workload.source == "trace")
     add(s.workload.trace.path);
-  for (const scenario::LengthConfig* lengths : {&s.workload.input_tokens, &s.workload.output_tokens}) {
+  for (const scenario::LengthConfig* lengths :
+       {&s.workload.input_tokens, &s.workload.output_tokens}) {
     if (lengths->dist == "empirical")
       add(lengths->path);
   }

@@ -143,8 +143,8 @@ std::string run_record_to_json(const RunRecord& run) {
                                        m.e2e_p50_ms,
                                        m.e2e_p99_ms,
                                        m.mean_exit_depth};
-  return nlohmann::json{{"index", run.point.index}, {"overrides", run.point.overrides},
-                        {"key", run.point.key},     {"digest", run.point.digest},
+  return nlohmann::json{{"index", run.point.index},      {"overrides", run.point.overrides},
+                        {"key", run.point.key},          {"digest", run.point.digest},
                         {"scenario", run.scenario_yaml}, {"metrics", metrics},
                         {"summary", m.summary_json}}
       .dump();

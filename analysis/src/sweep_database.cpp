@@ -86,8 +86,8 @@ SweepDatabase::SweepDatabase(const std::string& path) : impl_(std::make_unique<I
   impl_->exec(k_schema, "a sweep database (table runs)");
   // Databases written before runs carried digests: their rows get "" and are rerun as stale.
   {
-    Statement digest(impl_->db, "SELECT COUNT(*) FROM pragma_table_info('runs') WHERE name='digest'",
-                     path);
+    Statement digest(impl_->db,
+                     "SELECT COUNT(*) FROM pragma_table_info('runs') WHERE name='digest'", path);
     if (sqlite3_step(digest.get()) == SQLITE_ROW && sqlite3_column_int64(digest.get(), 0) == 0)
       impl_->exec("ALTER TABLE runs ADD COLUMN digest TEXT NOT NULL DEFAULT ''",
                   "a sweep database (table runs)");
@@ -107,12 +107,13 @@ std::map<std::string, std::string> SweepDatabase::completed_digests() const {
 }
 
 void SweepDatabase::record(const RunRecord& run) {
-  Statement insert(impl_->db,
-                   fmt::format("INSERT OR REPLACE INTO runs ({}) VALUES "
-                               "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
-                               k_columns)
-                       .c_str(),
-                   impl_->path);
+  Statement insert(
+      impl_->db,
+      fmt::format("INSERT OR REPLACE INTO runs ({}) VALUES "
+                  "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+                  k_columns)
+          .c_str(),
+      impl_->path);
   std::string overrides;
   for (const std::string& o : run.point.overrides)
     overrides += (overrides.empty() ? "" : "\n") + o;

@@ -4,10 +4,10 @@
 #include <cmath>
 #include <numeric>
 
+#include "embedded.hpp"
 #include "exitsim/core/model_validation.hpp"
 #include "exitsim/core/presets.hpp"
 #include "exitsim/core/suggest.hpp"
-#include "embedded.hpp"
 #include "groups.hpp"
 #include "resolve.hpp"
 #include "values.hpp"

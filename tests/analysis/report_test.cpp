@@ -24,16 +24,17 @@ constexpr const char* k_quality =
 std::vector<RunRecord> sweep_runs(const TempDir& dir) {
   const std::string table = dir.write("quality.csv", k_quality);
   SweepOptions o;
-  o.scenario_file = dir.write("sweep.yaml",
-                              "model:\n  preset: mor-smollm-360m-r3\n"
-                              "workload:\n  requests: 40\n  input_tokens: {max: 1536}\n  output_tokens: {max: 512}\n"
-                              "exit_policy:\n  kind: confidence\n  threshold: 0.5\n"
-                              "  threshold_table: " +
-                                  table +
-                                  "\nsync:\n  strategy: state_copy\n"
-                                  "sweep:\n"
-                                  "  - key: exit_policy.threshold\n    values: [0.5, 0.9]\n"
-                                  "  - key: scheduler.max_running\n    values: [8, 64]\n");
+  o.scenario_file = dir.write(
+      "sweep.yaml",
+      "model:\n  preset: mor-smollm-360m-r3\n"
+      "workload:\n  requests: 40\n  input_tokens: {max: 1536}\n  output_tokens: {max: 512}\n"
+      "exit_policy:\n  kind: confidence\n  threshold: 0.5\n"
+      "  threshold_table: " +
+          table +
+          "\nsync:\n  strategy: state_copy\n"
+          "sweep:\n"
+          "  - key: exit_policy.threshold\n    values: [0.5, 0.9]\n"
+          "  - key: scheduler.max_running\n    values: [8, 64]\n");
   o.database = dir.path("runs.db");
   o.jobs = 2;
   run_sweep(o);

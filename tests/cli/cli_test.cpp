@@ -108,12 +108,13 @@ TEST_F(Cli, SimulateStatesEverySubstitutionOnTheConsoleAndInTheSummary) {
   const std::string replay =
       "simulate --set workload.source=trace --set workload.trace.path='" + trace.string() + "'";
   const fs::path out = dir_ / "capped";
-  const Result capped =
-      run(replay + " --set workload.trace.max_requests=4 --set scheduler.unservable=reject --out '" +
-          out.string() + "'");
+  const Result capped = run(
+      replay + " --set workload.trace.max_requests=4 --set scheduler.unservable=reject --out '" +
+      out.string() + "'");
   ASSERT_EQ(capped.exit_code, 0) << capped.err;
-  const std::string cap = "workload.trace.max_requests: replayed the first 4 of the trace's 5 "
-                          "requests";
+  const std::string cap =
+      "workload.trace.max_requests: replayed the first 4 of the trace's 5 "
+      "requests";
   const std::string rejected = "scheduler.unservable: reject: 1 of 4 requests rejected";
   EXPECT_NE(capped.out.find("WARNING         " + cap), std::string::npos) << capped.out;
   EXPECT_NE(capped.out.find(rejected), std::string::npos) << capped.out;
@@ -126,8 +127,9 @@ TEST_F(Cli, SimulateStatesEverySubstitutionOnTheConsoleAndInTheSummary) {
   // The 9,000-token prompt exceeds the 8,192-token budget and llama-3-8b's window: refused.
   EXPECT_EQ(whole.exit_code, 1);
   EXPECT_NE(whole.err.find("request 2 cannot be served"), std::string::npos) << whole.err;
-  const Result chunked = run(replay + " --no-output --set scheduler.kind=chunked_prefill"
-                                      " --set model.max_context=0");
+  const Result chunked = run(replay +
+                             " --no-output --set scheduler.kind=chunked_prefill"
+                             " --set model.max_context=0");
   ASSERT_EQ(chunked.exit_code, 0) << chunked.err;
   EXPECT_NE(chunked.out.find("requests        5 "), std::string::npos) << chunked.out;
   EXPECT_EQ(chunked.out.find("WARNING"), std::string::npos) << chunked.out;

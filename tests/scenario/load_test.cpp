@@ -276,8 +276,8 @@ TEST(Overrides, TheSyntheticRequestCountDoesNotApplyToATrace) {
   const Scenario s = load_default_scenario(
       std::vector<std::string>{"workload.source=trace", "workload.trace.path=t.csv"});
   EXPECT_EQ(s.workload.trace.max_requests, 0);
-  EXPECT_EQ(override_error({"workload.source=trace", "workload.trace.path=t.csv",
-                            "workload.requests=500"}),
+  EXPECT_EQ(override_error(
+                {"workload.source=trace", "workload.trace.path=t.csv", "workload.requests=500"}),
             "--set: workload.requests: \"requests\" is not used when workload.source is trace; it "
             "applies when workload.source is synthetic");
   EXPECT_EQ(load_default_scenario(std::vector<std::string>{"workload.source=trace",

@@ -208,9 +208,9 @@ TEST(Simulator, RequestsLongerThanTheContextWindowAreRefusedOrCounted) {
   const SimulationResult rejected = run(scenario_with(rejecting));
   EXPECT_EQ(rejected.summary.rejected.over_context_window, 4);
   EXPECT_EQ(rejected.summary.requests, 0);
-  const SimulationResult fits = run(scenario_with({"workload.requests=4",
-                                                   "workload.input_tokens={dist: fixed, value: 8000}",
-                                                   "workload.output_tokens={dist: fixed, value: 192}"}));
+  const SimulationResult fits =
+      run(scenario_with({"workload.requests=4", "workload.input_tokens={dist: fixed, value: 8000}",
+                         "workload.output_tokens={dist: fixed, value: 192}"}));
   EXPECT_EQ(fits.summary.requests, 4);
   // A user who knows better lifts the window.
   auto unlimited = over;
@@ -224,8 +224,11 @@ TEST(Simulator, RequestsLongerThanTheContextWindowAreRefusedOrCounted) {
 // the thrash and, with the same work, doubles throughput.
 TEST(Simulator, ReservingPromptBlocksStopsChunkedPrefillThrashing) {
   const std::vector<std::string> common = {
-      "scheduler.kind=chunked_prefill", "scheduler.max_batched_tokens=2048",
-      "scheduler.kv_blocks=2000", "workload.requests=80", "workload.arrivals.rate=8",
+      "scheduler.kind=chunked_prefill",
+      "scheduler.max_batched_tokens=2048",
+      "scheduler.kv_blocks=2000",
+      "workload.requests=80",
+      "workload.arrivals.rate=8",
       "workload.input_tokens={dist: uniform, min: 2000, max: 6000}",
       "workload.output_tokens={dist: fixed, value: 200}"};
   const SimulationResult thrash = run(scenario_with(common));
@@ -244,10 +247,10 @@ TEST(Simulator, ReservingPromptBlocksStopsChunkedPrefillThrashing) {
 TEST(Simulator, TheAdmissionWatermarkIsAScenarioKey) {
   // Continuous batching at the edge of memory: a larger watermark admits fewer sequences at
   // once, so fewer preemptions.
-  const std::vector<std::string> common = {
-      "scheduler.kv_blocks=600", "workload.requests=120", "workload.arrivals.rate=50",
-      "workload.input_tokens={dist: fixed, value: 512}",
-      "workload.output_tokens={dist: fixed, value: 256}"};
+  const std::vector<std::string> common = {"scheduler.kv_blocks=600", "workload.requests=120",
+                                           "workload.arrivals.rate=50",
+                                           "workload.input_tokens={dist: fixed, value: 512}",
+                                           "workload.output_tokens={dist: fixed, value: 256}"};
   auto tight = common;
   tight.push_back("scheduler.watermark_fraction=0");
   auto roomy = common;
@@ -261,9 +264,8 @@ TEST(Simulator, TheAdmissionWatermarkIsAScenarioKey) {
 
 TEST(Simulator, ExplicitKvBlocksBeyondTheDeviceMemoryAreAnError) {
   // 7.6 TiB of K/V on a 40 GB A100 was accepted: an explicit count skipped the memory check.
-  const std::string error =
-      error_of(scenario_with({"hardware.preset=a100-40gb", "scheduler.kv_blocks=60000000",
-                              "workload.requests=5"}));
+  const std::string error = error_of(scenario_with(
+      {"hardware.preset=a100-40gb", "scheduler.kv_blocks=60000000", "workload.requests=5"}));
   EXPECT_EQ(error.rfind("scheduler.kv_blocks: expected at most ", 0), 0U) << error;
   EXPECT_NE(error.find("found 60000000"), std::string::npos) << error;
   // Below what the memory holds, the explicit count is what runs.

@@ -343,10 +343,11 @@ Report build_report(const ReportInputs& in) {
                       keys.size() > 3 ? keys.front() + ", ... " + keys.back()
                                       : fmt::format("{}", fmt::join(keys, "; "))});
     }
-    r.notes.push_back(fmt::format(
-        "{} distinct warnings in the runs (trace cut, requests rejected, prices extrapolated, ...): "
-        "see the report's Warnings section",
-        warned_runs.size()));
+    r.notes.push_back(
+        fmt::format("{} distinct warnings in the runs (trace cut, requests rejected, prices "
+                    "extrapolated, ...): "
+                    "see the report's Warnings section",
+                    warned_runs.size()));
     const std::vector<std::string> header = {"warning", "runs", "which"};
     body += section("Warnings: where a run is not exactly the work asked for",
                     html_table(header, rows));
@@ -368,13 +369,11 @@ Report build_report(const ReportInputs& in) {
       const bool lower_bound = c.contains("max_load_is_lower_bound") &&
                                c["max_load_is_lower_bound"].is_boolean() &&
                                c["max_load_is_lower_bound"].get<bool>();
-      rows.push_back({name,
-                      (lower_bound ? ">= " : "") +
-                          fmt_number(c["max_load_per_replica"].get<double>()),
-                      fmt_number(c["tpot_p99_ms_at_max"].get<double>()),
-                      std::to_string(c["replicas"].get<int>()),
-                      fmt_number(c["cost_per_hour"].get<double>()),
-                      c["recommended"].get<bool>() ? "yes" : ""});
+      rows.push_back(
+          {name, (lower_bound ? ">= " : "") + fmt_number(c["max_load_per_replica"].get<double>()),
+           fmt_number(c["tpot_p99_ms_at_max"].get<double>()),
+           std::to_string(c["replicas"].get<int>()), fmt_number(c["cost_per_hour"].get<double>()),
+           c["recommended"].get<bool>() ? "yes" : ""});
     }
     const std::string load_key = plan["candidates"].empty()
                                      ? std::string("load")

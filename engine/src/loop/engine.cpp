@@ -209,14 +209,14 @@ void Engine::Loop::check_requests(std::span<const EngineRequest> requests) const
     // The same rule the simulator applies at arrival; the engine always refuses (its runs are
     // small and a rejected request would leave a hole in the measured workload).
     const auto prompt = static_cast<std::int64_t>(r.prompt.size());
-    const policy::ServingCapacity capacity{scheduler_.chunks_prompts(),
-                                           options_.limits.max_batched_tokens,
-                                           options_.kv_blocks * options_.block_size,
-                                           model_.config().max_positions};
+    const policy::ServingCapacity capacity{
+        scheduler_.chunks_prompts(), options_.limits.max_batched_tokens,
+        options_.kv_blocks * options_.block_size, model_.config().max_positions};
     if (const auto reason = policy::unservable_reason(prompt, r.output_tokens, capacity)) {
       throw InputError(
-          {"", 0, 0, *reason == policy::UnservableReason::over_kv_capacity ? "scheduler.kv_blocks"
-                                                                             : "workload"},
+          {"", 0, 0,
+           *reason == policy::UnservableReason::over_kv_capacity ? "scheduler.kv_blocks"
+                                                                 : "workload"},
           fmt::format("request {}: {}", r.id.value,
                       policy::describe_unservable(*reason, prompt, r.output_tokens, capacity)));
     }

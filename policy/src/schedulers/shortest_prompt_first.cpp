@@ -41,8 +41,7 @@ void ShortestPromptFirst::schedule(const SchedulerSnapshot& snapshot,
   const SchedulerLimits& limits = snapshot.limits;
   auto running = static_cast<std::int64_t>(snapshot.running.size());
   std::int64_t tokens = 0;
-  std::int64_t spare =
-      snapshot.kv.free_blocks - watermark_blocks(snapshot.kv, watermark_fraction_);
+  std::int64_t spare = snapshot.kv.free_blocks - watermark_blocks(snapshot.kv, watermark_fraction_);
   for (auto i = next_shortest(snapshot.waiting, std::nullopt); i;
        i = next_shortest(snapshot.waiting, i)) {
     const SequenceView& seq = snapshot.waiting[*i];

@@ -40,9 +40,8 @@ Replica::Replica(int index, const ReplicaSpec& spec, MetricsCollector& metrics)
 }
 
 bool Replica::enqueue(const RequestDescriptor& request, TimeNs arrival) {
-  const policy::ServingCapacity capacity{scheduler_->chunks_prompts(),
-                                         limits_.max_batched_tokens, kv_total_ * block_size_,
-                                         max_context_};
+  const policy::ServingCapacity capacity{scheduler_->chunks_prompts(), limits_.max_batched_tokens,
+                                         kv_total_ * block_size_, max_context_};
   if (const auto reason =
           policy::unservable_reason(request.input_tokens, request.output_tokens, capacity)) {
     if (!reject_unservable_) {

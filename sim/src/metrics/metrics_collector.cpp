@@ -208,7 +208,6 @@ void MetricsCollector::record_rejection(policy::UnservableReason reason) {
   }
 }
 
-
 MetricsSummary MetricsCollector::summarize() const {
   const Impl& m = *impl_;
   MetricsSummary s;

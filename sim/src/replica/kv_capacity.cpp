@@ -37,8 +37,9 @@ KvCapacity derive_kv_capacity(const ModelShape& model, const HardwareSpec& hardw
                       "and a {:.2f} GiB reserve leave {:.2f} GiB for K/V at {} KiB per block), "
                       "found {} ({:.2f} GiB)",
                       fits, hardware.name, gib(hardware.memory_bytes), gib(capacity.weight_bytes),
-                      model.name, gib(capacity.reserve_bytes), gib(std::max<std::int64_t>(0, free_bytes)),
-                      block_bytes / 1024, request.explicit_blocks,
+                      model.name, gib(capacity.reserve_bytes),
+                      gib(std::max<std::int64_t>(0, free_bytes)), block_bytes / 1024,
+                      request.explicit_blocks,
                       static_cast<double>(request.explicit_blocks) *
                           static_cast<double>(block_bytes) / static_cast<double>(1 << 30)));
     }

@@ -40,7 +40,7 @@ std::vector<std::string> SyntheticRequestSource::notes() {
         "not what was asked for)",
         key, lengths.clamped(), emitted_, b.lo,
         b.hi == std::numeric_limits<std::int64_t>::max() ? std::string("none")
-                                                          : std::to_string(b.hi)));
+                                                         : std::to_string(b.hi)));
   };
   note(*input_tokens_, "workload.input_tokens");
   note(*output_tokens_, "workload.output_tokens");

@@ -70,8 +70,8 @@ std::unique_ptr<traces::RequestSource> make_replay(const scenario::WorkloadConfi
   if (!source->has_arrivals()) {
     arrivals = make_arrival_process(config.arrivals, RandomStream(seed, k_arrivals_stream));
   }
-  return std::make_unique<TraceReplaySource>(std::move(source), trace.rate_scale, trace.max_requests,
-                                             std::move(arrivals));
+  return std::make_unique<TraceReplaySource>(std::move(source), trace.rate_scale,
+                                             trace.max_requests, std::move(arrivals));
 }
 
 }  // namespace

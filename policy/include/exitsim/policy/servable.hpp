@@ -20,7 +20,7 @@ std::string_view to_string(UnservableReason reason);
 
 // What a replica can ever hold and batch.
 struct ServingCapacity {
-  bool chunks_prompts = false;         // the scheduler splits prompts across iterations
+  bool chunks_prompts = false;          // the scheduler splits prompts across iterations
   std::int64_t max_batched_tokens = 0;  // tokens in one iteration
   std::int64_t kv_tokens = 0;           // K/V memory, in tokens (blocks x block size)
   std::int64_t max_context = 0;         // the model's context window; 0 = unlimited

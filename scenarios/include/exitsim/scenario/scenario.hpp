@@ -61,8 +61,8 @@ struct LengthConfig {
 };
 
 struct TraceConfig {
-  std::string path;         // "" = no trace
-  std::string format;       // auto | azure | vidur | mooncake | burstgpt | native
+  std::string path;               // "" = no trace
+  std::string format;             // auto | azure | vidur | mooncake | burstgpt | native
   std::int64_t max_requests = 0;  // replay the first N requests only (0 = the whole trace)
   double rate_scale = 1.0;        // replay at x k: inter-arrival gaps divided by k
   bool skip_bad_rows = false;
@@ -130,8 +130,8 @@ struct SchedulerConfig {
   std::int64_t block_size = 0;          // KV block size in tokens
   std::int64_t kv_blocks = 0;           // 0 = derive from device memory
   double memory_reserve_fraction = 0.0;
-  std::string preemption;  // recompute | swap
-  double watermark_fraction = 0.01;   // of K/V blocks kept free at admission
+  std::string preemption;              // recompute | swap
+  double watermark_fraction = 0.01;    // of K/V blocks kept free at admission
   bool reserve_prompt_blocks = false;  // chunked_prefill: admit only whole prompts' blocks
   std::string unservable;              // error | reject
 

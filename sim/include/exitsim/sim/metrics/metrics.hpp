@@ -114,7 +114,7 @@ struct MetricsSummary {
   LatencyStats ttft, tpot, itl, e2e, queueing;
   double percentile_relative_error = 0;  // bound of the sketch behind every percentile
   std::int64_t iterations = 0;
-  std::int64_t preemptions = 0;                               // record_preemption() calls
+  std::int64_t preemptions = 0;  // record_preemption() calls
   // Wasted work of preemption by recompute: tokens whose K/V was discarded and computed again.
   std::int64_t recomputed_tokens = 0;
   RejectedRequests rejected;
