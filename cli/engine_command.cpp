@@ -43,8 +43,15 @@ void run_engine(const RunArgs& args) {
     longest = std::max(longest, static_cast<std::int64_t>(r.prompt.size()) + r.output_tokens);
   }
   profiler::HostProfiler profiler(profiler::HostProfilerOptions{.enabled = !args.profile.empty()});
-  engine::Engine engine(*loaded->model, engine_options(s, args, longest),
-                        args.profile.empty() ? nullptr : &profiler);
+  const engine::EngineOptions options = engine_options(s, args, longest);
+  if (s.scheduler.kv_blocks == 0) {
+    // No device memory to size from on the CPU: the substituted size is said, not silent.
+    fmt::print(
+        "kv memory  {} blocks of {} tokens (scheduler.kv_blocks 0: room for "
+        "min(max_running, 64) sequences of the longest request, {} tokens)\n",
+        options.kv_blocks, options.block_size, longest);
+  }
+  engine::Engine engine(*loaded->model, options, args.profile.empty() ? nullptr : &profiler);
   DeviceTrace device_trace(loaded->cuda, args.profile.empty() ? nullptr : &profiler);
   const engine::EngineRun run = engine.run(requests);
   std::vector<traces::OpTraceRow> device_rows = device_trace.take();

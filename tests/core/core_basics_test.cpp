@@ -52,9 +52,12 @@ TEST(HardwarePresets, CarrySpecSheetFigures) {
   ASSERT_TRUE(h100.has_value());
   EXPECT_DOUBLE_EQ(h100->peak_flops_for(DType::bf16), 989.4e12);
   EXPECT_DOUBLE_EQ(h100->memory_bandwidth, 3.35e12);
+  // FP32 is the non-tensor peak (66.9), not the TF32 tensor-core figure (494.7) it once was.
+  EXPECT_DOUBLE_EQ(h100->peak_flops_for(DType::fp32), 66.9e12);
   const auto a100 = find_hardware_preset("a100-40gb");
   ASSERT_TRUE(a100.has_value());
   EXPECT_EQ(a100->peak_flops_for(DType::fp8), 0.0);  // Ampere has no FP8 tensor cores
+  EXPECT_DOUBLE_EQ(a100->peak_flops_for(DType::fp32), 19.5e12);
   for (const std::string& name : hardware_preset_names()) {
     const auto spec = find_hardware_preset(name);
     ASSERT_TRUE(spec.has_value());

@@ -47,6 +47,13 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(ModelShape, KvBytesPerTokenUseKvHeadsAndDtype) {
   // Llama-3-8B: 8 KV heads x 128 dims x (K and V) x 2 bytes = 4 KiB per token per layer.
   EXPECT_EQ(preset("llama-3-8b").kv_bytes_per_token_per_layer(), 4096);
+  // Context windows: the models' max_position_embeddings; variants keep their base's.
+  EXPECT_EQ(preset("llama-3-8b").max_context, 8192);
+  EXPECT_EQ(preset("llama-2-7b").max_context, 4096);
+  EXPECT_EQ(preset("layerskip-llama-2-7b").max_context, 4096);
+  EXPECT_EQ(preset("smollm-360m").max_context, 2048);
+  EXPECT_EQ(preset("mor-smollm-360m-r3").max_context, 2048);
+  EXPECT_EQ(preset("rrt-gemma-1b").max_context, 8192);
 }
 
 TEST(DepthStructure, PlainModelHasOnlyFullDepthExit) {

@@ -35,6 +35,10 @@ TEST_P(BadScenario, ExactMessage) {
 const BadInput k_bad_inputs[] = {
     {"UnknownKeyWithSuggestion", "scheduler:\n  max_runing: 4\n",
      "s.yaml:2:3: scheduler.max_runing: unknown key \"max_runing\"; did you mean \"max_running\"?"},
+    // simulate never wrote a token trace: the key is gone rather than accepted and ignored.
+    {"SimulatorTokenTraceIsNotAnOutput", "outputs:\n  token_trace: true\n",
+     "s.yaml:2:3: outputs.token_trace: unknown key \"token_trace\"; expected one of dir, "
+     "summary_json, requests_csv, timeline, timeline_max_mb"},
     {"UnknownKeyWithoutSuggestion", "cluster:\n  banana: 4\n",
      "s.yaml:2:3: cluster.banana: unknown key \"banana\"; expected one of replicas, router, "
      "groups"},
