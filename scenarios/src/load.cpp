@@ -13,8 +13,6 @@
 namespace exitsim::scenario {
 namespace {
 
-constexpr std::string_view k_embedded_name = embedded::k_default_scenario_name;
-
 [[noreturn]] void cannot_open(const std::string& path, int error) {
   throw InputError(SourceLocation{path, 0, 0, ""},
                    "cannot open scenario: " + std::generic_category().message(error));
@@ -52,7 +50,7 @@ Scenario load_scenario_file(const std::string& path, std::span<const std::string
 }
 
 Scenario load_default_scenario(std::span<const std::string> overrides) {
-  return load_scenario_text(default_scenario_text(), k_embedded_name, overrides);
+  return load_scenario_text(default_scenario_text(), embedded::k_default_scenario_name, overrides);
 }
 
 std::string_view default_scenario_text() {

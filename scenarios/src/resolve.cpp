@@ -287,9 +287,9 @@ void set_path(Node& root, const std::string& path, Node value, const SourceLocat
     if (dot == std::string::npos) {
       if (child != nullptr) {
         // The key is now the command line's: a key that no longer applies is then an error
-        // naming --set, not a file key silently dropped.
+        // naming --set, not a file key silently dropped. (`child` is that entry's value.)
         for (Node::Entry& entry : node->entries) {
-          if (entry.key == name)
+          if (&entry.value == child)
             entry.key_loc = key_loc;
         }
         *child = std::move(value);

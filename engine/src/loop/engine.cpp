@@ -176,6 +176,11 @@ void Engine::Loop::admit_arrivals(TimeNs now) {
 
 void Engine::Loop::check_requests(std::span<const EngineRequest> requests) const {
   const std::int64_t vocab = model_.config().shape.vocab;
+  // The same rule the simulator applies at arrival; the engine always refuses (its runs are
+  // small and a rejected request would leave a hole in the measured workload).
+  const policy::ServingCapacity capacity{
+      scheduler_.chunks_prompts(), options_.limits.max_batched_tokens,
+      options_.kv_blocks * options_.block_size, model_.config().max_positions};
   for (const EngineRequest& r : requests) {
     const auto where = SourceLocation{"", 0, 0, "workload"};
     if (r.prompt.empty() || r.output_tokens < 1) {
@@ -206,12 +211,7 @@ void Engine::Loop::check_requests(std::span<const EngineRequest> requests) const
                                             r.id.value, vocab, token));
       }
     }
-    // The same rule the simulator applies at arrival; the engine always refuses (its runs are
-    // small and a rejected request would leave a hole in the measured workload).
     const auto prompt = static_cast<std::int64_t>(r.prompt.size());
-    const policy::ServingCapacity capacity{
-        scheduler_.chunks_prompts(), options_.limits.max_batched_tokens,
-        options_.kv_blocks * options_.block_size, model_.config().max_positions};
     if (const auto reason = policy::unservable_reason(prompt, r.output_tokens, capacity)) {
       throw InputError(
           {"", 0, 0,

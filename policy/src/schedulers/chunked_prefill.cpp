@@ -33,16 +33,16 @@ std::int64_t blocks_to_finish_prefills(const SchedulerSnapshot& snapshot, std::s
   std::int64_t blocks = 0;
   for (std::size_t i = 0; i < kept; ++i) {
     const SequenceView& seq = snapshot.running[i];
-    if (!is_prefilling(seq))
+    if (is_prefilling(seq))
+      blocks += blocks_to_grow(seq, seq.pending_tokens(), snapshot.kv);
+  }
+  // This iteration's chunks are already charged to the spare blocks; the rest is reserved.
+  for (const ScheduledWork& w : out.work) {
+    if (w.sequence.waiting || w.sequence.index >= kept)
       continue;
-    std::int64_t scheduled = 0;
-    for (const ScheduledWork& w : out.work) {
-      if (!w.sequence.waiting && w.sequence.index == i)
-        scheduled = w.tokens;
-    }
-    // This iteration's chunk is already charged to the spare blocks; the rest is reserved.
-    blocks += blocks_to_grow(seq, seq.pending_tokens(), snapshot.kv) -
-              blocks_to_grow(seq, scheduled, snapshot.kv);
+    const SequenceView& seq = snapshot.running[w.sequence.index];
+    if (is_prefilling(seq))
+      blocks -= blocks_to_grow(seq, w.tokens, snapshot.kv);
   }
   return blocks;
 }

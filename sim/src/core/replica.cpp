@@ -34,16 +34,15 @@ Replica::Replica(int index, const ReplicaSpec& spec, MetricsCollector& metrics)
   kv_free_ = kv.blocks;
   limits_.max_running = spec.scheduler.max_running;
   limits_.max_batched_tokens = spec.scheduler.max_batched_tokens;
-  max_context_ = spec.model.max_context;
+  capacity_ = {scheduler_->chunks_prompts(), limits_.max_batched_tokens, kv_total_ * block_size_,
+               spec.model.max_context};
   reject_unservable_ = spec.scheduler.unservable == "reject";
   description_ = fmt::format("replica {} ({} on {})", index, spec.model.name, spec.hardware.name);
 }
 
 bool Replica::enqueue(const RequestDescriptor& request, TimeNs arrival) {
-  const policy::ServingCapacity capacity{scheduler_->chunks_prompts(), limits_.max_batched_tokens,
-                                         kv_total_ * block_size_, max_context_};
   if (const auto reason =
-          policy::unservable_reason(request.input_tokens, request.output_tokens, capacity)) {
+          policy::unservable_reason(request.input_tokens, request.output_tokens, capacity_)) {
     if (!reject_unservable_) {
       throw InputError(
           {"", 0, 0, "workload"},
@@ -51,7 +50,7 @@ bool Replica::enqueue(const RequestDescriptor& request, TimeNs arrival) {
                       "reject to count such requests as rejected",
                       request.id.value, description_,
                       policy::describe_unservable(*reason, request.input_tokens,
-                                                  request.output_tokens, capacity)));
+                                                  request.output_tokens, capacity_)));
     }
     metrics_.record_rejection(*reason);
     return false;

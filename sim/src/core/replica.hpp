@@ -8,6 +8,7 @@
 #include "exitsim/core/request.hpp"
 #include "exitsim/policy/replica_router.hpp"
 #include "exitsim/policy/scheduler.hpp"
+#include "exitsim/policy/servable.hpp"
 #include "exitsim/sim/cost/cost_model.hpp"
 #include "exitsim/sim/metrics/metrics.hpp"
 #include "exitsim/sim/simulator.hpp"
@@ -106,7 +107,7 @@ class Replica {
   std::int64_t block_size_ = 16;
   std::int64_t kv_total_ = 0;
   std::int64_t kv_free_ = 0;
-  std::int64_t max_context_ = 0;  // 0 = unlimited
+  policy::ServingCapacity capacity_;  // what this replica can ever serve (fixed at construction)
   bool reject_unservable_ = false;
   DepthStructure model_depth_;
 

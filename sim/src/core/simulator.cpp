@@ -167,9 +167,7 @@ class ClusterRun {
 
   // In a fixed order: the workload's, the rejections, each replica's cost model, the timeline.
   std::vector<std::string> collect_warnings(const MetricsSummary& summary) {
-    std::vector<std::string> out = config_.warnings;
-    for (std::string& note : workload_.notes())
-      out.push_back(std::move(note));
+    std::vector<std::string> out = workload_.notes();
     if (const RejectedRequests& r = summary.rejected; r.total() > 0) {
       out.push_back(fmt::format(
           "scheduler.unservable: reject: {} of {} requests rejected at arrival ({} prompts over "

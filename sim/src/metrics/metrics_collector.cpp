@@ -194,18 +194,7 @@ void MetricsCollector::record_recompute(std::int64_t tokens) {
 }
 
 void MetricsCollector::record_rejection(policy::UnservableReason reason) {
-  RejectedRequests& r = impl_->rejected;
-  switch (reason) {
-    case policy::UnservableReason::prompt_over_batch_budget:
-      ++r.prompt_over_batch_budget;
-      break;
-    case policy::UnservableReason::over_context_window:
-      ++r.over_context_window;
-      break;
-    case policy::UnservableReason::over_kv_capacity:
-      ++r.over_kv_capacity;
-      break;
-  }
+  ++impl_->rejected.count(reason);
 }
 
 MetricsSummary MetricsCollector::summarize() const {

@@ -70,9 +70,8 @@ std::string summary_to_json(const MetricsSummary& s) {
   j["recomputed_tokens"] = s.recomputed_tokens;
   Json rejected;
   rejected["total"] = s.rejected.total();
-  rejected["prompt_over_batch_budget"] = s.rejected.prompt_over_batch_budget;
-  rejected["over_context_window"] = s.rejected.over_context_window;
-  rejected["over_kv_capacity"] = s.rejected.over_kv_capacity;
+  for (const policy::UnservableReason reason : policy::k_unservable_reasons)
+    rejected[std::string(policy::to_string(reason))] = s.rejected.count(reason);
   j["rejected_requests"] = std::move(rejected);
   j["mean_batch_size"] = s.mean_batch_size;
   Json histogram = Json::object();

@@ -18,14 +18,15 @@
 #include <vector>
 
 #include "exitsim/policy/scheduler.hpp"
+#include "exitsim/policy/scheduler_steps.hpp"
 
 namespace exitsim::policy {
 
 // Construction-time parameters every scheduler receives (from the scenario's scheduler section).
 struct SchedulerParams {
-  std::string preemption = "recompute";  // recompute | swap
-  double watermark_fraction = 0.01;      // of K/V blocks kept free at admission
-  bool reserve_prompt_blocks = false;    // chunked_prefill: see ChunkedPrefill::Params
+  std::string preemption = "recompute";                      // recompute | swap
+  double watermark_fraction = k_default_watermark_fraction;  // of K/V blocks kept free
+  bool reserve_prompt_blocks = false;  // chunked_prefill: see ChunkedPrefill::Params
 };
 
 using SchedulerFactory = std::function<std::unique_ptr<Scheduler>(const SchedulerParams&)>;

@@ -16,6 +16,9 @@ enum class UnservableReason : std::uint8_t {
   over_context_window,       // prompt + output longer than the model's context window
   over_kv_capacity,          // prompt + output K/V larger than the replica's whole K/V memory
 };
+inline constexpr UnservableReason k_unservable_reasons[] = {
+    UnservableReason::prompt_over_batch_budget, UnservableReason::over_context_window,
+    UnservableReason::over_kv_capacity};
 std::string_view to_string(UnservableReason reason);
 
 // What a replica can ever hold and batch.

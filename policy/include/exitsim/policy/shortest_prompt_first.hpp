@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "exitsim/policy/scheduler.hpp"
+#include "exitsim/policy/scheduler_steps.hpp"
 
 namespace exitsim::policy {
 
@@ -14,7 +15,7 @@ namespace exitsim::policy {
 // pending tokens first (ties in queue order); otherwise as `continuous`.
 class ShortestPromptFirst final : public Scheduler {
  public:
-  explicit ShortestPromptFirst(double watermark_fraction = 0.01)
+  explicit ShortestPromptFirst(double watermark_fraction = k_default_watermark_fraction)
       : watermark_fraction_(watermark_fraction) {}
   std::string_view name() const override { return "shortest_prompt_first"; }
   void schedule(const SchedulerSnapshot& snapshot, SchedulerDecision& out) const override;

@@ -32,8 +32,6 @@ struct SimulationConfig {
   std::string requests_csv_path;  // "" = none
   std::string timeline_path;      // "" = none
   double timeline_max_mb = 256;
-  // Substitutions made before the run (by the caller), first in the summary's warnings.
-  std::vector<std::string> warnings;
   // Called with every executed iteration, in start order per replica (validation compares them
   // with the engine's steps one by one).
   std::function<void(const IterationRecord&)> iteration_observer;

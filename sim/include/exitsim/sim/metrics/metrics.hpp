@@ -91,6 +91,20 @@ struct RejectedRequests {
   std::int64_t total() const {
     return prompt_over_batch_budget + over_context_window + over_kv_capacity;
   }
+  std::int64_t& count(policy::UnservableReason reason) {
+    switch (reason) {
+      case policy::UnservableReason::prompt_over_batch_budget:
+        return prompt_over_batch_budget;
+      case policy::UnservableReason::over_context_window:
+        return over_context_window;
+      case policy::UnservableReason::over_kv_capacity:
+        break;
+    }
+    return over_kv_capacity;
+  }
+  std::int64_t count(policy::UnservableReason reason) const {
+    return const_cast<RejectedRequests&>(*this).count(reason);  // the same field, read only
+  }
   friend bool operator==(const RejectedRequests&, const RejectedRequests&) = default;
 };
 
