@@ -68,9 +68,16 @@ TEST(LognormalLength, CountsTheDrawsItClamps) {
   c.min = 1;
   c.max = 1000;
   const auto lengths = make(c);
+  // The same stream unclamped says exactly which draws the bound moved.
+  scenario::LengthConfig open = c;
+  open.max = 0;
+  const auto unclamped = make(open);
   std::int64_t at_max = 0;
-  for (int i = 0; i < 4000; ++i)
-    at_max += lengths->sample() == 1000 ? 1 : 0;
+  for (int i = 0; i < 4000; ++i) {
+    lengths->sample();
+    at_max += unclamped->sample() > 1000 ? 1 : 0;
+  }
+  EXPECT_EQ(unclamped->clamped(), 0);
   // P(X > mean) for sigma 1 is P(Z > 0.5) = 0.31; each such draw is clamped (and counted).
   EXPECT_EQ(lengths->clamped(), at_max);
   EXPECT_GT(at_max, 1100);
