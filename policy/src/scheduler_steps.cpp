@@ -5,15 +5,44 @@
 
 namespace exitsim::policy {
 
+std::int64_t kv_footprint(const SequenceView& seq, std::int64_t tokens, const KvView& kv) {
+  std::int64_t blocks = 0;
+  for (std::size_t g = 0; g < kv.groups.count; ++g) {
+    // Rows already written beyond computed_tokens belong to the first pending token (a depth-wise
+    // token in flight): it needs no second row there.
+    const std::int64_t offset = seq.kv_row_offset[g];
+    const std::int64_t written_ahead = std::max<std::int64_t>(offset, 0);
+    const std::int64_t rows =
+        seq.computed_tokens + offset + std::max<std::int64_t>(tokens - written_ahead, 0);
+    blocks += kv.groups.instances[g] * kv.blocks_for(std::max<std::int64_t>(rows, 0));
+  }
+  return blocks;
+}
+
 std::int64_t blocks_to_grow(const SequenceView& seq, std::int64_t tokens, const KvView& kv) {
-  return std::max<std::int64_t>(0, kv.blocks_for(seq.computed_tokens + tokens) - seq.kv_blocks);
+  return std::max<std::int64_t>(0, kv_footprint(seq, tokens, kv) - seq.kv_blocks);
 }
 
 std::int64_t tokens_within_blocks(const SequenceView& seq, std::int64_t spare_blocks,
                                   const KvView& kv) {
-  const std::int64_t capacity =
-      (seq.kv_blocks + std::max<std::int64_t>(0, spare_blocks)) * kv.block_size;
-  return std::clamp<std::int64_t>(capacity - seq.computed_tokens, 0, seq.pending_tokens());
+  const std::int64_t limit = seq.kv_blocks + std::max<std::int64_t>(0, spare_blocks);
+  const std::int64_t pending = seq.pending_tokens();
+  if (kv.groups.count == 1) {  // every instance holds the same rows: a closed form
+    const std::int64_t capacity = limit / kv.groups.instances[0] * kv.block_size;
+    return std::clamp<std::int64_t>(capacity - seq.computed_tokens - seq.kv_row_offset[0], 0,
+                                    pending);
+  }
+  // The footprint grows with the tokens: the largest count within the limit, by bisection.
+  std::int64_t low = 0;
+  std::int64_t high = pending;
+  while (low < high) {
+    const std::int64_t mid = low + (high - low + 1) / 2;
+    if (kv_footprint(seq, mid, kv) <= limit)
+      low = mid;
+    else
+      high = mid - 1;
+  }
+  return kv_footprint(seq, low, kv) <= limit ? low : 0;
 }
 
 std::int64_t watermark_blocks(const KvView& kv, double fraction) {

@@ -21,7 +21,7 @@ SequenceView waiting_sequence(std::uint64_t id, std::int64_t prompt, std::int64_
 SchedulerDecision decide(const char* scheduler, const std::vector<SequenceView>& running,
                          const std::vector<SequenceView>& waiting, std::int64_t free_blocks) {
   const auto policy = make_scheduler(scheduler, {});
-  const SchedulerSnapshot snapshot{running, waiting, {16, 100, free_blocks}, {256, 256}, 0};
+  const SchedulerSnapshot snapshot{running, waiting, {16, 100, free_blocks, {}}, {256, 256}, 0};
   SchedulerDecision out;
   policy->schedule(snapshot, out);
   EXPECT_EQ(check_decision(snapshot, out), "") << scheduler;
@@ -57,7 +57,7 @@ TEST(AdmitAlone, OversizedSequenceWaitsWhileOthersRun) {
 TEST(AdmitAlone, ChecksStillRejectAnOverBudgetBatchOfSeveral) {
   const std::vector<SequenceView> waiting = {waiting_sequence(1, 200, 0),
                                              waiting_sequence(2, 200, 0)};
-  const SchedulerSnapshot snapshot{{}, waiting, {16, 100, 100}, {256, 256}, 0};
+  const SchedulerSnapshot snapshot{{}, waiting, {16, 100, 100, {}}, {256, 256}, 0};
   SchedulerDecision both;
   both.admit = {0, 1};
   both.work = {{{true, 0}, 200}, {{true, 1}, 200}};
@@ -75,7 +75,7 @@ TEST(CheckDecision, PreemptionWithoutWorkIsInfeasible) {
   running.computed_tokens = 10;
   running.kv_blocks = 1;
   const std::vector<SequenceView> set = {running};
-  const SchedulerSnapshot snapshot{set, {}, {16, 100, 99}, {256, 256}, 0};
+  const SchedulerSnapshot snapshot{set, {}, {16, 100, 99, {}}, {256, 256}, 0};
   SchedulerDecision only_preempts;
   only_preempts.preempt = {0};
   EXPECT_EQ(check_decision(snapshot, only_preempts), "the decision preempts but schedules no work");

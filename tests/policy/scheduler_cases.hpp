@@ -71,7 +71,7 @@ struct Case {
 };
 
 inline KvView kv(std::int64_t total, std::int64_t free) {
-  return {k_block, total, free};
+  return {k_block, total, free, {}};
 }
 inline SchedulerLimits limits(std::int64_t max_running, std::int64_t max_batched_tokens) {
   return {max_running, max_batched_tokens};

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "exitsim/policy/apply_decision.hpp"
 #include "exitsim/policy/scheduler_registry.hpp"
 #include "exitsim/policy/scheduler_steps.hpp"
 
@@ -37,19 +38,39 @@ struct Outcome {
   std::int64_t max_latency = 0;  // iterations from arrival to the last token
   std::int64_t preemptions = 0;
   std::int64_t chunked = 0;  // work items that processed part of a sequence's pending tokens
+  std::int64_t stored_blocks = 0;      // blocks held after each step, summed over steps
+  std::int64_t full_depth_blocks = 0;  // the same, had every token stored K/V everywhere
 };
 
-// Applies decisions exactly as scheduler.hpp specifies, to plain vectors.
+struct ToyQueue {
+  std::vector<Live> items;
+
+  std::size_t size() const { return items.size(); }
+  Live at(std::size_t i) const { return items[i]; }
+  void push_back(const Live& s) { items.push_back(s); }
+  void push_front(const Live& s) { items.insert(items.begin(), s); }
+  void remove(std::span<const std::size_t> sorted) {
+    for (std::size_t k = sorted.size(); k-- > 0;)
+      items.erase(items.begin() + static_cast<std::ptrdiff_t>(sorted[k]));
+  }
+};
+
+// Applies decisions with the shared apply_decision, to plain vectors, as a K/V manager of its
+// own: with a skipping load, a two-group layout (kv_layout.hpp) where each decode token stores
+// K/V in the second group only with probability one half, as skip_kv's exited tokens do. It
+// allocates from its own rows, not from the scheduler's arithmetic, so "never over-committed"
+// is judged by what it stores.
 class ToyReplica {
  public:
-  explicit ToyReplica(const Load& load) : load_(load), free_(load.kv.total_blocks) {}
+  explicit ToyReplica(const Load& load, std::uint64_t seed)
+      : load_(load), free_(load.kv.total_blocks), exits_(seed) {}
 
   void arrive(std::uint64_t id, std::int64_t prompt, std::int64_t output, std::int64_t now) {
-    waiting_.push_back({{RequestId{id}, now, prompt, 0, 0, 0}, output, now});
+    waiting_.items.push_back({{RequestId{id}, now, prompt, 0, 0, 0, {}}, output, now});
     ++outcome_.arrived;
   }
 
-  bool idle() const { return running_.empty() && waiting_.empty(); }
+  bool idle() const { return running_.items.empty() && waiting_.items.empty(); }
   const Outcome& outcome() const { return outcome_; }
   std::int64_t free_blocks() const { return free_; }
 
@@ -57,9 +78,9 @@ class ToyReplica {
   bool step(const Scheduler& scheduler, std::int64_t now) {
     running_views_.clear();
     waiting_views_.clear();
-    for (const Live& s : running_)
+    for (const Live& s : running_.items)
       running_views_.push_back(s.view);
-    for (const Live& s : waiting_)
+    for (const Live& s : waiting_.items)
       waiting_views_.push_back(s.view);
     KvView kv = load_.kv;
     kv.free_blocks = free_;
@@ -71,64 +92,51 @@ class ToyReplica {
       ADD_FAILURE() << scheduler.name() << " at iteration " << now << ": " << problem;
       return false;
     }
-
-    for (std::size_t i : decision_.preempt) {
-      Live& victim = running_[i];
+    apply_decision(decision_, running_, waiting_, scratch_, work_, [&](Live& victim) {
       free_ += victim.view.kv_blocks;
-      victim.view.kv_blocks = 0;
-      victim.view.computed_tokens = 0;
+      victim.view = preempted_view(victim.view);
       ++outcome_.preemptions;
-    }
-    for (const ScheduledWork& work : decision_.work) {
-      Live& s =
-          work.sequence.waiting ? waiting_[work.sequence.index] : running_[work.sequence.index];
-      const std::int64_t grow = blocks_to_grow(s.view, work.tokens, kv);
-      free_ -= grow;
-      EXPECT_GE(free_, 0) << "blocks over-committed at iteration " << now;
-      s.view.kv_blocks += grow;
-      if (work.tokens < s.view.pending_tokens())
+    });
+
+    for (std::size_t i = 0; i < running_.items.size(); ++i) {
+      if (work_[i] == 0)
+        continue;
+      Live& s = running_.items[i];
+      const bool decode = s.view.is_decoding();
+      if (work_[i] < s.view.pending_tokens())
         ++outcome_.chunked;
-      s.view.computed_tokens += work.tokens;
+      // A prefill stores every token in both groups; a decode token skips the second half.
+      const bool skips = decode && kv.groups.count > 1 && coin_(exits_) < 0.5;
+      s.view.computed_tokens += work_[i];
+      if (skips)
+        s.view.kv_row_offset[1] -= 1;
+      const std::int64_t held = kv_footprint(s.view, 0, kv);
+      free_ -= held - s.view.kv_blocks;
+      EXPECT_GE(free_, 0) << "blocks over-committed at iteration " << now;
+      s.view.kv_blocks = held;
+      outcome_.full_depth_blocks += kv.groups.total_instances() * kv.blocks_for(s.view.computed_tokens);
+      outcome_.stored_blocks += held;
       if (s.view.pending_tokens() == 0)
         ++s.view.generated_tokens;  // emits its next token
     }
 
-    // Victims to the front of the waiting queue in the order listed, admitted to the end of the
-    // running set in the order listed, finished sequences out.
-    next_running_.clear();
-    next_waiting_.clear();
-    for (std::size_t i : decision_.preempt)
-      next_waiting_.push_back(running_[i]);
-    for (std::size_t i = 0; i < waiting_.size(); ++i) {
-      if (std::find(decision_.admit.begin(), decision_.admit.end(), i) == decision_.admit.end()) {
-        next_waiting_.push_back(waiting_[i]);
-      }
-    }
-    for (std::size_t i = 0; i < running_.size(); ++i) {
-      if (std::find(decision_.preempt.begin(), decision_.preempt.end(), i) ==
-          decision_.preempt.end()) {
-        next_running_.push_back(running_[i]);
-      }
-    }
-    for (std::size_t i : decision_.admit)
-      next_running_.push_back(waiting_[i]);
-    running_.clear();
-    for (const Live& s : next_running_) {
+    std::vector<Live> still;
+    for (const Live& s : running_.items) {
       EXPECT_LE(s.view.generated_tokens, s.output) << "emitted past the output length";
       if (s.view.generated_tokens == s.output) {
         free_ += s.view.kv_blocks;
         ++outcome_.finished;
         outcome_.max_latency = std::max(outcome_.max_latency, now + 1 - s.arrival_iteration);
       } else {
-        running_.push_back(s);
+        still.push_back(s);
       }
     }
-    waiting_.swap(next_waiting_);
+    running_.items.swap(still);
 
     std::int64_t held = 0;
-    for (const Live& s : running_)
+    for (const Live& s : running_.items)
       held += s.view.kv_blocks;
-    for (const Live& s : waiting_)
+    for (const Live& s : waiting_.items)
       held += s.view.kv_blocks;
     EXPECT_EQ(held + free_, load_.kv.total_blocks) << "blocks leaked at iteration " << now;
     return true;
@@ -137,9 +145,13 @@ class ToyReplica {
  private:
   Load load_;
   std::int64_t free_;
-  std::vector<Live> running_, waiting_, next_running_, next_waiting_;
+  std::mt19937_64 exits_;
+  std::uniform_real_distribution<double> coin_{0.0, 1.0};
+  ToyQueue running_, waiting_;
   std::vector<SequenceView> running_views_, waiting_views_;
   SchedulerDecision decision_;
+  DecisionScratch<Live> scratch_;
+  std::vector<std::int64_t> work_;
   Outcome outcome_;
 };
 
@@ -150,7 +162,7 @@ Outcome drive(const Scheduler& scheduler, const Load& load, std::uint64_t seed) 
   std::uniform_real_distribution<double> coin(0.0, 1.0);
   std::uniform_int_distribution<std::int64_t> prompt(1, load.max_prompt);
   std::uniform_int_distribution<std::int64_t> output(1, load.max_output);
-  ToyReplica replica(load);
+  ToyReplica replica(load, seed);
   std::uint64_t next_id = 0;
   std::int64_t now = 0;
   for (; now < k_arrival_iterations; ++now) {
@@ -173,17 +185,25 @@ Outcome drive(const Scheduler& scheduler, const Load& load, std::uint64_t seed) 
 // Prompt plus output stays within the token budget and the blocks: a recompute after
 // preemption prefills both at once, so larger requests would be impossible configurations.
 Load light(std::int64_t max_batched_tokens) {
-  return {"light", 0.04, 40, 30, {2, 200, 0}, {8, max_batched_tokens}};
+  return {"light", 0.04, 40, 30, {2, 200, 0, {}}, {8, max_batched_tokens}};
 }
 Load heavy(std::int64_t max_batched_tokens) {
-  return {"heavy", 0.1, 40, 30, {2, 40, 0}, {8, max_batched_tokens}};
+  return {"heavy", 0.1, 40, 30, {2, 40, 0, {}}, {8, max_batched_tokens}};
 }
 // Prompts nearly as large as the cache: partial prefills can fill it between them.
 Load long_prompts(std::int64_t max_batched_tokens) {
-  return {"long_prompts", 0.2, 62, 8, {2, 36, 0}, {8, max_batched_tokens}};
+  return {"long_prompts", 0.2, 62, 8, {2, 36, 0, {}}, {8, max_batched_tokens}};
 }
 Load watermarked(std::int64_t max_batched_tokens) {
-  return {"watermarked", 0.2, 40, 30, {2, 150, 0}, {6, max_batched_tokens}};
+  return {"watermarked", 0.2, 40, 30, {2, 150, 0, {}}, {6, max_batched_tokens}};
+}
+// The heavy load on a K/V manager of two row groups whose decode tokens skip the second half
+// of the time (skip_kv): sequences hold fewer blocks than every layer of every token.
+Load skipping(std::int64_t max_batched_tokens) {
+  KvGroups two;
+  two.count = 2;
+  two.instances = {1, 1};
+  return {"skipping", 0.1, 40, 30, {2, 80, 0, two}, {8, max_batched_tokens}};
 }
 
 struct PropertyCase {
@@ -197,7 +217,8 @@ TEST_P(SchedulerProperties, FeasibleConservingAndLive) {
   const std::unique_ptr<Scheduler> scheduler = make_scheduler(GetParam().scheduler, {});
   for (const Load& load :
        {light(GetParam().max_batched_tokens), heavy(GetParam().max_batched_tokens),
-        long_prompts(GetParam().max_batched_tokens), watermarked(GetParam().max_batched_tokens)}) {
+        long_prompts(GetParam().max_batched_tokens), watermarked(GetParam().max_batched_tokens),
+        skipping(GetParam().max_batched_tokens)}) {
     for (std::uint64_t seed = 1; seed <= 3; ++seed) {
       SCOPED_TRACE(load.name + " load, seed " + std::to_string(seed));
       const Outcome outcome = drive(*scheduler, load, seed);
@@ -208,8 +229,14 @@ TEST_P(SchedulerProperties, FeasibleConservingAndLive) {
         // nobody waits long behind others.
         EXPECT_LE(outcome.max_latency, 150);
       }
-      if (load.name == "heavy") {
+      if (load.name == "heavy" || load.name == "skipping") {
         EXPECT_GT(outcome.preemptions, 0);
+      }
+      if (load.name == "skipping") {
+        // Half the decode tokens keep no K/V in the second group: the executor holds less than
+        // full depth would, and the scheduler's growth arithmetic followed its rows.
+        EXPECT_LT(static_cast<double>(outcome.stored_blocks),
+                  0.95 * static_cast<double>(outcome.full_depth_blocks));
       }
       if (GetParam().scheduler == "chunked_prefill") {
         EXPECT_GT(outcome.chunked, 0);
@@ -233,7 +260,7 @@ TEST(SchedulerProperties, DecisionsAreDeterministicAndReuseStorage) {
                                              {RequestId{3}, 0, 8, 2, 9, 1}};
   const std::vector<SequenceView> waiting = {{RequestId{4}, 0, 30, 0, 0, 0},
                                              {RequestId{5}, 0, 5, 0, 0, 0}};
-  const SchedulerSnapshot snapshot{running, waiting, {16, 10, 1}, {8, 20}, 0};
+  const SchedulerSnapshot snapshot{running, waiting, {16, 10, 1, {}}, {8, 20}, 0};
   for (const std::string& name : scheduler_names()) {
     const std::unique_ptr<Scheduler> scheduler = make_scheduler(name, {});
     SchedulerDecision first;

@@ -5,7 +5,9 @@
 #include <thread>
 
 #include "exitsim/core/error.hpp"
+#include "exitsim/policy/apply_decision.hpp"
 #include "exitsim/policy/scheduler_registry.hpp"
+#include "exitsim/policy/scheduler_steps.hpp"
 #include "exitsim/policy/servable.hpp"
 #include "exitsim/traces/engine_ops.hpp"
 #include "loop.hpp"
@@ -69,27 +71,6 @@ Sequence::Sequence(std::uint64_t seed, RequestId id)
     : sampler(seed, fmt::format("engine.sample.{}", id.value)),
       exit_draws(seed, fmt::format("engine.exit.{}", id.value)) {}
 
-KvLayout::KvLayout(const DepthStructure& depth, policy::SyncStrategy strategy) {
-  const int layers = depth.full_depth();
-  const bool shared = strategy == policy::SyncStrategy::shared_kv && depth.recursions > 1;
-  instance_.resize(static_cast<std::size_t>(layers));
-  writes_.resize(static_cast<std::size_t>(layers), 1);
-  int next = 0;
-  for (int e = 0; e < layers; ++e) {
-    const int in_stack = e - depth.prelude_layers;
-    const bool deeper_recursion =
-        in_stack >= depth.block_layers && in_stack < depth.block_layers * depth.recursions;
-    if (shared && deeper_recursion) {
-      instance_[static_cast<std::size_t>(e)] =
-          instance_[static_cast<std::size_t>(depth.prelude_layers + in_stack % depth.block_layers)];
-      writes_[static_cast<std::size_t>(e)] = 0;
-    } else {
-      instance_[static_cast<std::size_t>(e)] = next++;
-    }
-  }
-  instances_ = next;
-}
-
 Engine::Engine(const Backend& model, EngineOptions options, profiler::HostProfiler* profiler)
     : model_(model), options_(std::move(options)), profiler_(profiler) {
   check_options(model_, options_);
@@ -119,7 +100,11 @@ Engine::Loop::Loop(const Backend& model, const EngineOptions& options,
       layout_(model.depth(), options.strategy),
       kv_(model.kv_width(), options.block_size, options.kv_blocks * layout_.instances()),
       states_(model.make_states()),
-      exit_depths_(model.depth().effective_exit_points()) {}
+      exit_depths_(model.depth().effective_exit_points()) {
+  kv_view_.block_size = options.block_size;
+  kv_view_.groups = layout_.groups();
+  kv_view_.total_blocks = options.kv_blocks * layout_.instances();
+}
 
 TimeNs Engine::Loop::now() const {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
@@ -151,11 +136,24 @@ std::int64_t Engine::Loop::physical_blocks(const Sequence& s) const {
 }
 
 void Engine::Loop::refresh_kv_views() {
-  // The scheduler counts blocks of block_size tokens at every K/V instance; a sequence holding
-  // fewer rows somewhere (skip_kv) is charged for what it holds, rounded up.
-  const std::int64_t per_block = layout_.instances();
+  // The K/V manager reports the rows each group holds (the rows of its first instance), and the
+  // sequence is charged the shared footprint of them. deferred_fill's owed rows count as held:
+  // the fill that writes them cannot wait for blocks. The physical blocks never exceed it.
   for (std::size_t i = 0; i < running_.size(); ++i) {
-    running_views_[i].kv_blocks = (physical_blocks(*running_[i]) + per_block - 1) / per_block;
+    policy::SequenceView& view = running_views_[i];
+    const Sequence& s = *running_[i];
+    if (layout_.per_recursion()) {
+      for (std::size_t g = 0; g < kv_view_.groups.count; ++g) {
+        const int stream = s.streams[static_cast<std::size_t>(layout_.first_instance_of_group(g))];
+        view.kv_row_offset[g] = static_cast<std::int32_t>(kv_.rows(stream) - view.computed_tokens);
+      }
+    }
+    view.kv_blocks = policy::kv_footprint(view, 0, kv_view_);
+    if (physical_blocks(s) > view.kv_blocks) {
+      throw std::logic_error(fmt::format("engine: request {} holds {} K/V blocks, more than the "
+                                         "{} its rows account for",
+                                         view.id.value, physical_blocks(s), view.kv_blocks));
+    }
   }
 }
 
@@ -225,58 +223,16 @@ void Engine::Loop::check_requests(std::span<const EngineRequest> requests) const
 
 void Engine::Loop::apply(const policy::SchedulerDecision& decision,
                          std::vector<std::int64_t>& work) {
-  std::vector<std::size_t> victims(decision.preempt.begin(), decision.preempt.end());
-  std::sort(victims.begin(), victims.end());
-  std::vector<policy::SequenceView> new_waiting_views;
-  std::vector<Sequence*> new_waiting;
-  for (const std::size_t v : decision.preempt) {
-    Sequence* s = running_[v];
-    close_streams(*s);
-    policy::SequenceView view = running_views_[v];
-    view.computed_tokens = 0;
-    view.kv_blocks = 0;
-    new_waiting_views.push_back(view);
-    new_waiting.push_back(s);
-    ++result_.preemptions;
-  }
-  std::vector<policy::SequenceView> kept_views;
-  std::vector<Sequence*> kept;
-  for (std::size_t i = 0; i < running_.size(); ++i) {
-    if (!std::binary_search(victims.begin(), victims.end(), i)) {
-      kept_views.push_back(running_views_[i]);
-      kept.push_back(running_[i]);
-    }
-  }
-  const std::size_t kept_count = kept.size();
-  for (const std::size_t a : decision.admit) {
-    kept_views.push_back(waiting_views_[a]);
-    kept.push_back(waiting_[a]);
+  for (const std::size_t a : decision.admit)
     open_streams(*waiting_[a]);
-  }
-  std::vector<std::size_t> admitted(decision.admit.begin(), decision.admit.end());
-  std::sort(admitted.begin(), admitted.end());
-  for (std::size_t i = 0; i < waiting_.size(); ++i) {
-    if (!std::binary_search(admitted.begin(), admitted.end(), i)) {
-      new_waiting_views.push_back(waiting_views_[i]);
-      new_waiting.push_back(waiting_[i]);
-    }
-  }
-  work.assign(kept.size(), 0);
-  for (const policy::ScheduledWork& w : decision.work) {
-    std::size_t target = 0;
-    if (w.sequence.waiting) {
-      const auto at = std::find(decision.admit.begin(), decision.admit.end(), w.sequence.index);
-      target = kept_count + static_cast<std::size_t>(at - decision.admit.begin());
-    } else {
-      const auto before = std::lower_bound(victims.begin(), victims.end(), w.sequence.index);
-      target = w.sequence.index - static_cast<std::size_t>(before - victims.begin());
-    }
-    work[target] = w.tokens;
-  }
-  running_views_ = std::move(kept_views);
-  running_ = std::move(kept);
-  waiting_views_ = std::move(new_waiting_views);
-  waiting_ = std::move(new_waiting);
+  QueueRef running{running_views_, running_};
+  QueueRef waiting{waiting_views_, waiting_};
+  policy::apply_decision(decision, running, waiting, decision_scratch_, work,
+                         [this](QueuedSequence& victim) {
+                           close_streams(*victim.sequence);
+                           victim.view = policy::preempted_view(victim.view);
+                           ++result_.preemptions;
+                         });
 }
 
 EngineRun Engine::Loop::run(std::span<const EngineRequest> requests) {
@@ -312,12 +268,10 @@ EngineRun Engine::Loop::run(std::span<const EngineRequest> requests) {
     std::int64_t used = 0;
     for (const policy::SequenceView& v : running_views_)
       used += v.kv_blocks;
-    const policy::SchedulerSnapshot snapshot{
-        running_views_,
-        waiting_views_,
-        {options_.block_size, options_.kv_blocks, options_.kv_blocks - used},
-        options_.limits,
-        now()};
+    policy::KvView kv = kv_view_;
+    kv.free_blocks = kv.total_blocks - used;
+    const policy::SchedulerSnapshot snapshot{running_views_, waiting_views_, kv, options_.limits,
+                                             now()};
     decision.clear();
     scheduler_.schedule(snapshot, decision);
 #ifndef NDEBUG

@@ -10,6 +10,22 @@
 
 namespace exitsim::engine {
 
+void QueueRef::remove(std::span<const std::size_t> sorted_indices) {
+  std::size_t write = 0;
+  std::size_t next = 0;
+  for (std::size_t read = 0; read < views.size(); ++read) {
+    if (next < sorted_indices.size() && sorted_indices[next] == read) {
+      ++next;
+      continue;
+    }
+    views[write] = views[read];
+    sequences[write] = sequences[read];
+    ++write;
+  }
+  views.resize(write);
+  sequences.resize(write);
+}
+
 LayerRow Engine::Loop::row_for(const Sequence& s, int layer, std::int32_t position) const {
   LayerRow row;
   row.position = position;

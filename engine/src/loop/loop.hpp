@@ -16,6 +16,8 @@
 #include "exitsim/engine/engine.hpp"
 #include "exitsim/engine/hidden_states.hpp"
 #include "exitsim/engine/kv_cache.hpp"
+#include "exitsim/policy/apply_decision.hpp"
+#include "exitsim/policy/kv_layout.hpp"
 
 namespace exitsim::engine {
 
@@ -81,18 +83,28 @@ struct Sequence {
   }
 };
 
-// Which K/V stream each executed layer reads and writes (shared_kv reuses recursion 1's).
-class KvLayout {
- public:
-  KvLayout(const DepthStructure& depth, policy::SyncStrategy strategy);
-  int instances() const { return instances_; }
-  int instance_of(int layer) const { return instance_[static_cast<std::size_t>(layer)]; }
-  bool writes(int layer) const { return writes_[static_cast<std::size_t>(layer)] != 0; }
+// A sequence as the loop's queues hand it between each other (policy::apply_decision).
+struct QueuedSequence {
+  policy::SequenceView view;
+  Sequence* sequence = nullptr;
+};
 
- private:
-  int instances_ = 0;
-  std::vector<int> instance_;
-  std::vector<std::uint8_t> writes_;
+// The loop's queues (parallel vectors of views and sequences) as policy::apply_decision sees them.
+struct QueueRef {
+  std::vector<policy::SequenceView>& views;
+  std::vector<Sequence*>& sequences;
+
+  std::size_t size() const { return views.size(); }
+  QueuedSequence at(std::size_t i) const { return {views[i], sequences[i]}; }
+  void push_back(const QueuedSequence& s) {
+    views.push_back(s.view);
+    sequences.push_back(s.sequence);
+  }
+  void push_front(const QueuedSequence& s) {
+    views.insert(views.begin(), s.view);
+    sequences.insert(sequences.begin(), s.sequence);
+  }
+  void remove(std::span<const std::size_t> sorted_indices);
 };
 
 // How the exit policy is fed: some decide from draws before a token runs, the others from what
@@ -177,7 +189,8 @@ class Engine::Loop {
   const policy::Scheduler& scheduler_;
   const policy::ExitPolicy* exit_policy_;
   ExitFeed feed_ = ExitFeed::upfront;
-  KvLayout layout_;
+  policy::KvLayout layout_;
+  policy::KvView kv_view_;  // block size and row groups of the scheduler snapshot
   KvCache kv_;
   // Declared before the sequences, whose pending and in-flight states it holds.
   std::unique_ptr<HiddenStates> states_;
@@ -189,6 +202,7 @@ class Engine::Loop {
   std::vector<std::unique_ptr<Sequence>> sequences_;
   std::vector<policy::SequenceView> running_views_, waiting_views_;
   std::vector<Sequence*> running_, waiting_;
+  policy::DecisionScratch<QueuedSequence> decision_scratch_;
   std::size_t next_arrival_ = 0;
   std::vector<std::size_t> arrival_order_;  // request indices by arrival
   EngineRun result_;

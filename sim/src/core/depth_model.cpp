@@ -111,13 +111,6 @@ DepthModel::DepthModel(const scenario::ExitPolicyConfig& exit_policy,
   scored_ = exit_policy.kind == "router_token_choice" || exit_policy.kind == "router_expert_choice";
 }
 
-int DepthModel::kv_layers() const {
-  if (strategy_ == policy::SyncStrategy::shared_kv && depth_.recursions > 1) {
-    return depth_.prelude_layers + depth_.block_layers + depth_.coda_layers;
-  }
-  return depth_.full_depth();
-}
-
 bool DepthModel::skips_kv() const {
   return strategy_ == policy::SyncStrategy::skip_kv || depthwise();
 }

@@ -54,8 +54,6 @@ class DepthModel {
   bool dynamic() const { return dynamic_; }
   int full_depth() const { return full_depth_; }
   policy::SyncStrategy strategy() const { return strategy_; }
-  // K/V layers a full sequence stores per token (shared_kv keeps one recursion's worth).
-  int kv_layers() const;
   // Whether exited tokens store no K/V at the recursions they skipped (skip_kv, depthwise).
   bool skips_kv() const;
   bool depthwise() const { return strategy_ == policy::SyncStrategy::depthwise; }

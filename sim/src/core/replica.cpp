@@ -7,6 +7,7 @@
 
 #include "exitsim/core/error.hpp"
 #include "exitsim/policy/scheduler_registry.hpp"
+#include "exitsim/policy/scheduler_steps.hpp"
 #include "exitsim/policy/servable.hpp"
 #include "exitsim/sim/cost/make_cost_model.hpp"
 #include "exitsim/sim/kv_capacity.hpp"
@@ -17,6 +18,7 @@ Replica::Replica(int index, const ReplicaSpec& spec, MetricsCollector& metrics)
     : index_(index),
       metrics_(metrics),
       depth_model_(spec.exit_policy, spec.sync, spec.model, spec.seed, index),
+      kv_layout_(spec.model.depth, depth_model_.strategy()),
       model_depth_(spec.model.depth) {
   policy::SchedulerParams params;
   params.preemption = spec.scheduler.preemption;
@@ -28,13 +30,14 @@ Replica::Replica(int index, const ReplicaSpec& spec, MetricsCollector& metrics)
   const KvCapacity kv =
       derive_kv_capacity(spec.model, spec.hardware,
                          {spec.scheduler.block_size, spec.scheduler.kv_blocks,
-                          spec.scheduler.memory_reserve_fraction, depth_model_.kv_layers()});
-  block_size_ = kv.block_size;
-  kv_total_ = kv.blocks;
-  kv_free_ = kv.blocks;
+                          spec.scheduler.memory_reserve_fraction, kv_layout_.instances()});
+  kv_view_.block_size = kv.block_size;
+  kv_view_.groups = kv_layout_.groups();
+  kv_total_ = kv.blocks * kv_view_.groups.total_instances();
+  kv_free_ = kv_total_;
   limits_.max_running = spec.scheduler.max_running;
   limits_.max_batched_tokens = spec.scheduler.max_batched_tokens;
-  capacity_ = {scheduler_->chunks_prompts(), limits_.max_batched_tokens, kv_total_ * block_size_,
+  capacity_ = {scheduler_->chunks_prompts(), limits_.max_batched_tokens, kv.blocks * kv.block_size,
                spec.model.max_context};
   reject_unservable_ = spec.scheduler.unservable == "reject";
   description_ = fmt::format("replica {} ({} on {})", index, spec.model.name, spec.hardware.name);
@@ -69,8 +72,10 @@ bool Replica::enqueue(const RequestDescriptor& request, TimeNs arrival) {
 
 TimeNs Replica::start_iteration(TimeNs now) {
   decision_.clear();
-  const policy::SchedulerSnapshot snapshot{
-      running_.views(), waiting_.views(), {block_size_, kv_total_, kv_free_}, limits_, now};
+  policy::KvView kv = kv_view_;
+  kv.total_blocks = kv_total_;
+  kv.free_blocks = kv_free_;
+  const policy::SchedulerSnapshot snapshot{running_.views(), waiting_.views(), kv, limits_, now};
   scheduler_->schedule(snapshot, decision_);
 #ifndef NDEBUG
   if (const std::string problem = policy::check_decision(snapshot, decision_); !problem.empty()) {
@@ -83,8 +88,8 @@ TimeNs Replica::start_iteration(TimeNs now) {
       throw_stalled();
     return -1;
   }
-  const std::size_t kept_running = apply_admissions_and_preemptions();
-  map_work_to_running(kept_running);
+  policy::apply_decision(decision_, running_, waiting_, decision_scratch_, work_tokens_,
+                         [this](QueuedSequence& victim) { preempt(victim); });
 
   batch_.clear();
   batch_rows_.clear();
@@ -133,8 +138,13 @@ TimeNs Replica::start_iteration(TimeNs now) {
     if (!view.is_decoding() && entry.emits_token) {
       metrics_.record_token_depth(full_depth, full_depth);  // a prompt's first token
     }
-    const std::int64_t needed =
-        blocks_after(view, running_.extra(row), work_tokens_[row], !view.is_decoding());
+    // Allocated now for the rows this iteration writes: what the sequence holds once it ran.
+    policy::SequenceView after = view;
+    const bool prefill = !view.is_decoding();
+    if (prefill || entry.emits_token)
+      after.computed_tokens += work_tokens_[row];
+    set_kv_rows(after, running_.extra(row), prefill ? work_tokens_[row] : 0);
+    const std::int64_t needed = policy::kv_footprint(after, 0, kv_view_);
     kv_free_ -= needed - view.kv_blocks;
     view.kv_blocks = needed;
   }
@@ -150,71 +160,20 @@ TimeNs Replica::start_iteration(TimeNs now) {
   record.start = now;
   record.duration = duration;
   record.sequences = static_cast<std::int64_t>(batch_.size());
-  record.kv_blocks_used = kv_total_ - kv_free_;
-  record.kv_blocks_total = kv_total_;
+  record.kv_blocks_used = kv_blocks_used();
+  record.kv_blocks_total = kv_blocks_total();
   metrics_.record_iteration(record);
   busy_ = true;
   return duration;
 }
 
-std::size_t Replica::apply_admissions_and_preemptions() {
-  // Admissions index the snapshot's waiting queue, so take them out before victims are put at
-  // its front.
-  admitted_views_.clear();
-  admitted_extras_.clear();
-  for (std::size_t index : decision_.admit) {
-    admitted_views_.push_back(waiting_.view(index));
-    admitted_extras_.push_back(waiting_.extra(index));
-  }
-  scratch_indices_.assign(decision_.admit.begin(), decision_.admit.end());
-  std::sort(scratch_indices_.begin(), scratch_indices_.end());
-  waiting_.remove(scratch_indices_);
-
-  victims_views_.clear();
-  victims_extras_.clear();
-  for (std::size_t index : decision_.preempt) {
-    policy::SequenceView victim = running_.view(index);
-    SequenceExtra extra = running_.extra(index);
-    kv_free_ += victim.kv_blocks;
-    metrics_.record_recompute(victim.computed_tokens);
-    victim.kv_blocks = 0;
-    victim.computed_tokens = 0;
-    extra.depth = SequenceDepthState{};  // recompute rebuilds every layer's K/V
-    extra.preemptions += 1;
-    metrics_.record_preemption();
-    victims_views_.push_back(victim);
-    victims_extras_.push_back(extra);
-  }
-  preempted_sorted_.assign(decision_.preempt.begin(), decision_.preempt.end());
-  std::sort(preempted_sorted_.begin(), preempted_sorted_.end());
-  running_.remove(preempted_sorted_);
-  for (std::size_t k = victims_views_.size(); k-- > 0;) {
-    waiting_.push_front(victims_views_[k], victims_extras_[k]);
-  }
-  const std::size_t kept_running = running_.size();
-  for (std::size_t k = 0; k < admitted_views_.size(); ++k) {
-    running_.push_back(admitted_views_[k], admitted_extras_[k]);
-  }
-  return kept_running;
-}
-
-void Replica::map_work_to_running(std::size_t kept_running) {
-  // Snapshot running index -> index after the victims left (their work is never scheduled).
-  work_tokens_.assign(running_.size(), 0);
-  for (const policy::ScheduledWork& work : decision_.work) {
-    std::size_t target = 0;
-    if (work.sequence.waiting) {
-      const auto position =
-          std::find(decision_.admit.begin(), decision_.admit.end(), work.sequence.index);
-      target = kept_running + static_cast<std::size_t>(position - decision_.admit.begin());
-    } else {
-      const auto removed_before =
-          std::lower_bound(preempted_sorted_.begin(), preempted_sorted_.end(), work.sequence.index);
-      target = work.sequence.index -
-               static_cast<std::size_t>(removed_before - preempted_sorted_.begin());
-    }
-    work_tokens_[target] = work.tokens;
-  }
+void Replica::preempt(QueuedSequence& victim) {
+  kv_free_ += victim.view.kv_blocks;
+  metrics_.record_recompute(victim.view.computed_tokens);
+  metrics_.record_preemption();
+  victim.view = policy::preempted_view(victim.view);
+  victim.extra.depth = SequenceDepthState{};  // recompute rebuilds every layer's K/V
+  victim.extra.preemptions += 1;
 }
 
 IterationOutcome Replica::complete_iteration(TimeNs now) {
@@ -230,9 +189,11 @@ IterationOutcome Replica::complete_iteration(TimeNs now) {
     if (!view.is_decoding()) {
       depth_model_.on_prefill(extra.depth, tokens);
     } else if (!emits) {
+      set_kv_rows(view, extra, 0);
       continue;  // a depth-wise token still in flight: its K/V row is not complete yet
     }
     view.computed_tokens += tokens;
+    set_kv_rows(view, extra, 0);
     if (!emits)
       continue;
     view.generated_tokens += 1;
@@ -262,31 +223,26 @@ IterationOutcome Replica::complete_iteration(TimeNs now) {
   }
   running_.remove(scratch_indices_);
   if (outcome.requests_finished > 0) {
-    metrics_.record_kv_usage(index_, now, kv_total_ - kv_free_, kv_total_);
+    metrics_.record_kv_usage(index_, now, kv_blocks_used(), kv_blocks_total());
   }
   busy_ = false;
   return outcome;
 }
 
-std::int64_t Replica::blocks_after(const policy::SequenceView& view, const SequenceExtra& extra,
-                                   std::int64_t tokens, bool prefill) const {
-  const std::int64_t computed = view.computed_tokens + tokens;
-  std::int64_t blocks = (computed + block_size_ - 1) / block_size_;
-  if (depth_model_.dynamic() && depth_model_.skips_kv() && model_depth_.recursions > 0) {
-    // K/V in layer-token units: prelude and coda layers for every token, each recursion's block
-    // only for the tokens that reached it; a block holds block_size tokens of every layer.
-    std::int64_t units =
-        static_cast<std::int64_t>(model_depth_.prelude_layers + model_depth_.coda_layers) *
-        computed;
-    for (int r = 0; r < model_depth_.recursions; ++r) {
-      const std::int64_t reached =
-          extra.depth.reached[static_cast<std::size_t>(r)] + (prefill ? tokens : 0);
-      units += model_depth_.block_layers * reached;
-    }
-    const std::int64_t layers = model_depth_.full_depth();
-    blocks = std::max(view.kv_blocks, (units + layers * block_size_ - 1) / (layers * block_size_));
+void Replica::set_kv_rows(policy::SequenceView& view, const SequenceExtra& extra,
+                          std::int64_t rows_ahead) const {
+  // Without exits every token reaches every recursion (the depth model tracks none).
+  if (!kv_layout_.per_recursion() || !depth_model_.dynamic())
+    return;
+  const std::int64_t computed = view.computed_tokens;
+  // Every token runs the prelude and the first recursion; a depth-wise token in flight has
+  // written its row there (and at each recursion it ran) before it counts as computed.
+  const std::int64_t first = std::max(computed, extra.depth.reached[0] + rows_ahead);
+  view.kv_row_offset[0] = static_cast<std::int32_t>(first - computed);
+  for (int r = 2; r <= model_depth_.recursions; ++r) {
+    const std::int64_t rows = extra.depth.reached[static_cast<std::size_t>(r - 1)] + rows_ahead;
+    view.kv_row_offset[static_cast<std::size_t>(r - 1)] = static_cast<std::int32_t>(rows - computed);
   }
-  return blocks;
 }
 
 void Replica::roll_back(policy::SequenceView& view, IterationOutcome& outcome,
@@ -297,7 +253,7 @@ void Replica::roll_back(policy::SequenceView& view, IterationOutcome& outcome,
   view.computed_tokens -= tokens;
   outcome.tokens_emitted -= tokens;
   load_.outstanding_tokens -= tokens;
-  const std::int64_t blocks = (view.computed_tokens + block_size_ - 1) / block_size_;
+  const std::int64_t blocks = policy::kv_footprint(view, 0, kv_view_);
   kv_free_ += view.kv_blocks - blocks;
   view.kv_blocks = blocks;
   metrics_.record_rollback(tokens);

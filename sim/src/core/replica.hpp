@@ -6,6 +6,8 @@
 
 #include "depth_model.hpp"
 #include "exitsim/core/request.hpp"
+#include "exitsim/policy/apply_decision.hpp"
+#include "exitsim/policy/kv_layout.hpp"
 #include "exitsim/policy/replica_router.hpp"
 #include "exitsim/policy/scheduler.hpp"
 #include "exitsim/policy/servable.hpp"
@@ -28,6 +30,12 @@ struct SequenceExtra {
 // A queue of sequences stored as two parallel arrays (the scheduler's views, contiguous so a
 // snapshot is a span, and the simulator's extras). Removing from the front is O(1) amortised,
 // which matters when thousands of requests wait under overload.
+// A sequence as the queues hand it between each other (policy::apply_decision).
+struct QueuedSequence {
+  policy::SequenceView view;
+  SequenceExtra extra;
+};
+
 class SequenceQueue {
  public:
   std::span<const policy::SequenceView> views() const {
@@ -38,8 +46,12 @@ class SequenceQueue {
   policy::SequenceView& view(std::size_t i) { return views_[head_ + i]; }
   SequenceExtra& extra(std::size_t i) { return extras_[head_ + i]; }
 
+  QueuedSequence at(std::size_t i) const { return {views_[head_ + i], extras_[head_ + i]}; }
+
   void push_back(const policy::SequenceView& view, const SequenceExtra& extra);
   void push_front(const policy::SequenceView& view, const SequenceExtra& extra);
+  void push_back(const QueuedSequence& s) { push_back(s.view, s.extra); }
+  void push_front(const QueuedSequence& s) { push_front(s.view, s.extra); }
   // Removes the entries at `sorted_indices` (ascending), keeping the order of the rest.
   void remove(std::span<const std::size_t> sorted_indices);
 
@@ -75,8 +87,9 @@ class Replica {
   std::size_t waiting() const { return waiting_.size(); }
   std::size_t running() const { return running_.size(); }
   policy::ReplicaLoad load() const { return load_; }
-  std::int64_t kv_blocks_used() const { return kv_total_ - kv_free_; }
-  std::int64_t kv_blocks_total() const { return kv_total_; }
+  // In blocks of block_size tokens at every K/V layer (scheduler.kv_blocks' unit), rounded up.
+  std::int64_t kv_blocks_used() const { return per_token_blocks(kv_total_ - kv_free_); }
+  std::int64_t kv_blocks_total() const { return per_token_blocks(kv_total_); }
   const std::string& scheduler_name() const { return scheduler_name_; }
   // What the cost model substituted or extrapolated while pricing this replica's iterations.
   std::vector<std::string> cost_notes() const { return cost_model_->notes(); }
@@ -84,17 +97,22 @@ class Replica {
   const IterationRecord& last_iteration() const { return last_iteration_; }
 
  private:
-  // Applies decision_'s admissions and preemptions; returns how many of the snapshot's running
-  // sequences are still running (the admitted ones follow them).
-  std::size_t apply_admissions_and_preemptions();
-  void map_work_to_running(std::size_t kept_running);
+  // Frees a victim's K/V and counts its preemption (policy::apply_decision's on_preempt).
+  void preempt(QueuedSequence& victim);
   [[noreturn]] void throw_stalled() const;
   // deferred_fill's rollback of `tokens` output tokens at an iteration's completion.
   void roll_back(policy::SequenceView& view, IterationOutcome& outcome, std::int64_t tokens);
-  // Blocks a sequence holds once `tokens` more are computed (fewer under skip_kv, whose exited
-  // tokens store no K/V at the recursions they skipped).
-  std::int64_t blocks_after(const policy::SequenceView& view, const SequenceExtra& extra,
-                            std::int64_t tokens, bool prefill) const;
+  // Sets the view's K/V rows (SequenceView::kv_row_offset) from what the sequence holds: under
+  // skip_kv and depthwise, each recursion's rows are the tokens that reached it. `rows_ahead`
+  // are rows this iteration adds at every instance before they count as computed (a prefill
+  // chunk planned but not yet run).
+  void set_kv_rows(policy::SequenceView& view, const SequenceExtra& extra,
+                   std::int64_t rows_ahead) const;
+  // Pool blocks (one K/V instance each) as blocks of block_size tokens at every instance.
+  std::int64_t per_token_blocks(std::int64_t pool_blocks) const {
+    return (pool_blocks + kv_view_.groups.total_instances() - 1) /
+           kv_view_.groups.total_instances();
+  }
 
   int index_;
   MetricsCollector& metrics_;
@@ -104,8 +122,9 @@ class Replica {
   std::string scheduler_name_;
   std::string description_;  // "replica 0 (llama-3-8b on h100-sxm)" for messages
   policy::SchedulerLimits limits_;
-  std::int64_t block_size_ = 16;
-  std::int64_t kv_total_ = 0;
+  policy::KvLayout kv_layout_;
+  policy::KvView kv_view_;  // block size and row groups; totals in kv_total_ and kv_free_
+  std::int64_t kv_total_ = 0;  // pool blocks, each of block_size rows of one K/V instance
   std::int64_t kv_free_ = 0;
   policy::ServingCapacity capacity_;  // what this replica can ever serve (fixed at construction)
   bool reject_unservable_ = false;
@@ -124,11 +143,7 @@ class Replica {
   std::vector<int> exit_depths_;
   std::vector<std::int64_t> work_tokens_;  // by running index, for the iteration in flight
   std::vector<std::size_t> scratch_indices_;
-  // The snapshot's running indices preempted this iteration, ascending: maps the decision's
-  // running references to the running set after the victims left.
-  std::vector<std::size_t> preempted_sorted_;
-  std::vector<policy::SequenceView> admitted_views_, victims_views_;
-  std::vector<SequenceExtra> admitted_extras_, victims_extras_;
+  policy::DecisionScratch<QueuedSequence> decision_scratch_;
   IterationRecord last_iteration_;
 };
 

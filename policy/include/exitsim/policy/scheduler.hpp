@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <array>
 #include <functional>
 #include <memory>
 #include <span>
@@ -10,6 +11,7 @@
 
 #include "exitsim/core/ids.hpp"
 #include "exitsim/core/time.hpp"
+#include "exitsim/policy/kv_layout.hpp"
 
 namespace exitsim::policy {
 
@@ -23,7 +25,12 @@ struct SequenceView {
   std::int64_t prompt_tokens = 0;
   std::int64_t generated_tokens = 0;  // output tokens emitted so far
   std::int64_t computed_tokens = 0;   // tokens whose K/V is in memory
-  std::int64_t kv_blocks = 0;         // blocks held now
+  std::int64_t kv_blocks = 0;         // blocks held now (KvView's units)
+  // What the executor's K/V manager holds, per row group of KvView::groups: rows beyond
+  // computed_tokens. 0 everywhere for a sequence with every token's K/V at every layer; negative
+  // where exited tokens kept none (skip_kv, depthwise); +1 where a depth-wise token in flight has
+  // written its row already. kv_footprint() turns this into blocks.
+  std::array<std::int32_t, k_max_kv_groups> kv_row_offset{};
 
   std::int64_t known_tokens() const { return prompt_tokens + generated_tokens; }
   std::int64_t pending_tokens() const { return known_tokens() - computed_tokens; }
@@ -31,14 +38,16 @@ struct SequenceView {
   bool is_decoding() const { return generated_tokens > 0 && pending_tokens() == 1; }
 };
 
+// The replica's paged K/V pool. Blocks hold block_size rows of one K/V instance (kv_layout.hpp);
+// with the default single group of one instance, a block is block_size tokens at every layer.
 struct KvView {
-  std::int64_t block_size = 16;  // tokens per block
+  std::int64_t block_size = 16;  // rows per block
   std::int64_t total_blocks = 0;
   std::int64_t free_blocks = 0;
+  KvGroups groups;
 
-  std::int64_t blocks_for(std::int64_t tokens) const {
-    return (tokens + block_size - 1) / block_size;
-  }
+  // Blocks per instance for `rows` rows.
+  std::int64_t blocks_for(std::int64_t rows) const { return (rows + block_size - 1) / block_size; }
 };
 
 struct SchedulerLimits {

@@ -12,8 +12,15 @@
 
 namespace exitsim::policy {
 
+// Blocks `seq` holds (as its K/V manager reports its rows, SequenceView::kv_row_offset) once
+// `tokens` more tokens have K/V at every instance: the most they can need, as a token's exit is
+// not known before it runs; a row a depth-wise token in flight has written already is not
+// counted twice. The executors set SequenceView::kv_blocks to kv_footprint(seq, 0).
+std::int64_t kv_footprint(const SequenceView& seq, std::int64_t tokens, const KvView& kv);
+
 // Blocks `seq` must newly allocate to process `tokens` more of its pending tokens; 0 when the
-// blocks it holds already cover them.
+// blocks it holds already cover them. A sequence whose exited tokens kept no K/V somewhere
+// (skip_kv) needs blocks only where its rows fill a block, not for the K/V it never stored.
 std::int64_t blocks_to_grow(const SequenceView& seq, std::int64_t tokens, const KvView& kv);
 
 // The most of `seq`'s pending tokens that its held blocks plus `spare_blocks` more can hold

@@ -1,0 +1,76 @@
+#pragma once
+
+// Applying a scheduler decision (scheduler.hpp's contract), written once for every executor: the
+// simulator's replica, the engine's loop and the scheduler tests' toy executor. Victims leave the
+// running set and go to the front of the waiting queue in the order the decision lists them;
+// admitted sequences leave the waiting queue and join the end of the running set in the order
+// listed; each sequence of the new running set gets its tokens for the iteration.
+
+#include <algorithm>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "exitsim/policy/scheduler.hpp"
+
+namespace exitsim::policy {
+
+// A view after preemption by recompute: no K/V, nothing computed.
+inline SequenceView preempted_view(SequenceView view) {
+  view.computed_tokens = 0;
+  view.kv_blocks = 0;
+  view.kv_row_offset = {};
+  return view;
+}
+
+// `work[i]` = the decision's tokens for running sequence i after the decision is applied, where
+// `preempted_sorted` are the victims' snapshot indices (ascending) and `kept` the running
+// sequences that stayed (the admitted follow them, in the order listed).
+void map_work_to_running(const SchedulerDecision& decision,
+                         std::span<const std::size_t> preempted_sorted, std::size_t kept,
+                         std::vector<std::int64_t>& work);
+
+// Storage apply_decision reuses between iterations.
+template <class Item>
+struct DecisionScratch {
+  std::vector<Item> admitted;
+  std::vector<Item> victims;
+  std::vector<std::size_t> sorted;
+  std::vector<std::size_t> preempted_sorted;
+};
+
+// Applies `decision` to an executor's queues. `Queue` holds the executor's sequences in the
+// snapshot's order and provides `Item at(i)` (a copy), `remove(sorted indices)`,
+// `push_back(Item)`, `push_front(Item)` and `size()`. `on_preempt(Item&)` frees a victim's K/V
+// and resets its view (preempted_view) before it is queued. `work` gets the tokens of each
+// sequence of the new running set.
+template <class Queue, class Item, class OnPreempt>
+void apply_decision(const SchedulerDecision& decision, Queue& running, Queue& waiting,
+                    DecisionScratch<Item>& scratch, std::vector<std::int64_t>& work,
+                    OnPreempt&& on_preempt) {
+  // Admissions index the snapshot's waiting queue: take them out before victims join its front.
+  scratch.admitted.clear();
+  for (const std::size_t index : decision.admit)
+    scratch.admitted.push_back(waiting.at(index));
+  scratch.sorted.assign(decision.admit.begin(), decision.admit.end());
+  std::sort(scratch.sorted.begin(), scratch.sorted.end());
+  waiting.remove(scratch.sorted);
+
+  scratch.victims.clear();
+  for (const std::size_t index : decision.preempt) {
+    scratch.victims.push_back(running.at(index));
+    on_preempt(scratch.victims.back());
+  }
+  scratch.preempted_sorted.assign(decision.preempt.begin(), decision.preempt.end());
+  std::sort(scratch.preempted_sorted.begin(), scratch.preempted_sorted.end());
+  running.remove(scratch.preempted_sorted);
+  for (std::size_t k = scratch.victims.size(); k-- > 0;)
+    waiting.push_front(std::move(scratch.victims[k]));
+  const std::size_t kept = running.size();
+  for (Item& item : scratch.admitted)
+    running.push_back(std::move(item));
+  map_work_to_running(decision, scratch.preempted_sorted, kept, work);
+  work.resize(running.size(), 0);
+}
+
+}  // namespace exitsim::policy
