@@ -151,20 +151,6 @@ TEST(DynamicDepth, SkipKvMemoryApproachesTheMixtureOfRecursionsFraction) {
   EXPECT_NEAR(ratio, 0.75, 0.02);
 }
 
-TEST(DynamicDepth, SharedKvHoldsOneRecursionOfKvSoMoreTokensFit) {
-  const auto s_full = scenario::load_default_scenario(
-      std::vector<std::string>{"model.preset=rrt-gemma-1b", "hardware.preset=a100-40gb"});
-  const auto s_shared = scenario::load_default_scenario(std::vector<std::string>{
-      "model.preset=rrt-gemma-1b", "hardware.preset=a100-40gb", "sync.strategy=shared_kv"});
-  std::vector<RequestDescriptor> one = {{RequestId(0), TimeNs{0}, 64, 16}};
-  test_support::VectorSource a(one), b(one);
-  const auto full = simulate(simulation_config_from(s_full, ""), a);
-  const auto shared = simulate(simulation_config_from(s_shared, ""), b);
-  // Twice the blocks in the same memory: each block stores one recursion's layers.
-  EXPECT_LE(shared.summary.makespan, full.summary.makespan);
-  EXPECT_EQ(shared.totals.tokens_emitted, 16);
-}
-
 TEST(DynamicDepth, RouterPoliciesProduceTheirCapacityDistribution) {
   const SimulationResult r =
       run_batch(30, {"model.preset=mor-smollm-360m-r3", "exit_policy.kind=router_expert_choice",
