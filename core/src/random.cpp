@@ -53,6 +53,25 @@ std::uint64_t Xoshiro256StarStar::next() {
 RandomStream::RandomStream(std::uint64_t seed, std::string_view component)
     : engine_(seeded_engine(seed, component)) {}
 
+namespace {
+
+std::uint64_t mix64(std::uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+}  // namespace
+
+double keyed_uniform(std::uint64_t seed, std::string_view stream, std::uint64_t a,
+                     std::uint64_t b, std::uint64_t c) {
+  constexpr std::uint64_t k_golden = 0x9e3779b97f4a7c15ULL;
+  std::uint64_t h = mix64(seed + k_golden);
+  for (const std::uint64_t word : {fnv1a_64(stream), a, b, c})
+    h = mix64(h + k_golden + word);
+  return static_cast<double>(h >> 11) * 0x1.0p-53;
+}
+
 double RandomStream::uniform() {
   // The top 53 bits fill a double's significand exactly; the low bits of xoshiro are weaker.
   return static_cast<double>(next_u64() >> 11) * 0x1.0p-53;

@@ -68,8 +68,7 @@ void check_options(const Backend& model, const EngineOptions& options) {
 }  // namespace
 
 Sequence::Sequence(std::uint64_t seed, RequestId id)
-    : sampler(seed, fmt::format("engine.sample.{}", id.value)),
-      exit_draws(seed, fmt::format("engine.exit.{}", id.value)) {}
+    : sampler(seed, fmt::format("engine.sample.{}", id.value)) {}
 
 Engine::Engine(const Backend& model, EngineOptions options, profiler::HostProfiler* profiler)
     : model_(model), options_(std::move(options)), profiler_(profiler) {

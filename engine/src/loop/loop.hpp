@@ -73,7 +73,6 @@ struct Sequence {
   std::vector<double> flight_scores;
   double flight_score = 0;
   RandomStream sampler;
-  RandomStream exit_draws;
   bool emitted = false;  // emitted a token in the iteration in flight
 
   Sequence(std::uint64_t seed, RequestId id);

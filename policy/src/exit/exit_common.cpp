@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "exit/exit_policies.hpp"
+#include "exitsim/core/random.hpp"
 
 namespace exitsim::policy {
 namespace exit {
@@ -86,6 +87,11 @@ double exit_confidence(std::span<const float> probabilities, ConfidenceMeasure m
   }
   return measure == ConfidenceMeasure::top1 ? static_cast<double>(first)
                                             : static_cast<double>(first) - second;
+}
+
+double exit_uniform(std::uint64_t seed, RequestId request, std::int64_t position, int draw) {
+  return keyed_uniform(seed, "exit.token", request.value, static_cast<std::uint64_t>(position),
+                       static_cast<std::uint64_t>(draw));
 }
 
 }  // namespace exitsim::policy

@@ -81,16 +81,14 @@ policy::ExitPolicyParams exit_params(const scenario::ExitPolicyConfig& config,
 
 DepthModel::DepthModel(const scenario::ExitPolicyConfig& exit_policy,
                        const scenario::SyncConfig& sync, const ModelShape& model,
-                       std::uint64_t seed, int replica)
+                       std::uint64_t seed)
     : full_depth_(model.depth.stacked_depth()),
       depth_(model.depth),
       strategy_(strategy_from(sync)),
       depthwise_rule_(depthwise_rule(sync)),
       rollback_probability_(
           strategy_ == policy::SyncStrategy::deferred_fill ? sync.rollback_probability : 0.0),
-      draws_(seed, fmt::format("exit.replica{}.draws", replica)),
-      rollback_draws_(seed, fmt::format("exit.replica{}.rollback", replica)),
-      scores_(seed, fmt::format("exit.replica{}.scores", replica)) {
+      seed_(seed) {
   const bool exits = exit_policy.kind != "none";
   // Shared K/V changes memory and attention work even when every token runs the full depth, and
   // depth-wise batching the way every token is stepped.
@@ -149,11 +147,15 @@ void DepthModel::choose_exit_depths(std::span<const DecodeToken> tokens) {
   for (std::size_t i = 0; i < n; ++i) {
     std::span<const double> scores;
     if (scored_) {
-      for (std::size_t p = 0; p < points; ++p)
-        score_values_[i * points + p] = scores_.uniform();
+      for (std::size_t p = 0; p < points; ++p) {
+        score_values_[i * points + p] = policy::exit_uniform(seed_, tokens[i].request,
+                                                             tokens[i].position,
+                                                             static_cast<int>(p) + 1);
+      }
       scores = {score_values_.data() + i * points, points};
     }
-    exit_tokens_[i] = {tokens[i].request, tokens[i].position, draws_.uniform(), scores};
+    exit_tokens_[i] = {tokens[i].request, tokens[i].position,
+                       policy::exit_uniform(seed_, tokens[i].request, tokens[i].position), scores};
     max_position = std::max(max_position, tokens[i].max_position);
   }
 
@@ -203,7 +205,10 @@ std::int64_t DepthModel::plan(std::span<const DecodeToken> tokens, std::span<Bat
     fill += p.fill_tokens;
     if (rollback_probability_ > 0) {
       for (std::int64_t k = 0; k < p.fill_tokens; ++k) {
-        if (rollback_draws_.uniform() < rollback_probability_) {
+        // Keyed by the filling token and the state's rank, like the exit draws.
+        if (keyed_uniform(seed_, "exit.rollback", tokens[i].request.value,
+                          static_cast<std::uint64_t>(tokens[i].position),
+                          static_cast<std::uint64_t>(k)) < rollback_probability_) {
           state.rollback = p.fill_tokens - k;
           break;
         }

@@ -43,12 +43,11 @@ struct DecodeToken {
 
 // Decides each decode token's exit with the shared exit policy, plans the batch with the shared
 // synchronization strategy, and writes the resulting work into the batch entries the cost model
-// prices. Samples the inputs a real engine would measure (uniform draws, router scores) from
-// seeded streams of its own.
+// prices. A token's draws are keyed by the token (policy::exit_uniform), as the engine's are.
 class DepthModel {
  public:
   DepthModel(const scenario::ExitPolicyConfig& exit_policy, const scenario::SyncConfig& sync,
-             const ModelShape& model, std::uint64_t seed, int replica);
+             const ModelShape& model, std::uint64_t seed);
 
   // False for static depth (no exits): entries keep the full depth and nothing is sampled.
   bool dynamic() const { return dynamic_; }
@@ -91,9 +90,7 @@ class DepthModel {
   bool scored_ = false;  // the policy reads router scores
   policy::DepthwiseRule depthwise_rule_;
   double rollback_probability_ = 0;
-  RandomStream draws_;
-  RandomStream rollback_draws_;
-  RandomStream scores_;
+  std::uint64_t seed_ = 0;  // exit draws are keyed by the token (policy::exit_uniform)
   // Reused every iteration.
   std::vector<policy::ExitToken> exit_tokens_;
   std::vector<double> score_values_;

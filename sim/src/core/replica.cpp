@@ -17,7 +17,7 @@ namespace exitsim::sim {
 Replica::Replica(int index, const ReplicaSpec& spec, MetricsCollector& metrics)
     : index_(index),
       metrics_(metrics),
-      depth_model_(spec.exit_policy, spec.sync, spec.model, spec.seed, index),
+      depth_model_(spec.exit_policy, spec.sync, spec.model, spec.seed),
       kv_layout_(spec.model.depth, depth_model_.strategy()),
       model_depth_(spec.model.depth) {
   policy::SchedulerParams params;

@@ -81,4 +81,12 @@ class RandomStream {
   bool has_spare_normal_ = false;
 };
 
+// Counter-based draws: a uniform on [0, 1) that is a pure function of (seed, stream, key), for
+// decisions that must not depend on the order they are made in. A token's exit draw keyed by
+// (request, position, exit point) is the same in the engine and the simulator, whatever else is
+// in its batch, whichever replica serves it and whatever the strategy or scheduler; each key
+// word goes through SplitMix64's finalizer, so neighbouring keys give unrelated numbers.
+double keyed_uniform(std::uint64_t seed, std::string_view stream, std::uint64_t a,
+                     std::uint64_t b, std::uint64_t c);
+
 }  // namespace exitsim

@@ -108,6 +108,12 @@ std::vector<std::string> exit_policy_names();
 // lambda and falls towards 0.9 * lambda as the position t approaches the horizon n (>= 1).
 double calm_threshold(double lambda, double tau, std::int64_t t, std::int64_t n);
 
+// The uniform a token's exit is drawn from (ExitToken::uniform): a pure function of the run's
+// seed and the token (request, output position) and `draw` (0 for the exit itself; other draws
+// of the same token use their own index), so the engine and the simulator give a token the same
+// exit, whatever else is in its batch and whatever the strategy, scheduler or batch limit.
+double exit_uniform(std::uint64_t seed, RequestId request, std::int64_t position, int draw = 0);
+
 enum class ConfidenceMeasure : std::uint8_t { top1, margin };
 std::optional<ConfidenceMeasure> parse_confidence_measure(std::string_view name);
 
