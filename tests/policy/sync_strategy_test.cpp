@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <initializer_list>
 #include <vector>
 
 namespace exitsim::policy {
@@ -39,28 +40,79 @@ TEST(SyncStrategy, StateCopyComputesKvOfSkippedLayersOnly) {
   EXPECT_EQ(plans[1].kv_only_to, 0);
 }
 
+PendingFill stack(std::initializer_list<FillGroup> groups) {
+  PendingFill p;
+  for (const FillGroup& g : groups)
+    p.groups[p.count++] = g;
+  return p;
+}
+
 TEST(SyncStrategy, DeferredFillStacksShallowTokensUntilADeepOneFillsThem) {
   std::vector<PendingFill> pending(1);
-  EXPECT_EQ(plan(SyncStrategy::deferred_fill, {16}, pending)[0].fill_tokens, 0);
+  EXPECT_EQ(plan(SyncStrategy::deferred_fill, {16}, pending)[0].fill_count, 0);
+  EXPECT_EQ(pending[0], stack({{1, 16}}));
+  // A shallower token waits below: groups are ordered oldest (deepest) first.
   EXPECT_EQ(plan(SyncStrategy::deferred_fill, {8}, pending)[0].run_depth, 8);
-  EXPECT_EQ(pending[0], (PendingFill{2, 8}));
+  EXPECT_EQ(pending[0], stack({{1, 16}, {1, 8}}));
   const DepthPlan deep = plan(SyncStrategy::deferred_fill, {32}, pending)[0];
   EXPECT_EQ(deep.run_depth, 32);
-  EXPECT_EQ(deep.fill_tokens, 2);
-  EXPECT_EQ(deep.fill_from_depth, 8);
+  EXPECT_EQ(deep.fill_tokens(), 2);
+  EXPECT_TRUE(deep.fills_complete);
+  // Each state from its own depth: 16 + 24 token-layers, not 2 x 24 from the shallowest.
+  EXPECT_EQ(deep.fill_layers(), 16 + 24);
+  EXPECT_EQ(deep.fill_tokens_at(7), 0);
+  EXPECT_EQ(deep.fill_tokens_at(8), 1);
+  EXPECT_EQ(deep.fill_tokens_at(16), 2);
+  EXPECT_EQ(deep.fill_tokens_at(32), 0);
   EXPECT_EQ(pending[0], PendingFill{});
 }
 
-TEST(SyncStrategy, DeferredFillPassesEqualTokensThatNeededDeepKv) {
-  // Every shallow token whose sequence later goes deep is filled exactly once; those still
-  // pending at the end are never paid.
+TEST(SyncStrategy, DeferredFillLiftsShallowerStatesWithAnyDeeperToken) {
+  // A token of depth 24 takes both pending states along (the one at 8 runs layers 8..23, the one
+  // at 16 layers 16..23), and all three wait at 24; a full-depth token later completes them.
   std::vector<PendingFill> pending(1);
-  const std::vector<int> exits = {8, 8, 32, 16, 32, 8, 8};
-  std::int64_t filled = 0;
-  for (int exit : exits)
-    filled += plan(SyncStrategy::deferred_fill, {exit}, pending)[0].fill_tokens;
-  EXPECT_EQ(filled, 3);
-  EXPECT_EQ(pending[0].tokens, 2);
+  plan(SyncStrategy::deferred_fill, {16}, pending);
+  plan(SyncStrategy::deferred_fill, {8}, pending);
+  const DepthPlan middle = plan(SyncStrategy::deferred_fill, {24}, pending)[0];
+  EXPECT_EQ(middle.fill_tokens(), 2);
+  EXPECT_FALSE(middle.fills_complete);
+  EXPECT_EQ(middle.fill_layers(), (24 - 8) + (24 - 16));
+  EXPECT_EQ(pending[0], stack({{3, 24}}));
+  // A token that stops at a group's depth merges into it.
+  plan(SyncStrategy::deferred_fill, {24}, pending);
+  EXPECT_EQ(pending[0], stack({{4, 24}}));
+  const DepthPlan top = plan(SyncStrategy::deferred_fill, {32}, pending)[0];
+  EXPECT_EQ(top.fill_tokens(), 4);
+  EXPECT_EQ(top.fill_layers(), 4 * 8);
+  EXPECT_TRUE(top.fills_complete);
+}
+
+TEST(SyncStrategy, DeferredFillRunsEveryStateThroughEveryLayerExactlyOnce) {
+  // Whatever the order of exits, a state that ends up filled has run each layer above its exit
+  // once: the fill work of a sequence is the sum over its filled states of (full - exit).
+  const std::vector<int> exits = {8, 24, 16, 8, 32, 16, 24, 8, 32, 8, 8};
+  std::vector<PendingFill> pending(1);
+  std::int64_t fill_layers = 0;
+  std::int64_t owed = 0;      // full - exit of states since the last full-depth token
+  std::int64_t expected = 0;  // of states that were completed
+  for (int exit : exits) {
+    const DepthPlan p = plan(SyncStrategy::deferred_fill, {exit}, pending)[0];
+    fill_layers += p.fill_layers();
+    if (exit == 32) {
+      expected += owed;
+      owed = 0;
+    } else {
+      owed += 32 - exit;
+    }
+  }
+  // The two states still pending at the end (exits 8, 8) have run nothing above 8.
+  EXPECT_EQ(pending[0], stack({{2, 8}}));
+  EXPECT_EQ(fill_layers, expected);
+}
+
+TEST(SyncStrategy, DeferredFillRefusesMoreExitPointsThanFillGroups) {
+  EXPECT_NO_THROW(check_deferred_fill_exit_points(k_max_fill_groups + 1));
+  EXPECT_THROW(check_deferred_fill_exit_points(k_max_fill_groups + 2), std::exception);
 }
 
 TEST(SyncStrategy, NamesRoundTrip) {

@@ -108,14 +108,22 @@ TEST(DynamicDepth, CompactingStrategiesBeatBatchSyncWhenBatchesAreLarge) {
 
 TEST(DynamicDepth, DeferredFillPaysOnlyForTokensThatLaterNeededDeepKv) {
   const SimulationResult r = run_batch(8, with(k_layerskip_uniform, "sync.strategy=deferred_fill"));
-  const std::int64_t shallow = r.summary.depth.exit_depth_tokens.at(8) +
-                               r.summary.depth.exit_depth_tokens.at(16) +
-                               r.summary.depth.exit_depth_tokens.at(24);
-  EXPECT_GT(r.summary.depth.fill_token_passes, 0);
-  EXPECT_LE(r.summary.depth.fill_token_passes, shallow);
+  const auto& exits = r.summary.depth.exit_depth_tokens;
+  const std::int64_t shallow = exits.at(8) + exits.at(16) + exits.at(24);
+  // Every shallow token owes its layers above its exit, once (policy::plan_depths lifts a state
+  // with any deeper token and never runs a layer twice).
+  const std::int64_t owed = 24 * exits.at(8) + 16 * exits.at(16) + 8 * exits.at(24);
+  const DepthSummary& d = r.summary.depth;
+  EXPECT_GT(d.filled_states, 0);
+  EXPECT_LE(d.filled_states, shallow);
+  EXPECT_LE(d.fill_layers, owed);
   // With a deep token every ~4 tokens, only the final few shallow tokens of each request stay
-  // unpaid.
-  EXPECT_GE(r.summary.depth.fill_token_passes, shallow - 8 * 12);
+  // unpaid (at most 24 layers each).
+  EXPECT_GE(d.filled_states, shallow - 8 * 12);
+  EXPECT_GE(d.fill_layers, owed - 8 * 12 * 24);
+  // A state joins each deeper token until the top: at least once, at most three times here.
+  EXPECT_GE(d.fill_token_passes, d.filled_states);
+  EXPECT_LE(d.fill_token_passes, 3 * shallow);
 }
 
 TEST(DynamicDepth, DeferredFillRollbackDiscardsAndRegeneratesTokens) {
@@ -127,9 +135,9 @@ TEST(DynamicDepth, DeferredFillRollbackDiscardsAndRegeneratesTokens) {
   // Probability 1: the oldest pending state always disagrees, so every fill discards every
   // token emitted since it (this iteration's included) and emits the corrected one.
   EXPECT_GT(always.summary.depth.rolled_back_tokens, 0);
-  EXPECT_EQ(always.summary.depth.rolled_back_tokens, always.summary.depth.fill_token_passes);
+  EXPECT_EQ(always.summary.depth.rolled_back_tokens, always.summary.depth.filled_states);
   EXPECT_GT(some.summary.depth.rolled_back_tokens, 0);
-  EXPECT_LT(some.summary.depth.rolled_back_tokens, some.summary.depth.fill_token_passes);
+  EXPECT_LT(some.summary.depth.rolled_back_tokens, some.summary.depth.filled_states);
   for (const SimulationResult* r : {&always, &some}) {
     EXPECT_EQ(r->totals.requests_finished, 8);
     EXPECT_EQ(r->totals.tokens_emitted, r->totals.tokens_expected);

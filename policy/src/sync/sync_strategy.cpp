@@ -1,8 +1,12 @@
 #include "exitsim/policy/sync_strategy.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 #include <cassert>
+
+#include "exitsim/core/error.hpp"
 
 namespace exitsim::policy {
 namespace {
@@ -42,6 +46,75 @@ std::vector<std::string> sync_strategy_names() {
   return names;
 }
 
+std::int64_t PendingFill::tokens() const {
+  std::int64_t total = 0;
+  for (std::size_t g = 0; g < count; ++g)
+    total += groups[g].tokens;
+  return total;
+}
+
+std::int64_t DepthPlan::fill_tokens() const {
+  std::int64_t total = 0;
+  for (std::size_t g = 0; g < fill_count; ++g)
+    total += fills[g].tokens;
+  return total;
+}
+
+std::int64_t DepthPlan::fill_layers() const {
+  std::int64_t total = 0;
+  for (std::size_t g = 0; g < fill_count; ++g)
+    total += static_cast<std::int64_t>(fills[g].tokens) * (run_depth - fills[g].depth);
+  return total;
+}
+
+std::int64_t DepthPlan::fill_tokens_at(int layer) const {
+  std::int64_t total = 0;
+  if (layer >= run_depth)
+    return 0;
+  for (std::size_t g = 0; g < fill_count; ++g) {
+    if (fills[g].depth <= layer)
+      total += fills[g].tokens;
+  }
+  return total;
+}
+
+namespace {
+
+// deferred_fill for one token of exit depth `exit`: shallower groups join it; if it stops short
+// of the top, they wait with it at its depth.
+void plan_fill(int exit, int full_depth, PendingFill& stack, DepthPlan& plan) {
+  std::int32_t joined = 0;
+  while (stack.count > 0 && stack.groups[stack.count - 1].depth < exit) {
+    const FillGroup group = stack.groups[--stack.count];
+    plan.fills[plan.fill_count++] = group;
+    joined += group.tokens;
+  }
+  // Popped groups are cleared, so equal pending states compare equal.
+  for (std::size_t g = stack.count; g < k_max_fill_groups; ++g)
+    stack.groups[g] = FillGroup{};
+  if (exit >= full_depth) {
+    plan.fills_complete = plan.fill_count > 0;
+    return;
+  }
+  if (stack.count > 0 && stack.groups[stack.count - 1].depth == exit) {
+    stack.groups[stack.count - 1].tokens += joined + 1;
+  } else {
+    assert(stack.count < k_max_fill_groups);
+    stack.groups[stack.count++] = {joined + 1, exit};
+  }
+}
+
+}  // namespace
+
+void check_deferred_fill_exit_points(std::size_t exit_points) {
+  if (exit_points > k_max_fill_groups + 1) {
+    throw InputError({"", 0, 0, "model.depth.exit_points"},
+                     expected_found(fmt::format("at most {} exit points for deferred_fill",
+                                                k_max_fill_groups + 1),
+                                    std::to_string(exit_points)));
+  }
+}
+
 void plan_depths(SyncStrategy strategy, std::span<const int> exit_depths, int full_depth,
                  std::span<PendingFill> pending, std::span<DepthPlan> out) {
   assert(exit_depths.size() == out.size() && pending.size() == out.size());
@@ -65,18 +138,9 @@ void plan_depths(SyncStrategy strategy, std::span<const int> exit_depths, int fu
       case SyncStrategy::state_copy:
         plan.kv_only_to = exit < full_depth ? full_depth : 0;
         break;
-      case SyncStrategy::deferred_fill: {
-        PendingFill& stack = pending[i];
-        if (exit < full_depth) {
-          stack.from_depth = stack.tokens == 0 ? exit : std::min(stack.from_depth, exit);
-          stack.tokens += 1;
-        } else if (stack.tokens > 0) {
-          plan.fill_tokens = stack.tokens;
-          plan.fill_from_depth = stack.from_depth;
-          stack = PendingFill{};
-        }
+      case SyncStrategy::deferred_fill:
+        plan_fill(exit, full_depth, pending[i], plan);
         break;
-      }
     }
     out[i] = plan;
   }

@@ -96,6 +96,8 @@ DepthModel::DepthModel(const scenario::ExitPolicyConfig& exit_policy,
              (exits || strategy_ == policy::SyncStrategy::shared_kv || depthwise());
   if (depthwise())
     policy::check_depthwise_exit_points(model.depth);
+  if (strategy_ == policy::SyncStrategy::deferred_fill)
+    policy::check_deferred_fill_exit_points(model.depth.effective_exit_points().size());
   if ((exits || depthwise()) &&
       model.depth.recursions > static_cast<int>(k_max_recursion_contexts)) {
     throw InputError({"", 0, 0, "model.depth.recursions"},
@@ -113,22 +115,24 @@ bool DepthModel::skips_kv() const {
   return strategy_ == policy::SyncStrategy::skip_kv || depthwise();
 }
 
-void DepthModel::set_recursion_contexts(BatchEntry& entry, const SequenceDepthState& state) const {
-  if (strategy_ == policy::SyncStrategy::shared_kv)
-    entry.reuse_first_recursion_kv = true;
-  if (!skips_kv() || depth_.recursions < 1)
+void DepthModel::set_recursion_contexts(policy::StepRow& row,
+                                        const SequenceDepthState& state) const {
+  if (!dynamic_ || !skips_kv() || depth_.recursions < 1)
     return;
-  entry.recursion_context_count = static_cast<std::uint8_t>(depth_.recursions);
+  // Requests are at most 2^31 tokens long (the trace readers' limit), so this fits.
+  row.recursion_contexts = static_cast<std::uint8_t>(depth_.recursions);
   for (int r = 0; r < depth_.recursions; ++r) {
-    // Requests are at most 2^31 tokens long (the trace readers' limit), so this fits.
-    entry.recursion_context[static_cast<std::size_t>(r)] =
+    row.recursion_context[static_cast<std::size_t>(r)] =
         static_cast<std::int32_t>(state.reached[static_cast<std::size_t>(r)]);
   }
 }
 
-void DepthModel::plan_prefill(BatchEntry& entry, const SequenceDepthState& state) const {
-  if (dynamic_)
-    set_recursion_contexts(entry, state);
+void DepthModel::plan_prefill(policy::StepRow& row, const SequenceDepthState& state) const {
+  row.kind = policy::RowKind::prefill;
+  row.plan.run_depth = full_depth_;
+  row.plan.useful_depth = full_depth_;
+  row.exit_depth = full_depth_;
+  set_recursion_contexts(row, state);
 }
 
 void DepthModel::on_prefill(SequenceDepthState& state, std::int64_t tokens) const {
@@ -166,69 +170,59 @@ void DepthModel::choose_exit_depths(std::span<const DecodeToken> tokens) {
     exit_depth_[i] = exit_points[static_cast<std::size_t>(exit_index_[i])];
 }
 
-std::int64_t DepthModel::plan(std::span<const DecodeToken> tokens, std::span<BatchEntry> batch,
-                              std::span<int> exit_depths) {
+FillWork DepthModel::plan(std::span<const DecodeToken> tokens, std::span<policy::StepRow> rows) {
   const std::size_t n = tokens.size();
-  if (!dynamic_ || policy_ == nullptr) {
-    for (std::size_t i = 0; i < n; ++i) {
-      exit_depths[i] = full_depth_;
-      if (dynamic_)
-        set_recursion_contexts(batch[tokens[i].batch_index], *tokens[i].state);
-    }
-    return 0;
+  exit_depth_.resize(n);
+  if (policy_ != nullptr && dynamic_) {
+    choose_exit_depths(tokens);
+  } else {
+    std::fill(exit_depth_.begin(), exit_depth_.end(), full_depth_);
   }
-  choose_exit_depths(tokens);
   pending_.resize(n);
   plans_.resize(n);
   for (std::size_t i = 0; i < n; ++i)
     pending_[i] = tokens[i].state->pending;
-  policy::plan_depths(strategy_, exit_depth_, full_depth_, pending_, plans_);
+  // Without exits every strategy runs the whole stack; shared_kv still changes the K/V work.
+  policy::plan_depths(dynamic_ ? strategy_ : policy::SyncStrategy::full_depth, exit_depth_,
+                      full_depth_, pending_, plans_);
 
-  // Decided once per batch, not per token: whether entries carry recursion fields and whether
-  // there are recursions to count.
-  const bool contexts = strategy_ == policy::SyncStrategy::shared_kv ||
-                        (strategy_ == policy::SyncStrategy::skip_kv && depth_.recursions >= 1);
   const bool recursive = depth_.block_layers > 0 && depth_.recursions > 0;
-  std::int64_t fill = 0;
+  FillWork fill;
   for (std::size_t i = 0; i < n; ++i) {
     const policy::DepthPlan& p = plans_[i];
     SequenceDepthState& state = *tokens[i].state;
-    BatchEntry& entry = batch[tokens[i].batch_index];
-    if (contexts)
-      set_recursion_contexts(entry, state);
-    entry.depth = p.run_depth;
-    if (p.useful_depth < p.run_depth)
-      entry.useful_depth = p.useful_depth;
-    entry.kv_only_depth = p.kv_only_to;
-    entry.pending_tokens = p.fill_tokens;
-    entry.pending_from_depth = p.fill_from_depth;
-    fill += p.fill_tokens;
-    if (rollback_probability_ > 0) {
-      for (std::int64_t k = 0; k < p.fill_tokens; ++k) {
+    policy::StepRow& row = rows[tokens[i].row_index];
+    row.kind = policy::RowKind::decode;
+    set_recursion_contexts(row, state);
+    row.plan = p;
+    row.exit_depth = p.useful_depth;
+    fill.add(p);
+    if (rollback_probability_ > 0 && p.fills_complete) {
+      const std::int64_t filled = p.fill_tokens();
+      for (std::int64_t k = 0; k < filled; ++k) {
         // Keyed by the filling token and the state's rank, like the exit draws.
         if (keyed_uniform(seed_, "exit.rollback", tokens[i].request.value,
                           static_cast<std::uint64_t>(tokens[i].position),
                           static_cast<std::uint64_t>(k)) < rollback_probability_) {
-          state.rollback = p.fill_tokens - k;
+          state.rollback = filled - k;
           break;
         }
       }
     }
     state.pending = pending_[i];
     // The token's K/V now exists at every recursion it ran (skip_kv's context for later tokens).
-    if (recursive) {
+    if (recursive && dynamic_) {
       const int recursions_run = depth_.recursion_of_depth(p.run_depth);
       for (int r = 0; r < std::min<int>(recursions_run, k_max_recursion_contexts); ++r) {
         state.reached[static_cast<std::size_t>(r)] += 1;
       }
     }
-    exit_depths[i] = p.useful_depth;
   }
   return fill;
 }
 
-void DepthModel::plan_depthwise(std::span<const DecodeToken> tokens, std::span<BatchEntry> batch,
-                                std::span<int> exit_depths) {
+void DepthModel::plan_depthwise(std::span<const DecodeToken> tokens,
+                                std::span<policy::StepRow> rows) {
   // Tokens entering the block draw their exit point now: the policy sees them as one batch.
   entering_.clear();
   for (const DecodeToken& token : tokens) {
@@ -248,26 +242,20 @@ void DepthModel::plan_depthwise(std::span<const DecodeToken> tokens, std::span<B
   stages_.resize(n);
   left_block_.resize(n);
   runs_head_.resize(n);
-  const int block_end = depth_.prelude_layers + depth_.block_layers;
   for (std::size_t i = 0; i < n; ++i) {
     SequenceDepthState& state = *tokens[i].state;
-    BatchEntry& entry = batch[tokens[i].batch_index];
+    policy::StepRow& row = rows[tokens[i].row_index];
+    row.kind = policy::RowKind::depthwise;
+    row.emits = false;
     stages_[i] = state.stage;
     left_block_[i] = 0;
-    entry.coda = BatchEntry::Coda::skip;
-    entry.emits_token = false;
     const int recursion = state.stage.next_recursion();
-    if (recursion == 0) {
-      entry.query_tokens = 0;  // waiting for the head: no work unless it runs below
-      continue;
-    }
-    // Every recursion's tokens share the block's weights: priced as recursion 1's layers, with
-    // the attention context of the recursion the token is really at.
+    row.recursion = recursion;
+    if (recursion == 0)
+      continue;  // waiting for the head: no work unless it runs below
     const auto r = static_cast<std::size_t>(recursion - 1);
-    entry.start_depth = recursion == 1 ? 0 : depth_.prelude_layers;
-    entry.depth = block_end;
-    entry.recursion_context_count = 1;
-    entry.recursion_context[0] = static_cast<std::int32_t>(state.reached[r]);
+    row.recursion_contexts = 1;
+    row.recursion_context[0] = static_cast<std::int32_t>(state.reached[r]);
     if (r < k_max_recursion_contexts)
       state.reached[r] += 1;
     left_block_[i] = depth_.prelude_layers + recursion * depth_.block_layers >= state.exit_depth;
@@ -276,18 +264,12 @@ void DepthModel::plan_depthwise(std::span<const DecodeToken> tokens, std::span<B
   for (std::size_t i = 0; i < n; ++i) {
     SequenceDepthState& state = *tokens[i].state;
     state.stage = stages_[i];
-    exit_depths[i] = -1;
     if (runs_head_[i] == 0)
       continue;
-    BatchEntry& entry = batch[tokens[i].batch_index];
-    if (entry.query_tokens == 0) {  // left the block in an earlier step: coda and head only
-      entry.query_tokens = 1;
-      entry.start_depth = full_depth_;
-      entry.depth = full_depth_;
-    }
-    entry.coda = BatchEntry::Coda::run;
-    entry.emits_token = true;
-    exit_depths[i] = state.exit_depth;
+    policy::StepRow& row = rows[tokens[i].row_index];
+    row.runs_head = true;
+    row.emits = true;
+    row.exit_depth = state.exit_depth;
   }
 }
 

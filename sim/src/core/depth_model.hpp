@@ -11,9 +11,11 @@
 #include "exitsim/core/random.hpp"
 #include "exitsim/policy/depthwise.hpp"
 #include "exitsim/policy/exit_policy.hpp"
+#include "exitsim/policy/step_trace.hpp"
 #include "exitsim/policy/sync_strategy.hpp"
 #include "exitsim/scenario/scenario.hpp"
 #include "exitsim/sim/cost/cost_model.hpp"
+#include "exitsim/sim/metrics/metrics.hpp"
 
 namespace exitsim::sim {
 
@@ -34,7 +36,7 @@ struct SequenceDepthState {
 
 // One decode token of the iteration, as the depth model sees it.
 struct DecodeToken {
-  std::size_t batch_index = 0;  // its entry in the iteration's batch
+  std::size_t row_index = 0;  // its row in the iteration's step
   RequestId request;
   std::int64_t position = 0;      // output position of the token being generated
   std::int64_t max_position = 0;  // its sequence's output length
@@ -57,28 +59,25 @@ class DepthModel {
   bool skips_kv() const;
   bool depthwise() const { return strategy_ == policy::SyncStrategy::depthwise; }
 
-  // Sets depth fields of `batch` for `tokens`; writes each token's exit depth into `exit_depths`
-  // (same order). Returns the deferred-fill token passes planned. With deferred_fill rollback, a
-  // fill of m pending states draws, per state, whether its shallow prediction disagrees with the
-  // deep one; at the earliest disagreeing (k-th, oldest first) the token's state gets rollback
-  // = m - k: its output is replaced by the deep prediction and everything emitted after it
-  // (this iteration's token included) is discarded.
-  std::int64_t plan(std::span<const DecodeToken> tokens, std::span<BatchEntry> batch,
-                    std::span<int> exit_depths);
+  // Plans the decode rows of `tokens` (policy::plan_depths over the shared exit policy's exits)
+  // into `rows` (each token's row_index), exit depths included. Returns the deferred-fill work. With deferred_fill rollback, a fill of m states reaching the top
+  // draws, per state, whether its shallow prediction disagrees with the deep one; at the
+  // earliest disagreeing (k-th, oldest first) the token's state gets rollback = m - k: its output
+  // is replaced by the deep prediction and everything emitted after it (this iteration's token
+  // included) is discarded.
+  FillWork plan(std::span<const DecodeToken> tokens, std::span<policy::StepRow> rows);
   // The depth-wise step: each token runs one recursion of the shared block (tokens entering run
-  // the prelude first), all folded onto one block call; a token whose coda and head run this step
-  // emits, with its exit depth in `exit_depths`, the others get -1 there. A token waiting for the
-  // head gets an entry of no query tokens (nothing to price) until its head runs.
-  void plan_depthwise(std::span<const DecodeToken> tokens, std::span<BatchEntry> batch,
-                      std::span<int> exit_depths);
-  // A prompt (or recompute) entry: prefill runs every layer; under skip_kv / shared_kv its
-  // attention follows the strategy too.
-  void plan_prefill(BatchEntry& entry, const SequenceDepthState& state) const;
+  // the prelude first); a token whose coda and head run this step emits (exit depth in its row).
+  // A token waiting for the head does nothing until its head runs.
+  void plan_depthwise(std::span<const DecodeToken> tokens, std::span<policy::StepRow> rows);
+  // A prompt (or recompute) row: prefill runs every layer; under skip_kv its attention reads
+  // each recursion's own context.
+  void plan_prefill(policy::StepRow& row, const SequenceDepthState& state) const;
   // After a prefill chunk of `tokens` tokens: those tokens reached every recursion.
   void on_prefill(SequenceDepthState& state, std::int64_t tokens) const;
 
  private:
-  void set_recursion_contexts(BatchEntry& entry, const SequenceDepthState& state) const;
+  void set_recursion_contexts(policy::StepRow& row, const SequenceDepthState& state) const;
   // The exit policy's exit point (stack depth) of each token, into exit_depth_ (same order).
   void choose_exit_depths(std::span<const DecodeToken> tokens);
 

@@ -10,12 +10,15 @@
 #include "exitsim/policy/scheduler_steps.hpp"
 #include "exitsim/policy/servable.hpp"
 #include "exitsim/sim/cost/make_cost_model.hpp"
+#include "exitsim/sim/cost/step_batch.hpp"
 #include "exitsim/sim/kv_capacity.hpp"
 
 namespace exitsim::sim {
 
-Replica::Replica(int index, const ReplicaSpec& spec, MetricsCollector& metrics)
+Replica::Replica(int index, const ReplicaSpec& spec, MetricsCollector& metrics,
+                 const StepObserver* step_observer)
     : index_(index),
+      step_observer_(step_observer != nullptr && *step_observer ? step_observer : nullptr),
       metrics_(metrics),
       depth_model_(spec.exit_policy, spec.sync, spec.model, spec.seed),
       kv_layout_(spec.model.depth, depth_model_.strategy()),
@@ -88,11 +91,18 @@ TimeNs Replica::start_iteration(TimeNs now) {
       throw_stalled();
     return -1;
   }
+  if (step_observer_ != nullptr) {
+    step_ = policy::StepTrace{};
+    for (const std::size_t index : decision_.admit)
+      step_.admitted.push_back(waiting_.view(index).id);
+    for (const std::size_t index : decision_.preempt)
+      step_.preempted.push_back(running_.view(index).id);
+  }
   policy::apply_decision(decision_, running_, waiting_, decision_scratch_, work_tokens_,
                          [this](QueuedSequence& victim) { preempt(victim); });
 
-  batch_.clear();
-  batch_rows_.clear();
+  rows_.clear();
+  row_sequences_.clear();
   decode_tokens_.clear();
   IterationRecord& record = last_iteration_;
   record = IterationRecord{};
@@ -105,64 +115,72 @@ TimeNs Replica::start_iteration(TimeNs now) {
     SequenceExtra& extra = running_.extra(i);
     if (extra.first_scheduled < 0)
       extra.first_scheduled = now;
-    BatchEntry entry{tokens, view.computed_tokens, full_depth, tokens == view.pending_tokens()};
+    policy::StepRow row;
+    row.request = view.id;
+    row.query_tokens = tokens;
+    row.context_tokens = view.computed_tokens;
+    row.emits = tokens == view.pending_tokens();
     if (view.is_decoding()) {
       record.decode_tokens += tokens;
-      decode_tokens_.push_back({batch_.size(), view.id, view.generated_tokens,
+      decode_tokens_.push_back({rows_.size(), view.id, view.generated_tokens,
                                 extra.target_output_tokens, &extra.depth});
     } else {
       record.prefill_tokens += tokens;
-      depth_model_.plan_prefill(entry, extra.depth);
+      depth_model_.plan_prefill(row, extra.depth);
     }
-    batch_.push_back(entry);
-    batch_rows_.push_back(i);
+    rows_.push_back(row);
+    row_sequences_.push_back(i);
   }
-  exit_depths_.resize(decode_tokens_.size());
-  std::int64_t fill_tokens = 0;
+  FillWork fill;
   if (depth_model_.depthwise()) {
-    depth_model_.plan_depthwise(decode_tokens_, batch_, exit_depths_);
-    for (const int depth : exit_depths_) {
-      if (depth >= 0)
-        metrics_.record_token_depth(depth, depth);
-    }
+    depth_model_.plan_depthwise(decode_tokens_, rows_);
   } else {
-    fill_tokens = depth_model_.plan(decode_tokens_, batch_, exit_depths_);
-    for (std::size_t k = 0; k < decode_tokens_.size(); ++k) {
-      metrics_.record_token_depth(exit_depths_[k], batch_[decode_tokens_[k].batch_index].depth);
-    }
+    fill = depth_model_.plan(decode_tokens_, rows_);
   }
-  for (std::size_t k = 0; k < batch_.size(); ++k) {
-    const std::size_t row = batch_rows_[k];
-    policy::SequenceView& view = running_.view(row);
-    const BatchEntry& entry = batch_[k];
-    if (!view.is_decoding() && entry.emits_token) {
+  for (std::size_t k = 0; k < rows_.size(); ++k) {
+    const std::size_t i = row_sequences_[k];
+    policy::SequenceView& view = running_.view(i);
+    policy::StepRow& row = rows_[k];
+    if (row.kind == policy::RowKind::prefill && row.emits) {
       metrics_.record_token_depth(full_depth, full_depth);  // a prompt's first token
+    } else if (row.kind == policy::RowKind::decode) {
+      metrics_.record_token_depth(row.exit_depth, row.plan.run_depth);
+    } else if (row.emits) {
+      metrics_.record_token_depth(row.exit_depth, row.exit_depth);
     }
     // Allocated now for the rows this iteration writes: what the sequence holds once it ran.
     policy::SequenceView after = view;
-    const bool prefill = !view.is_decoding();
-    if (prefill || entry.emits_token)
-      after.computed_tokens += work_tokens_[row];
-    set_kv_rows(after, running_.extra(row), prefill ? work_tokens_[row] : 0);
+    const bool prefill = row.kind == policy::RowKind::prefill;
+    if (prefill || row.emits)
+      after.computed_tokens += work_tokens_[i];
+    set_kv_rows(after, running_.extra(i), prefill ? work_tokens_[i] : 0);
     const std::int64_t needed = policy::kv_footprint(after, 0, kv_view_);
     kv_free_ -= needed - view.kv_blocks;
     view.kv_blocks = needed;
+    row.kv_blocks_after = needed;
   }
   if (kv_free_ < 0) {
     throw std::logic_error(fmt::format("{} over-allocated K/V blocks ({} free) after scheduler {}",
                                        description_, kv_free_, scheduler_name_));
   }
+  batch_of(rows_, model_depth_, depth_model_.strategy(), batch_);
   const IterationCost cost = cost_model_->iteration_cost(batch_);
-  metrics_.record_iteration_work(cost.flops, cost.masked_flops, fill_tokens);
+  metrics_.record_iteration_work(cost.flops, cost.masked_flops, fill);
   // A zero-length iteration would let the clock stand still while work proceeds.
   const TimeNs duration = std::max<TimeNs>(cost.total, 1);
   record.replica = index_;
   record.start = now;
   record.duration = duration;
-  record.sequences = static_cast<std::int64_t>(batch_.size());
+  record.sequences = static_cast<std::int64_t>(rows_.size());
   record.kv_blocks_used = kv_blocks_used();
   record.kv_blocks_total = kv_blocks_total();
   metrics_.record_iteration(record);
+  if (step_observer_ != nullptr) {
+    step_.step = ++steps_started_;
+    step_.start = now;
+    step_.duration = duration;
+    step_.rows = rows_;
+  }
   busy_ = true;
   return duration;
 }
@@ -224,6 +242,10 @@ IterationOutcome Replica::complete_iteration(TimeNs now) {
   running_.remove(scratch_indices_);
   if (outcome.requests_finished > 0) {
     metrics_.record_kv_usage(index_, now, kv_blocks_used(), kv_blocks_total());
+  }
+  if (step_observer_ != nullptr) {
+    step_.kv_blocks_used = kv_total_ - kv_free_;
+    (*step_observer_)(index_, step_);
   }
   busy_ = false;
   return outcome;

@@ -72,7 +72,9 @@ struct IterationOutcome {
 // enqueue arrivals, start_iteration when idle, complete_iteration when the iteration's time is up.
 class Replica {
  public:
-  Replica(int index, const ReplicaSpec& spec, MetricsCollector& metrics);
+  // `step_observer` (may be null or empty) is called with every iteration at its completion.
+  Replica(int index, const ReplicaSpec& spec, MetricsCollector& metrics,
+          const StepObserver* step_observer = nullptr);
 
   // Queues the request; false when this replica can never serve it (policy::unservable_reason)
   // and the scenario rejects such requests (counted in the metrics). Throws InputError for one
@@ -115,6 +117,7 @@ class Replica {
   }
 
   int index_;
+  const StepObserver* step_observer_;
   MetricsCollector& metrics_;
   std::unique_ptr<policy::Scheduler> scheduler_;
   std::unique_ptr<CostModel> cost_model_;
@@ -137,10 +140,12 @@ class Replica {
 
   // Reused every iteration so the steady state allocates nothing.
   policy::SchedulerDecision decision_;
-  std::vector<BatchEntry> batch_;
-  std::vector<std::size_t> batch_rows_;  // running index of each batch entry
+  std::vector<policy::StepRow> rows_;         // the iteration's work, one row per sequence
+  std::vector<std::size_t> row_sequences_;  // running index of each row
+  std::vector<BatchEntry> batch_;           // rows_ as the cost model prices them
+  policy::StepTrace step_;                  // for the step observer
+  std::uint64_t steps_started_ = 0;
   std::vector<DecodeToken> decode_tokens_;
-  std::vector<int> exit_depths_;
   std::vector<std::int64_t> work_tokens_;  // by running index, for the iteration in flight
   std::vector<std::size_t> scratch_indices_;
   policy::DecisionScratch<QueuedSequence> decision_scratch_;

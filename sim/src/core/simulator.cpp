@@ -37,7 +37,8 @@ class ClusterRun {
     }
     for (std::size_t r = 0; r < config.replicas.size(); ++r) {
       replicas_.push_back(
-          std::make_unique<Replica>(static_cast<int>(r), config.replicas[r], metrics_));
+          std::make_unique<Replica>(static_cast<int>(r), config.replicas[r], metrics_,
+                                    &config_.step_observer));
     }
     loads_.resize(replicas_.size());
     marked_.assign(replicas_.size(), 0);

@@ -172,11 +172,13 @@ void MetricsCollector::record_token_depth(int exit_depth, int executed_depth) {
 }
 
 void MetricsCollector::record_iteration_work(double flops, double masked_flops,
-                                             std::int64_t fill_tokens) {
+                                             const FillWork& fill) {
   Impl& m = *impl_;
   m.depth.executed_flops += flops;
   m.depth.masked_flops += masked_flops;
-  m.depth.fill_token_passes += fill_tokens;
+  m.depth.fill_token_passes += fill.joins;
+  m.depth.fill_layers += fill.layers;
+  m.depth.filled_states += fill.completed;
 }
 
 void MetricsCollector::record_rollback(std::int64_t tokens) {

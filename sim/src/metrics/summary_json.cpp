@@ -89,6 +89,8 @@ std::string summary_to_json(const MetricsSummary& s) {
   depth["executed_flops"] = s.depth.executed_flops;
   depth["masked_flops"] = s.depth.masked_flops;
   depth["fill_token_passes"] = s.depth.fill_token_passes;
+  depth["fill_layers"] = s.depth.fill_layers;
+  depth["filled_states"] = s.depth.filled_states;
   depth["rolled_back_tokens"] = s.depth.rolled_back_tokens;
   j["depth"] = std::move(depth);
 

@@ -82,10 +82,10 @@ std::string format_summary(const MetricsSummary& s) {
     fmt::format_to(
         it,
         "{:<16}mean exit depth {:.2f} layers, executed {:.2f} per token; masked work "
-        "{:.1f}% of FLOPs; {} fill token passes\n",
+        "{:.1f}% of FLOPs; {} fill token passes over {} token-layers\n",
         "depth", s.depth.mean_exit_depth, s.depth.mean_executed_depth,
         s.depth.executed_flops > 0 ? 100 * s.depth.masked_flops / s.depth.executed_flops : 0.0,
-        s.depth.fill_token_passes);
+        s.depth.fill_token_passes, s.depth.fill_layers);
     if (s.depth.rolled_back_tokens > 0) {
       fmt::format_to(it, "{:<16}{} output tokens rolled back and regenerated\n", "rollback",
                      s.depth.rolled_back_tokens);

@@ -5,6 +5,7 @@
 // a pure function of the batch's exit depths and each sequence's pending-fill state, so the
 // engine and the simulator execute the same plan.
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -30,34 +31,64 @@ std::optional<SyncStrategy> parse_sync_strategy(std::string_view name);
 std::string_view to_string(SyncStrategy strategy);
 std::vector<std::string> sync_strategy_names();
 
-// Per sequence, what deferred_fill still owes: hidden states of tokens that exited before the
-// full depth, whose deeper K/V is missing until a later token of the sequence goes deep.
-struct PendingFill {
-  std::int64_t tokens = 0;  // stacked hidden states
-  int from_depth = 0;       // the shallowest depth among them: the fill starts above it
+// deferred_fill: hidden states of tokens that exited early, whose deeper K/V is missing, grouped
+// by the depth they have reached. A later token of the sequence that goes deeper than a group
+// takes its states along: they join its rows at the layers above their depth and rise to its
+// depth with it (the engine runs them in the same layer calls, as one query of the group's
+// states plus the token). States that reach the top have their K/V complete; the others wait
+// at the token's depth. Each state so runs every layer exactly once, as early as a deeper token
+// allows, and a deep token attends over exact K/V of every earlier token at every layer it runs.
+inline constexpr std::size_t k_max_fill_groups = 15;
 
+struct FillGroup {
+  std::int32_t tokens = 0;
+  std::int32_t depth = 0;  // stack layers its states have run
+
+  friend bool operator==(const FillGroup&, const FillGroup&) = default;
+};
+
+// One sequence's pending states: groups ordered oldest first, with strictly decreasing depths
+// (a deeper token lifts every shallower group to its own depth, so an older group is never
+// shallower than a newer one). At most one group per exit point below the full depth.
+struct PendingFill {
+  std::array<FillGroup, k_max_fill_groups> groups{};
+  std::uint8_t count = 0;
+
+  std::int64_t tokens() const;
   friend bool operator==(const PendingFill&, const PendingFill&) = default;
 };
 
-// One emitting token's share of the iteration, as the strategy plans it.
+// One emitting token's share of the iteration, as the strategy plans it: what each layer runs.
+// Layer l (0-based) of the stack runs the token when l < run_depth; its output is masked when
+// l >= useful_depth; it computes only K/V from the exit state when run_depth <= l < kv_only_to;
+// fill group k's states join it at layers fills[k].depth <= l < run_depth.
 struct DepthPlan {
   int run_depth = 0;     // layers of the stack the token is carried through (timed)
   int useful_depth = 0;  // layers whose output it uses (= its exit depth); the rest is masked
   int kv_only_to = 0;    // state_copy: K/V projections of layers (run_depth, kv_only_to]
-  // deferred_fill: pending hidden states that run layers (fill_from_depth, run_depth] with this
-  // token (query length fill_tokens + 1 there); 0 = no fill.
-  std::int64_t fill_tokens = 0;
-  int fill_from_depth = 0;
+  // deferred_fill: the pending groups that join this token, shallowest (newest) first.
+  std::array<FillGroup, k_max_fill_groups> fills{};
+  std::uint8_t fill_count = 0;
+  bool fills_complete = false;  // the joined states reach the top (their K/V is complete)
 
+  std::int64_t fill_tokens() const;  // states that join
+  // Token-layers of fill work: each joined state times the layers it runs.
+  std::int64_t fill_layers() const;
+  // States joining at layer `layer` (0-based): those of groups whose depth is at most it.
+  std::int64_t fill_tokens_at(int layer) const;
   friend bool operator==(const DepthPlan&, const DepthPlan&) = default;
 };
 
 // Plans the batch: `exit_depths[i]` is token i's exit depth (from the exit policy, in executed
 // layers of the stack), `pending[i]` its sequence's deferred-fill state, which the function
-// updates (a shallow exit stacks one more state; a deep token clears the stack by filling it).
-// `full_depth` is the stack's depth. Allocation-free. Depth-wise batching runs one recursion per
-// step rather than a token's whole depth per iteration; as a per-iteration plan it is skip_kv's.
+// updates. `full_depth` is the stack's depth. Allocation-free. Depth-wise batching runs one
+// recursion per step rather than a token's whole depth per iteration; as a per-iteration plan it
+// is skip_kv's. The engine executes this plan layer by layer, the simulator prices it.
 void plan_depths(SyncStrategy strategy, std::span<const int> exit_depths, int full_depth,
                  std::span<PendingFill> pending, std::span<DepthPlan> out);
+
+// Throws InputError (model.depth.exit_points) when deferred_fill could need more fill groups
+// than a plan holds: more than k_max_fill_groups exit points below the full depth.
+void check_deferred_fill_exit_points(std::size_t exit_points);
 
 }  // namespace exitsim::policy

@@ -8,6 +8,7 @@
 #include "exitsim/core/hardware.hpp"
 #include "exitsim/core/model_shape.hpp"
 #include "exitsim/policy/replica_router.hpp"
+#include "exitsim/policy/step_trace.hpp"
 #include "exitsim/scenario/scenario.hpp"
 #include "exitsim/sim/metrics/metrics.hpp"
 #include "exitsim/traces/request_source.hpp"
@@ -25,6 +26,8 @@ struct ReplicaSpec {
   std::uint64_t seed = 0;  // the replica's exit draws come from streams seeded with it
 };
 
+using StepObserver = std::function<void(int replica, const policy::StepTrace&)>;
+
 struct SimulationConfig {
   std::vector<ReplicaSpec> replicas;
   policy::ReplicaRouterKind router = policy::ReplicaRouterKind::round_robin;
@@ -35,6 +38,9 @@ struct SimulationConfig {
   // Called with every executed iteration, in start order per replica (validation compares them
   // with the engine's steps one by one).
   std::function<void(const IterationRecord&)> iteration_observer;
+  // Called with every executed iteration's full trace at its completion, with its replica
+  // (the conformance suite compares them with the engine's steps).
+  StepObserver step_observer;
 };
 
 // The simulation a scenario describes (outputs go under `output_dir`, "" = write no files).

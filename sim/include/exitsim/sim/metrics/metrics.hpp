@@ -10,6 +10,7 @@
 #include "exitsim/core/ids.hpp"
 #include "exitsim/core/time.hpp"
 #include "exitsim/policy/servable.hpp"
+#include "exitsim/policy/sync_strategy.hpp"
 
 namespace exitsim::sim {
 
@@ -66,6 +67,19 @@ struct SeriesPoint {
   double utilization = 0;  // fraction of the window replicas spent executing iterations
 };
 
+// deferred_fill's work in one iteration (policy::DepthPlan's fills, summed).
+struct FillWork {
+  std::int64_t joins = 0;      // pending states that joined a deeper token
+  std::int64_t layers = 0;     // token-layers they ran
+  std::int64_t completed = 0;  // states that reached the top
+
+  void add(const policy::DepthPlan& plan) {
+    joins += plan.fill_tokens();
+    layers += plan.fill_layers();
+    completed += plan.fills_complete ? plan.fill_tokens() : 0;
+  }
+};
+
 // Where tokens exited and what the synchronization strategy spent on them.
 struct DepthSummary {
   std::map<int, std::int64_t> exit_depth_tokens;  // exit depth (layers) -> output tokens
@@ -73,7 +87,11 @@ struct DepthSummary {
   double mean_executed_depth = 0;      // layers the iteration carried each output token through
   double executed_flops = 0;           // all FLOPs of all iterations
   double masked_flops = 0;             // part of executed_flops whose results were discarded
-  std::int64_t fill_token_passes = 0;  // deferred_fill: pending states run through deep layers
+  // deferred_fill: pending states that joined a deeper token (one pass each), the token-layers
+  // they ran there, and the states whose K/V the fill completed (they reached the top).
+  std::int64_t fill_token_passes = 0;
+  std::int64_t fill_layers = 0;
+  std::int64_t filled_states = 0;
   // deferred_fill with rollback: output tokens discarded because a filled shallow prediction
   // disagreed with the deep one (they are regenerated; tokens emitted counts them out).
   std::int64_t rolled_back_tokens = 0;
@@ -167,7 +185,7 @@ class MetricsCollector {
   // One output token that exited at `exit_depth` and was carried through `executed_depth` layers.
   void record_token_depth(int exit_depth, int executed_depth);
   // The work of one iteration, from the cost model.
-  void record_iteration_work(double flops, double masked_flops, std::int64_t fill_tokens);
+  void record_iteration_work(double flops, double masked_flops, const FillWork& fill);
   void record_rollback(std::int64_t tokens);
   // KV blocks in use after an iteration completed (finished sequences freed theirs); `time` is
   // the end of that iteration.

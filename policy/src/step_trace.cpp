@@ -1,0 +1,52 @@
+#include "exitsim/policy/step_trace.hpp"
+
+#include <fmt/format.h>
+
+namespace exitsim::policy {
+namespace {
+
+std::string ids(const std::vector<RequestId>& list) {
+  std::string text;
+  for (const RequestId id : list)
+    text += fmt::format("{}{}", text.empty() ? "" : " ", id.value);
+  return text.empty() ? "-" : text;
+}
+
+std::string_view kind_name(RowKind kind) {
+  switch (kind) {
+    case RowKind::prefill:
+      return "prefill";
+    case RowKind::decode:
+      return "decode";
+    case RowKind::depthwise:
+      return "depthwise";
+  }
+  return "?";
+}
+
+}  // namespace
+
+std::string describe(const StepTrace& step) {
+  std::string text =
+      fmt::format("step {} at {} ns for {} ns: admitted {}, preempted {}, {} K/V blocks held\n",
+                  step.step, step.start, step.duration, ids(step.admitted), ids(step.preempted),
+                  step.kv_blocks_used);
+  for (const StepRow& r : step.rows) {
+    std::string fills;
+    for (std::size_t g = 0; g < r.plan.fill_count; ++g)
+      fills += fmt::format(" {}@{}", r.plan.fills[g].tokens, r.plan.fills[g].depth);
+    std::string contexts;
+    for (std::size_t g = 0; g < r.recursion_contexts; ++g)
+      contexts += fmt::format(" {}", r.recursion_context[g]);
+    text += fmt::format(
+        "  request {} {} {}x{} emits {} exit {} run {} useful {} kv_only {} fills[{}]{} "
+        "contexts[{}] recursion {} head {} blocks {}\n",
+        r.request.value, kind_name(r.kind), r.query_tokens, r.context_tokens, r.emits,
+        r.exit_depth, r.plan.run_depth, r.plan.useful_depth, r.plan.kv_only_to, fills,
+        r.plan.fills_complete ? " complete" : "", contexts, r.recursion, r.runs_head,
+        r.kv_blocks_after);
+  }
+  return text;
+}
+
+}  // namespace exitsim::policy

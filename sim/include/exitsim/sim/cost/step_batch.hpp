@@ -1,0 +1,24 @@
+#pragma once
+
+// The batch a cost model prices, from the rows an executor ran (policy::StepRow): the one
+// translation of a synchronization plan into priced work. The simulator prices its own
+// iterations through it, and validation and the conformance suite price the engine's recorded
+// steps through it, so the same plan is never priced two ways.
+
+#include <span>
+#include <vector>
+
+#include "exitsim/core/model_shape.hpp"
+#include "exitsim/policy/step_trace.hpp"
+#include "exitsim/policy/sync_strategy.hpp"
+#include "exitsim/sim/cost/cost_model.hpp"
+
+namespace exitsim::sim {
+
+// Appends the entries of `rows` to `out` (cleared first): one per row, in order, then one per
+// deferred-fill group beyond the first that joins a token (an older group's states attend as
+// their own query over the tokens before them, from their depth to the token's).
+void batch_of(std::span<const policy::StepRow> rows, const DepthStructure& depth,
+              policy::SyncStrategy strategy, std::vector<BatchEntry>& out);
+
+}  // namespace exitsim::sim

@@ -1,0 +1,72 @@
+#include "exitsim/sim/cost/step_batch.hpp"
+
+#include <algorithm>
+
+namespace exitsim::sim {
+namespace {
+
+void set_contexts(const policy::StepRow& row, BatchEntry& entry) {
+  const auto count = std::min<std::size_t>(row.recursion_contexts, k_max_recursion_contexts);
+  entry.recursion_context_count = static_cast<std::uint8_t>(count);
+  for (std::size_t r = 0; r < count; ++r)
+    entry.recursion_context[r] = row.recursion_context[r];
+}
+
+BatchEntry depthwise_entry(const policy::StepRow& row, const DepthStructure& depth) {
+  BatchEntry entry{row.query_tokens, row.context_tokens, depth.stacked_depth(), row.emits};
+  entry.coda = row.runs_head ? BatchEntry::Coda::run : BatchEntry::Coda::skip;
+  if (row.recursion == 0) {
+    // Waiting for its head: nothing to price, or only the coda and head when they run now.
+    entry.query_tokens = row.runs_head ? 1 : 0;
+    entry.start_depth = depth.stacked_depth();
+    return entry;
+  }
+  // Every recursion's tokens share the block's weights: priced as recursion 1's layers, with the
+  // attention context of the recursion the token is really at.
+  entry.start_depth = row.recursion == 1 ? 0 : depth.prelude_layers;
+  entry.depth = depth.prelude_layers + depth.block_layers;
+  entry.recursion_context_count = 1;
+  entry.recursion_context[0] = row.recursion_context[0];
+  return entry;
+}
+
+}  // namespace
+
+void batch_of(std::span<const policy::StepRow> rows, const DepthStructure& depth,
+              policy::SyncStrategy strategy, std::vector<BatchEntry>& out) {
+  out.clear();
+  const bool shared = strategy == policy::SyncStrategy::shared_kv;
+  for (const policy::StepRow& row : rows) {
+    if (row.kind == policy::RowKind::depthwise) {
+      out.push_back(depthwise_entry(row, depth));
+      continue;
+    }
+    const policy::DepthPlan& plan = row.plan;
+    BatchEntry entry{row.query_tokens, row.context_tokens, plan.run_depth, row.emits};
+    if (plan.useful_depth < plan.run_depth)
+      entry.useful_depth = plan.useful_depth;
+    entry.kv_only_depth = plan.kv_only_to;
+    entry.reuse_first_recursion_kv = shared;
+    set_contexts(row, entry);
+    if (plan.fill_count > 0) {
+      entry.pending_tokens = plan.fills[0].tokens;
+      entry.pending_from_depth = plan.fills[0].depth;
+    }
+    out.push_back(entry);
+  }
+  // Older fill groups: the last tokens of the context, newest group last.
+  for (const policy::StepRow& row : rows) {
+    std::int64_t newer = row.plan.fill_count > 0 ? row.plan.fills[0].tokens : 0;
+    for (std::size_t g = 1; g < row.plan.fill_count; ++g) {
+      const policy::FillGroup& group = row.plan.fills[g];
+      newer += group.tokens;
+      BatchEntry fill{group.tokens, std::max<std::int64_t>(row.context_tokens - newer, 0),
+                      row.plan.run_depth, false};
+      fill.start_depth = group.depth;
+      fill.coda = BatchEntry::Coda::skip;
+      out.push_back(fill);
+    }
+  }
+}
+
+}  // namespace exitsim::sim
