@@ -4,7 +4,10 @@
 // leaves those layers to the sequence's next token (pending states join it layer by layer while
 // it runs, so they reach the top together and their K/V is exact), skip_kv writes none, and
 // shared_kv reads recursion 1's K/V at deeper recursions.
+#include <fmt/format.h>
+
 #include <limits>
+#include <stdexcept>
 
 #include "exitsim/traces/engine_ops.hpp"
 #include "loop.hpp"
@@ -81,6 +84,9 @@ void Engine::Loop::decode_pass(std::span<Sequence* const> seqs) {
     return std::find(active.begin(), active.end(), 1) != active.end();
   };
 
+  // What the layers below ran, checked against the shared plan after the pass.
+  std::vector<int> ran_to(n, 0);
+  std::vector<std::int64_t> fill_layers(n, 0);
   std::vector<LayerRow> rows;
   std::vector<StateSlot> slots;  // the call's states: running tokens and pending states joining
   for (int layer = 0; layer < stacked; ++layer) {
@@ -125,11 +131,13 @@ void Engine::Loop::decode_pass(std::span<Sequence* const> seqs) {
             slots.push_back(p.hidden[0]);
             rows.push_back(row_for(*seqs[i], layer, p.position));
             p.depth = layer + 1;
+            ++fill_layers[i];
           }
         }
       }
       slots.push_back(x[i]);
       rows.push_back(row_for(*seqs[i], layer, positions[i]));
+      ran_to[i] = layer + 1;
     }
     run_layer(layer, slots, rows);
     if (copy_state) {
@@ -198,6 +206,8 @@ void Engine::Loop::decode_pass(std::span<Sequence* const> seqs) {
     }
   }
 
+  plan_step(seqs, exits, ran_to, fill_layers);
+
   std::vector<Correction> corrections(n);
   if (defer) {
     std::vector<StateSlot> deferred_from, deferred_to;
@@ -218,6 +228,8 @@ void Engine::Loop::decode_pass(std::span<Sequence* const> seqs) {
     }
     if (!deferred_from.empty())
       states_->copy(deferred_from, deferred_to);
+    for (std::size_t i = 0; i < n; ++i)
+      check_pending(*seqs[i]);
   }
 
   for (std::size_t i = 0; i < n; ++i) {
@@ -249,6 +261,59 @@ void Engine::Loop::decode_pass(std::span<Sequence* const> seqs) {
       score = point < last_point ? 1.0 : 0.0;
     }
     emit(*seqs[i], token, point, score, out.logits_of(i));
+  }
+}
+
+void Engine::Loop::plan_step(std::span<Sequence* const> seqs, std::span<const int> exits,
+                             std::span<const int> ran_to,
+                             std::span<const std::int64_t> fill_layers) {
+  // The shared plan of the step from the exits the policy chose (decided before the pass, or as
+  // the model's scores came in): what each token runs, which pending states join it. The pass
+  // above is its execution; a difference is a bug in one of the two, never a user error.
+  const std::size_t n = seqs.size();
+  const int stacked = model_.depth().stacked_depth();
+  std::vector<int> depths(n);
+  std::vector<policy::PendingFill> fills(n);
+  std::vector<policy::DepthPlan> plans(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    depths[i] = exit_depths_[static_cast<std::size_t>(exits[i])];
+    fills[i] = seqs[i]->fill;
+  }
+  const policy::SyncStrategy strategy =
+      exit_policy_ == nullptr ? policy::SyncStrategy::full_depth : options_.strategy;
+  policy::plan_depths(strategy, depths, stacked, fills, plans);
+  for (std::size_t i = 0; i < n; ++i) {
+    const policy::DepthPlan& p = plans[i];
+    if (ran_to[i] != p.run_depth || fill_layers[i] != p.fill_layers()) {
+      throw std::logic_error(fmt::format(
+          "engine step {}: request {} ran {} layers with {} fill token-layers; the shared plan "
+          "says {} and {}",
+          step_, seqs[i]->request->id.value, ran_to[i], fill_layers[i], p.run_depth,
+          p.fill_layers()));
+    }
+    seqs[i]->fill = fills[i];
+    seqs[i]->plan = p;
+  }
+}
+
+void Engine::Loop::check_pending(const Sequence& s) const {
+  // The pending states, oldest first, grouped by depth, are the plan's groups.
+  policy::PendingFill held;
+  for (const PendingState& p : s.pending) {
+    if (held.count > 0 && held.groups[held.count - 1].depth == p.depth) {
+      held.groups[held.count - 1].tokens += 1;
+    } else if (held.count < policy::k_max_fill_groups) {
+      held.groups[held.count++] = {1, p.depth};
+    } else {
+      held.count = policy::k_max_fill_groups + 1;
+      break;
+    }
+  }
+  if (held.count > policy::k_max_fill_groups || !(held == s.fill)) {
+    throw std::logic_error(fmt::format("engine step {}: request {} holds {} pending states that "
+                                       "differ from the shared plan's {}",
+                                       step_, s.request->id.value, s.pending.size(),
+                                       s.fill.tokens()));
   }
 }
 

@@ -106,6 +106,8 @@ Engine::Loop::Loop(const Backend& model, const EngineOptions& options,
 }
 
 TimeNs Engine::Loop::now() const {
+  if (options_.step_duration)
+    return virtual_now_;
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
                                                               start_)
       .count();
@@ -122,6 +124,7 @@ void Engine::Loop::close_streams(Sequence& s) {
     kv_.close_stream(stream);
   s.streams.clear();
   s.pending.clear();
+  s.fill = policy::PendingFill{};
   s.flight.reset();
   s.stage = policy::DepthwiseStage{};
   s.flight_exit = -1;
@@ -135,19 +138,17 @@ std::int64_t Engine::Loop::physical_blocks(const Sequence& s) const {
 }
 
 void Engine::Loop::refresh_kv_views() {
-  // The K/V manager reports the rows each group holds (the rows of its first instance), and the
-  // sequence is charged the shared footprint of them. deferred_fill's owed rows count as held:
-  // the fill that writes them cannot wait for blocks. The physical blocks never exceed it.
+  // Each sequence is charged its footprint (footprint()); the physical blocks never exceed it.
   for (std::size_t i = 0; i < running_.size(); ++i) {
     policy::SequenceView& view = running_views_[i];
     const Sequence& s = *running_[i];
+    view.kv_blocks = footprint(s, view);
     if (layout_.per_recursion()) {
       for (std::size_t g = 0; g < kv_view_.groups.count; ++g) {
         const int stream = s.streams[static_cast<std::size_t>(layout_.first_instance_of_group(g))];
         view.kv_row_offset[g] = static_cast<std::int32_t>(kv_.rows(stream) - view.computed_tokens);
       }
     }
-    view.kv_blocks = policy::kv_footprint(view, 0, kv_view_);
     if (physical_blocks(s) > view.kv_blocks) {
       throw std::logic_error(fmt::format("engine: request {} holds {} K/V blocks, more than the "
                                          "{} its rows account for",
@@ -289,7 +290,14 @@ EngineRun Engine::Loop::run(std::span<const EngineRequest> requests) {
       wait_for_next_arrival();
       continue;
     }
+    policy::StepTrace trace;
+    for (const std::size_t a : decision.admit)
+      trace.admitted.push_back(waiting_views_[a].id);
+    for (const std::size_t v : decision.preempt)
+      trace.preempted.push_back(running_views_[v].id);
     apply(decision, work);
+    begin_rows(work, trace);
+    step_first_token_ = result_.tokens.size();
     prefills.clear();
     decodes.clear();
     starts.clear();
@@ -322,7 +330,7 @@ EngineRun Engine::Loop::run(std::span<const EngineRequest> requests) {
       else
         decode_pass(decodes);
     }
-    finish_iteration(work);
+    end_step(work, trace);
     ++result_.iterations;
   }
   result_.wall = now();
@@ -364,11 +372,122 @@ void Engine::Loop::wait_for_next_arrival() {
   const TimeNs wait = arrival - before;
   if (wait <= 0)
     return;
+  if (options_.step_duration) {
+    virtual_now_ = arrival;
+    idle_ += wait;
+    return;
+  }
   {
     auto timed = span(traces::engine_ops::wait_for_arrival, traces::OpKind::other, 0, -1);
     std::this_thread::sleep_for(std::chrono::nanoseconds(wait));
   }
   idle_ += now() - before;
+}
+
+void Engine::Loop::begin_rows(std::span<const std::int64_t> work,
+                              policy::StepTrace& trace) const {
+  const DepthStructure& depth = model_.depth();
+  const bool depthwise = options_.strategy == policy::SyncStrategy::depthwise;
+  // skip_kv's attention reads each recursion's own rows (the simulator's recursion contexts).
+  const bool contexts = exit_policy_ != nullptr && depth.recursions >= 1 &&
+                        options_.strategy == policy::SyncStrategy::skip_kv;
+  for (std::size_t i = 0; i < running_.size(); ++i) {
+    if (work[i] == 0)
+      continue;
+    const Sequence& s = *running_[i];
+    const policy::SequenceView& view = running_views_[i];
+    policy::StepRow row;
+    row.request = view.id;
+    row.query_tokens = work[i];
+    row.context_tokens = view.computed_tokens;
+    row.kind = !view.is_decoding() ? policy::RowKind::prefill
+               : depthwise         ? policy::RowKind::depthwise
+                                   : policy::RowKind::decode;
+    if (row.kind == policy::RowKind::depthwise) {
+      row.recursion = s.stage.next_recursion();
+      if (row.recursion >= 1) {
+        row.recursion_contexts = 1;
+        row.recursion_context[0] =
+            static_cast<std::int32_t>(recursion_rows(s, view.computed_tokens, row.recursion));
+      }
+    } else if (contexts || (depthwise && row.kind == policy::RowKind::prefill)) {
+      row.recursion_contexts = static_cast<std::uint8_t>(depth.recursions);
+      for (int r = 1; r <= depth.recursions; ++r) {
+        row.recursion_context[static_cast<std::size_t>(r - 1)] =
+            static_cast<std::int32_t>(recursion_rows(s, view.computed_tokens, r));
+      }
+    }
+    trace.rows.push_back(row);
+  }
+}
+
+std::int64_t Engine::Loop::recursion_rows(const Sequence& s, std::int64_t computed,
+                                          int recursion) const {
+  if (!layout_.per_recursion())
+    return computed;
+  const int instance = layout_.first_instance_of_group(static_cast<std::size_t>(recursion - 1));
+  return kv_.rows(s.streams[static_cast<std::size_t>(instance)]);
+}
+
+std::int64_t Engine::Loop::footprint(const Sequence& s, policy::SequenceView view) const {
+  // The K/V manager reports the rows each group holds (the rows of its first instance), and the
+  // sequence is charged the shared footprint of them. deferred_fill's owed rows count as held:
+  // the fill that writes them cannot wait for blocks.
+  if (layout_.per_recursion()) {
+    for (std::size_t g = 0; g < kv_view_.groups.count; ++g) {
+      const int stream = s.streams[static_cast<std::size_t>(layout_.first_instance_of_group(g))];
+      view.kv_row_offset[g] = static_cast<std::int32_t>(kv_.rows(stream) - view.computed_tokens);
+    }
+  }
+  return policy::kv_footprint(view, 0, kv_view_);
+}
+
+void Engine::Loop::end_step(std::span<const std::int64_t> work, policy::StepTrace& trace) {
+  const int stacked = model_.depth().stacked_depth();
+  for (std::size_t i = 0, k = 0; i < running_.size(); ++i) {
+    if (work[i] == 0)
+      continue;
+    Sequence& s = *running_[i];
+    policy::StepRow& row = trace.rows[k++];
+    row.emits = s.emitted;
+    switch (row.kind) {
+      case policy::RowKind::prefill:
+        row.plan.run_depth = stacked;
+        row.plan.useful_depth = stacked;
+        row.exit_depth = stacked;
+        break;
+      case policy::RowKind::decode:
+        row.plan = s.plan;
+        row.exit_depth = s.plan.useful_depth;
+        break;
+      case policy::RowKind::depthwise:
+        row.runs_head = s.emitted;
+        row.exit_depth = s.emitted ? s.emitted_depth : 0;
+        break;
+    }
+    policy::SequenceView after = running_views_[i];
+    if (row.kind == policy::RowKind::prefill)
+      after.computed_tokens += work[i];
+    else if (s.emitted)
+      after.computed_tokens = static_cast<std::int64_t>(s.tokens.size()) - 1;
+    row.kv_blocks_after = footprint(s, after);
+  }
+  trace.step = step_;
+  trace.start = result_.steps.back().start;
+  if (options_.step_duration) {
+    // The step lasts what the virtual clock prices it at; its tokens appear at its end.
+    trace.duration = options_.step_duration(trace);
+    virtual_now_ = trace.start + trace.duration;
+    for (std::size_t t = step_first_token_; t < result_.tokens.size(); ++t)
+      result_.tokens[t].time = virtual_now_;
+  }
+  finish_iteration(work);
+  if (!options_.step_duration)
+    trace.duration = now() - trace.start;
+  for (const policy::SequenceView& view : running_views_)
+    trace.kv_blocks_used += view.kv_blocks;
+  if (options_.step_observer)
+    options_.step_observer(trace);
 }
 
 }  // namespace exitsim::engine

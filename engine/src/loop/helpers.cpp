@@ -163,6 +163,7 @@ void Engine::Loop::emit(Sequence& s, std::int32_t token, int exit_point, double 
     token = s.request->forced[static_cast<std::size_t>(position)];
   s.tokens.push_back(token);
   s.emitted = true;
+  s.emitted_depth = exit_depths_[static_cast<std::size_t>(exit_point)];
   result_.tokens.push_back({s.request->id, position, token, exit_point,
                             exit_depths_[static_cast<std::size_t>(exit_point)], score, now()});
 }

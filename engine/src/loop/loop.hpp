@@ -74,6 +74,11 @@ struct Sequence {
   double flight_score = 0;
   RandomStream sampler;
   bool emitted = false;  // emitted a token in the iteration in flight
+  int emitted_depth = 0;  // the exit depth (stack layers) of the token it emitted
+  // deferred_fill: the shared plan's view of `pending` (groups by depth), and the plan of the
+  // sequence's last decode token.
+  policy::PendingFill fill;
+  policy::DepthPlan plan;
 
   Sequence(std::uint64_t seed, RequestId id);
   // The output position of the token generated next (0: the first output token).
@@ -123,6 +128,12 @@ class Engine::Loop {
   void prefill_pass(std::span<Sequence* const> sequences, std::span<const std::int64_t> starts,
                     std::span<const std::int64_t> chunks);
   void decode_pass(std::span<Sequence* const> sequences);
+  // The shared synchronization plan of a decode pass (policy::plan_depths) from the exits the
+  // tokens took; checks that the pass ran what it says and keeps each sequence's plan.
+  void plan_step(std::span<Sequence* const> seqs, std::span<const int> exits,
+                 std::span<const int> ran_to, std::span<const std::int64_t> fill_layers);
+  // deferred_fill: the sequence's pending states are its plan's groups (logic_error if not).
+  void check_pending(const Sequence& s) const;
   void depthwise_pass(std::span<Sequence* const> sequences);
   // Scores the tokens at `deciding` (indices into in_block) at the end of their recursion and
   // sets `leaves` for those the policy lets go.
@@ -176,6 +187,14 @@ class Engine::Loop {
   // tokens for this iteration.
   void apply(const policy::SchedulerDecision& decision, std::vector<std::int64_t>& work);
   void finish_iteration(std::span<const std::int64_t> work);
+  // The step's rows before its passes (policy::StepTrace), and after them: what each row ran,
+  // its K/V, the step's duration (virtual clock), the iteration's completion, the observer.
+  void begin_rows(std::span<const std::int64_t> work, policy::StepTrace& trace) const;
+  void end_step(std::span<const std::int64_t> work, policy::StepTrace& trace);
+  // Rows recursion r's K/V holds (skip_kv, depthwise), or `computed` for a uniform layout.
+  std::int64_t recursion_rows(const Sequence& s, std::int64_t computed, int recursion) const;
+  // Blocks the sequence is charged for, with `view`'s computed tokens and its streams' rows.
+  std::int64_t footprint(const Sequence& s, policy::SequenceView view) const;
   void open_streams(Sequence& s);
   void close_streams(Sequence& s);
   std::int64_t physical_blocks(const Sequence& s) const;
@@ -197,6 +216,8 @@ class Engine::Loop {
   std::int64_t max_output_ = 1;
   std::uint64_t step_ = 0;
   TimeNs idle_ = 0;  // slept waiting for arrivals since the last step began
+  TimeNs virtual_now_ = 0;             // the clock under EngineOptions::step_duration
+  std::size_t step_first_token_ = 0;  // result_.tokens emitted by the step in flight
 
   std::vector<std::unique_ptr<Sequence>> sequences_;
   std::vector<policy::SequenceView> running_views_, waiting_views_;

@@ -30,6 +30,7 @@ Replica::Replica(int index, const ReplicaSpec& spec, MetricsCollector& metrics,
   scheduler_ = policy::make_scheduler(spec.scheduler.kind, params);
   scheduler_name_ = spec.scheduler.kind;
   cost_model_ = make_cost_model(spec.cost_model, spec.model, spec.hardware);
+  pricer_.emplace(*cost_model_, spec.model.depth, depth_model_.strategy());
   const KvCapacity kv =
       derive_kv_capacity(spec.model, spec.hardware,
                          {spec.scheduler.block_size, spec.scheduler.kv_blocks,
@@ -163,11 +164,9 @@ TimeNs Replica::start_iteration(TimeNs now) {
     throw std::logic_error(fmt::format("{} over-allocated K/V blocks ({} free) after scheduler {}",
                                        description_, kv_free_, scheduler_name_));
   }
-  batch_of(rows_, model_depth_, depth_model_.strategy(), batch_);
-  const IterationCost cost = cost_model_->iteration_cost(batch_);
+  const IterationCost cost = pricer_->price(rows_);
   metrics_.record_iteration_work(cost.flops, cost.masked_flops, fill);
-  // A zero-length iteration would let the clock stand still while work proceeds.
-  const TimeNs duration = std::max<TimeNs>(cost.total, 1);
+  const TimeNs duration = StepPricer::duration(cost);
   record.replica = index_;
   record.start = now;
   record.duration = duration;

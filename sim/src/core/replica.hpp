@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "depth_model.hpp"
@@ -12,6 +13,7 @@
 #include "exitsim/policy/scheduler.hpp"
 #include "exitsim/policy/servable.hpp"
 #include "exitsim/sim/cost/cost_model.hpp"
+#include "exitsim/sim/cost/step_batch.hpp"
 #include "exitsim/sim/metrics/metrics.hpp"
 #include "exitsim/sim/simulator.hpp"
 
@@ -142,7 +144,7 @@ class Replica {
   policy::SchedulerDecision decision_;
   std::vector<policy::StepRow> rows_;         // the iteration's work, one row per sequence
   std::vector<std::size_t> row_sequences_;  // running index of each row
-  std::vector<BatchEntry> batch_;           // rows_ as the cost model prices them
+  std::optional<StepPricer> pricer_;        // rows_ priced by cost_model_
   policy::StepTrace step_;                  // for the step observer
   std::uint64_t steps_started_ = 0;
   std::vector<DecodeToken> decode_tokens_;

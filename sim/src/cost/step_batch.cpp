@@ -69,4 +69,9 @@ void batch_of(std::span<const policy::StepRow> rows, const DepthStructure& depth
   }
 }
 
+IterationCost StepPricer::price(std::span<const policy::StepRow> rows) {
+  batch_of(rows, depth_, strategy_, batch_);
+  return model_.iteration_cost(batch_);
+}
+
 }  // namespace exitsim::sim

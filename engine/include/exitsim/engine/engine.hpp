@@ -14,6 +14,7 @@
 #include "exitsim/policy/exit_policy.hpp"
 #include "exitsim/policy/scheduler.hpp"
 #include "exitsim/policy/scheduler_registry.hpp"
+#include "exitsim/policy/step_trace.hpp"
 #include "exitsim/policy/sync_strategy.hpp"
 #include "exitsim/profiler/host_profiler.hpp"
 
@@ -61,6 +62,13 @@ struct EngineOptions {
   // instead and discard every token after it (with its K/V), as EE-LLM-style rollback does.
   bool rollback = false;
   EngineObserver observer;
+  // Virtual time: when set, the engine's clock never reads the wall clock. Each step lasts what
+  // this returns for the step's trace (the simulator's cost model, in the conformance suite),
+  // tokens are stamped at the end of their step, and waiting for an arrival jumps to it. With
+  // honour_arrivals, the engine then sees the workload's timing exactly as the simulator does.
+  std::function<TimeNs(const policy::StepTrace&)> step_duration;
+  // Called with every step's trace (policy/step_trace.hpp) once the step is done.
+  std::function<void(const policy::StepTrace&)> step_observer;
 };
 
 // One generated token, as the token trace records it.

@@ -21,4 +21,23 @@ namespace exitsim::sim {
 void batch_of(std::span<const policy::StepRow> rows, const DepthStructure& depth,
               policy::SyncStrategy strategy, std::vector<BatchEntry>& out);
 
+// Prices steps the way the simulator times its iterations: batch_of, then the cost model.
+class StepPricer {
+ public:
+  StepPricer(const CostModel& model, const DepthStructure& depth, policy::SyncStrategy strategy)
+      : model_(model), depth_(depth), strategy_(strategy) {}
+
+  IterationCost price(std::span<const policy::StepRow> rows);
+  // How long an iteration of that cost lasts: at least 1 ns, so the clock never stands still
+  // while work proceeds.
+  static TimeNs duration(const IterationCost& cost) { return cost.total > 1 ? cost.total : 1; }
+  TimeNs duration(std::span<const policy::StepRow> rows) { return duration(price(rows)); }
+
+ private:
+  const CostModel& model_;
+  DepthStructure depth_;
+  policy::SyncStrategy strategy_;
+  std::vector<BatchEntry> batch_;  // reused
+};
+
 }  // namespace exitsim::sim
