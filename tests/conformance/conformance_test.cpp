@@ -1,0 +1,298 @@
+// One policy, two executors: the engine and the simulator, given the same requests, scheduler,
+// exit policy, synchronization strategy and K/V memory, make the same decisions step for step.
+// The engine runs on a virtual clock that advances by the simulator's price of each step it
+// executes (sim::StepPricer), so arrival timing cannot make the two drift; then the traces
+// (policy::StepTrace) must be identical: the same requests admitted and preempted at the same
+// step, the same rows at the same depths holding the same K/V blocks, the same fill work, the
+// same makespan to the nanosecond. A divergence prints the first differing step of both.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/support/support_model.hpp"
+#include "exitsim/core/random.hpp"
+#include "exitsim/engine/cpu_model.hpp"
+#include "exitsim/engine/engine.hpp"
+#include "exitsim/scenario/load.hpp"
+#include "exitsim/sim/cost/make_cost_model.hpp"
+#include "exitsim/sim/cost/step_batch.hpp"
+#include "exitsim/sim/policy_params.hpp"
+#include "exitsim/sim/simulator.hpp"
+#include "exitsim/traces/token_trace.hpp"
+#include "support/request_traces.hpp"
+#include "support/test_files.hpp"
+
+namespace exitsim {
+namespace {
+
+using engine::test_support::small_config;
+using engine::test_support::small_recursive_depth;
+using engine::test_support::small_weights;
+
+// A prelude layer, a 2-layer block three times, a coda layer: exit points at 3, 5, 7.
+struct Model {
+  engine::ModelConfig config = small_config(small_recursive_depth());
+  engine::ModelWeights weights = small_weights(config);
+  engine::CpuModel cpu{config, weights};
+};
+
+const Model& model() {
+  static const Model m;
+  return m;
+}
+
+// Requests arriving over a few steps' time with mixed lengths: they overlap, queue, and under
+// the tight K/V budget some are preempted and recomputed.
+struct Request {
+  std::uint64_t id;
+  TimeNs arrival;
+  std::int64_t prompt;
+  std::int64_t output;
+};
+
+std::vector<Request> workload() {
+  RandomStream draws(11, "conformance.workload");
+  std::vector<Request> out;
+  TimeNs t = 0;
+  for (std::uint64_t id = 0; id < 18; ++id) {
+    t += static_cast<TimeNs>(draws.exponential(1.0 / 40'000.0));  // mean gap 40 us
+    out.push_back({id, t, draws.uniform_int(6, 40), draws.uniform_int(8, 36)});
+  }
+  return out;
+}
+
+struct Case {
+  std::string scheduler;
+  std::string strategy;
+  std::string exits;  // distribution, position_schedule, replay_confidence, replay_router
+};
+
+std::string name_of(const Case& c) {
+  return c.scheduler + "_" + c.strategy + "_" + c.exits;
+}
+
+// Token traces of the small model deciding its own exits (confidence at 0.5, token-choice
+// routers), written once: replayed, they drive model-dependent policies through both executors.
+std::string measured_exits(const std::string& kind) {
+  static std::map<std::string, std::string> paths;
+  if (const auto found = paths.find(kind); found != paths.end())
+    return found->second;
+  engine::EngineOptions options;
+  options.strategy = policy::SyncStrategy::state_copy;
+  options.exit_policy.kind = kind;
+  options.exit_policy.threshold = 0.5;
+  options.kv_blocks = 4096;
+  options.block_size = 4;
+  std::vector<engine::EngineRequest> requests;
+  RandomStream tokens(5, "conformance.prompts");
+  for (const Request& r : workload()) {
+    engine::EngineRequest e;
+    e.id = RequestId(r.id);
+    for (std::int64_t t = 0; t < r.prompt; ++t)
+      e.prompt.push_back(static_cast<std::int32_t>(tokens.uniform_int(0, 49)));
+    e.output_tokens = r.output;
+    requests.push_back(std::move(e));
+  }
+  engine::Engine run_engine(model().cpu, options);
+  const engine::EngineRun run = run_engine.run(requests);
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("exitsim_conformance_" + kind + ".csv")).string();
+  traces::TokenTraceWriter writer(path);
+  for (const engine::GeneratedToken& t : run.tokens) {
+    writer.write({t.request.value, t.position, t.exit_depth, t.exit_point, t.score, kind, 0,
+                  t.time});
+  }
+  writer.finish();
+  return paths[kind] = path;
+}
+
+std::vector<std::string> overrides_for(const Case& c) {
+  // The simulator models the engine's very model (scenario_for also copies the shape itself).
+  std::vector<std::string> o = {
+      "model.preset=null",  "model.name=small-test",      "model.d_model=32",
+      "model.n_heads=4",    "model.n_kv_heads=2",         "model.head_dim=8",
+      "model.ffn_dim=64",   "model.vocab=50",             "model.dtype=fp32",
+      "model.max_context=512", "model.depth.prelude=1",   "model.depth.block=2",
+      "model.depth.recursions=3", "model.depth.coda=1",   "model.depth.lora_rank=[0, 4, 4]"};
+  const std::vector<std::string> run = {
+      "scheduler.kind=" + c.scheduler,   "scheduler.block_size=4", "scheduler.kv_blocks=48",
+      "scheduler.max_running=8",         "sync.strategy=" + c.strategy,
+      "scheduler.max_batched_tokens=" + std::string(c.scheduler == "chunked_prefill" ? "24" : "96"),
+      "seed=3"};
+  o.insert(o.end(), run.begin(), run.end());
+  if (c.exits == "distribution") {
+    o.emplace_back("exit_policy.kind=distribution");
+    o.emplace_back("exit_policy.probabilities=[0.45, 0.3, 0.25]");
+  } else if (c.exits == "position_schedule") {
+    o.emplace_back("exit_policy.kind=position_schedule");
+    o.emplace_back(
+        "exit_policy.schedule=[{from_position: 0, depth: 7}, {from_position: 6, depth: 5}, "
+        "{from_position: 18, depth: 3}]");
+  } else {
+    const std::string kind = c.exits == "replay_confidence" ? "confidence" : "router_token_choice";
+    o.emplace_back("exit_policy={kind: replay, token_trace: \"" + measured_exits(kind) + "\"}");
+  }
+  return o;
+}
+
+struct Traces {
+  std::vector<policy::StepTrace> steps;
+  TimeNs makespan = 0;
+};
+
+Traces simulate(const scenario::Scenario& s) {
+  sim::SimulationConfig config = sim::simulation_config_from(s, "");
+  Traces out;
+  config.step_observer = [&](int, const policy::StepTrace& step) { out.steps.push_back(step); };
+  std::vector<RequestDescriptor> requests;
+  for (const Request& r : workload())
+    requests.push_back({RequestId(r.id), r.arrival, r.prompt, r.output});
+  test_support::VectorSource source(requests);
+  const sim::SimulationResult result = sim::simulate(config, source);
+  out.makespan = result.totals.end_time;
+  return out;
+}
+
+Traces run_engine(const scenario::Scenario& s) {
+  const scenario::ReplicaGroup& group = s.replica_groups.front();
+  const std::unique_ptr<sim::CostModel> cost =
+      sim::make_cost_model(group.cost_model, group.model.shape, group.hardware.spec);
+  const policy::SyncStrategy strategy = *policy::parse_sync_strategy(s.sync.strategy);
+  sim::StepPricer pricer(*cost, group.model.shape.depth, strategy);
+
+  engine::EngineOptions options;
+  options.scheduler = group.scheduler.kind;
+  options.scheduler_params.preemption = group.scheduler.preemption;
+  options.scheduler_params.watermark_fraction = group.scheduler.watermark_fraction;
+  options.scheduler_params.reserve_prompt_blocks = group.scheduler.reserve_prompt_blocks;
+  options.limits = {group.scheduler.max_running, group.scheduler.max_batched_tokens};
+  options.block_size = group.scheduler.block_size;
+  options.kv_blocks = group.scheduler.kv_blocks;
+  options.exit_policy = sim::exit_policy_params(s.exit_policy);
+  if (s.exit_policy.kind == "replay") {
+    auto exits = std::make_shared<std::map<std::pair<std::uint64_t, std::int64_t>, int>>();
+    traces::TokenTraceReader reader(s.exit_policy.token_trace);
+    while (auto row = reader.next())
+      (*exits)[{row->request_id, row->position}] = row->exit_point;
+    options.exit_policy.replay_lookup = [exits](RequestId request, std::int64_t position) {
+      const auto found = exits->find({request.value, position});
+      return found == exits->end() ? std::optional<int>{} : std::optional<int>{found->second};
+    };
+  }
+  options.strategy = strategy;
+  options.depthwise = sim::depthwise_rule(s.sync);
+  options.seed = s.seed;
+  options.honour_arrivals = true;
+  Traces out;
+  options.step_duration = [&](const policy::StepTrace& step) { return pricer.duration(step.rows); };
+  options.step_observer = [&](const policy::StepTrace& step) { out.steps.push_back(step); };
+
+  std::vector<engine::EngineRequest> requests;
+  RandomStream tokens(5, "conformance.prompts");
+  for (const Request& r : workload()) {
+    engine::EngineRequest e;
+    e.id = RequestId(r.id);
+    e.arrival = r.arrival;
+    for (std::int64_t t = 0; t < r.prompt; ++t)
+      e.prompt.push_back(static_cast<std::int32_t>(tokens.uniform_int(0, 49)));
+    e.output_tokens = r.output;
+    requests.push_back(std::move(e));
+  }
+  engine::Engine executor(model().cpu, options);
+  const engine::EngineRun run = executor.run(requests);
+  out.makespan = run.wall;
+  return out;
+}
+
+scenario::Scenario scenario_for(const Case& c) {
+  scenario::Scenario s = scenario::load_default_scenario(overrides_for(c));
+  ModelShape shape = model().config.shape;
+  shape.max_context = model().config.max_positions;
+  s.replica_groups.front().model.shape = shape;
+  return s;
+}
+
+class Conformance : public testing::TestWithParam<Case> {};
+
+TEST_P(Conformance, EngineAndSimulatorTakeTheSameSteps) {
+  const scenario::Scenario s = scenario_for(GetParam());
+  const Traces simulated = simulate(s);
+  const Traces executed = run_engine(s);
+  const std::size_t common = std::min(simulated.steps.size(), executed.steps.size());
+  for (std::size_t k = 0; k < common; ++k) {
+    if (!(simulated.steps[k] == executed.steps[k])) {
+      FAIL() << "first differing step\nsimulator: " << policy::describe(simulated.steps[k])
+             << "engine:    " << policy::describe(executed.steps[k]);
+    }
+  }
+  ASSERT_EQ(simulated.steps.size(), executed.steps.size()) << "one executor took more steps";
+  EXPECT_EQ(simulated.makespan, executed.makespan);
+  // Not vacuous: every request ran to its length, over many steps.
+  std::int64_t emitted = 0;
+  for (const policy::StepTrace& step : executed.steps) {
+    for (const policy::StepRow& row : step.rows)
+      emitted += row.emits ? 1 : 0;
+  }
+  std::int64_t expected = 0;
+  for (const Request& r : workload())
+    expected += r.output;
+  EXPECT_GE(emitted, expected);  // recomputed prompts emit again after a preemption
+  EXPECT_GT(executed.steps.size(), 40U);
+}
+
+std::vector<Case> cases() {
+  std::vector<Case> out;
+  for (const char* scheduler : {"static", "continuous", "chunked_prefill", "shortest_prompt_first"}) {
+    for (const std::string& strategy : policy::sync_strategy_names()) {
+      for (const char* exits :
+           {"distribution", "position_schedule", "replay_confidence", "replay_router"}) {
+        out.push_back({scheduler, strategy, exits});
+      }
+    }
+  }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Matrix, Conformance, testing::ValuesIn(cases()),
+                         [](const testing::TestParamInfo<Case>& param) {
+                           return name_of(param.param);
+                         });
+
+// The matrix is not vacuous: its workload preempts, chunks prompts and keeps several sequences
+// at different depths in one step.
+TEST(ConformanceWorkload, ExercisesPreemptionChunkingAndMixedDepths) {
+  const Traces chunked = simulate(scenario_for({"chunked_prefill", "skip_kv", "distribution"}));
+  const Traces continuous = simulate(scenario_for({"continuous", "deferred_fill", "distribution"}));
+  std::int64_t preempted = 0;
+  std::int64_t partial_prefills = 0;
+  std::int64_t mixed_depth_steps = 0;
+  std::int64_t fills = 0;
+  for (const Traces* t : {&chunked, &continuous}) {
+    for (const policy::StepTrace& step : t->steps) {
+      preempted += static_cast<std::int64_t>(step.preempted.size());
+      int lowest = 1 << 20, highest = 0;
+      for (const policy::StepRow& row : step.rows) {
+        if (row.kind == policy::RowKind::prefill && !row.emits)
+          ++partial_prefills;
+        if (row.kind == policy::RowKind::decode) {
+          lowest = std::min(lowest, row.exit_depth);
+          highest = std::max(highest, row.exit_depth);
+        }
+        fills += row.plan.fill_count;
+      }
+      mixed_depth_steps += lowest < highest ? 1 : 0;
+    }
+  }
+  EXPECT_GT(preempted, 0);
+  EXPECT_GT(partial_prefills, 0);
+  EXPECT_GT(mixed_depth_steps, 10);
+  EXPECT_GT(fills, 0);
+}
+
+}  // namespace
+}  // namespace exitsim
