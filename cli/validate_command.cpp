@@ -16,6 +16,7 @@
 #include "exitsim/core/error.hpp"
 #include "exitsim/sim/cost/calibrated_cost_model.hpp"
 #include "exitsim/sim/cost/cost_profile.hpp"
+#include "exitsim/sim/cost/step_batch.hpp"
 #include "exitsim/sim/simulator.hpp"
 #include "exitsim/sim/workload/workload.hpp"
 #include "exitsim/traces/atomic_output.hpp"
@@ -36,7 +37,7 @@ struct ValidateArgs {
 // One engine run, as measured: its steps' durations and the request metrics.
 struct EngineMeasurement {
   std::vector<TimeNs> iterations;
-  std::vector<std::vector<engine::StepEntry>> batches;  // per step, as recorded
+  std::vector<std::vector<policy::StepRow>> steps;  // per step, what each sequence ran
   sim::MetricsSummary summary;
   std::int64_t kv_blocks = 0;
 };
@@ -61,7 +62,7 @@ EngineMeasurement measure_engine(const LoadedModel& loaded, const scenario::Scen
     const TimeNs end =
         k + 1 < run.steps.size() ? run.steps[k + 1].start - run.steps[k + 1].idle_before : run.wall;
     m.iterations.push_back(end - step.start);
-    m.batches.push_back(step.entries);
+    m.steps.push_back(step.rows);
     metrics.record_iteration({0, step.start, end - step.start,
                               static_cast<std::int64_t>(step.prefill.size() + step.decode.size()),
                               0, 0, 0, 0});
@@ -96,46 +97,19 @@ EngineMeasurement measure_engine(const LoadedModel& loaded, const scenario::Scen
   return m;
 }
 
-// The engine's steps priced by the profile, batch by batch: the cost model's own error. Only
-// where the recorded entries say everything the cost model needs (not for depth-wise steps,
-// whose work is per recursion, nor for deferred fills, whose pending states are not recorded).
-std::optional<analysis::IterationError> price_engine_batches(const EngineMeasurement& m,
-                                                             const sim::CalibratedCostModel& model,
-                                                             const std::string& strategy,
-                                                             int stacked) {
-  if (strategy == "depthwise" || strategy == "deferred_fill")
-    return std::nullopt;
-  std::vector<TimeNs> measured, priced;
-  std::vector<sim::BatchEntry> batch;
-  for (std::size_t k = 0; k < m.batches.size(); ++k) {
-    if (m.batches[k].empty())
-      continue;
-    batch.clear();
-    int deepest = 0;
-    for (const engine::StepEntry& e : m.batches[k]) {
-      if (e.query_tokens == 1)
-        deepest = std::max(deepest, e.depth);
-    }
-    for (const engine::StepEntry& e : m.batches[k]) {
-      sim::BatchEntry b{e.query_tokens, e.context_tokens, e.depth, e.emits};
-      if (e.query_tokens == 1) {
-        if (strategy == "full_depth") {
-          b.depth = stacked;
-        } else if (strategy == "state_copy") {
-          b.kv_only_depth = stacked;
-        } else if (strategy == "batch_sync") {
-          b.useful_depth = e.depth;
-          b.depth = deepest;
-        } else if (strategy == "shared_kv") {
-          b.reuse_first_recursion_kv = true;
-        }
-      }
-      batch.push_back(b);
-    }
-    measured.push_back(m.iterations[k]);
-    priced.push_back(model.iteration_cost(batch).total);
-  }
-  return analysis::compare_iterations(measured, priced);
+// The engine's steps priced by the profile, step by step: the cost model's own error. Each step
+// is priced from the rows the engine recorded (its executed synchronization plan), through the
+// same translation the simulator prices its own iterations with.
+analysis::IterationError price_engine_steps(const EngineMeasurement& m,
+                                            const sim::CalibratedCostModel& model,
+                                            const DepthStructure& depth,
+                                            policy::SyncStrategy strategy) {
+  sim::StepPricer pricer(model, depth, strategy);
+  std::vector<TimeNs> priced;
+  priced.reserve(m.steps.size());
+  for (const std::vector<policy::StepRow>& rows : m.steps)
+    priced.push_back(pricer.duration(rows));
+  return analysis::compare_iterations(m.iterations, priced);
 }
 
 void run_validate(const ValidateArgs& args) {
@@ -185,8 +159,8 @@ void run_validate(const ValidateArgs& args) {
     results.push_back(analysis::compare_runs(strategy, measured.summary, result.summary,
                                              measured.iterations, iterations));
     const sim::CalibratedCostModel priced(profile, args.profile, loaded->config.shape);
-    results.back().same_batches = price_engine_batches(measured, priced, strategy,
-                                                       loaded->config.shape.depth.stacked_depth());
+    results.back().same_batches = price_engine_steps(
+        measured, priced, loaded->config.shape.depth, *policy::parse_sync_strategy(strategy));
     fmt::print("{}", analysis::format_validation(std::span(&results.back(), 1)));
   }
   const std::string csv = (std::filesystem::path(args.out) / "validation.csv").string();

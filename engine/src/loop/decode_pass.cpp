@@ -232,11 +232,6 @@ void Engine::Loop::decode_pass(std::span<Sequence* const> seqs) {
       check_pending(*seqs[i]);
   }
 
-  for (std::size_t i = 0; i < n; ++i) {
-    result_.steps.back().entries.push_back({seqs[i]->request->id, 1, positions[i],
-                                            exit_depths_[static_cast<std::size_t>(exits[i])],
-                                            true});
-  }
   const HeadOutput out = head(exit_hidden, seqs, positions, false, emission_wants());
   auto timed = span(traces::engine_ops::sampling, traces::OpKind::sampling,
                     static_cast<std::int64_t>(n), -1);

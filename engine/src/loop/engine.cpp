@@ -481,6 +481,7 @@ void Engine::Loop::end_step(std::span<const std::int64_t> work, policy::StepTrac
     for (std::size_t t = step_first_token_; t < result_.tokens.size(); ++t)
       result_.tokens[t].time = virtual_now_;
   }
+  result_.steps.back().rows = trace.rows;
   finish_iteration(work);
   if (!options_.step_duration)
     trace.duration = now() - trace.start;

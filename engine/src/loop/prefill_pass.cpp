@@ -49,13 +49,10 @@ void Engine::Loop::prefill_pass(std::span<Sequence* const> sequences,
   std::vector<StateSlot> last_rows;
   std::vector<Sequence*> emitting;
   std::size_t offset = 0;
-  const int stacked = exit_depths_.back();
   for (std::size_t k = 0; k < sequences.size(); ++k) {
     offset += static_cast<std::size_t>(chunks[k]);
     const bool completes =
         starts[k] + chunks[k] == static_cast<std::int64_t>(sequences[k]->tokens.size());
-    result_.steps.back().entries.push_back(
-        {sequences[k]->request->id, chunks[k], starts[k], stacked, completes});
     if (completes) {
       last_rows.push_back(x[offset - 1]);
       emitting.push_back(sequences[k]);

@@ -83,19 +83,9 @@ struct GeneratedToken {
   bool discarded = false;  // rolled back later (deferred_fill with rollback): not in the output
 };
 
-// One engine iteration: which requests it worked on. Op-trace rows carry the step id, so this
-// maps every op to its requests.
-// One sequence's work in a step, in the simulator's terms (a sim::BatchEntry's first four
-// fields), so that a cost model can price the very batch the engine ran. Recorded for prefill
-// chunks and for decode tokens under the per-token strategies; depth-wise steps have none.
-struct StepEntry {
-  RequestId request;
-  std::int64_t query_tokens = 0;
-  std::int64_t context_tokens = 0;  // tokens already in K/V
-  int depth = 0;                    // stack layers run (the exit depth)
-  bool emits = false;
-};
-
+// One engine iteration: which requests it worked on and what each ran (the step's trace rows,
+// which a cost model prices with sim::StepPricer). Op-trace rows carry the step id, so this maps
+// every op to its requests.
 struct StepRecord {
   std::uint64_t step = 0;
   TimeNs start = 0;
@@ -104,7 +94,7 @@ struct StepRecord {
   TimeNs idle_before = 0;
   std::vector<RequestId> prefill;  // prompt (or recompute) chunks
   std::vector<RequestId> decode;   // decode tokens or depth-wise steps
-  std::vector<StepEntry> entries;  // empty for depth-wise steps
+  std::vector<policy::StepRow> rows;  // as in the step's policy::StepTrace
 };
 
 struct EngineRun {
