@@ -111,6 +111,8 @@ struct EvalArgs {
   std::vector<double> thresholds;
   std::string measure = "top1";
   std::vector<double> router_thresholds;
+  bool token_choice = false;
+  bool oracle = false;
   std::string strategy;
   engine::QualityEvalOptions options;
   std::string out;
@@ -131,6 +133,15 @@ void run_eval(const EvalArgs& args) {
     policy::ExitPolicyParams p;
     p.kind = "router_expert_choice";
     p.threshold = t;
+    settings.push_back(p);
+  }
+  // Setting-less policies: one row each, what the simulator replays them from.
+  for (const auto& [wanted, kind] : {std::pair{args.token_choice, "router_token_choice"},
+                                     std::pair{args.oracle, "oracle"}}) {
+    if (!wanted)
+      continue;
+    policy::ExitPolicyParams p;
+    p.kind = kind;
     settings.push_back(p);
   }
   engine::QualityEvalOptions options = args.options;
@@ -241,6 +252,10 @@ void add_engine_commands(CLI::App& app) {
   eval->add_option("--router-thresholds", eval_args->router_thresholds,
                    "Expert-choice router score thresholds")
       ->delimiter(',');
+  eval->add_flag("--token-choice", eval_args->token_choice,
+                 "Also measure router_token_choice (models with routers)");
+  eval->add_flag("--oracle", eval_args->oracle,
+                 "Also measure the oracle: each token's earliest exit agreeing with full depth");
   eval->add_option("--strategy", eval_args->strategy,
                    "Synchronization strategy (default: skip_kv on recursive models, else "
                    "state_copy)");

@@ -107,11 +107,20 @@ std::vector<KeyDef> exit_policy_keys() {
           .when(kind, {"confidence"})
           .bind(exit_field(&ExitPolicyConfig::calm_decay)),
       Key("exit_policy.threshold_table", Type::string,
-          "Engine-measured table mapping threshold to exit distribution, for the simulator; "
-          "\"\" = none.")
+          "The engine's measured exit distributions (`exitsim engine eval`'s quality table, or "
+          "an exit table for confidence), from which the simulator takes this policy's exits; "
+          "\"\" = none (the simulator then refuses the policy, or for routers uses "
+          "router_scores: uniform when asked).")
           .def(std::string(""))
-          .when(kind, {"confidence"})
+          .when(kind, {"confidence", "oracle", "router_expert_choice", "router_token_choice"})
           .bind(exit_field(&ExitPolicyConfig::threshold_table)),
+      Key("exit_policy.router_scores", Type::enumeration,
+          "What the simulator's routers score: measured (the threshold table's exit shares) or "
+          "uniform (synthetic U(0,1) scores per token and recursion, not a trained router).")
+          .allowed({"measured", "uniform"})
+          .def(std::string("measured"))
+          .when(kind, {"router_expert_choice", "router_token_choice"})
+          .bind(exit_field(&ExitPolicyConfig::router_scores)),
       Key("exit_policy.router_mode", Type::enumeration,
           "Decode-time expert choice: threshold on each token's router score, or top_k across "
           "the batch at each recursion keeping `capacities` of the tokens.")

@@ -358,11 +358,21 @@ TEST_F(Cli, EngineRunsAModelAndItsQualityTableFeedsTheSimulator) {
 
   const fs::path table = dir_ / "quality.csv";
   const Result eval = run("engine eval " + common +
-                          " --thresholds 0.02,0.05 --context 16"
+                          " --thresholds 0.02,0.05 --oracle --context 16"
                           " --window 32 --max-windows 4 -o '" +
                           table.string() + "'");
   ASSERT_EQ(eval.exit_code, 0) << eval.err;
   EXPECT_EQ(slurp(table).rfind("# exitsim-quality-table v1\n", 0), 0u);
+  EXPECT_NE(slurp(table).find("\noracle,,,,"), std::string::npos) << slurp(table);
+  // The oracle is simulated from its measured row, on the measured model's shape.
+  const Result oracle =
+      run("simulate --no-output --set model.preset=mor-smollm-360m-r4 --set workload.requests=20"
+          " --set workload.input_tokens.max=1536 --set workload.output_tokens.max=512"
+          " --set exit_policy.kind=oracle --set sync.strategy=state_copy"
+          " --set exit_policy.threshold_table='" +
+          table.string() + "'");
+  EXPECT_EQ(oracle.exit_code, 0) << oracle.err;
+  EXPECT_NE(oracle.out.find("mean exit depth"), std::string::npos) << oracle.out;
   const Result sim =
       run("simulate --no-output --set model.preset=mor-smollm-360m-r4 --set workload.requests=20"
           " --set workload.input_tokens.max=1536 --set workload.output_tokens.max=512"

@@ -159,10 +159,11 @@ TEST(DynamicDepth, SkipKvMemoryApproachesTheMixtureOfRecursionsFraction) {
   EXPECT_NEAR(ratio, 0.75, 0.02);
 }
 
-TEST(DynamicDepth, RouterPoliciesProduceTheirCapacityDistribution) {
+TEST(DynamicDepth, SyntheticRouterScoresFollowTheirCapacityDistribution) {
+  // Synthetic U(0,1) scores, asked for by name: the policy's own top-k mechanics.
   const SimulationResult r =
       run_batch(30, {"model.preset=mor-smollm-360m-r3", "exit_policy.kind=router_expert_choice",
-                     "exit_policy.router_mode=top_k",
+                     "exit_policy.router_scores=uniform", "exit_policy.router_mode=top_k",
                      "exit_policy.capacities=[1.0, 0.6666666666666666, 0.3333333333333333]",
                      "sync.strategy=state_copy"});
   // MoR's default capacities {1, 2/3, 1/3}: a third of the decoded tokens exit at each recursion.
@@ -249,6 +250,74 @@ TEST(DynamicDepth, ReplayFollowsTheTokenTrace) {
                 50);
   EXPECT_EQ(r.summary.depth.exit_depth_tokens.at(8), 49);
   EXPECT_EQ(r.summary.depth.exit_depth_tokens.at(32), 51);  // request 1, and both first tokens
+}
+
+// A quality table as `exitsim engine eval` writes it for the three-recursion MoR model: trained
+// routers send nearly every token out after recursion 1 whatever the threshold.
+std::string measured_table(test_support::TempDir& dir) {
+  return dir.write(
+      "quality.csv",
+      "# exitsim-quality-table v1\n"
+      "policy,measure,threshold,capacities,tokens,nll_per_token,top1_agreement,mean_exit_depth,"
+      "p_exit_1,p_exit_2,p_exit_3\n"
+      "full_depth,,,,1000,2.1,1,31,0,0,1\n"
+      "router_expert_choice,,0.3,,1000,2.6,0.8,11.2,0.98,0.01,0.01\n"
+      "router_expert_choice,,0.9,,1000,2.9,0.7,11,0.99,0.005,0.005\n"
+      "router_token_choice,,,,1000,2.5,0.8,15,0.7,0.2,0.1\n"
+      "oracle,,,,1000,2.1,1,18,0.5,0.3,0.2\n");
+}
+
+double share_at(const SimulationResult& r, int depth, int batch) {
+  // Every request's first token comes from its prompt at the full depth.
+  const auto& exits = r.summary.depth.exit_depth_tokens;
+  const auto found = exits.find(depth);
+  const double tokens = found == exits.end() ? 0.0 : static_cast<double>(found->second);
+  return (tokens - (depth == 31 ? batch : 0)) / (batch * 199.0);
+}
+
+TEST(DynamicDepth, RouterPoliciesTakeTheirExitsFromTheMeasuredTable) {
+  test_support::TempDir dir;
+  const std::string table = measured_table(dir);
+  const std::vector<std::string> mor = {"model.preset=mor-smollm-360m-r3",
+                                        "sync.strategy=state_copy",
+                                        "exit_policy.threshold_table=" + table};
+  // Threshold 0.6 lies between the measured 0.3 and 0.9: the shares interpolate (0.985 at
+  // recursion 1), not the U(0,1) answer of 0.6 that synthetic scores give.
+  const auto expert = run_batch(30, with(with(mor, "exit_policy.kind=router_expert_choice"),
+                                         "exit_policy.threshold=0.6"));
+  EXPECT_NEAR(share_at(expert, 11, 30), 0.985, 0.01);
+  const auto token = run_batch(30, with(mor, "exit_policy.kind=router_token_choice"));
+  EXPECT_NEAR(share_at(token, 11, 30), 0.7, 0.02);
+  EXPECT_NEAR(share_at(token, 31, 30), 0.1, 0.02);
+  const auto oracle = run_batch(30, with(mor, "exit_policy.kind=oracle"));
+  EXPECT_NEAR(share_at(oracle, 11, 30), 0.5, 0.02);
+  EXPECT_NEAR(share_at(oracle, 21, 30), 0.3, 0.02);
+}
+
+TEST(DynamicDepth, ModelDependentPoliciesWithoutMeasurementsAreRefused) {
+  for (const char* kind : {"router_expert_choice", "router_token_choice", "oracle", "confidence"}) {
+    try {
+      run_batch(2, {"model.preset=mor-smollm-360m-r3", "sync.strategy=state_copy",
+                    std::string("exit_policy.kind=") + kind});
+      ADD_FAILURE() << kind << " simulated without measurements";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("exit_policy.threshold_table"), std::string::npos)
+          << e.what();
+    }
+  }
+  // CALM's decay cannot be read from a table measured at a constant threshold.
+  test_support::TempDir dir;
+  const std::string table = dir.write(
+      "exits.csv", "# exitsim-exit-table v1\nthreshold,p_exit_1,p_exit_2,p_exit_3\n"
+                   "0.5,0.6,0.3,0.1\n0.9,0.2,0.3,0.5\n");
+  try {
+    run_batch(2, {"model.preset=mor-smollm-360m-r3", "exit_policy.kind=confidence",
+                  "exit_policy.threshold=0.7", "exit_policy.calm_decay=4",
+                  "exit_policy.threshold_table=" + table});
+    ADD_FAILURE() << "calm_decay dropped silently";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("exit_policy.calm_decay"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -8,9 +8,9 @@
 #include <utility>
 
 #include "exitsim/core/error.hpp"
-#include "exitsim/policy/exit_table.hpp"
 #include "exitsim/sim/policy_params.hpp"
 #include "exitsim/traces/token_trace.hpp"
+#include "measured_exits.hpp"
 
 namespace exitsim::sim {
 namespace {
@@ -21,34 +21,6 @@ policy::SyncStrategy strategy_from(const scenario::SyncConfig& sync) {
     throw_setting_error("sync.strategy", "a synchronization strategy", "\"" + sync.strategy + "\"");
   }
   return *strategy;
-}
-
-// The simulator has no model to measure confidences or agreement with: it uses the exit
-// distribution the engine measured at this threshold (a threshold table) instead.
-std::vector<double> table_distribution(const scenario::ExitPolicyConfig& config,
-                                       const DepthStructure& depth) {
-  if (config.threshold_table.empty()) {
-    throw InputError({"", 0, 0, "exit_policy.threshold_table"},
-                     fmt::format("exit policy {} needs a threshold table (the exit distribution "
-                                 "the engine measured per threshold) to be simulated",
-                                 config.kind));
-  }
-  const policy::ExitTable table = policy::ExitTable::read(config.threshold_table);
-  const std::size_t points = depth.effective_exit_points().size();
-  if (table.exit_points() != points) {
-    throw InputError({config.threshold_table, 0, 0, "exit_policy.threshold_table"},
-                     expected_found(fmt::format("{} exit points (the model's)", points),
-                                    std::to_string(table.exit_points())));
-  }
-  // A quality table says which confidence it thresholded; a table of another measure would give
-  // the wrong exit distribution silently.
-  if (config.kind == "confidence" && !table.measure().empty() &&
-      table.measure() != config.confidence_measure) {
-    throw InputError({config.threshold_table, 0, 0, "exit_policy.confidence_measure"},
-                     expected_found(fmt::format("the table's measure \"{}\"", table.measure()),
-                                    "\"" + config.confidence_measure + "\""));
-  }
-  return table.exit_distribution_for(config.threshold);
 }
 
 policy::ExitLookup token_trace_lookup(const std::string& path) {
@@ -67,9 +39,9 @@ policy::ExitLookup token_trace_lookup(const std::string& path) {
 policy::ExitPolicyParams exit_params(const scenario::ExitPolicyConfig& config,
                                      const DepthStructure& depth) {
   policy::ExitPolicyParams params = exit_policy_params(config);
-  if (config.kind == "confidence" || config.kind == "oracle") {
+  if (uses_measured_exits(config)) {
     params.kind = "distribution";
-    params.probabilities = table_distribution(config, depth);
+    params.probabilities = measured_exit_distribution(config, depth);
     params.position_buckets.clear();
   } else if (config.kind == "replay") {
     params.replay_lookup = token_trace_lookup(config.token_trace);
@@ -108,7 +80,9 @@ DepthModel::DepthModel(const scenario::ExitPolicyConfig& exit_policy,
   if (!exits)
     return;
   policy_ = policy::make_exit_policy(exit_params(exit_policy, model.depth), model.depth);
-  scored_ = exit_policy.kind == "router_token_choice" || exit_policy.kind == "router_expert_choice";
+  // Synthetic router scores only when the scenario asks for them by name.
+  scored_ = !uses_measured_exits(exit_policy) && (exit_policy.kind == "router_token_choice" ||
+                                                  exit_policy.kind == "router_expert_choice");
 }
 
 bool DepthModel::skips_kv() const {

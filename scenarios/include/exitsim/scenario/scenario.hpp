@@ -108,7 +108,10 @@ struct ExitPolicyConfig {
   std::vector<PositionBucket> position_buckets;  // distribution, per position
   std::vector<DepthScheduleStep> schedule;       // position_schedule
   std::string token_trace;                       // replay
-  std::string threshold_table;                   // confidence: threshold -> exit distribution table
+  // confidence, oracle, router_*: the engine's measured quality (or exit) table the simulator
+  // takes these policies' exit distributions from
+  std::string threshold_table;
+  std::string router_scores;  // router_*: measured (from threshold_table) | uniform (synthetic)
 
   friend bool operator==(const ExitPolicyConfig&, const ExitPolicyConfig&) = default;
 };
