@@ -305,6 +305,10 @@ TEST(DynamicDepth, ModelDependentPoliciesWithoutMeasurementsAreRefused) {
           << e.what();
     }
   }
+  // The same rule as the engine's: depth-wise batching cannot find an oracle exit.
+  EXPECT_THROW(run_batch(2, {"model.preset=rrt-gemma-1b", "exit_policy.kind=oracle",
+                             "sync.strategy=depthwise"}),
+               InputError);
   // CALM's decay cannot be read from a table measured at a constant threshold.
   test_support::TempDir dir;
   const std::string table = dir.write(

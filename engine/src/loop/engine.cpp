@@ -45,11 +45,9 @@ void check_options(const Backend& model, const EngineOptions& options) {
                      fmt::format("exit policy {} needs one router per recursion; {} has {}", kind,
                                  model.config().shape.name, model.router_count()));
   }
-  if (strategy == policy::SyncStrategy::depthwise && kind == "oracle") {
-    throw InputError({"", 0, 0, "exit_policy.kind"},
-                     "the oracle exit policy runs every token to the full depth to find its "
-                     "exit; depthwise batching cannot, use a sequence-wise strategy");
-  }
+  policy::check_exit_policy_for(strategy, kind);
+  if (strategy == policy::SyncStrategy::deferred_fill)
+    policy::check_deferred_fill_exit_points(depth.effective_exit_points().size());
   if (strategy == policy::SyncStrategy::depthwise)
     policy::check_depthwise_exit_points(depth);
   if (options.rollback && strategy != policy::SyncStrategy::deferred_fill) {

@@ -106,6 +106,14 @@ void plan_fill(int exit, int full_depth, PendingFill& stack, DepthPlan& plan) {
 
 }  // namespace
 
+void check_exit_policy_for(SyncStrategy strategy, std::string_view exit_policy_kind) {
+  if (strategy == SyncStrategy::depthwise && exit_policy_kind == "oracle") {
+    throw InputError({"", 0, 0, "exit_policy.kind"},
+                     "the oracle exit policy runs every token to the full depth to find its "
+                     "exit; depthwise batching cannot, use a sequence-wise strategy");
+  }
+}
+
 void check_deferred_fill_exit_points(std::size_t exit_points) {
   if (exit_points > k_max_fill_groups + 1) {
     throw InputError({"", 0, 0, "model.depth.exit_points"},

@@ -68,6 +68,7 @@ DepthModel::DepthModel(const scenario::ExitPolicyConfig& exit_policy,
              (exits || strategy_ == policy::SyncStrategy::shared_kv || depthwise());
   if (depthwise())
     policy::check_depthwise_exit_points(model.depth);
+  policy::check_exit_policy_for(strategy_, exit_policy.kind);
   if (strategy_ == policy::SyncStrategy::deferred_fill)
     policy::check_deferred_fill_exit_points(model.depth.effective_exit_points().size());
   if ((exits || depthwise()) &&

@@ -87,6 +87,10 @@ struct DepthPlan {
 void plan_depths(SyncStrategy strategy, std::span<const int> exit_depths, int full_depth,
                  std::span<PendingFill> pending, std::span<DepthPlan> out);
 
+// Throws InputError (exit_policy.kind) for an exit policy the strategy cannot run: the oracle
+// runs every token to the full depth to find its exit, which depth-wise batching cannot.
+void check_exit_policy_for(SyncStrategy strategy, std::string_view exit_policy_kind);
+
 // Throws InputError (model.depth.exit_points) when deferred_fill could need more fill groups
 // than a plan holds: more than k_max_fill_groups exit points below the full depth.
 void check_deferred_fill_exit_points(std::size_t exit_points);
