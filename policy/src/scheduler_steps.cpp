@@ -5,20 +5,6 @@
 
 namespace exitsim::policy {
 
-std::int64_t kv_footprint(const SequenceView& seq, std::int64_t tokens, const KvView& kv) {
-  std::int64_t blocks = 0;
-  for (std::size_t g = 0; g < kv.groups.count; ++g) {
-    // Rows already written beyond computed_tokens belong to the first pending token (a depth-wise
-    // token in flight): it needs no second row there.
-    const std::int64_t offset = seq.kv_row_offset[g];
-    const std::int64_t written_ahead = std::max<std::int64_t>(offset, 0);
-    const std::int64_t rows =
-        seq.computed_tokens + offset + std::max<std::int64_t>(tokens - written_ahead, 0);
-    blocks += kv.groups.instances[g] * kv.blocks_for(std::max<std::int64_t>(rows, 0));
-  }
-  return blocks;
-}
-
 std::int64_t blocks_to_grow(const SequenceView& seq, std::int64_t tokens, const KvView& kv) {
   return std::max<std::int64_t>(0, kv_footprint(seq, tokens, kv) - seq.kv_blocks);
 }

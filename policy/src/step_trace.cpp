@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace exitsim::policy {
 namespace {
 
@@ -25,6 +27,34 @@ std::string_view kind_name(RowKind kind) {
 }
 
 }  // namespace
+
+void StepRow::reset() {
+  request = RequestId{};
+  kind = RowKind::prefill;
+  query_tokens = 0;
+  context_tokens = 0;
+  emits = false;
+  plan.run_depth = 0;
+  plan.useful_depth = 0;
+  plan.kv_only_to = 0;
+  plan.fill_count = 0;
+  plan.fills_complete = false;
+  recursion_contexts = 0;
+  recursion = 0;
+  runs_head = false;
+  exit_depth = 0;
+  kv_blocks_after = 0;
+}
+
+bool operator==(const StepRow& a, const StepRow& b) {
+  return a.request == b.request && a.kind == b.kind && a.query_tokens == b.query_tokens &&
+         a.context_tokens == b.context_tokens && a.emits == b.emits && a.plan == b.plan &&
+         a.recursion_contexts == b.recursion_contexts &&
+         std::equal(a.recursion_context.begin(), a.recursion_context.begin() + a.recursion_contexts,
+                    b.recursion_context.begin()) &&
+         a.recursion == b.recursion && a.runs_head == b.runs_head &&
+         a.exit_depth == b.exit_depth && a.kv_blocks_after == b.kv_blocks_after;
+}
 
 std::string describe(const StepTrace& step) {
   std::string text =

@@ -53,6 +53,22 @@ std::int64_t PendingFill::tokens() const {
   return total;
 }
 
+bool operator==(const DepthPlan& a, const DepthPlan& b) {
+  return a.run_depth == b.run_depth && a.useful_depth == b.useful_depth &&
+         a.kv_only_to == b.kv_only_to && a.fill_count == b.fill_count &&
+         a.fills_complete == b.fills_complete &&
+         std::equal(a.fills.begin(), a.fills.begin() + a.fill_count, b.fills.begin());
+}
+
+void DepthPlan::assign_used(const DepthPlan& other) {
+  run_depth = other.run_depth;
+  useful_depth = other.useful_depth;
+  kv_only_to = other.kv_only_to;
+  fill_count = other.fill_count;
+  fills_complete = other.fills_complete;
+  std::copy_n(other.fills.begin(), other.fill_count, fills.begin());
+}
+
 std::int64_t DepthPlan::fill_tokens() const {
   std::int64_t total = 0;
   for (std::size_t g = 0; g < fill_count; ++g)
@@ -125,13 +141,19 @@ void check_deferred_fill_exit_points(std::size_t exit_points) {
 
 void plan_depths(SyncStrategy strategy, std::span<const int> exit_depths, int full_depth,
                  std::span<PendingFill> pending, std::span<DepthPlan> out) {
-  assert(exit_depths.size() == out.size() && pending.size() == out.size());
+  assert(exit_depths.size() == out.size());
+  assert(pending.size() == out.size() || strategy != SyncStrategy::deferred_fill);
   int deepest = 0;
   for (int depth : exit_depths)
     deepest = std::max(deepest, depth);
   for (std::size_t i = 0; i < out.size(); ++i) {
     const int exit = strategy == SyncStrategy::full_depth ? full_depth : exit_depths[i];
-    DepthPlan plan;
+    // Written field by field: the fill slots past fill_count are left as they were (cheap on
+    // the simulator's hot path, and never read).
+    DepthPlan& plan = out[i];
+    plan.kv_only_to = 0;
+    plan.fill_count = 0;
+    plan.fills_complete = false;
     plan.useful_depth = exit;
     plan.run_depth = exit;
     switch (strategy) {
@@ -150,7 +172,6 @@ void plan_depths(SyncStrategy strategy, std::span<const int> exit_depths, int fu
         plan_fill(exit, full_depth, pending[i], plan);
         break;
     }
-    out[i] = plan;
   }
 }
 

@@ -153,9 +153,10 @@ FillWork DepthModel::plan(std::span<const DecodeToken> tokens, std::span<policy:
   } else {
     std::fill(exit_depth_.begin(), exit_depth_.end(), full_depth_);
   }
-  pending_.resize(n);
+  const bool fills = dynamic_ && strategy_ == policy::SyncStrategy::deferred_fill;
+  pending_.resize(fills ? n : 0);
   plans_.resize(n);
-  for (std::size_t i = 0; i < n; ++i)
+  for (std::size_t i = 0; i < pending_.size(); ++i)
     pending_[i] = tokens[i].state->pending;
   // Without exits every strategy runs the whole stack; shared_kv still changes the K/V work.
   policy::plan_depths(dynamic_ ? strategy_ : policy::SyncStrategy::full_depth, exit_depth_,
@@ -169,7 +170,7 @@ FillWork DepthModel::plan(std::span<const DecodeToken> tokens, std::span<policy:
     policy::StepRow& row = rows[tokens[i].row_index];
     row.kind = policy::RowKind::decode;
     set_recursion_contexts(row, state);
-    row.plan = p;
+    row.plan.assign_used(p);
     row.exit_depth = p.useful_depth;
     fill.add(p);
     if (rollback_probability_ > 0 && p.fills_complete) {
@@ -184,7 +185,8 @@ FillWork DepthModel::plan(std::span<const DecodeToken> tokens, std::span<policy:
         }
       }
     }
-    state.pending = pending_[i];
+    if (fills)
+      state.pending = pending_[i];
     // The token's K/V now exists at every recursion it ran (skip_kv's context for later tokens).
     if (recursive && dynamic_) {
       const int recursions_run = depth_.recursion_of_depth(p.run_depth);

@@ -102,7 +102,7 @@ TimeNs Replica::start_iteration(TimeNs now) {
   policy::apply_decision(decision_, running_, waiting_, decision_scratch_, work_tokens_,
                          [this](QueuedSequence& victim) { preempt(victim); });
 
-  rows_.clear();
+  std::size_t row_count = 0;
   row_sequences_.clear();
   decode_tokens_.clear();
   IterationRecord& record = last_iteration_;
@@ -116,32 +116,37 @@ TimeNs Replica::start_iteration(TimeNs now) {
     SequenceExtra& extra = running_.extra(i);
     if (extra.first_scheduled < 0)
       extra.first_scheduled = now;
-    policy::StepRow row;
+    // Rows are reused: resetting one leaves its arrays' unused slots alone.
+    if (row_count == rows_.size())
+      rows_.emplace_back();
+    policy::StepRow& row = rows_[row_count];
+    row.reset();
     row.request = view.id;
     row.query_tokens = tokens;
     row.context_tokens = view.computed_tokens;
     row.emits = tokens == view.pending_tokens();
     if (view.is_decoding()) {
       record.decode_tokens += tokens;
-      decode_tokens_.push_back({rows_.size(), view.id, view.generated_tokens,
+      decode_tokens_.push_back({row_count, view.id, view.generated_tokens,
                                 extra.target_output_tokens, &extra.depth});
     } else {
       record.prefill_tokens += tokens;
       depth_model_.plan_prefill(row, extra.depth);
     }
-    rows_.push_back(row);
+    ++row_count;
     row_sequences_.push_back(i);
   }
+  const std::span<policy::StepRow> rows(rows_.data(), row_count);
   FillWork fill;
   if (depth_model_.depthwise()) {
-    depth_model_.plan_depthwise(decode_tokens_, rows_);
+    depth_model_.plan_depthwise(decode_tokens_, rows);
   } else {
-    fill = depth_model_.plan(decode_tokens_, rows_);
+    fill = depth_model_.plan(decode_tokens_, rows);
   }
-  for (std::size_t k = 0; k < rows_.size(); ++k) {
+  for (std::size_t k = 0; k < rows.size(); ++k) {
     const std::size_t i = row_sequences_[k];
     policy::SequenceView& view = running_.view(i);
-    policy::StepRow& row = rows_[k];
+    policy::StepRow& row = rows[k];
     if (row.kind == policy::RowKind::prefill && row.emits) {
       metrics_.record_token_depth(full_depth, full_depth);  // a prompt's first token
     } else if (row.kind == policy::RowKind::decode) {
@@ -150,12 +155,17 @@ TimeNs Replica::start_iteration(TimeNs now) {
       metrics_.record_token_depth(row.exit_depth, row.exit_depth);
     }
     // Allocated now for the rows this iteration writes: what the sequence holds once it ran.
-    policy::SequenceView after = view;
     const bool prefill = row.kind == policy::RowKind::prefill;
-    if (prefill || row.emits)
-      after.computed_tokens += work_tokens_[i];
-    set_kv_rows(after, running_.extra(i), prefill ? work_tokens_[i] : 0);
-    const std::int64_t needed = policy::kv_footprint(after, 0, kv_view_);
+    const std::int64_t computed = prefill || row.emits ? work_tokens_[i] : 0;
+    std::int64_t needed = 0;
+    if (kv_layout_.per_recursion()) {
+      policy::SequenceView after = view;
+      after.computed_tokens += computed;
+      set_kv_rows(after, running_.extra(i), prefill ? work_tokens_[i] : 0);
+      needed = policy::kv_footprint(after, 0, kv_view_);
+    } else {
+      needed = policy::kv_footprint(view, computed, kv_view_);  // every row at every instance
+    }
     kv_free_ -= needed - view.kv_blocks;
     view.kv_blocks = needed;
     row.kv_blocks_after = needed;
@@ -164,13 +174,13 @@ TimeNs Replica::start_iteration(TimeNs now) {
     throw std::logic_error(fmt::format("{} over-allocated K/V blocks ({} free) after scheduler {}",
                                        description_, kv_free_, scheduler_name_));
   }
-  const IterationCost cost = pricer_->price(rows_);
+  const IterationCost cost = pricer_->price(rows);
   metrics_.record_iteration_work(cost.flops, cost.masked_flops, fill);
   const TimeNs duration = StepPricer::duration(cost);
   record.replica = index_;
   record.start = now;
   record.duration = duration;
-  record.sequences = static_cast<std::int64_t>(rows_.size());
+  record.sequences = static_cast<std::int64_t>(row_count);
   record.kv_blocks_used = kv_blocks_used();
   record.kv_blocks_total = kv_blocks_total();
   metrics_.record_iteration(record);
@@ -178,7 +188,7 @@ TimeNs Replica::start_iteration(TimeNs now) {
     step_.step = ++steps_started_;
     step_.start = now;
     step_.duration = duration;
-    step_.rows = rows_;
+    step_.rows.assign(rows.begin(), rows.end());
   }
   busy_ = true;
   return duration;

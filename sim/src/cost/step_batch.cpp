@@ -36,6 +36,7 @@ void batch_of(std::span<const policy::StepRow> rows, const DepthStructure& depth
               policy::SyncStrategy strategy, std::vector<BatchEntry>& out) {
   out.clear();
   const bool shared = strategy == policy::SyncStrategy::shared_kv;
+  bool older_groups = false;
   for (const policy::StepRow& row : rows) {
     if (row.kind == policy::RowKind::depthwise) {
       out.push_back(depthwise_entry(row, depth));
@@ -51,9 +52,12 @@ void batch_of(std::span<const policy::StepRow> rows, const DepthStructure& depth
     if (plan.fill_count > 0) {
       entry.pending_tokens = plan.fills[0].tokens;
       entry.pending_from_depth = plan.fills[0].depth;
+      older_groups |= plan.fill_count > 1;
     }
     out.push_back(entry);
   }
+  if (!older_groups)
+    return;
   // Older fill groups: the last tokens of the context, newest group last.
   for (const policy::StepRow& row : rows) {
     std::int64_t newer = row.plan.fill_count > 0 ? row.plan.fills[0].tokens : 0;

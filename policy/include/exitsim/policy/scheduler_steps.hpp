@@ -16,7 +16,23 @@ namespace exitsim::policy {
 // `tokens` more tokens have K/V at every instance: the most they can need, as a token's exit is
 // not known before it runs; a row a depth-wise token in flight has written already is not
 // counted twice. The executors set SequenceView::kv_blocks to kv_footprint(seq, 0).
-std::int64_t kv_footprint(const SequenceView& seq, std::int64_t tokens, const KvView& kv);
+// Rows group `g` of `seq` holds once `tokens` more tokens have K/V there. Rows already written
+// beyond computed_tokens belong to the first pending token (a depth-wise token in flight): it
+// needs no second row there.
+inline std::int64_t kv_rows_after(const SequenceView& seq, std::size_t g, std::int64_t tokens) {
+  const std::int64_t offset = seq.kv_row_offset[g];
+  const std::int64_t written_ahead = offset > 0 ? offset : 0;
+  const std::int64_t more = tokens > written_ahead ? tokens - written_ahead : 0;
+  const std::int64_t rows = seq.computed_tokens + offset + more;
+  return rows > 0 ? rows : 0;
+}
+
+inline std::int64_t kv_footprint(const SequenceView& seq, std::int64_t tokens, const KvView& kv) {
+  std::int64_t blocks = 0;
+  for (std::size_t g = 0; g < kv.groups.count; ++g)
+    blocks += kv.groups.instances[g] * kv.blocks_for(kv_rows_after(seq, g, tokens));
+  return blocks;
+}
 
 // Blocks `seq` must newly allocate to process `tokens` more of its pending tokens; 0 when the
 // blocks it holds already cover them. A sequence whose exited tokens kept no K/V somewhere

@@ -46,7 +46,10 @@ struct StepRow {
   int exit_depth = 0;
   std::int64_t kv_blocks_after = 0;  // K/V blocks the sequence holds after the step
 
-  friend bool operator==(const StepRow&, const StepRow&) = default;
+  // Back to a default row, leaving the arrays' unused slots as they are (a reused row).
+  void reset();
+  // Contexts past recursion_contexts are unspecified and never compared.
+  friend bool operator==(const StepRow& a, const StepRow& b);
 };
 
 struct StepTrace {

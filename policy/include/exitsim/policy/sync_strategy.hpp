@@ -76,12 +76,16 @@ struct DepthPlan {
   std::int64_t fill_layers() const;
   // States joining at layer `layer` (0-based): those of groups whose depth is at most it.
   std::int64_t fill_tokens_at(int layer) const;
-  friend bool operator==(const DepthPlan&, const DepthPlan&) = default;
+  // Copies `other`'s fields and its used fill groups only (the hot path's copy).
+  void assign_used(const DepthPlan& other);
+  // Entries of `fills` past fill_count are unspecified (plans are reused without clearing) and
+  // never compared.
+  friend bool operator==(const DepthPlan& a, const DepthPlan& b);
 };
 
 // Plans the batch: `exit_depths[i]` is token i's exit depth (from the exit policy, in executed
 // layers of the stack), `pending[i]` its sequence's deferred-fill state, which the function
-// updates. `full_depth` is the stack's depth. Allocation-free. Depth-wise batching runs one
+// updates (`pending` may be empty for every other strategy). `full_depth` is the stack's depth. Allocation-free. Depth-wise batching runs one
 // recursion per step rather than a token's whole depth per iteration; as a per-iteration plan it
 // is skip_kv's. The engine executes this plan layer by layer, the simulator prices it.
 void plan_depths(SyncStrategy strategy, std::span<const int> exit_depths, int full_depth,
