@@ -136,8 +136,8 @@ void run_eval(const EvalArgs& args) {
     settings.push_back(p);
   }
   // Setting-less policies: one row each, what the simulator replays them from.
-  for (const auto& [wanted, kind] : {std::pair{args.token_choice, "router_token_choice"},
-                                     std::pair{args.oracle, "oracle"}}) {
+  for (const auto& [wanted, kind] :
+       {std::pair{args.token_choice, "router_token_choice"}, std::pair{args.oracle, "oracle"}}) {
     if (!wanted)
       continue;
     policy::ExitPolicyParams p;

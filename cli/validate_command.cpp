@@ -159,8 +159,8 @@ void run_validate(const ValidateArgs& args) {
     results.push_back(analysis::compare_runs(strategy, measured.summary, result.summary,
                                              measured.iterations, iterations));
     const sim::CalibratedCostModel priced(profile, args.profile, loaded->config.shape);
-    results.back().same_batches = price_engine_steps(
-        measured, priced, loaded->config.shape.depth, *policy::parse_sync_strategy(strategy));
+    results.back().same_batches = price_engine_steps(measured, priced, loaded->config.shape.depth,
+                                                     *policy::parse_sync_strategy(strategy));
     fmt::print("{}", analysis::format_validation(std::span(&results.back(), 1)));
   }
   const std::string csv = (std::filesystem::path(args.out) / "validation.csv").string();

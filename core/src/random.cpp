@@ -63,8 +63,8 @@ std::uint64_t mix64(std::uint64_t z) {
 
 }  // namespace
 
-double keyed_uniform(std::uint64_t seed, std::string_view stream, std::uint64_t a,
-                     std::uint64_t b, std::uint64_t c) {
+double keyed_uniform(std::uint64_t seed, std::string_view stream, std::uint64_t a, std::uint64_t b,
+                     std::uint64_t c) {
   constexpr std::uint64_t k_golden = 0x9e3779b97f4a7c15ULL;
   std::uint64_t h = mix64(seed + k_golden);
   for (const std::uint64_t word : {fnv1a_64(stream), a, b, c})

@@ -16,7 +16,8 @@ void map_work_to_running(const SchedulerDecision& decision,
       // Victims before it left the running set; its own work was dropped if it was one.
       const auto removed_before =
           std::lower_bound(preempted_sorted.begin(), preempted_sorted.end(), item.sequence.index);
-      target = item.sequence.index - static_cast<std::size_t>(removed_before - preempted_sorted.begin());
+      target =
+          item.sequence.index - static_cast<std::size_t>(removed_before - preempted_sorted.begin());
     }
     work[target] = item.tokens;
   }

@@ -52,15 +52,14 @@ bool operator==(const StepRow& a, const StepRow& b) {
          a.recursion_contexts == b.recursion_contexts &&
          std::equal(a.recursion_context.begin(), a.recursion_context.begin() + a.recursion_contexts,
                     b.recursion_context.begin()) &&
-         a.recursion == b.recursion && a.runs_head == b.runs_head &&
-         a.exit_depth == b.exit_depth && a.kv_blocks_after == b.kv_blocks_after;
+         a.recursion == b.recursion && a.runs_head == b.runs_head && a.exit_depth == b.exit_depth &&
+         a.kv_blocks_after == b.kv_blocks_after;
 }
 
 std::string describe(const StepTrace& step) {
-  std::string text =
-      fmt::format("step {} at {} ns for {} ns: admitted {}, preempted {}, {} K/V blocks held\n",
-                  step.step, step.start, step.duration, ids(step.admitted), ids(step.preempted),
-                  step.kv_blocks_used);
+  std::string text = fmt::format(
+      "step {} at {} ns for {} ns: admitted {}, preempted {}, {} K/V blocks held\n", step.step,
+      step.start, step.duration, ids(step.admitted), ids(step.preempted), step.kv_blocks_used);
   for (const StepRow& r : step.rows) {
     std::string fills;
     for (std::size_t g = 0; g < r.plan.fill_count; ++g)
@@ -71,8 +70,8 @@ std::string describe(const StepTrace& step) {
     text += fmt::format(
         "  request {} {} {}x{} emits {} exit {} run {} useful {} kv_only {} fills[{}]{} "
         "contexts[{}] recursion {} head {} blocks {}\n",
-        r.request.value, kind_name(r.kind), r.query_tokens, r.context_tokens, r.emits,
-        r.exit_depth, r.plan.run_depth, r.plan.useful_depth, r.plan.kv_only_to, fills,
+        r.request.value, kind_name(r.kind), r.query_tokens, r.context_tokens, r.emits, r.exit_depth,
+        r.plan.run_depth, r.plan.useful_depth, r.plan.kv_only_to, fills,
         r.plan.fills_complete ? " complete" : "", contexts, r.recursion, r.runs_head,
         r.kv_blocks_after);
   }

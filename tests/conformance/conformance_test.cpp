@@ -104,8 +104,8 @@ std::string measured_exits(const std::string& kind) {
       (std::filesystem::temp_directory_path() / ("exitsim_conformance_" + kind + ".csv")).string();
   traces::TokenTraceWriter writer(path);
   for (const engine::GeneratedToken& t : run.tokens) {
-    writer.write({t.request.value, t.position, t.exit_depth, t.exit_point, t.score, kind, 0,
-                  t.time});
+    writer.write(
+        {t.request.value, t.position, t.exit_depth, t.exit_point, t.score, kind, 0, t.time});
   }
   writer.finish();
   return paths[kind] = path;
@@ -114,14 +114,17 @@ std::string measured_exits(const std::string& kind) {
 std::vector<std::string> overrides_for(const Case& c) {
   // The simulator models the engine's very model (scenario_for also copies the shape itself).
   std::vector<std::string> o = {
-      "model.preset=null",  "model.name=small-test",      "model.d_model=32",
-      "model.n_heads=4",    "model.n_kv_heads=2",         "model.head_dim=8",
-      "model.ffn_dim=64",   "model.vocab=50",             "model.dtype=fp32",
-      "model.max_context=512", "model.depth.prelude=1",   "model.depth.block=2",
-      "model.depth.recursions=3", "model.depth.coda=1",   "model.depth.lora_rank=[0, 4, 4]"};
+      "model.preset=null",        "model.name=small-test", "model.d_model=32",
+      "model.n_heads=4",          "model.n_kv_heads=2",    "model.head_dim=8",
+      "model.ffn_dim=64",         "model.vocab=50",        "model.dtype=fp32",
+      "model.max_context=512",    "model.depth.prelude=1", "model.depth.block=2",
+      "model.depth.recursions=3", "model.depth.coda=1",    "model.depth.lora_rank=[0, 4, 4]"};
   const std::vector<std::string> run = {
-      "scheduler.kind=" + c.scheduler,   "scheduler.block_size=4", "scheduler.kv_blocks=48",
-      "scheduler.max_running=8",         "sync.strategy=" + c.strategy,
+      "scheduler.kind=" + c.scheduler,
+      "scheduler.block_size=4",
+      "scheduler.kv_blocks=48",
+      "scheduler.max_running=8",
+      "sync.strategy=" + c.strategy,
       "scheduler.max_batched_tokens=" + std::string(c.scheduler == "chunked_prefill" ? "24" : "96"),
       "seed=3"};
   o.insert(o.end(), run.begin(), run.end());
@@ -247,7 +250,8 @@ TEST_P(Conformance, EngineAndSimulatorTakeTheSameSteps) {
 
 std::vector<Case> cases() {
   std::vector<Case> out;
-  for (const char* scheduler : {"static", "continuous", "chunked_prefill", "shortest_prompt_first"}) {
+  for (const char* scheduler :
+       {"static", "continuous", "chunked_prefill", "shortest_prompt_first"}) {
     for (const std::string& strategy : policy::sync_strategy_names()) {
       for (const char* exits :
            {"distribution", "position_schedule", "replay_confidence", "replay_router"}) {

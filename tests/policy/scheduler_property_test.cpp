@@ -37,8 +37,8 @@ struct Outcome {
   std::int64_t finished = 0;
   std::int64_t max_latency = 0;  // iterations from arrival to the last token
   std::int64_t preemptions = 0;
-  std::int64_t chunked = 0;  // work items that processed part of a sequence's pending tokens
-  std::int64_t stored_blocks = 0;      // blocks held after each step, summed over steps
+  std::int64_t chunked = 0;        // work items that processed part of a sequence's pending tokens
+  std::int64_t stored_blocks = 0;  // blocks held after each step, summed over steps
   std::int64_t full_depth_blocks = 0;  // the same, had every token stored K/V everywhere
 };
 
@@ -114,7 +114,8 @@ class ToyReplica {
       free_ -= held - s.view.kv_blocks;
       EXPECT_GE(free_, 0) << "blocks over-committed at iteration " << now;
       s.view.kv_blocks = held;
-      outcome_.full_depth_blocks += kv.groups.total_instances() * kv.blocks_for(s.view.computed_tokens);
+      outcome_.full_depth_blocks +=
+          kv.groups.total_instances() * kv.blocks_for(s.view.computed_tokens);
       outcome_.stored_blocks += held;
       if (s.view.pending_tokens() == 0)
         ++s.view.generated_tokens;  // emits its next token

@@ -283,8 +283,8 @@ TEST(DynamicDepth, RouterPoliciesTakeTheirExitsFromTheMeasuredTable) {
                                         "exit_policy.threshold_table=" + table};
   // Threshold 0.6 lies between the measured 0.3 and 0.9: the shares interpolate (0.985 at
   // recursion 1), not the U(0,1) answer of 0.6 that synthetic scores give.
-  const auto expert = run_batch(30, with(with(mor, "exit_policy.kind=router_expert_choice"),
-                                         "exit_policy.threshold=0.6"));
+  const auto expert = run_batch(
+      30, with(with(mor, "exit_policy.kind=router_expert_choice"), "exit_policy.threshold=0.6"));
   EXPECT_NEAR(share_at(expert, 11, 30), 0.985, 0.01);
   const auto token = run_batch(30, with(mor, "exit_policy.kind=router_token_choice"));
   EXPECT_NEAR(share_at(token, 11, 30), 0.7, 0.02);
@@ -311,9 +311,10 @@ TEST(DynamicDepth, ModelDependentPoliciesWithoutMeasurementsAreRefused) {
                InputError);
   // CALM's decay cannot be read from a table measured at a constant threshold.
   test_support::TempDir dir;
-  const std::string table = dir.write(
-      "exits.csv", "# exitsim-exit-table v1\nthreshold,p_exit_1,p_exit_2,p_exit_3\n"
-                   "0.5,0.6,0.3,0.1\n0.9,0.2,0.3,0.5\n");
+  const std::string table =
+      dir.write("exits.csv",
+                "# exitsim-exit-table v1\nthreshold,p_exit_1,p_exit_2,p_exit_3\n"
+                "0.5,0.6,0.3,0.1\n0.9,0.2,0.3,0.5\n");
   try {
     run_batch(2, {"model.preset=mor-smollm-360m-r3", "exit_policy.kind=confidence",
                   "exit_policy.threshold=0.7", "exit_policy.calm_decay=4",

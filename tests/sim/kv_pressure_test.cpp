@@ -86,14 +86,16 @@ TEST(KvPressure, SharedKvHoldsOneRecursionSoTwiceTheSequencesFitInTheSameMemory)
   // Blocks derived from memory: 40 GB with 90% held back leaves 1.2 GB beside the weights.
   const std::vector<std::string> memory = {"model.preset=rrt-gemma-1b", "hardware.preset=a100-40gb",
                                            "scheduler.memory_reserve_fraction=0.9",
-                                           "scheduler.kind=continuous", "scheduler.max_running=256"};
+                                           "scheduler.kind=continuous",
+                                           "scheduler.max_running=256"};
   std::vector<std::string> shared = memory;
   shared.push_back("sync.strategy=shared_kv");
   std::vector<RequestDescriptor> requests;
   for (int i = 0; i < 160; ++i)
     requests.push_back({RequestId(static_cast<std::uint64_t>(i)), TimeNs{0}, 512, 512});
   test_support::VectorSource a(requests), b(requests);
-  const auto full = simulate(simulation_config_from(scenario::load_default_scenario(memory), ""), a);
+  const auto full =
+      simulate(simulation_config_from(scenario::load_default_scenario(memory), ""), a);
   const auto one = simulate(simulation_config_from(scenario::load_default_scenario(shared), ""), b);
   ASSERT_GT(full.summary.preemptions, 0) << "the budget must bind at full K/V";
   // Two recursions, no prelude or coda: a block stores half the layers, so the same memory

@@ -305,10 +305,10 @@ void Engine::Loop::check_pending(const Sequence& s) const {
     }
   }
   if (held.count > policy::k_max_fill_groups || !(held == s.fill)) {
-    throw std::logic_error(fmt::format("engine step {}: request {} holds {} pending states that "
-                                       "differ from the shared plan's {}",
-                                       step_, s.request->id.value, s.pending.size(),
-                                       s.fill.tokens()));
+    throw std::logic_error(
+        fmt::format("engine step {}: request {} holds {} pending states that "
+                    "differ from the shared plan's {}",
+                    step_, s.request->id.value, s.pending.size(), s.fill.tokens()));
   }
 }
 

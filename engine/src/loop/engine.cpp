@@ -148,9 +148,10 @@ void Engine::Loop::refresh_kv_views() {
       }
     }
     if (physical_blocks(s) > view.kv_blocks) {
-      throw std::logic_error(fmt::format("engine: request {} holds {} K/V blocks, more than the "
-                                         "{} its rows account for",
-                                         view.id.value, physical_blocks(s), view.kv_blocks));
+      throw std::logic_error(
+          fmt::format("engine: request {} holds {} K/V blocks, more than the "
+                      "{} its rows account for",
+                      view.id.value, physical_blocks(s), view.kv_blocks));
     }
   }
 }
@@ -382,8 +383,7 @@ void Engine::Loop::wait_for_next_arrival() {
   idle_ += now() - before;
 }
 
-void Engine::Loop::begin_rows(std::span<const std::int64_t> work,
-                              policy::StepTrace& trace) const {
+void Engine::Loop::begin_rows(std::span<const std::int64_t> work, policy::StepTrace& trace) const {
   const DepthStructure& depth = model_.depth();
   const bool depthwise = options_.strategy == policy::SyncStrategy::depthwise;
   // skip_kv's attention reads each recursion's own rows (the simulator's recursion contexts).

@@ -148,8 +148,10 @@ void Engine::Loop::call_exit_policy(std::span<Sequence* const> sequences,
   std::vector<std::size_t> scratch(sequences.size());
   for (std::size_t i = 0; i < sequences.size(); ++i) {
     Sequence& s = *sequences[i];
-    tokens[i] = {s.request->id, s.output_position(), draw ? policy::exit_uniform(options_.seed, s.request->id, s.output_position()) : 0.0,
-                 scores.empty() ? std::span<const double>{} : scores[i]};
+    tokens[i] = {
+        s.request->id, s.output_position(),
+        draw ? policy::exit_uniform(options_.seed, s.request->id, s.output_position()) : 0.0,
+        scores.empty() ? std::span<const double>{} : scores[i]};
   }
   exit_policy_->choose_exits({tokens, max_position(), scratch}, out);
 }

@@ -73,7 +73,7 @@ struct Sequence {
   std::vector<double> flight_scores;
   double flight_score = 0;
   RandomStream sampler;
-  bool emitted = false;  // emitted a token in the iteration in flight
+  bool emitted = false;   // emitted a token in the iteration in flight
   int emitted_depth = 0;  // the exit depth (stack layers) of the token it emitted
   // deferred_fill: the shared plan's view of `pending` (groups by depth), and the plan of the
   // sequence's last decode token.
@@ -215,8 +215,8 @@ class Engine::Loop {
   std::vector<int> exit_depths_;  // the effective exit points (stack depths)
   std::int64_t max_output_ = 1;
   std::uint64_t step_ = 0;
-  TimeNs idle_ = 0;  // slept waiting for arrivals since the last step began
-  TimeNs virtual_now_ = 0;             // the clock under EngineOptions::step_duration
+  TimeNs idle_ = 0;                   // slept waiting for arrivals since the last step began
+  TimeNs virtual_now_ = 0;            // the clock under EngineOptions::step_duration
   std::size_t step_first_token_ = 0;  // result_.tokens emitted by the step in flight
 
   std::vector<std::unique_ptr<Sequence>> sequences_;

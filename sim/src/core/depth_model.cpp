@@ -127,9 +127,8 @@ void DepthModel::choose_exit_depths(std::span<const DecodeToken> tokens) {
     std::span<const double> scores;
     if (scored_) {
       for (std::size_t p = 0; p < points; ++p) {
-        score_values_[i * points + p] = policy::exit_uniform(seed_, tokens[i].request,
-                                                             tokens[i].position,
-                                                             static_cast<int>(p) + 1);
+        score_values_[i * points + p] = policy::exit_uniform(
+            seed_, tokens[i].request, tokens[i].position, static_cast<int>(p) + 1);
       }
       scores = {score_values_.data() + i * points, points};
     }

@@ -60,11 +60,11 @@ class DepthModel {
   bool depthwise() const { return strategy_ == policy::SyncStrategy::depthwise; }
 
   // Plans the decode rows of `tokens` (policy::plan_depths over the shared exit policy's exits)
-  // into `rows` (each token's row_index), exit depths included. Returns the deferred-fill work. With deferred_fill rollback, a fill of m states reaching the top
-  // draws, per state, whether its shallow prediction disagrees with the deep one; at the
-  // earliest disagreeing (k-th, oldest first) the token's state gets rollback = m - k: its output
-  // is replaced by the deep prediction and everything emitted after it (this iteration's token
-  // included) is discarded.
+  // into `rows` (each token's row_index), exit depths included. Returns the deferred-fill work.
+  // With deferred_fill rollback, a fill of m states reaching the top draws, per state, whether its
+  // shallow prediction disagrees with the deep one; at the earliest disagreeing (k-th, oldest
+  // first) the token's state gets rollback = m - k: its output is replaced by the deep prediction
+  // and everything emitted after it (this iteration's token included) is discarded.
   FillWork plan(std::span<const DecodeToken> tokens, std::span<policy::StepRow> rows);
   // The depth-wise step: each token runs one recursion of the shared block (tokens entering run
   // the prelude first); a token whose coda and head run this step emits (exit depth in its row).

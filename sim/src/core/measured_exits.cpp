@@ -19,9 +19,9 @@ bool is_router(const std::string& kind) {
 void check_points(std::size_t found, const std::string& table, const DepthStructure& depth) {
   const std::size_t points = depth.effective_exit_points().size();
   if (found != points) {
-    throw InputError({table, 0, 0, "exit_policy.threshold_table"},
-                     expected_found(fmt::format("{} exit points (the model's)", points),
-                                    std::to_string(found)));
+    throw InputError(
+        {table, 0, 0, "exit_policy.threshold_table"},
+        expected_found(fmt::format("{} exit points (the model's)", points), std::to_string(found)));
   }
 }
 
@@ -77,11 +77,11 @@ std::vector<double> measured_row(const scenario::ExitPolicyConfig& config,
                                  config.threshold_table);
     return rows.exit_distribution_for(config.threshold);
   }
-  const std::string wanted =
-      config.kind == "router_expert_choice"
-          ? (thresholded ? "rows with a threshold"
-                         : fmt::format("a row of capacities [{}]", fmt::join(config.capacities, ", ")))
-          : "a row";
+  const std::string wanted = config.kind == "router_expert_choice"
+                                 ? (thresholded ? "rows with a threshold"
+                                                : fmt::format("a row of capacities [{}]",
+                                                              fmt::join(config.capacities, ", ")))
+                                 : "a row";
   throw InputError({config.threshold_table, 0, 0, "policy"},
                    expected_found(fmt::format("{} of exit policy {} (measured by `exitsim engine "
                                               "eval`)",

@@ -127,8 +127,8 @@ TimeNs Replica::start_iteration(TimeNs now) {
     row.emits = tokens == view.pending_tokens();
     if (view.is_decoding()) {
       record.decode_tokens += tokens;
-      decode_tokens_.push_back({row_count, view.id, view.generated_tokens,
-                                extra.target_output_tokens, &extra.depth});
+      decode_tokens_.push_back(
+          {row_count, view.id, view.generated_tokens, extra.target_output_tokens, &extra.depth});
     } else {
       record.prefill_tokens += tokens;
       depth_model_.plan_prefill(row, extra.depth);
@@ -272,7 +272,8 @@ void Replica::set_kv_rows(policy::SequenceView& view, const SequenceExtra& extra
   view.kv_row_offset[0] = static_cast<std::int32_t>(first - computed);
   for (int r = 2; r <= model_depth_.recursions; ++r) {
     const std::int64_t rows = extra.depth.reached[static_cast<std::size_t>(r - 1)] + rows_ahead;
-    view.kv_row_offset[static_cast<std::size_t>(r - 1)] = static_cast<std::int32_t>(rows - computed);
+    view.kv_row_offset[static_cast<std::size_t>(r - 1)] =
+        static_cast<std::int32_t>(rows - computed);
   }
 }
 

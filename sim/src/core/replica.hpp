@@ -128,7 +128,7 @@ class Replica {
   std::string description_;  // "replica 0 (llama-3-8b on h100-sxm)" for messages
   policy::SchedulerLimits limits_;
   policy::KvLayout kv_layout_;
-  policy::KvView kv_view_;  // block size and row groups; totals in kv_total_ and kv_free_
+  policy::KvView kv_view_;     // block size and row groups; totals in kv_total_ and kv_free_
   std::int64_t kv_total_ = 0;  // pool blocks, each of block_size rows of one K/V instance
   std::int64_t kv_free_ = 0;
   policy::ServingCapacity capacity_;  // what this replica can ever serve (fixed at construction)
@@ -142,7 +142,7 @@ class Replica {
 
   // Reused every iteration so the steady state allocates nothing.
   policy::SchedulerDecision decision_;
-  std::vector<policy::StepRow> rows_;         // the iteration's work, one row per sequence
+  std::vector<policy::StepRow> rows_;       // the iteration's work, one row per sequence
   std::vector<std::size_t> row_sequences_;  // running index of each row
   std::optional<StepPricer> pricer_;        // rows_ priced by cost_model_
   policy::StepTrace step_;                  // for the step observer

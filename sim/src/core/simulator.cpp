@@ -36,9 +36,8 @@ class ClusterRun {
       throw InputError({"", 0, 0, "cluster.replicas"}, expected_found("at least 1", "0"));
     }
     for (std::size_t r = 0; r < config.replicas.size(); ++r) {
-      replicas_.push_back(
-          std::make_unique<Replica>(static_cast<int>(r), config.replicas[r], metrics_,
-                                    &config_.step_observer));
+      replicas_.push_back(std::make_unique<Replica>(static_cast<int>(r), config.replicas[r],
+                                                    metrics_, &config_.step_observer));
     }
     loads_.resize(replicas_.size());
     marked_.assign(replicas_.size(), 0);

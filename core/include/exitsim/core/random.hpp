@@ -86,7 +86,7 @@ class RandomStream {
 // (request, position, exit point) is the same in the engine and the simulator, whatever else is
 // in its batch, whichever replica serves it and whatever the strategy or scheduler; each key
 // word goes through SplitMix64's finalizer, so neighbouring keys give unrelated numbers.
-double keyed_uniform(std::uint64_t seed, std::string_view stream, std::uint64_t a,
-                     std::uint64_t b, std::uint64_t c);
+double keyed_uniform(std::uint64_t seed, std::string_view stream, std::uint64_t a, std::uint64_t b,
+                     std::uint64_t c);
 
 }  // namespace exitsim

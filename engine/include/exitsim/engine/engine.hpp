@@ -92,8 +92,8 @@ struct StepRecord {
   // Time the engine slept waiting for arrivals since the previous step (honour_arrivals): the
   // previous step lasted until this one's start less this.
   TimeNs idle_before = 0;
-  std::vector<RequestId> prefill;  // prompt (or recompute) chunks
-  std::vector<RequestId> decode;   // decode tokens or depth-wise steps
+  std::vector<RequestId> prefill;     // prompt (or recompute) chunks
+  std::vector<RequestId> decode;      // decode tokens or depth-wise steps
   std::vector<policy::StepRow> rows;  // as in the step's policy::StepTrace
 };
 

@@ -85,9 +85,10 @@ struct DepthPlan {
 
 // Plans the batch: `exit_depths[i]` is token i's exit depth (from the exit policy, in executed
 // layers of the stack), `pending[i]` its sequence's deferred-fill state, which the function
-// updates (`pending` may be empty for every other strategy). `full_depth` is the stack's depth. Allocation-free. Depth-wise batching runs one
-// recursion per step rather than a token's whole depth per iteration; as a per-iteration plan it
-// is skip_kv's. The engine executes this plan layer by layer, the simulator prices it.
+// updates (`pending` may be empty for every other strategy). `full_depth` is the stack's depth.
+// Allocation-free. Depth-wise batching runs one recursion per step rather than a token's whole
+// depth per iteration; as a per-iteration plan it is skip_kv's. The engine executes this plan layer
+// by layer, the simulator prices it.
 void plan_depths(SyncStrategy strategy, std::span<const int> exit_depths, int full_depth,
                  std::span<PendingFill> pending, std::span<DepthPlan> out);
 

@@ -84,9 +84,9 @@ struct FillWork {
 struct DepthSummary {
   std::map<int, std::int64_t> exit_depth_tokens;  // exit depth (layers) -> output tokens
   double mean_exit_depth = 0;                     // per output token
-  double mean_executed_depth = 0;      // layers the iteration carried each output token through
-  double executed_flops = 0;           // all FLOPs of all iterations
-  double masked_flops = 0;             // part of executed_flops whose results were discarded
+  double mean_executed_depth = 0;  // layers the iteration carried each output token through
+  double executed_flops = 0;       // all FLOPs of all iterations
+  double masked_flops = 0;         // part of executed_flops whose results were discarded
   // deferred_fill: pending states that joined a deeper token (one pass each), the token-layers
   // they ran there, and the states whose K/V the fill completed (they reached the top).
   std::int64_t fill_token_passes = 0;
