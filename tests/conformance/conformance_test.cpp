@@ -66,6 +66,22 @@ std::vector<Request> workload() {
   return out;
 }
 
+// The workload's requests for the engine: prompts of random tokens, the same in every run.
+std::vector<engine::EngineRequest> engine_requests() {
+  std::vector<engine::EngineRequest> requests;
+  RandomStream tokens(5, "conformance.prompts");
+  for (const Request& r : workload()) {
+    engine::EngineRequest e;
+    e.id = RequestId(r.id);
+    e.arrival = r.arrival;
+    for (std::int64_t t = 0; t < r.prompt; ++t)
+      e.prompt.push_back(static_cast<std::int32_t>(tokens.uniform_int(0, 49)));
+    e.output_tokens = r.output;
+    requests.push_back(std::move(e));
+  }
+  return requests;
+}
+
 struct Case {
   std::string scheduler;
   std::string strategy;
@@ -88,18 +104,8 @@ std::string measured_exits(const std::string& kind) {
   options.exit_policy.threshold = 0.5;
   options.kv_blocks = 4096;
   options.block_size = 4;
-  std::vector<engine::EngineRequest> requests;
-  RandomStream tokens(5, "conformance.prompts");
-  for (const Request& r : workload()) {
-    engine::EngineRequest e;
-    e.id = RequestId(r.id);
-    for (std::int64_t t = 0; t < r.prompt; ++t)
-      e.prompt.push_back(static_cast<std::int32_t>(tokens.uniform_int(0, 49)));
-    e.output_tokens = r.output;
-    requests.push_back(std::move(e));
-  }
   engine::Engine run_engine(model().cpu, options);
-  const engine::EngineRun run = run_engine.run(requests);
+  const engine::EngineRun run = run_engine.run(engine_requests());
   const std::string path =
       (std::filesystem::temp_directory_path() / ("exitsim_conformance_" + kind + ".csv")).string();
   traces::TokenTraceWriter writer(path);
@@ -195,19 +201,8 @@ Traces run_engine(const scenario::Scenario& s) {
   options.step_duration = [&](const policy::StepTrace& step) { return pricer.duration(step.rows); };
   options.step_observer = [&](const policy::StepTrace& step) { out.steps.push_back(step); };
 
-  std::vector<engine::EngineRequest> requests;
-  RandomStream tokens(5, "conformance.prompts");
-  for (const Request& r : workload()) {
-    engine::EngineRequest e;
-    e.id = RequestId(r.id);
-    e.arrival = r.arrival;
-    for (std::int64_t t = 0; t < r.prompt; ++t)
-      e.prompt.push_back(static_cast<std::int32_t>(tokens.uniform_int(0, 49)));
-    e.output_tokens = r.output;
-    requests.push_back(std::move(e));
-  }
   engine::Engine executor(model().cpu, options);
-  const engine::EngineRun run = executor.run(requests);
+  const engine::EngineRun run = executor.run(engine_requests());
   out.makespan = run.wall;
   return out;
 }
