@@ -12,14 +12,17 @@ void set_contexts(const policy::StepRow& row, BatchEntry& entry) {
     entry.recursion_context[r] = row.recursion_context[r];
 }
 
-BatchEntry depthwise_entry(const policy::StepRow& row, const DepthStructure& depth) {
-  BatchEntry entry{row.query_tokens, row.context_tokens, depth.stacked_depth(), row.emits};
+void set_depthwise(const policy::StepRow& row, const DepthStructure& depth, BatchEntry& entry) {
+  entry.query_tokens = row.query_tokens;
+  entry.context_tokens = row.context_tokens;
+  entry.depth = depth.stacked_depth();
+  entry.emits_token = row.emits;
   entry.coda = row.runs_head ? BatchEntry::Coda::run : BatchEntry::Coda::skip;
   if (row.recursion == 0) {
     // Waiting for its head: nothing to price, or only the coda and head when they run now.
     entry.query_tokens = row.runs_head ? 1 : 0;
     entry.start_depth = depth.stacked_depth();
-    return entry;
+    return;
   }
   // Every recursion's tokens share the block's weights: priced as recursion 1's layers, with the
   // attention context of the recursion the token is really at.
@@ -27,23 +30,30 @@ BatchEntry depthwise_entry(const policy::StepRow& row, const DepthStructure& dep
   entry.depth = depth.prelude_layers + depth.block_layers;
   entry.recursion_context_count = 1;
   entry.recursion_context[0] = row.recursion_context[0];
-  return entry;
 }
 
 }  // namespace
 
 void batch_of(std::span<const policy::StepRow> rows, const DepthStructure& depth,
               policy::SyncStrategy strategy, std::vector<BatchEntry>& out) {
+  // Entries are written in place: building one on the stack and copying it costs more than the
+  // pricing of a small batch (narrow stores read back wide).
   out.clear();
+  out.resize(rows.size());
   const bool shared = strategy == policy::SyncStrategy::shared_kv;
   bool older_groups = false;
-  for (const policy::StepRow& row : rows) {
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const policy::StepRow& row = rows[i];
+    BatchEntry& entry = out[i];
     if (row.kind == policy::RowKind::depthwise) {
-      out.push_back(depthwise_entry(row, depth));
+      set_depthwise(row, depth, entry);
       continue;
     }
     const policy::DepthPlan& plan = row.plan;
-    BatchEntry entry{row.query_tokens, row.context_tokens, plan.run_depth, row.emits};
+    entry.query_tokens = row.query_tokens;
+    entry.context_tokens = row.context_tokens;
+    entry.depth = plan.run_depth;
+    entry.emits_token = row.emits;
     if (plan.useful_depth < plan.run_depth)
       entry.useful_depth = plan.useful_depth;
     entry.kv_only_depth = plan.kv_only_to;
@@ -54,7 +64,6 @@ void batch_of(std::span<const policy::StepRow> rows, const DepthStructure& depth
       entry.pending_from_depth = plan.fills[0].depth;
       older_groups |= plan.fill_count > 1;
     }
-    out.push_back(entry);
   }
   if (!older_groups)
     return;
