@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -59,9 +60,9 @@ std::vector<Request> workload() {
   RandomStream draws(11, "conformance.workload");
   std::vector<Request> out;
   TimeNs t = 0;
-  for (std::uint64_t id = 0; id < 18; ++id) {
+  for (std::uint64_t id = 0; id < 14; ++id) {
     t += static_cast<TimeNs>(draws.exponential(1.0 / 40'000.0));  // mean gap 40 us
-    out.push_back({id, t, draws.uniform_int(6, 40), draws.uniform_int(8, 36)});
+    out.push_back({id, t, draws.uniform_int(6, 36), draws.uniform_int(8, 28)});
   }
   return out;
 }
@@ -90,6 +91,11 @@ struct Case {
 
 std::string name_of(const Case& c) {
   return c.scheduler + "_" + c.strategy + "_" + c.exits;
+}
+
+// For gtest's messages (the test name says it too).
+void PrintTo(const Case& c, std::ostream* out) {
+  *out << name_of(c);
 }
 
 // Token traces of the small model deciding its own exits (confidence at 0.5, token-choice
@@ -128,7 +134,7 @@ std::vector<std::string> overrides_for(const Case& c) {
   const std::vector<std::string> run = {
       "scheduler.kind=" + c.scheduler,
       "scheduler.block_size=4",
-      "scheduler.kv_blocks=48",
+      "scheduler.kv_blocks=40",
       "scheduler.max_running=8",
       "sync.strategy=" + c.strategy,
       "scheduler.max_batched_tokens=" + std::string(c.scheduler == "chunked_prefill" ? "24" : "96"),
