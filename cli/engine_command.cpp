@@ -113,7 +113,7 @@ struct EvalArgs {
   std::vector<double> router_thresholds;
   bool token_choice = false;
   bool oracle = false;
-  std::string strategy;
+  std::vector<std::string> strategies;
   engine::QualityEvalOptions options;
   std::string out;
 };
@@ -146,8 +146,20 @@ void run_eval(const EvalArgs& args) {
   }
   engine::QualityEvalOptions options = args.options;
   const bool recursive = loaded->config.shape.depth.recursions > 0;
-  options.strategy = strategy_named(
-      args.strategy.empty() ? (recursive ? "skip_kv" : "state_copy") : args.strategy, "--strategy");
+  options.strategies.clear();
+  for (const std::string& name : args.strategies) {
+    const policy::SyncStrategy strategy = strategy_named(name, "--strategies");
+    if (strategy == policy::SyncStrategy::full_depth) {
+      throw InputError({"", 0, 0, "--strategies"},
+                       expected_found("strategies that let tokens exit (full depth is measured "
+                                      "always, as the reference)",
+                                      "full_depth"));
+    }
+    options.strategies.push_back(strategy);
+  }
+  if (options.strategies.empty())
+    options.strategies.push_back(recursive ? policy::SyncStrategy::skip_kv
+                                           : policy::SyncStrategy::state_copy);
   const auto results = engine::evaluate_quality(*loaded->model, corpus, settings, options);
   const engine::QualityTable table = engine::quality_table_of(results);
   std::ostringstream text;
@@ -256,9 +268,10 @@ void add_engine_commands(CLI::App& app) {
                  "Also measure router_token_choice (models with routers)");
   eval->add_flag("--oracle", eval_args->oracle,
                  "Also measure the oracle: each token's earliest exit agreeing with full depth");
-  eval->add_option("--strategy", eval_args->strategy,
-                   "Synchronization strategy (default: skip_kv on recursive models, else "
-                   "state_copy)");
+  eval->add_option("--strategies", eval_args->strategies,
+                   "Synchronization strategies to measure every setting under, e.g. "
+                   "skip_kv,state_copy (default: skip_kv on recursive models, else state_copy)")
+      ->delimiter(',');
   eval->add_option("--context", eval_args->options.context, "Prompt tokens per window")
       ->check(CLI::PositiveNumber);
   eval->add_option("--window", eval_args->options.window, "Scored tokens per window")

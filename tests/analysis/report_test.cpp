@@ -13,12 +13,12 @@ using test_support::error_of;
 using test_support::TempDir;
 
 constexpr const char* k_quality =
-    "# exitsim-quality-table v1\n"
-    "policy,measure,threshold,capacities,tokens,nll_per_token,top1_agreement,mean_exit_depth,"
-    "p_exit_1,p_exit_2,p_exit_3\n"
-    "full_depth,,,,100,1.30,1.00,31,0,0,1\n"
-    "confidence,top1,0.5,,100,1.50,0.95,15,0.6,0.3,0.1\n"
-    "confidence,top1,0.9,,100,1.35,0.99,24,0.2,0.3,0.5\n";
+    "# exitsim-quality-table v2\n"
+    "policy,strategy,measure,threshold,capacities,tokens,nll_per_token,top1_agreement,"
+    "mean_exit_depth,p_exit_1,p_exit_2,p_exit_3\n"
+    "full_depth,full_depth,,,,100,1.30,1.00,31,0,0,1\n"
+    "confidence,state_copy,top1,0.5,,100,1.50,0.95,15,0.6,0.3,0.1\n"
+    "confidence,state_copy,top1,0.9,,100,1.35,0.99,24,0.2,0.3,0.5\n";
 
 // A confidence sweep (two thresholds x two batch limits) on a 3-recursion model.
 std::vector<RunRecord> sweep_runs(const TempDir& dir) {
@@ -90,12 +90,12 @@ TEST(Report, SaysWhatIsMissingInsteadOfDrawingNothing) {
   const Report no_quality = build_report(in);
   EXPECT_NE(no_quality.html.find("no quality table"), std::string::npos);
   // A table without the runs' settings: nothing to put on the frontier, and the report says so.
-  in.quality = policy::QualityTable::read(dir.write(
-      "other.csv",
-      "# exitsim-quality-table v1\n"
-      "policy,measure,threshold,capacities,tokens,nll_per_token,top1_agreement,mean_exit_depth,"
-      "p_exit_1,p_exit_2,p_exit_3\n"
-      "confidence,top1,0.7,,100,1.4,0.97,20,0.3,0.3,0.4\n"));
+  in.quality = policy::QualityTable::read(
+      dir.write("other.csv",
+                "# exitsim-quality-table v2\n"
+                "policy,strategy,measure,threshold,capacities,tokens,nll_per_token,top1_agreement,"
+                "mean_exit_depth,p_exit_1,p_exit_2,p_exit_3\n"
+                "confidence,state_copy,top1,0.7,,100,1.4,0.97,20,0.3,0.3,0.4\n"));
   const Report unmatched = build_report(in);
   EXPECT_TRUE(unmatched.frontier.empty());
   EXPECT_NE(unmatched.html.find("empty frontier"), std::string::npos);

@@ -358,12 +358,16 @@ TEST_F(Cli, EngineRunsAModelAndItsQualityTableFeedsTheSimulator) {
 
   const fs::path table = dir_ / "quality.csv";
   const Result eval = run("engine eval " + common +
-                          " --thresholds 0.02,0.05 --oracle --context 16"
+                          " --thresholds 0.02,0.05 --oracle --strategies skip_kv,state_copy"
+                          " --context 16"
                           " --window 32 --max-windows 4 -o '" +
                           table.string() + "'");
   ASSERT_EQ(eval.exit_code, 0) << eval.err;
-  EXPECT_EQ(slurp(table).rfind("# exitsim-quality-table v1\n", 0), 0u);
-  EXPECT_NE(slurp(table).find("\noracle,,,,"), std::string::npos) << slurp(table);
+  EXPECT_EQ(slurp(table).rfind("# exitsim-quality-table v2\n", 0), 0u);
+  // Every setting under each strategy asked for, the reference once.
+  EXPECT_NE(slurp(table).find("\noracle,state_copy,,,,"), std::string::npos) << slurp(table);
+  EXPECT_NE(slurp(table).find("\nconfidence,skip_kv,top1,0.05,"), std::string::npos);
+  EXPECT_NE(slurp(table).find("\nconfidence,state_copy,top1,0.05,"), std::string::npos);
   // The oracle is simulated from its measured row, on the measured model's shape.
   const Result oracle =
       run("simulate --no-output --set model.preset=mor-smollm-360m-r4 --set workload.requests=20"
@@ -377,6 +381,7 @@ TEST_F(Cli, EngineRunsAModelAndItsQualityTableFeedsTheSimulator) {
       run("simulate --no-output --set model.preset=mor-smollm-360m-r4 --set workload.requests=20"
           " --set workload.input_tokens.max=1536 --set workload.output_tokens.max=512"
           " --set exit_policy.kind=confidence --set exit_policy.threshold=0.03"
+          " --set sync.strategy=skip_kv"
           " --set exit_policy.threshold_table='" +
           table.string() + "'");
   EXPECT_EQ(sim.exit_code, 0) << sim.err;

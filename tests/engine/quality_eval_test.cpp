@@ -87,6 +87,23 @@ TEST_F(QualityEval, AHigherThresholdExitsLaterAndAgreesMore) {
   }
 }
 
+TEST_F(QualityEval, EachStrategyIsMeasuredOnItsOwn) {
+  // The K/V later tokens attend over differs by strategy, so quality does: state_copy computes
+  // the skipped layers' K/V, skip_kv leaves it out.
+  QualityEvalOptions options;
+  options.context = 16;
+  options.window = 40;
+  options.strategies = {policy::SyncStrategy::state_copy, policy::SyncStrategy::skip_kv};
+  const std::vector<policy::ExitPolicyParams> settings = {confidence(0.3)};
+  const auto results = evaluate_quality(model_, corpus_, settings, options);
+  ASSERT_EQ(results.size(), 3u);
+  EXPECT_EQ(results[0].strategy, policy::SyncStrategy::full_depth);
+  EXPECT_EQ(results[1].strategy, policy::SyncStrategy::state_copy);
+  EXPECT_EQ(results[2].strategy, policy::SyncStrategy::skip_kv);
+  EXPECT_LT(results[1].mean_exit_depth, 7.0);
+  EXPECT_NE(results[1].nll_per_token, results[2].nll_per_token);
+}
+
 TEST_F(QualityEval, TooShortATextIsAUserError) {
   QualityEvalOptions options;
   options.context = 150;

@@ -17,6 +17,7 @@ namespace {
 QualityMeasurement measured(const std::string& kind, double threshold, std::vector<double> exits) {
   QualityMeasurement m;
   m.exit_policy.kind = kind;
+  m.strategy = kind == "none" ? policy::SyncStrategy::full_depth : policy::SyncStrategy::skip_kv;
   m.exit_policy.threshold = threshold;
   m.tokens = 3000;
   m.nll_per_token = 1.25 + threshold / 10;
@@ -78,10 +79,31 @@ TEST(QualityTable, TablesFollowTheFormatsOrderAndFeedTheSimulator) {
   std::istringstream in(out.str());
   EXPECT_EQ(QualityTable::parse(in, "eval.csv"), table);
   std::istringstream again(out.str());
-  const policy::ExitTable exits = policy::ExitTable::parse(again, "eval.csv");
+  const policy::ExitTable exits = policy::ExitTable::parse(again, "eval.csv", "skip_kv");
   EXPECT_EQ(exits.measure(), "top1");
   EXPECT_EQ(exits.exit_distribution_for(0.5), (std::vector<double>{0.5, 0.3, 0.2}));
   EXPECT_EQ(exits.exit_distribution_for(0.9), (std::vector<double>{0.2, 0.3, 0.5}));
+}
+
+TEST(QualityTable, EachStrategyIsItsOwnRow) {
+  QualityMeasurement copy = measured("confidence", 0.5, {0.6, 0.3, 0.1});
+  copy.strategy = policy::SyncStrategy::state_copy;
+  copy.nll_per_token = 1.1;
+  const std::vector<QualityMeasurement> measurements = {
+      measured("none", 0.9, {0, 0, 1}), measured("confidence", 0.5, {0.5, 0.3, 0.2}), copy};
+  const QualityTable table = quality_table_of(measurements);
+  ASSERT_EQ(table.rows().size(), 3u);
+  EXPECT_EQ(table.rows()[0].strategy, "full_depth");
+  const QualityRow* skip =
+      policy::find_quality_row(table, {"confidence", "skip_kv", "top1", 0.5, {}});
+  const QualityRow* state =
+      policy::find_quality_row(table, {"confidence", "state_copy", "top1", 0.5, {}});
+  ASSERT_TRUE(skip != nullptr && state != nullptr);
+  EXPECT_EQ(state->nll_per_token, 1.1);
+  EXPECT_NE(skip->nll_per_token, 1.1);
+  // The simulator reads each strategy's own exit distribution.
+  EXPECT_EQ(policy::ExitTable::from_quality_table(table, "state_copy").exit_distribution_for(0.5),
+            (std::vector<double>{0.6, 0.3, 0.1}));
 }
 
 TEST(QualityTable, MeasuringBugsAreNotWritten) {

@@ -15,7 +15,7 @@ namespace {
 
 ExitTable parse(const std::string& text) {
   std::istringstream in(text);
-  return ExitTable::parse(in, "t.csv");
+  return ExitTable::parse(in, "t.csv", "skip_kv");
 }
 
 const std::string k_good =
@@ -102,8 +102,9 @@ TEST(ExitTable, ConstructorRejectsMalformedRows) {
 }
 
 TEST(ExitTable, ReadsTheShippedExample) {
-  const ExitTable table = ExitTable::read(std::string(EXITSIM_SOURCE_DIR) +
-                                          "/scenarios/examples/exit_table_smollm_mor3.csv");
+  const ExitTable table = ExitTable::read(
+      std::string(EXITSIM_SOURCE_DIR) + "/scenarios/examples/exit_table_smollm_mor3.csv",
+      "skip_kv");
   EXPECT_EQ(table.exit_points(), 3u);
   EXPECT_GE(table.rows(), 2u);
   EXPECT_EQ(table.exit_distribution_for(0.9).size(), 3u);
@@ -111,7 +112,7 @@ TEST(ExitTable, ReadsTheShippedExample) {
 
 TEST(ExitTable, MissingFileIsAnInputError) {
   try {
-    ExitTable::read("/nonexistent/exit_table.csv");
+    ExitTable::read("/nonexistent/exit_table.csv", "skip_kv");
     FAIL() << "expected InputError";
   } catch (const InputError& e) {
     EXPECT_STREQ(e.what(), "/nonexistent/exit_table.csv: cannot open the exit table for reading");
@@ -119,13 +120,14 @@ TEST(ExitTable, MissingFileIsAnInputError) {
 }
 
 const std::string k_quality =
-    "# exitsim-quality-table v1\n"
-    "policy,measure,threshold,capacities,tokens,nll_per_token,top1_agreement,mean_exit_depth,"
-    "p_exit_1,p_exit_2,p_exit_3\n"
-    "full_depth,,,,400,1.2,1,31,0,0,1\n"
-    "confidence,margin,0.5,,400,1.3,0.98,18,0.6,0.3,0.1\n"
-    "router_expert_choice,,0.5,,400,1.4,0.95,22,0.3,0.3,0.4\n"
-    "confidence,margin,0.9,,400,1.25,0.99,26,0.2,0.3,0.5\n";
+    "# exitsim-quality-table v2\n"
+    "policy,strategy,measure,threshold,capacities,tokens,nll_per_token,top1_agreement,"
+    "mean_exit_depth,p_exit_1,p_exit_2,p_exit_3\n"
+    "full_depth,full_depth,,,,400,1.2,1,31,0,0,1\n"
+    "confidence,skip_kv,margin,0.5,,400,1.3,0.98,18,0.6,0.3,0.1\n"
+    "confidence,state_copy,margin,0.5,,400,1.28,0.98,18,0.7,0.2,0.1\n"
+    "router_expert_choice,skip_kv,,0.5,,400,1.4,0.95,22,0.3,0.3,0.4\n"
+    "confidence,skip_kv,margin,0.9,,400,1.25,0.99,26,0.2,0.3,0.5\n";
 
 TEST(ExitTable, ReadsTheConfidenceRowsOfAQualityTable) {
   const ExitTable table = parse(k_quality);
@@ -139,40 +141,48 @@ TEST(ExitTable, ReadsTheConfidenceRowsOfAQualityTable) {
   EXPECT_EQ(parse(k_good).measure(), "");
 
   std::istringstream in(k_quality);
-  const ExitTable from_memory = ExitTable::from_quality_table(QualityTable::parse(in, "q.csv"));
+  const ExitTable from_memory =
+      ExitTable::from_quality_table(QualityTable::parse(in, "q.csv"), "skip_kv");
   EXPECT_EQ(from_memory, table);
+  // The rows of another strategy are its own table, never mixed in.
+  std::istringstream again(k_quality);
+  const ExitTable state_copy =
+      ExitTable::from_quality_table(QualityTable::parse(again, "q.csv"), "state_copy");
+  EXPECT_EQ(state_copy, ExitTable({0.5}, {{0.7, 0.2, 0.1}}));
   EXPECT_EQ(from_memory.source(), "q.csv");
   EXPECT_EQ(from_memory.measure(), "margin");
 }
 
 TEST(ExitTable, ReadsAQualityTableFile) {
   const test_support::TempDir dir;
-  EXPECT_EQ(ExitTable::read(dir.write("quality.csv", k_quality)), parse(k_quality));
+  EXPECT_EQ(ExitTable::read(dir.write("quality.csv", k_quality), "skip_kv"), parse(k_quality));
 }
 
 TEST(ExitTable, QualityTableNeedsConfidenceRowsOfOneMeasure) {
-  const std::string top1 = "confidence,top1,0.7,,400,1.3,0.98,18,0.6,0.3,0.1\n";
+  const std::string top1 = "confidence,skip_kv,top1,0.7,,400,1.3,0.98,18,0.6,0.3,0.1\n";
   const std::string head = k_quality.substr(0, k_quality.find("full_depth"));
   const auto message = [](const std::string& text) {
     return test_support::error_of([&] { parse(text); });
   };
   EXPECT_EQ(message(k_quality + top1),
-            "t.csv:7: measure: expected \"margin\" as on line 4 (a threshold means something else "
+            "t.csv:8: measure: expected \"margin\" as on line 4 (a threshold means something else "
             "under each measure: keep one measure per table), found \"top1\"");
-  EXPECT_EQ(message(head + "full_depth,,,,400,1.2,1,31,0,0,1\n"),
-            "t.csv: policy: expected at least one confidence row (its exit distributions per "
-            "threshold), found none");
-  EXPECT_EQ(message("# exitsim-quality-table v2\n"),
-            "t.csv:1: version: expected \"# exitsim-quality-table v1\", found "
-            "\"# exitsim-quality-table v2\"");
+  EXPECT_EQ(message(head + "full_depth,full_depth,,,,400,1.2,1,31,0,0,1\n"),
+            "t.csv: policy: expected at least one confidence row measured under skip_kv (its exit "
+            "distributions per threshold; `exitsim engine eval --strategies skip_kv` measures "
+            "them), found none");
+  // A table of the version before strategies were recorded is refused, not read as skip_kv's.
+  EXPECT_EQ(message("# exitsim-quality-table v1\n"),
+            "t.csv:1: version: expected \"# exitsim-quality-table v2\", found "
+            "\"# exitsim-quality-table v1\"");
   // The quality table's own rules apply, with their positions.
-  EXPECT_EQ(message(k_quality + "confidence,margin,0.9,,400,1.25,0.99,26,0.2,0.3,0.5\n"),
-            "t.csv:7:19: threshold: expected a threshold above 0.9 (the previous confidence "
-            "margin row's), found 0.9");
+  EXPECT_EQ(message(k_quality + "confidence,skip_kv,margin,0.9,,400,1.25,0.99,26,0.2,0.3,0.5\n"),
+            "t.csv:8:27: threshold: expected a threshold above 0.9 (the previous confidence "
+            "margin row's under skip_kv), found 0.9");
 
   std::istringstream in(k_quality + top1);
   const QualityTable mixed = QualityTable::parse(in, "q.csv");
-  EXPECT_EQ(test_support::error_of([&] { ExitTable::from_quality_table(mixed); }),
+  EXPECT_EQ(test_support::error_of([&] { ExitTable::from_quality_table(mixed, "skip_kv"); }),
             "q.csv: measure: expected \"margin\" as on the first confidence row (a threshold "
             "means something else under each measure: keep one measure per table), found "
             "\"top1\"");

@@ -209,11 +209,11 @@ TEST(DynamicDepth, AQualityTableOfAnotherConfidenceMeasureIsRefused) {
   const std::string path = testing::TempDir() + "/exitsim_margin_quality.csv";
   {
     std::ofstream out(path);
-    out << "# exitsim-quality-table v1\n"
-           "policy,measure,threshold,capacities,tokens,nll_per_token,top1_agreement,"
+    out << "# exitsim-quality-table v2\n"
+           "policy,strategy,measure,threshold,capacities,tokens,nll_per_token,top1_agreement,"
            "mean_exit_depth,p_exit_1,p_exit_2,p_exit_3\n"
-           "confidence,margin,0.5,,100,1.5,0.95,18,0.4,0.3,0.3\n"
-           "confidence,margin,0.9,,100,1.4,0.99,24,0.2,0.3,0.5\n";
+           "confidence,state_copy,margin,0.5,,100,1.5,0.95,18,0.4,0.3,0.3\n"
+           "confidence,state_copy,margin,0.9,,100,1.4,0.99,24,0.2,0.3,0.5\n";
   }
   const std::vector<std::string> base = {
       "model.preset=mor-smollm-360m-r3", "exit_policy.kind=confidence", "exit_policy.threshold=0.7",
@@ -257,14 +257,14 @@ TEST(DynamicDepth, ReplayFollowsTheTokenTrace) {
 std::string measured_table(test_support::TempDir& dir) {
   return dir.write(
       "quality.csv",
-      "# exitsim-quality-table v1\n"
-      "policy,measure,threshold,capacities,tokens,nll_per_token,top1_agreement,mean_exit_depth,"
-      "p_exit_1,p_exit_2,p_exit_3\n"
-      "full_depth,,,,1000,2.1,1,31,0,0,1\n"
-      "router_expert_choice,,0.3,,1000,2.6,0.8,11.2,0.98,0.01,0.01\n"
-      "router_expert_choice,,0.9,,1000,2.9,0.7,11,0.99,0.005,0.005\n"
-      "router_token_choice,,,,1000,2.5,0.8,15,0.7,0.2,0.1\n"
-      "oracle,,,,1000,2.1,1,18,0.5,0.3,0.2\n");
+      "# exitsim-quality-table v2\n"
+      "policy,strategy,measure,threshold,capacities,tokens,nll_per_token,top1_agreement,"
+      "mean_exit_depth,p_exit_1,p_exit_2,p_exit_3\n"
+      "full_depth,full_depth,,,,1000,2.1,1,31,0,0,1\n"
+      "router_expert_choice,state_copy,,0.3,,1000,2.6,0.8,11.2,0.98,0.01,0.01\n"
+      "router_expert_choice,state_copy,,0.9,,1000,2.9,0.7,11,0.99,0.005,0.005\n"
+      "router_token_choice,state_copy,,,,1000,2.5,0.8,15,0.7,0.2,0.1\n"
+      "oracle,state_copy,,,,1000,2.1,1,18,0.5,0.3,0.2\n");
 }
 
 double share_at(const SimulationResult& r, int depth, int batch) {
@@ -317,8 +317,8 @@ TEST(DynamicDepth, ModelDependentPoliciesWithoutMeasurementsAreRefused) {
                 "0.5,0.6,0.3,0.1\n0.9,0.2,0.3,0.5\n");
   try {
     run_batch(2, {"model.preset=mor-smollm-360m-r3", "exit_policy.kind=confidence",
-                  "exit_policy.threshold=0.7", "exit_policy.calm_decay=4",
-                  "exit_policy.threshold_table=" + table});
+                  "sync.strategy=state_copy", "exit_policy.threshold=0.7",
+                  "exit_policy.calm_decay=4", "exit_policy.threshold_table=" + table});
     ADD_FAILURE() << "calm_decay dropped silently";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("exit_policy.calm_decay"), std::string::npos) << e.what();

@@ -60,24 +60,11 @@ RunSetting setting_of(const RunRecord& run) {
   return s;
 }
 
-// The quality table's row for a run's exit setting; full depth for `none`.
+// The quality table's row for a run's exit setting under its own strategy (policy's one join:
+// never a row measured under another strategy); full depth for `none` or strategy full_depth.
 const policy::QualityRow* quality_row(const policy::QualityTable& table, const RunSetting& s) {
-  for (const policy::QualityRow& row : table.rows()) {
-    if (s.policy == "none") {
-      if (row.policy == policy::k_full_depth_policy)
-        return &row;
-      continue;
-    }
-    if (row.policy != s.policy)
-      continue;
-    if (s.policy == "confidence" && !s.measure.empty() && row.measure != s.measure)
-      continue;
-    const bool same_threshold = row.threshold.has_value() == s.threshold.has_value() &&
-                                (!row.threshold || std::abs(*row.threshold - *s.threshold) <= 1e-9);
-    if (same_threshold && row.capacities == s.capacities)
-      return &row;
-  }
-  return nullptr;
+  return policy::find_quality_row(
+      table, {s.policy, s.strategy, s.measure, s.threshold, s.capacities});
 }
 
 double run_metric(const RunMetrics& m, const std::string& name) {
@@ -190,8 +177,9 @@ Report build_report(const ReportInputs& in) {
       r.points[i].rank = std::isfinite(r.points[i].quality) ? ranks[i] : -1;
     if (without_quality > 0) {
       r.notes.push_back(fmt::format(
-          "{} of {} runs have an exit setting the quality table does not hold; they are left "
-          "off the frontier",
+          "{} of {} runs have an exit setting and strategy the quality table does not hold (it "
+          "holds quality per setting and strategy: `exitsim engine eval --strategies`); they "
+          "are left off the frontier",
           without_quality, in.runs.size()));
     }
     if (r.frontier.empty()) {

@@ -56,11 +56,11 @@ std::vector<QualityMeasurement> evaluate_quality(const Backend& model,
   const std::int64_t block_size = 16;
   const std::int64_t per_window = (options.context + options.window + block_size - 1) / block_size;
 
-  const auto measure = [&](const policy::ExitPolicyParams& exit_policy, Scored& scored) {
+  const auto measure = [&](const policy::ExitPolicyParams& exit_policy,
+                           policy::SyncStrategy strategy, Scored& scored) {
     EngineOptions engine_options;
     engine_options.exit_policy = exit_policy;
-    engine_options.strategy =
-        exit_policy.kind == "none" ? policy::SyncStrategy::full_depth : options.strategy;
+    engine_options.strategy = strategy;
     engine_options.limits.max_running = options.max_running;
     engine_options.limits.max_batched_tokens =
         std::max<std::int64_t>(8192, options.context * options.max_running);
@@ -92,11 +92,13 @@ std::vector<QualityMeasurement> evaluate_quality(const Backend& model,
   std::vector<QualityMeasurement> out;
   Scored full;
   policy::ExitPolicyParams none;
-  const EngineRun full_run = measure(none, full);
-  const auto summarize = [&](const policy::ExitPolicyParams& params, const Scored& scored,
+  const EngineRun full_run = measure(none, policy::SyncStrategy::full_depth, full);
+  const auto summarize = [&](const policy::ExitPolicyParams& params,
+                             policy::SyncStrategy strategy, const Scored& scored,
                              const EngineRun& run) {
     QualityMeasurement m;
     m.exit_policy = params;
+    m.strategy = strategy;
     m.tokens = scored.tokens;
     m.nll_per_token = scored.nll / static_cast<double>(scored.tokens);
     m.exit_distribution.assign(exit_depths.size(), 0.0);
@@ -116,11 +118,13 @@ std::vector<QualityMeasurement> evaluate_quality(const Backend& model,
     m.mean_exit_depth = depth / n;
     return m;
   };
-  out.push_back(summarize(none, full, full_run));
+  out.push_back(summarize(none, policy::SyncStrategy::full_depth, full, full_run));
   for (const policy::ExitPolicyParams& params : settings) {
-    Scored scored;
-    const EngineRun run = measure(params, scored);
-    out.push_back(summarize(params, scored, run));
+    for (const policy::SyncStrategy strategy : options.strategies) {
+      Scored scored;
+      const EngineRun run = measure(params, strategy, scored);
+      out.push_back(summarize(params, strategy, scored, run));
+    }
   }
   return out;
 }

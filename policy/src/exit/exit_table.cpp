@@ -1,5 +1,7 @@
 #include "exitsim/policy/exit_table.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -49,19 +51,19 @@ ExitTable::ExitTable(std::vector<double> thresholds, std::vector<std::vector<dou
   }
 }
 
-ExitTable ExitTable::read(const std::string& path) {
+ExitTable ExitTable::read(const std::string& path, std::string_view strategy) {
   std::ifstream in(path);
   if (!in)
     throw InputError(SourceLocation{path, 0, 0, ""}, "cannot open the exit table for reading");
-  return parse(in, path);
+  return parse(in, path, strategy);
 }
 
-ExitTable ExitTable::parse(std::istream& in, const std::string& name) {
+ExitTable ExitTable::parse(std::istream& in, const std::string& name, std::string_view strategy) {
   TableReader reader(in, name);
   if (reader.next_line() && reader.line().starts_with(k_quality_table_family)) {
     reader.check_version(k_quality_table_version_line);
     const exit::ParsedQualityTable parsed = exit::parse_quality_table(reader);
-    return from_quality_rows(parsed.table, parsed.lines);
+    return from_quality_rows(parsed.table, parsed.lines, strategy);
   }
   reader.check_version(k_exit_table_version_line);
   constexpr std::string_view k_fixed[] = {"threshold"};
@@ -85,19 +87,20 @@ ExitTable ExitTable::parse(std::istream& in, const std::string& name) {
   return table;
 }
 
-ExitTable ExitTable::from_quality_table(const QualityTable& table) {
-  return from_quality_rows(table, {});
+ExitTable ExitTable::from_quality_table(const QualityTable& table, std::string_view strategy) {
+  return from_quality_rows(table, {}, strategy);
 }
 
 ExitTable ExitTable::from_quality_rows(const QualityTable& table,
-                                       std::span<const std::int64_t> lines) {
+                                       std::span<const std::int64_t> lines,
+                                       std::string_view strategy) {
   std::vector<double> thresholds;
   std::vector<std::vector<double>> distributions;
   std::string measure;
   std::int64_t measure_line = 0;
   for (std::size_t i = 0; i < table.rows().size(); ++i) {
     const QualityRow& row = table.rows()[i];
-    if (row.policy != "confidence")
+    if (row.policy != "confidence" || row.strategy != strategy)
       continue;
     const std::int64_t line = i < lines.size() ? lines[i] : 0;
     if (thresholds.empty()) {
@@ -120,7 +123,10 @@ ExitTable ExitTable::from_quality_rows(const QualityTable& table,
   if (thresholds.empty()) {
     throw InputError(
         SourceLocation{table.source(), 0, 0, "policy"},
-        expected_found("at least one confidence row (its exit distributions per threshold)",
+        expected_found(fmt::format("at least one confidence row measured under {} (its exit "
+                                   "distributions per threshold; `exitsim engine eval "
+                                   "--strategies {}` measures them)",
+                                   strategy, strategy),
                        "none"));
   }
   ExitTable out(std::move(thresholds), std::move(distributions), table.source());

@@ -12,6 +12,7 @@
 #include "exit/table_reader.hpp"
 #include "exitsim/core/error.hpp"
 #include "exitsim/policy/exit_policy.hpp"
+#include "exitsim/policy/sync_strategy.hpp"
 
 namespace exitsim::policy {
 namespace {
@@ -20,14 +21,15 @@ using exit::number_text;
 
 // Column indices, in k_quality_table_columns order; the exit probabilities follow.
 constexpr std::size_t k_policy = 0;
-constexpr std::size_t k_measure = 1;
-constexpr std::size_t k_threshold = 2;
-constexpr std::size_t k_capacities = 3;
-constexpr std::size_t k_tokens = 4;
-constexpr std::size_t k_nll = 5;
-constexpr std::size_t k_agreement = 6;
-constexpr std::size_t k_depth = 7;
-constexpr std::size_t k_first_exit = 8;
+constexpr std::size_t k_strategy = 1;
+constexpr std::size_t k_measure = 2;
+constexpr std::size_t k_threshold = 3;
+constexpr std::size_t k_capacities = 4;
+constexpr std::size_t k_tokens = 5;
+constexpr std::size_t k_nll = 6;
+constexpr std::size_t k_agreement = 7;
+constexpr std::size_t k_depth = 8;
+constexpr std::size_t k_first_exit = 9;
 constexpr std::size_t k_whole_row = static_cast<std::size_t>(-1);
 
 // What each column holds, worded once for the syntax errors and the range errors alike.
@@ -73,6 +75,18 @@ std::optional<RowProblem> check_policy(const QualityRow& row) {
       std::find(names.begin(), names.end(), row.policy) == names.end()) {
     return problem(k_policy, "full_depth or an exit policy (" + listed.substr(2) + ")",
                    quote_field(row.policy));
+  }
+  const bool reference = row.policy == k_full_depth_policy;
+  if (reference && row.strategy != "full_depth") {
+    return problem(k_strategy, "full_depth (the full_depth row's strategy)",
+                   quote_field(row.strategy));
+  }
+  if (!reference &&
+      (!parse_sync_strategy(row.strategy) || row.strategy == "full_depth")) {
+    return problem(k_strategy,
+                   "a synchronization strategy that lets tokens exit (batch_sync, state_copy, "
+                   "deferred_fill, skip_kv, shared_kv, depthwise)",
+                   quote_field(row.strategy));
   }
   const bool confidence = row.policy == "confidence";
   if (confidence && !parse_confidence_measure(row.measure)) {
@@ -129,8 +143,10 @@ std::optional<RowProblem> check_measurements(const QualityRow& row, std::size_t 
 // a setting up or interpolate between thresholds without sorting or choosing among duplicates.
 std::optional<RowProblem> check_order(const QualityRow& row, std::span<const QualityRow> before) {
   const std::string kind = row.policy + (row.measure.empty() ? "" : " " + row.measure);
+  const std::string under = row.policy == k_full_depth_policy ? "" : " under " + row.strategy;
   for (auto other = before.rbegin(); other != before.rend(); ++other) {
-    if (other->policy != row.policy || other->measure != row.measure ||
+    if (other->policy != row.policy || other->strategy != row.strategy ||
+        other->measure != row.measure ||
         other->threshold.has_value() != row.threshold.has_value()) {
       continue;
     }
@@ -140,13 +156,14 @@ std::optional<RowProblem> check_order(const QualityRow& row, std::span<const Qua
         return std::nullopt;
       return problem(k_threshold,
                      "a threshold above " + number_text(*other->threshold) + " (the previous " +
-                         kind + " row's)",
+                         kind + " row's" + under + ")",
                      number_text(*row.threshold));
     }
     if (other->capacities == row.capacities) {
       const std::string with =
           row.capacities.empty() ? "" : " with capacities " + capacities_text(row.capacities);
-      return problem(k_whole_row, "one row per setting", "a second " + kind + " row" + with);
+      return problem(k_whole_row, "one row per setting",
+                     "a second " + kind + " row" + under + with);
     }
   }
   return std::nullopt;
@@ -204,6 +221,7 @@ ParsedQualityTable parse_quality_table(TableReader& reader) {
     const std::vector<CsvField>& cells = reader.split_row(k_first_exit + exit_points);
     QualityRow row;
     row.policy = cells[k_policy].text;
+    row.strategy = cells[k_strategy].text;
     row.measure = cells[k_measure].text;
     if (!cells[k_threshold].text.empty())
       row.threshold = parse_number(reader, cells[k_threshold], "threshold", k_threshold_expected);
@@ -267,7 +285,7 @@ void QualityTable::write(std::ostream& out) const {
     out << (k == 0 ? "" : ",") << exit::probability_column(k);
   out << '\n';
   for (const QualityRow& row : rows_) {
-    out << row.policy << ',' << row.measure << ','
+    out << row.policy << ',' << row.strategy << ',' << row.measure << ','
         << (row.threshold ? number_text(*row.threshold) : "") << ','
         << capacities_text(row.capacities) << ',' << row.tokens << ','
         << number_text(row.nll_per_token) << ',' << number_text(row.top1_agreement) << ','
@@ -276,6 +294,39 @@ void QualityTable::write(std::ostream& out) const {
       out << ',' << number_text(p);
     out << '\n';
   }
+}
+
+QualitySetting QualitySetting::of(const QualityRow& row) {
+  return canonical({row.policy, row.strategy, row.measure, row.threshold, row.capacities});
+}
+
+QualitySetting full_depth_setting() {
+  return {std::string(k_full_depth_policy), "full_depth", "", std::nullopt, {}};
+}
+
+QualitySetting canonical(QualitySetting setting) {
+  if (setting.strategy == "full_depth" || setting.policy == "none" ||
+      setting.policy == k_full_depth_policy) {
+    return full_depth_setting();
+  }
+  return setting;
+}
+
+const QualityRow* find_quality_row(const QualityTable& table, const QualitySetting& setting) {
+  const QualitySetting wanted = canonical(setting);
+  for (const QualityRow& row : table.rows()) {
+    const QualitySetting have = QualitySetting::of(row);
+    if (have.policy != wanted.policy || have.strategy != wanted.strategy ||
+        (wanted.policy == "confidence" && have.measure != wanted.measure)) {
+      continue;
+    }
+    const bool same_threshold =
+        have.threshold.has_value() == wanted.threshold.has_value() &&
+        (!have.threshold || std::abs(*have.threshold - *wanted.threshold) <= 1e-9);
+    if (same_threshold && have.capacities == wanted.capacities)
+      return &row;
+  }
+  return nullptr;
 }
 
 }  // namespace exitsim::policy

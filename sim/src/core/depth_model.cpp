@@ -37,11 +37,11 @@ policy::ExitLookup token_trace_lookup(const std::string& path) {
 }
 
 policy::ExitPolicyParams exit_params(const scenario::ExitPolicyConfig& config,
-                                     const DepthStructure& depth) {
+                                     const std::string& strategy, const DepthStructure& depth) {
   policy::ExitPolicyParams params = exit_policy_params(config);
   if (uses_measured_exits(config)) {
     params.kind = "distribution";
-    params.probabilities = measured_exit_distribution(config, depth);
+    params.probabilities = measured_exit_distribution(config, strategy, depth);
     params.position_buckets.clear();
   } else if (config.kind == "replay") {
     params.replay_lookup = token_trace_lookup(config.token_trace);
@@ -78,9 +78,11 @@ DepthModel::DepthModel(const scenario::ExitPolicyConfig& exit_policy,
                                                 k_max_recursion_contexts),
                                     std::to_string(model.depth.recursions)));
   }
-  if (!exits)
+  // full_depth is the baseline in which nobody exits, whatever the exit policy says.
+  if (!exits || strategy_ == policy::SyncStrategy::full_depth)
     return;
-  policy_ = policy::make_exit_policy(exit_params(exit_policy, model.depth), model.depth);
+  policy_ = policy::make_exit_policy(exit_params(exit_policy, sync.strategy, model.depth),
+                                     model.depth);
   // Synthetic router scores only when the scenario asks for them by name.
   scored_ = !uses_measured_exits(exit_policy) && (exit_policy.kind == "router_token_choice" ||
                                                   exit_policy.kind == "router_expert_choice");

@@ -26,8 +26,9 @@ void check_points(std::size_t found, const std::string& table, const DepthStruct
 }
 
 std::vector<double> confidence_distribution(const scenario::ExitPolicyConfig& config,
+                                            const std::string& strategy,
                                             const DepthStructure& depth) {
-  const policy::ExitTable table = policy::ExitTable::read(config.threshold_table);
+  const policy::ExitTable table = policy::ExitTable::read(config.threshold_table, strategy);
   check_points(table.exit_points(), config.threshold_table, depth);
   // A quality table says which confidence it thresholded; a table of another measure would give
   // the wrong exit distribution silently.
@@ -50,7 +51,7 @@ bool same_capacities(const std::vector<double>& a, const std::vector<double>& b)
 }
 
 std::vector<double> measured_row(const scenario::ExitPolicyConfig& config,
-                                 const DepthStructure& depth) {
+                                 const std::string& strategy, const DepthStructure& depth) {
   const policy::QualityTable table = policy::QualityTable::read(config.threshold_table);
   check_points(table.exit_points(), config.threshold_table, depth);
   const bool thresholded = config.kind == "router_expert_choice" && config.router_mode != "top_k";
@@ -58,7 +59,7 @@ std::vector<double> measured_row(const scenario::ExitPolicyConfig& config,
   std::vector<std::vector<double>> distributions;
   std::string settings;
   for (const policy::QualityRow& row : table.rows()) {
-    if (row.policy != config.kind)
+    if (row.policy != config.kind || row.strategy != strategy)
       continue;
     if (thresholded && row.threshold) {
       thresholds.push_back(*row.threshold);
@@ -68,7 +69,7 @@ std::vector<double> measured_row(const scenario::ExitPolicyConfig& config,
                 same_capacities(row.capacities, config.capacities))) {
       return row.p_exit;
     }
-    settings += settings.empty() ? "" : ", ";
+    settings += settings.empty() ? "" : ", ";  // what the table has for this policy and strategy
     settings += row.threshold ? fmt::format("threshold {}", *row.threshold)
                               : fmt::format("capacities [{}]", fmt::join(row.capacities, ", "));
   }
@@ -83,9 +84,9 @@ std::vector<double> measured_row(const scenario::ExitPolicyConfig& config,
                                                               fmt::join(config.capacities, ", ")))
                                  : "a row";
   throw InputError({config.threshold_table, 0, 0, "policy"},
-                   expected_found(fmt::format("{} of exit policy {} (measured by `exitsim engine "
-                                              "eval`)",
-                                              wanted, config.kind),
+                   expected_found(fmt::format("{} of exit policy {} under {} (measured by "
+                                              "`exitsim engine eval --strategies {}`)",
+                                              wanted, config.kind, strategy, strategy),
                                   settings.empty() ? "none" : settings));
 }
 
@@ -97,6 +98,7 @@ bool uses_measured_exits(const scenario::ExitPolicyConfig& config) {
 }
 
 std::vector<double> measured_exit_distribution(const scenario::ExitPolicyConfig& config,
+                                               const std::string& strategy,
                                                const DepthStructure& depth) {
   if (config.threshold_table.empty()) {
     throw InputError(
@@ -116,8 +118,8 @@ std::vector<double> measured_exit_distribution(const scenario::ExitPolicyConfig&
                                     fmt::format("{}", config.calm_decay)));
   }
   if (config.kind == "confidence")
-    return confidence_distribution(config, depth);
-  return measured_row(config, depth);
+    return confidence_distribution(config, strategy, depth);
+  return measured_row(config, strategy, depth);
 }
 
 }  // namespace exitsim::sim

@@ -14,7 +14,9 @@ struct QualityEvalOptions {
   std::int64_t context = 64;     // tokens of each window given as the prompt
   std::int64_t window = 192;     // tokens scored per window (teacher-forced outputs)
   std::int64_t max_windows = 0;  // 0: every window the corpus holds
-  policy::SyncStrategy strategy = policy::SyncStrategy::state_copy;
+  // Every setting is measured under each of these (quality depends on the strategy: the K/V
+  // later tokens attend over differs).
+  std::vector<policy::SyncStrategy> strategies = {policy::SyncStrategy::state_copy};
   std::int64_t max_running = 16;
   std::uint64_t seed = 0;
 };
@@ -22,6 +24,7 @@ struct QualityEvalOptions {
 // One exit setting measured on the evaluation text.
 struct QualityMeasurement {
   policy::ExitPolicyParams exit_policy;  // kind "none": the full-depth baseline
+  policy::SyncStrategy strategy = policy::SyncStrategy::full_depth;  // measured under
   std::int64_t tokens = 0;
   double nll_per_token = 0;    // nats, of the text's next token under the exit's prediction
   double top1_agreement = 0;   // fraction whose exit argmax equals the full-depth argmax
@@ -31,7 +34,8 @@ struct QualityMeasurement {
 
 // Teacher-forces the corpus through the engine, window by window (prompt = `context` tokens,
 // then `window` forced tokens; windows advance by `window`, so each scored token is scored
-// once), first at full depth and then under each setting with the options' strategy. Every
+// once), first at full depth and then under each setting with each of the options' strategies
+// (setting by setting, strategies in the order given). Every
 // output token is counted, the first of each window included (it comes from the prompt's
 // prefill at full depth). Throws InputError when the corpus holds no window.
 std::vector<QualityMeasurement> evaluate_quality(const Backend& model,

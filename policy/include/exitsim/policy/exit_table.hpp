@@ -38,13 +38,16 @@ class ExitTable {
   // field (version, header, row, threshold or p_exit_<k>) and an "expected X, found Y" message.
   // The version line decides the format: an exit table, or a quality table read as
   // from_quality_table() reads it (with the line of the offending row in its errors).
-  static ExitTable read(const std::string& path);
-  static ExitTable parse(std::istream& in, const std::string& name);
+  // For a quality table, its confidence rows measured under `strategy` (an exit table, which
+  // names no strategy, serves every strategy).
+  static ExitTable read(const std::string& path, std::string_view strategy);
+  static ExitTable parse(std::istream& in, const std::string& name, std::string_view strategy);
 
-  // The `confidence` rows of a quality table, thresholds ascending. Throws InputError (naming
-  // the table's source) when it has none, or rows of both confidence measures: a threshold means
-  // something different under each, so one table must hold one measure.
-  static ExitTable from_quality_table(const QualityTable& table);
+  // The `confidence` rows of a quality table measured under `strategy`, thresholds ascending.
+  // Throws InputError (naming the table's source) when it has none, or rows of both confidence
+  // measures: a threshold means something different under each, so one table must hold one
+  // measure.
+  static ExitTable from_quality_table(const QualityTable& table, std::string_view strategy);
 
   // Writes the format above; numbers in their shortest exact form, so parse() reads back an
   // equal table.
@@ -73,7 +76,8 @@ class ExitTable {
   ExitTable() = default;
   // from_quality_table(), with lines[i] the line row i was read from (for errors) when known.
   static ExitTable from_quality_rows(const QualityTable& table,
-                                     std::span<const std::int64_t> lines);
+                                     std::span<const std::int64_t> lines,
+                                     std::string_view strategy);
 
   std::size_t exit_points_ = 0;
   std::vector<double> thresholds_;

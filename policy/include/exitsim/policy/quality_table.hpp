@@ -6,12 +6,17 @@
 // rows (ExitTable). It lives here rather than in the engine because the simulator reads it and
 // the policy library does not depend on the engine. Format (docs/exit_policies.md):
 //
-//   # exitsim-quality-table v1
-//   policy,measure,threshold,capacities,tokens,nll_per_token,top1_agreement,mean_exit_depth,
-//     p_exit_1,p_exit_2,p_exit_3              (one line in the file)
-//   full_depth,,,,40000,1.2345,1,31,0,0,1
-//   confidence,top1,0.9,,40000,1.25,0.9997,26,0.2,0.3,0.5
-//   router_expert_choice,,,1;0.67;0.33,40000,1.4,0.93,21,0.33,0.34,0.33
+//   # exitsim-quality-table v2
+//   policy,strategy,measure,threshold,capacities,tokens,nll_per_token,top1_agreement,
+//     mean_exit_depth,p_exit_1,p_exit_2,p_exit_3              (one line in the file)
+//   full_depth,full_depth,,,,40000,1.2345,1,31,0,0,1
+//   confidence,skip_kv,top1,0.9,,40000,1.25,0.9997,26,0.2,0.3,0.5
+//   confidence,state_copy,top1,0.9,,40000,1.24,0.9998,26,0.2,0.3,0.5
+//   router_expert_choice,skip_kv,,,1;0.67;0.33,40000,1.4,0.93,21,0.33,0.34,0.33
+//
+// Quality depends on the synchronization strategy (the K/V later tokens attend over differs), so
+// every row names the strategy it was measured under, and a setting is looked up by policy,
+// strategy and setting together (QualitySetting).
 
 #include <cstddef>
 #include <cstdint>
@@ -23,13 +28,16 @@
 
 namespace exitsim::policy {
 
-inline constexpr std::string_view k_quality_table_version_line = "# exitsim-quality-table v1";
+inline constexpr std::string_view k_quality_table_version_line = "# exitsim-quality-table v2";
 // The policy name of the reference row: every token at the last exit point.
 inline constexpr std::string_view k_full_depth_policy = "full_depth";
 
 // One exit setting and what it measured.
 struct QualityRow {
-  std::string policy;   // full_depth, or an exit policy kind (exit_policy_names())
+  std::string policy;  // full_depth, or an exit policy kind (exit_policy_names())
+  // The synchronization strategy it was measured under: full_depth for the full_depth row, a
+  // strategy that lets tokens exit for the others.
+  std::string strategy;
   std::string measure;  // confidence rows: "top1" or "margin"; empty otherwise
   // The setting, at most one of the two: the confidence threshold or router score threshold,
   // or the per-recursion capacities of router_mode top_k.
@@ -76,7 +84,32 @@ class QualityTable {
 
 // The header's columns before p_exit_1.
 inline constexpr std::string_view k_quality_table_columns[] = {
-    "policy", "measure",       "threshold",      "capacities",
-    "tokens", "nll_per_token", "top1_agreement", "mean_exit_depth"};
+    "policy",     "strategy", "measure",       "threshold",      "capacities",
+    "tokens",     "nll_per_token", "top1_agreement", "mean_exit_depth"};
+
+// What identifies a row: the exit setting and the strategy it ran under. The one definition of
+// the join between what was simulated and what was measured (the report, the simulator).
+struct QualitySetting {
+  std::string policy;  // full_depth, or an exit policy kind
+  std::string strategy;
+  std::string measure;  // confidence only
+  std::optional<double> threshold;
+  std::vector<double> capacities;
+
+  // Runs and rows with strategy full_depth are the full-depth reference, whatever exit setting
+  // they were given: every token runs every layer.
+  static QualitySetting of(const QualityRow& row);
+  friend bool operator==(const QualitySetting&, const QualitySetting&) = default;
+};
+
+// The full-depth reference setting.
+QualitySetting full_depth_setting();
+// `setting` with the no-ops removed: strategy full_depth (or exit policy none) is the full-depth
+// reference whatever the rest says.
+QualitySetting canonical(QualitySetting setting);
+
+// The row measured for `setting` (thresholds equal within 1e-9), or null: never a row of another
+// strategy.
+const QualityRow* find_quality_row(const QualityTable& table, const QualitySetting& setting);
 
 }  // namespace exitsim::policy
