@@ -1,6 +1,7 @@
 #include "exitsim/sim/cost/step_batch.hpp"
 
 #include <algorithm>
+#include <limits>
 
 namespace exitsim::sim {
 namespace {
@@ -32,19 +33,41 @@ void set_depthwise(const policy::StepRow& row, const DepthStructure& depth, Batc
   entry.recursion_context[0] = row.recursion_context[0];
 }
 
-}  // namespace
+// A reused entry back to the defaults, field by field: zeroing the whole entry (its recursion
+// contexts included, which are read only up to their count) is a string store that costs more
+// than the rest of the entry's translation.
+void reset(BatchEntry& e) {
+  e.query_tokens = 0;
+  e.context_tokens = 0;
+  e.depth = 0;
+  e.emits_token = false;
+  e.start_depth = 0;
+  e.coda = BatchEntry::Coda::from_start;
+  e.pending_tokens = 0;
+  e.pending_from_depth = 0;
+  e.kv_only_depth = 0;
+  e.useful_depth = std::numeric_limits<int>::max();
+  e.reuse_first_recursion_kv = false;
+  e.recursion_context_count = 0;
+}
 
-void batch_of(std::span<const policy::StepRow> rows, const DepthStructure& depth,
-              policy::SyncStrategy strategy, std::vector<BatchEntry>& out) {
-  // Entries are written in place: building one on the stack and copying it costs more than the
-  // pricing of a small batch (narrow stores read back wide).
-  out.clear();
-  out.resize(rows.size());
+// Writes the batch of `rows` into out[0, n) and returns n, reusing out's entries.
+std::size_t write_batch(std::span<const policy::StepRow> rows, const DepthStructure& depth,
+                        policy::SyncStrategy strategy, std::vector<BatchEntry>& out) {
+  // Entries are overwritten whole, never value-initialised first: on the simulator's hot path
+  // the batch is rebuilt every iteration, and a fresh entry per row costs more than pricing it.
   const bool shared = strategy == policy::SyncStrategy::shared_kv;
+  std::size_t n = 0;
+  const auto next = [&]() -> BatchEntry& {
+    if (n == out.size())
+      out.emplace_back();
+    BatchEntry& e = out[n++];
+    reset(e);
+    return e;
+  };
   bool older_groups = false;
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    const policy::StepRow& row = rows[i];
-    BatchEntry& entry = out[i];
+  for (const policy::StepRow& row : rows) {
+    BatchEntry& entry = next();
     if (row.kind == policy::RowKind::depthwise) {
       set_depthwise(row, depth, entry);
       continue;
@@ -66,25 +89,34 @@ void batch_of(std::span<const policy::StepRow> rows, const DepthStructure& depth
     }
   }
   if (!older_groups)
-    return;
+    return n;
   // Older fill groups: the last tokens of the context, newest group last.
   for (const policy::StepRow& row : rows) {
     std::int64_t newer = row.plan.fill_count > 0 ? row.plan.fills[0].tokens : 0;
     for (std::size_t g = 1; g < row.plan.fill_count; ++g) {
       const policy::FillGroup& group = row.plan.fills[g];
       newer += group.tokens;
-      BatchEntry fill{group.tokens, std::max<std::int64_t>(row.context_tokens - newer, 0),
-                      row.plan.run_depth, false};
+      BatchEntry& fill = next();
+      fill.query_tokens = group.tokens;
+      fill.context_tokens = std::max<std::int64_t>(row.context_tokens - newer, 0);
+      fill.depth = row.plan.run_depth;
       fill.start_depth = group.depth;
       fill.coda = BatchEntry::Coda::skip;
-      out.push_back(fill);
     }
   }
+  return n;
+}
+
+}  // namespace
+
+void batch_of(std::span<const policy::StepRow> rows, const DepthStructure& depth,
+              policy::SyncStrategy strategy, std::vector<BatchEntry>& out) {
+  out.resize(write_batch(rows, depth, strategy, out));
 }
 
 IterationCost StepPricer::price(std::span<const policy::StepRow> rows) {
-  batch_of(rows, depth_, strategy_, batch_);
-  return model_.iteration_cost(batch_);
+  const std::size_t n = write_batch(rows, depth_, strategy_, batch_);
+  return model_.iteration_cost(std::span<const BatchEntry>(batch_.data(), n));
 }
 
 }  // namespace exitsim::sim
