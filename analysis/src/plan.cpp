@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "exitsim/analysis/steady_state.hpp"
 #include "exitsim/core/error.hpp"
 #include "exitsim/scenario/load.hpp"
 #include "exitsim/sim/simulator.hpp"
@@ -43,6 +44,7 @@ class Planner {
   struct Outcome {
     bool meets = false;
     RunMetrics metrics;
+    SteadyState steady;
   };
 
   Outcome run(const SweepPoint& point, double load, int replicas, CandidatePlan& c) const {
@@ -56,11 +58,16 @@ class Planner {
             ? scenario::load_default_scenario(overrides)
             : scenario::load_scenario_file(options_.scenario_file, overrides);
     const auto workload = sim::make_workload(s.workload, s.seed);
-    const sim::SimulationResult result =
-        sim::simulate(sim::simulation_config_from(s, ""), *workload);
+    sim::SimulationConfig config = sim::simulation_config_from(s, "");
+    std::vector<sim::RequestRecord> finished;
+    config.request_observer = [&](const sim::RequestRecord& r) { finished.push_back(r); };
+    const sim::SimulationResult result = sim::simulate(config, *workload);
     ++c.simulations;
-    return {result.summary.slo_attainment >= options_.min_attainment,
-            run_metrics_of(result.summary)};
+    // Sustainable: the SLOs held over the steady window and the queue did not keep growing.
+    const SteadyState steady = steady_state(finished, config.slo);
+    Outcome o{steady.attainment >= options_.min_attainment && !steady.queue_growing,
+              run_metrics_of(result.summary), steady};
+    return o;
   }
 
   // Vidur-Search's bisection: bracket the capacity by doubling (or halving), then halve the
@@ -73,6 +80,7 @@ class Planner {
     if (first.meets) {
       ok = start_load_;
       c.at_max_rate = first.metrics;
+      c.steady_at_max_rate = first.steady;
       for (int i = 0; i < k_bracket_steps; ++i) {
         const double load = ok * 2;
         Outcome o = run(c.point, load, 1, c);
@@ -82,6 +90,7 @@ class Planner {
         }
         ok = load;
         c.at_max_rate = o.metrics;
+        c.steady_at_max_rate = o.steady;
       }
       if (fail == 0) {  // never failed: the highest load tried is only a lower bound
         c.max_load_per_replica = ok;
@@ -96,6 +105,7 @@ class Planner {
         if (o.meets) {
           ok = load;
           c.at_max_rate = o.metrics;
+          c.steady_at_max_rate = o.steady;
         } else {
           fail = load;
         }
@@ -109,6 +119,7 @@ class Planner {
       if (o.meets) {
         ok = load;
         c.at_max_rate = o.metrics;
+        c.steady_at_max_rate = o.steady;
       } else {
         fail = load;
       }

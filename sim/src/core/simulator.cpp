@@ -31,7 +31,7 @@ class ClusterRun {
         workload_(workload),
         progress_(progress),
         metrics_(MetricsOptions{config.slo, static_cast<int>(config.replicas.size()),
-                                config.requests_csv_path}) {
+                                config.requests_csv_path, config.request_observer}) {
     if (config.replicas.empty()) {
       throw InputError({"", 0, 0, "cluster.replicas"}, expected_found("at least 1", "0"));
     }

@@ -43,6 +43,21 @@ bool meets(double latency_ns, const std::optional<double>& target_ms) {
   return !target_ms || latency_ns <= *target_ms * static_cast<double>(k_ns_per_ms);
 }
 
+bool meets_ttft(const RequestRecord& r, const SloTargets& slo) {
+  return meets(static_cast<double>(r.first_token - r.arrival), slo.ttft_ms);
+}
+
+// TPOT is compared unrounded; a one-token output has no TPOT and meets any TPOT target.
+bool meets_tpot(const RequestRecord& r, const SloTargets& slo) {
+  return r.output_tokens == 1 || meets(static_cast<double>(r.completion - r.first_token) /
+                                           static_cast<double>(r.output_tokens - 1),
+                                       slo.tpot_ms);
+}
+
+bool meets_e2e(const RequestRecord& r, const SloTargets& slo) {
+  return meets(static_cast<double>(r.completion - r.arrival), slo.e2e_ms);
+}
+
 LatencyStats stats_of(const LatencySketch& sketch) {
   const auto ms = [](double ns) { return ns / static_cast<double>(k_ns_per_ms); };
   LatencyStats stats;
@@ -61,6 +76,10 @@ double per_second(double amount, TimeNs span) {
 }
 
 }  // namespace
+
+bool meets_slo(const RequestRecord& request, const SloTargets& slo) {
+  return meets_ttft(request, slo) && meets_tpot(request, slo) && meets_e2e(request, slo);
+}
 
 struct MetricsCollector::Impl {
   explicit Impl(MetricsOptions o)
@@ -120,17 +139,15 @@ void MetricsCollector::record_request(const RequestRecord& request) {
   if (tpot)
     m.tpot.add(*tpot);
 
-  // TPOT is compared unrounded; a one-token output has no TPOT and meets any TPOT target.
-  const bool ttft_ok = meets(static_cast<double>(ttft), m.options.slo.ttft_ms);
-  const bool tpot_ok = request.output_tokens == 1 ||
-                       meets(static_cast<double>(request.completion - request.first_token) /
-                                 static_cast<double>(request.output_tokens - 1),
-                             m.options.slo.tpot_ms);
-  const bool e2e_ok = meets(static_cast<double>(e2e), m.options.slo.e2e_ms);
+  const bool ttft_ok = meets_ttft(request, m.options.slo);
+  const bool tpot_ok = meets_tpot(request, m.options.slo);
+  const bool e2e_ok = meets_e2e(request, m.options.slo);
   m.met_ttft += ttft_ok ? 1 : 0;
   m.met_tpot += tpot_ok ? 1 : 0;
   m.met_e2e += e2e_ok ? 1 : 0;
   m.met_all += ttft_ok && tpot_ok && e2e_ok ? 1 : 0;
+  if (m.options.request_observer)
+    m.options.request_observer(request);
 
   ++m.requests;
   m.input_tokens += request.input_tokens;

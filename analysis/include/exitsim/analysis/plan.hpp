@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "exitsim/analysis/steady_state.hpp"
 #include "exitsim/analysis/sweep.hpp"
 #include "exitsim/sim/metrics/metrics.hpp"
 
@@ -15,7 +16,9 @@ namespace exitsim::analysis {
 struct PlanOptions {
   std::string scenario_file;  // "" = the embedded default
   std::vector<std::string> overrides;
-  // A run meets the SLOs when at least this fraction of its requests meets every target.
+  // A load is sustainable when, over the run's steady window (warm-up and drain excluded,
+  // steady_state.hpp), at least this fraction of requests meets every target and the queue does
+  // not keep growing.
   double min_attainment = 0.9;
   // Either a target arrival rate (synthetic workload) or a scale of the replayed trace's rate
   // (workload.source: trace); neither: only the per-replica capacity is found.
@@ -38,6 +41,7 @@ struct CandidatePlan {
   // max_load_per_replica, not that figure; outputs mark it ">=".
   bool max_load_is_lower_bound = false;
   RunMetrics at_max_rate;
+  SteadyState steady_at_max_rate;  // the steady window of that run
   int simulations = 0;
   // For the target (rate or scaled trace): the fewest replicas that meet the SLOs, and the run
   // there; 0 when none up to max_replicas does or there is no target.

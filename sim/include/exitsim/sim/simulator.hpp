@@ -41,6 +41,8 @@ struct SimulationConfig {
   // Called with every executed iteration's full trace at its completion, with its replica
   // (the conformance suite compares them with the engine's steps).
   StepObserver step_observer;
+  // Called with every finished request (RequestRecord), in completion order.
+  std::function<void(const RequestRecord&)> request_observer;
 };
 
 // The simulation a scenario describes (outputs go under `output_dir`, "" = write no files).

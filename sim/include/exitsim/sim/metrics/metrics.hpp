@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -45,10 +46,16 @@ struct SloTargets {
   std::optional<double> e2e_ms;
 };
 
+// Whether one finished request meets every target (TPOT compared unrounded; a one-token output
+// has no TPOT and meets any TPOT target): what SLO attainment counts.
+bool meets_slo(const RequestRecord& request, const SloTargets& slo);
+
 struct MetricsOptions {
   SloTargets slo;
   int replicas = 1;
   std::string requests_csv_path;  // "" = no per-request CSV
+  // Called with every finished request (the planner's steady-state test reads them all).
+  std::function<void(const RequestRecord&)> request_observer;
   // Time-series resolution: windows start at this width and double whenever the series would
   // exceed max_series_points, so memory stays bounded on arbitrarily long runs.
   TimeNs series_window = k_ns_per_s;
