@@ -72,8 +72,13 @@ void run_report(const ReportArgs& args) {
   traces::write_file_atomically(csv, report.frontier_csv);
   for (const std::string& note : report.notes)
     fmt::print("note       {}\n", note);
-  fmt::print("frontier   {} of {} runs, hypervolume {:.4g}\n", report.frontier.size(),
-             report.points.size(), report.hypervolume);
+  std::size_t distinct = 0;
+  for (const analysis::FrontierRow& p : report.points)
+    distinct += p.same_as == p.run ? 1U : 0U;
+  fmt::print(
+      "frontier   {} of {} distinct configurations ({} runs; runs doing the same work are one), "
+      "hypervolume {:.4g}\n",
+      report.frontier.size(), distinct, report.points.size(), report.hypervolume);
   fmt::print("report     {} (with {} and {})\n", args.out, json, csv);
 }
 

@@ -41,6 +41,52 @@ std::vector<RunRecord> sweep_runs(const TempDir& dir) {
   return SweepDatabase(o.database).runs();
 }
 
+// Configurations that do the same work are one point: thresholds under full_depth exit nobody,
+// so the full-depth runs at two thresholds are one point, the reference; state_copy's two
+// thresholds exit differently and stay two points.
+TEST(Report, ConfigurationsThatDoTheSameWorkAreOnePoint) {
+  TempDir dir;
+  const std::string table = dir.write("quality.csv", k_quality);
+  SweepOptions o;
+  o.scenario_file = dir.write(
+      "sweep.yaml",
+      "model:\n  preset: mor-smollm-360m-r3\n"
+      "workload:\n  requests: 40\n  input_tokens: {max: 1536}\n  output_tokens: {max: 512}\n"
+      "exit_policy:\n  kind: confidence\n  threshold: 0.5\n  threshold_table: " +
+          table +
+          "\nsweep:\n"
+          "  - key: exit_policy.threshold\n    values: [0.5, 0.9]\n"
+          "  - key: sync.strategy\n    values: [full_depth, state_copy]\n");
+  o.database = dir.path("runs.db");
+  run_sweep(o);
+  ReportInputs in;
+  in.runs = SweepDatabase(o.database).runs();
+  ASSERT_EQ(in.runs.size(), 4U);
+  in.quality = policy::QualityTable::read(table);
+  const Report r = build_report(in);
+  std::vector<std::size_t> reference, distinct;
+  for (const FrontierRow& p : r.points) {
+    if (p.reference)
+      reference.push_back(p.same_as);
+    if (p.same_as == p.run)
+      distinct.push_back(p.run);
+  }
+  ASSERT_EQ(reference.size(), 2U);
+  EXPECT_EQ(reference[0], reference[1]) << "the two full-depth runs are one point";
+  EXPECT_EQ(distinct.size(), 3U);
+  EXPECT_EQ(r.points[reference[0]].also.size(), 2U);  // it names both runs it stands for
+  EXPECT_NE(r.html.find("full depth (reference)"), std::string::npos);
+  EXPECT_NE(r.html.find("3 distinct configurations"), std::string::npos);
+  for (std::size_t i = 0; i < r.frontier.size(); ++i) {
+    for (std::size_t j = i + 1; j < r.frontier.size(); ++j) {
+      const FrontierRow& a = r.points[r.frontier[i]];
+      const FrontierRow& b = r.points[r.frontier[j]];
+      EXPECT_FALSE(a.efficiency == b.efficiency && a.quality == b.quality)
+          << "two frontier points with the same outcome";
+    }
+  }
+}
+
 TEST(Report, ChartsTheFrontierAndEveryNumber) {
   TempDir dir;
   ReportInputs in;

@@ -8,6 +8,7 @@
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "exitsim/analysis/svg_chart.hpp"
 #include "exitsim/core/error.hpp"
@@ -63,8 +64,8 @@ RunSetting setting_of(const RunRecord& run) {
 // The quality table's row for a run's exit setting under its own strategy (policy's one join:
 // never a row measured under another strategy); full depth for `none` or strategy full_depth.
 const policy::QualityRow* quality_row(const policy::QualityTable& table, const RunSetting& s) {
-  return policy::find_quality_row(
-      table, {s.policy, s.strategy, s.measure, s.threshold, s.capacities});
+  return policy::find_quality_row(table,
+                                  {s.policy, s.strategy, s.measure, s.threshold, s.capacities});
 }
 
 double run_metric(const RunMetrics& m, const std::string& name) {
@@ -131,6 +132,58 @@ std::vector<std::size_t> shown_runs(const Report& r, std::size_t total, std::siz
   return out;
 }
 
+// The point's name: the full-depth baseline is named as the reference.
+std::string point_label(const FrontierRow& p) {
+  return p.reference ? "full depth (reference)" : p.key;
+}
+
+// Runs that do the same work are one configuration: the same outcome (efficiency and quality,
+// exactly: the simulator is deterministic) under the same settings of the axes other than the
+// exit setting and the strategy (a threshold under full_depth, or one no token reaches, exits
+// nobody). The full-depth run stands for its group when it is in one.
+void collapse_same_configurations(Report& r, const std::vector<RunSetting>& settings,
+                                  const std::vector<RunRecord>& runs) {
+  std::map<std::tuple<std::string, double, double>, std::size_t> first;
+  for (std::size_t i = 0; i < r.points.size(); ++i) {
+    FrontierRow& p = r.points[i];
+    const policy::QualitySetting setting =
+        policy::canonical({settings[i].policy, settings[i].strategy, settings[i].measure,
+                           settings[i].threshold, settings[i].capacities});
+    p.reference = setting == policy::full_depth_setting();
+    p.same_as = i;
+    std::string axes;
+    for (const std::string& o : runs[i].point.overrides) {
+      if (!o.starts_with("exit_policy.") && !o.starts_with("sync.strategy="))
+        axes += o + ";";
+    }
+    if (!std::isfinite(p.quality))
+      continue;
+    const auto [at, inserted] = first.try_emplace({axes, p.efficiency, p.quality}, i);
+    if (inserted)
+      continue;
+    FrontierRow& head = r.points[at->second];
+    if (p.reference && !head.reference) {
+      // The reference stands for the group: it takes the group over.
+      p.also = std::move(head.also);
+      p.also.push_back(head.key);
+      for (FrontierRow& q : r.points) {
+        if (q.same_as == at->second)
+          q.same_as = i;
+      }
+      head.also.clear();
+      at->second = i;
+    } else {
+      p.same_as = at->second;
+      head.also.push_back(p.key);
+    }
+  }
+  // A reference row's name says what it stands for too.
+  for (FrontierRow& p : r.points) {
+    if (p.reference && p.same_as == p.run && p.key != "(scenario)")
+      p.also.insert(p.also.begin(), p.key);
+  }
+}
+
 }  // namespace
 
 Report build_report(const ReportInputs& in) {
@@ -160,6 +213,7 @@ Report build_report(const ReportInputs& in) {
     r.points.push_back(row);
     points.push_back({row.key, {row.efficiency, row.quality}});
   }
+  collapse_same_configurations(r, settings, in.runs);
   const std::vector<Objective> objectives = {in.efficiency_objective, in.quality_objective};
   std::string pareto_body;
   if (in.runs.empty()) {
@@ -171,10 +225,25 @@ Report build_report(const ReportInputs& in) {
         "engine eval`), given with --quality");
     pareto_body = empty_note(r.notes.back());
   } else {
-    const std::vector<int> ranks = pareto_ranks(points, objectives);
-    r.frontier = pareto_frontier(points, objectives);
-    for (std::size_t i = 0; i < r.points.size(); ++i)
-      r.points[i].rank = std::isfinite(r.points[i].quality) ? ranks[i] : -1;
+    // One Pareto point per distinct configuration; the others it stands for share its rank.
+    std::vector<ParetoPoint> distinct;
+    std::vector<std::size_t> distinct_run;
+    for (std::size_t i = 0; i < r.points.size(); ++i) {
+      if (r.points[i].same_as == i) {
+        distinct.push_back(points[i]);
+        distinct_run.push_back(i);
+      }
+    }
+    points = distinct;
+    const std::vector<int> ranks = pareto_ranks(distinct, objectives);
+    for (const std::size_t f : pareto_frontier(distinct, objectives))
+      r.frontier.push_back(distinct_run[f]);
+    for (std::size_t k = 0; k < distinct_run.size(); ++k) {
+      FrontierRow& p = r.points[distinct_run[k]];
+      p.rank = std::isfinite(p.quality) ? ranks[k] : -1;
+    }
+    for (FrontierRow& p : r.points)
+      p.rank = r.points[p.same_as].rank;
     if (without_quality > 0) {
       r.notes.push_back(fmt::format(
           "{} of {} runs have an exit setting and strategy the quality table does not hold (it "
@@ -205,29 +274,33 @@ Report build_report(const ReportInputs& in) {
       ChartSeries all{"all runs", {}, false, {}};
       ChartSeries front{"Pareto frontier", {}, true, {}};
       for (const FrontierRow& p : r.points) {
+        if (p.same_as != p.run)
+          continue;
         all.points.emplace_back(p.efficiency, p.quality);
-        all.labels.push_back(p.key);
+        all.labels.push_back(point_label(p));
       }
       std::vector<std::vector<std::string>> rows;
       for (const std::size_t f : r.frontier) {
         const FrontierRow& p = r.points[f];
         front.points.emplace_back(p.efficiency, p.quality);
-        front.labels.push_back(p.key);
-        rows.push_back({p.key, fmt_number(p.efficiency), fmt_number(p.quality)});
+        front.labels.push_back(point_label(p));
+        rows.push_back({point_label(p), fmt_number(p.efficiency), fmt_number(p.quality),
+                        p.also.empty() ? "-" : fmt::format("{}", fmt::join(p.also, "; "))});
       }
       const std::vector<ChartSeries> series = {all, front};
       pareto_body = svg_xy_chart({"Efficiency against quality", in.efficiency_objective.metric,
                                   in.quality_objective.metric},
                                  series);
-      const std::vector<std::string> header = {"configuration on the frontier",
-                                               in.efficiency_objective.metric,
-                                               in.quality_objective.metric};
+      const std::vector<std::string> header = {
+          "configuration on the frontier", in.efficiency_objective.metric,
+          in.quality_objective.metric, "the same work as (one point)"};
       pareto_body += html_table(header, rows);
       pareto_body += fmt::format(
           "<p>Hypervolume {} (reference: the worst value on each axis less a tenth of its "
           "range); "
-          "{} of {} runs on the frontier.</p>\n",
-          fmt_number(r.hypervolume), r.frontier.size(), in.runs.size());
+          "{} of {} distinct configurations on the frontier ({} runs: configurations that do "
+          "the same work, such as any threshold under full_depth, are one point).</p>\n",
+          fmt_number(r.hypervolume), r.frontier.size(), points.size(), in.runs.size());
     }
   }
   body += section("Pareto frontier", pareto_body);
@@ -275,6 +348,8 @@ Report build_report(const ReportInputs& in) {
                                                                         : json(nullptr)},
                          {"efficiency", r.points[i].efficiency},
                          {"pareto_rank", r.points[i].rank},
+                         {"same_work_as", r.points[r.points[i].same_as].key},
+                         {"reference", r.points[i].reference},
                          {"strategy", settings[i].strategy},
                          {"summary", summary}});
     if (std::find(shown.begin(), shown.end(), i) == shown.end())

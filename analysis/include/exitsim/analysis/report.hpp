@@ -31,6 +31,11 @@ struct FrontierRow {
   double quality = 0;  // NaN when the quality table has no row for the run's exit setting
   double efficiency = 0;
   int rank = -1;  // Pareto rank, 0 = on the frontier; -1 without quality
+  // The configurations that do the same work are one point: the run it stands for (itself when
+  // it is the point) and, on the point, the keys of the others it stands for.
+  std::size_t same_as = 0;
+  std::vector<std::string> also;
+  bool reference = false;  // the full-depth baseline: nobody exits
 };
 
 struct Report {
