@@ -58,6 +58,28 @@ std::string number(double v) {
   return fmt::format("{:.4g}", v);
 }
 
+// The ticks' labels, with as many significant digits as their step needs to tell neighbours
+// apart (283.4 and 283.42, not "283.4" twice).
+std::vector<std::string> tick_labels(const std::vector<double>& ticks, bool log) {
+  std::vector<std::string> out;
+  if (log || ticks.size() < 2) {
+    for (const double t : ticks)
+      out.push_back(number(t));
+    return out;
+  }
+  const double step = ticks[1] - ticks[0];
+  double largest = 0;
+  for (const double t : ticks)
+    largest = std::max(largest, std::abs(t));
+  const int digits =
+      largest > 0
+          ? static_cast<int>(std::floor(std::log10(largest)) - std::floor(std::log10(step))) + 1
+          : 1;
+  for (const double t : ticks)
+    out.push_back(fmt::format("{:.{}g}", t, std::clamp(digits, 1, 15)));
+  return out;
+}
+
 Axis axis_over(double lo, double hi, bool log) {
   Axis a;
   a.log = log;
@@ -89,19 +111,23 @@ std::string frame(const ChartOptions& o, const Axis& x, const Axis& y, bool x_ti
       "<text x=\"{2}\" y=\"20\" font-size=\"14\" font-weight=\"bold\">{3}</text>\n"
       "<rect x=\"{4}\" y=\"{5}\" width=\"{6}\" height=\"{7}\" fill=\"none\" stroke=\"#888\"/>\n",
       o.width, o.height, k_left, html_escape(o.title), k_left, k_top, plot_w, plot_h);
-  for (const double t : x_ticks ? ticks(x) : std::vector<double>{}) {
-    const double px = k_left + x.unit(t) * plot_w;
+  const std::vector<double> xs = x_ticks ? ticks(x) : std::vector<double>{};
+  const std::vector<std::string> x_labels = tick_labels(xs, x.log);
+  for (std::size_t k = 0; k < xs.size(); ++k) {
+    const double px = k_left + x.unit(xs[k]) * plot_w;
     svg += fmt::format(
         "<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#eee\"/>"
         "<text x=\"{0:.1f}\" y=\"{3}\" text-anchor=\"middle\">{4}</text>\n",
-        px, k_top, k_top + plot_h, k_top + plot_h + 14, number(t));
+        px, k_top, k_top + plot_h, k_top + plot_h + 14, x_labels[k]);
   }
-  for (const double t : ticks(y)) {
-    const double py = k_top + (1 - y.unit(t)) * plot_h;
+  const std::vector<double> ys = ticks(y);
+  const std::vector<std::string> y_labels = tick_labels(ys, y.log);
+  for (std::size_t k = 0; k < ys.size(); ++k) {
+    const double py = k_top + (1 - y.unit(ys[k])) * plot_h;
     svg += fmt::format(
         "<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"#eee\"/>"
         "<text x=\"{3}\" y=\"{4:.1f}\" text-anchor=\"end\">{5}</text>\n",
-        k_left, py, k_left + plot_w, k_left - 4, py + 4, number(t));
+        k_left, py, k_left + plot_w, k_left - 4, py + 4, y_labels[k]);
   }
   svg += fmt::format(
       "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n"
