@@ -23,7 +23,7 @@ struct ReportArgs {
   std::string profile;
   std::string validation;
   std::string plan;
-  std::string efficiency = "throughput_tokens_per_s";
+  std::string efficiency;  // "": the plan's capacity when it covers every run, else throughput
   std::string quality_metric = "nll";
   std::string out = "report.html";
 };
@@ -56,10 +56,11 @@ void run_report(const ReportArgs& args) {
     throw InputError({"", 0, 0, "--quality-metric"},
                      expected_found("nll or agreement", "\"" + args.quality_metric + "\""));
   }
-  // Latencies and memory are better when lower; rates and attainment when higher.
-  const bool lower_is_better =
-      args.efficiency.ends_with("_ms") || args.efficiency == "mean_exit_depth";
-  in.efficiency_objective = {args.efficiency, !lower_is_better};
+  const std::string efficiency =
+      args.efficiency.empty() ? analysis::default_efficiency(in) : args.efficiency;
+  // Latencies and memory are better when lower; rates, capacities and attainment when higher.
+  const bool lower_is_better = efficiency.ends_with("_ms") || efficiency == "mean_exit_depth";
+  in.efficiency_objective = {efficiency, !lower_is_better};
   const analysis::Report report = analysis::build_report(in);
 
   const std::filesystem::path html(args.out);
@@ -98,7 +99,10 @@ void add_report_command(CLI::App& app) {
   command->add_option("--plan", args->plan,
                       "Plan JSON (exitsim plan -o FILE.csv writes FILE.json)");
   command->add_option("--efficiency", args->efficiency,
-                      "Efficiency axis: a run metric (default throughput_tokens_per_s)");
+                      "Efficiency axis: sustainable_load or sustainable_tokens_per_s (from "
+                      "--plan), or a run metric such as throughput_tokens_per_s (default: "
+                      "sustainable_load when the plan covers every run, else "
+                      "throughput_tokens_per_s)");
   command->add_option("--quality-metric", args->quality_metric, "Quality axis: nll or agreement");
   command->add_option("-o,--out", args->out, "The HTML file to write (default report.html)");
   command->callback([args] { run_report(*args); });

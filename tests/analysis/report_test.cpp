@@ -1,5 +1,6 @@
 #include "exitsim/analysis/report.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <string>
@@ -85,6 +86,50 @@ TEST(Report, ConfigurationsThatDoTheSameWorkAreOnePoint) {
           << "two frontier points with the same outcome";
     }
   }
+}
+
+// A plan of the same sweep gives each configuration its efficiency: the load it sustains within
+// the SLOs, not its throughput at the sweep's (possibly light) offered load.
+TEST(Report, EfficiencyIsTheSustainableCapacityWhenThePlanCoversEveryRun) {
+  TempDir dir;
+  ReportInputs in;
+  in.runs = sweep_runs(dir);
+  ASSERT_EQ(in.runs.size(), 4U);
+  in.quality = policy::QualityTable::read(dir.path("quality.csv"));
+  std::string candidates;
+  for (std::size_t i = 0; i < in.runs.size(); ++i) {
+    candidates += (i == 0 ? "" : ",") +
+                  fmt::format(
+                      "{{\"candidate\": \"{}\", \"load_key\": \"workload.arrivals.rate\", "
+                      "\"max_load_per_replica\": {}, \"throughput_at_max\": {}, "
+                      "\"tpot_p99_ms_at_max\": 1, \"replicas\": 0, \"cost_per_hour\": 0, "
+                      "\"recommended\": false}}",
+                      in.runs[i].point.key, 10.0 * static_cast<double>(i + 1),
+                      100.0 * static_cast<double>(i + 1));
+  }
+  const std::string plan =
+      "{\"format\": \"exitsim-plan v1\", \"recommendation\": \"r\", "
+      "\"candidates\": [";
+  in.plan_json = plan + candidates + "]}";
+  EXPECT_EQ(default_efficiency(in), "sustainable_load");
+  in.efficiency_objective = {"sustainable_load", true};
+  const Report r = build_report(in);
+  for (std::size_t i = 0; i < r.points.size(); ++i)
+    EXPECT_DOUBLE_EQ(r.points[i].efficiency, 10.0 * static_cast<double>(i + 1));
+  EXPECT_NE(r.html.find("Capacity against quality"), std::string::npos);
+  EXPECT_EQ(r.html.find("not a capacity"), std::string::npos);
+  in.efficiency_objective = {"sustainable_tokens_per_s", true};
+  EXPECT_DOUBLE_EQ(build_report(in).points[1].efficiency, 200.0);
+
+  // A plan without every run's configuration: the report falls back to throughput and says that
+  // it is not a capacity.
+  in.plan_json = plan + candidates.substr(0, candidates.rfind(",{")) + "]}";
+  EXPECT_EQ(default_efficiency(in), "throughput_tokens_per_s");
+  in.efficiency_objective = {"throughput_tokens_per_s", true};
+  EXPECT_NE(build_report(in).html.find("not a capacity"), std::string::npos);
+  in.plan_json.clear();
+  in.efficiency_objective = {"sustainable_load", true};
+  EXPECT_THROW(build_report(in), InputError);
 }
 
 TEST(Report, ChartsTheFrontierAndEveryNumber) {

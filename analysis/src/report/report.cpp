@@ -68,6 +68,30 @@ const policy::QualityRow* quality_row(const policy::QualityTable& table, const R
                                   {s.policy, s.strategy, s.measure, s.threshold, s.capacities});
 }
 
+// The plan's candidates by key: their sustainable load and the tokens/s at it.
+std::map<std::string, std::pair<double, double>> plan_capacities(const std::string& plan_json) {
+  std::map<std::string, std::pair<double, double>> out;
+  if (plan_json.empty())
+    return out;
+  const json plan = json::parse(plan_json, nullptr, false);
+  if (!plan.is_object() || !plan.contains("candidates") || !plan["candidates"].is_array())
+    return out;
+  for (const json& c : plan["candidates"]) {
+    if (c.contains("candidate") && c["candidate"].is_string() &&
+        c.contains("max_load_per_replica") && c["max_load_per_replica"].is_number()) {
+      const double tokens = c.contains("throughput_at_max") && c["throughput_at_max"].is_number()
+                                ? c["throughput_at_max"].get<double>()
+                                : k_nan;
+      out[c["candidate"].get<std::string>()] = {c["max_load_per_replica"].get<double>(), tokens};
+    }
+  }
+  return out;
+}
+
+bool is_capacity(const std::string& metric) {
+  return metric == "sustainable_load" || metric == "sustainable_tokens_per_s";
+}
+
 double run_metric(const RunMetrics& m, const std::string& name) {
   const std::map<std::string, double> values = {
       {"throughput_tokens_per_s", m.throughput_tokens_per_s},
@@ -156,7 +180,7 @@ void collapse_same_configurations(Report& r, const std::vector<RunSetting>& sett
       if (!o.starts_with("exit_policy.") && !o.starts_with("sync.strategy="))
         axes += o + ";";
     }
-    if (!std::isfinite(p.quality))
+    if (!std::isfinite(p.quality) || !std::isfinite(p.efficiency))
       continue;
     const auto [at, inserted] = first.try_emplace({axes, p.efficiency, p.quality}, i);
     if (inserted)
@@ -186,12 +210,29 @@ void collapse_same_configurations(Report& r, const std::vector<RunSetting>& sett
 
 }  // namespace
 
+std::string default_efficiency(const ReportInputs& in) {
+  const auto capacities = plan_capacities(in.plan_json);
+  if (in.runs.empty() || capacities.empty())
+    return "throughput_tokens_per_s";
+  for (const RunRecord& run : in.runs) {
+    if (!capacities.contains(run.point.key))
+      return "throughput_tokens_per_s";
+  }
+  return "sustainable_load";
+}
+
 Report build_report(const ReportInputs& in) {
   Report r;
   json out = {{"format", "exitsim-report v1"}};
   std::string body;
 
   // Efficiency-quality plane.
+  const auto capacities = plan_capacities(in.plan_json);
+  if (is_capacity(in.efficiency_objective.metric) && in.plan_json.empty()) {
+    throw InputError(
+        {"", 0, 0, "--efficiency"},
+        expected_found("a capacity plan (--plan) for " + in.efficiency_objective.metric, "none"));
+  }
   std::vector<RunSetting> settings;
   std::vector<ParetoPoint> points;
   std::size_t without_quality = 0;
@@ -201,7 +242,15 @@ Report build_report(const ReportInputs& in) {
     FrontierRow row;
     row.run = i;
     row.key = run.point.key.empty() ? "(scenario)" : run.point.key;
-    row.efficiency = run_metric(run.metrics, in.efficiency_objective.metric);
+    if (is_capacity(in.efficiency_objective.metric)) {
+      const auto found = capacities.find(run.point.key);
+      row.efficiency = found == capacities.end() ? k_nan
+                       : in.efficiency_objective.metric == "sustainable_load"
+                           ? found->second.first
+                           : found->second.second;
+    } else {
+      row.efficiency = run_metric(run.metrics, in.efficiency_objective.metric);
+    }
     row.quality = k_nan;
     if (in.quality) {
       if (const policy::QualityRow* q = quality_row(*in.quality, settings.back())) {
@@ -209,7 +258,7 @@ Report build_report(const ReportInputs& in) {
             in.quality_objective.metric == "top1_agreement" ? q->top1_agreement : q->nll_per_token;
       }
     }
-    without_quality += std::isfinite(row.quality) ? 0U : 1U;
+    without_quality += std::isfinite(row.quality) && std::isfinite(row.efficiency) ? 0U : 1U;
     r.points.push_back(row);
     points.push_back({row.key, {row.efficiency, row.quality}});
   }
@@ -240,15 +289,15 @@ Report build_report(const ReportInputs& in) {
       r.frontier.push_back(distinct_run[f]);
     for (std::size_t k = 0; k < distinct_run.size(); ++k) {
       FrontierRow& p = r.points[distinct_run[k]];
-      p.rank = std::isfinite(p.quality) ? ranks[k] : -1;
+      p.rank = std::isfinite(p.quality) && std::isfinite(p.efficiency) ? ranks[k] : -1;
     }
     for (FrontierRow& p : r.points)
       p.rank = r.points[p.same_as].rank;
     if (without_quality > 0) {
       r.notes.push_back(fmt::format(
           "{} of {} runs have an exit setting and strategy the quality table does not hold (it "
-          "holds quality per setting and strategy: `exitsim engine eval --strategies`); they "
-          "are left off the frontier",
+          "holds quality per setting and strategy: `exitsim engine eval --strategies`) or no "
+          "candidate in the plan; they are left off the frontier",
           without_quality, in.runs.size()));
     }
     if (r.frontier.empty()) {
@@ -274,7 +323,7 @@ Report build_report(const ReportInputs& in) {
       ChartSeries all{"all runs", {}, false, {}};
       ChartSeries front{"Pareto frontier", {}, true, {}};
       for (const FrontierRow& p : r.points) {
-        if (p.same_as != p.run)
+        if (p.same_as != p.run || !std::isfinite(p.efficiency) || !std::isfinite(p.quality))
           continue;
         all.points.emplace_back(p.efficiency, p.quality);
         all.labels.push_back(point_label(p));
@@ -288,9 +337,25 @@ Report build_report(const ReportInputs& in) {
                         p.also.empty() ? "-" : fmt::format("{}", fmt::join(p.also, "; "))});
       }
       const std::vector<ChartSeries> series = {all, front};
-      pareto_body = svg_xy_chart({"Efficiency against quality", in.efficiency_objective.metric,
-                                  in.quality_objective.metric},
-                                 series);
+      const std::string efficiency_title =
+          in.efficiency_objective.metric == "sustainable_load"
+              ? "sustainable load per replica within the SLOs (the plan's load unit)"
+          : in.efficiency_objective.metric == "sustainable_tokens_per_s"
+              ? "output tokens/s per replica at its sustainable load"
+              : in.efficiency_objective.metric;
+      pareto_body =
+          svg_xy_chart({is_capacity(in.efficiency_objective.metric) ? "Capacity against quality"
+                                                                    : "Efficiency against quality",
+                        efficiency_title, in.quality_objective.metric},
+                       series);
+      if (!is_capacity(in.efficiency_objective.metric)) {
+        r.notes.push_back(fmt::format(
+            "efficiency is {} at the sweep's offered load, not a capacity: it varies with the "
+            "configuration only where that load saturates the system; give --plan with `exitsim "
+            "plan` over the same sweep to chart each configuration's sustainable load",
+            in.efficiency_objective.metric));
+        pareto_body += empty_note(r.notes.back());
+      }
       const std::vector<std::string> header = {
           "configuration on the frontier", in.efficiency_objective.metric,
           in.quality_objective.metric, "the same work as (one point)"};

@@ -21,8 +21,17 @@ struct ReportInputs {
   std::string validation_json;  // `exitsim validate`'s validation.json ("" = none)
   std::string plan_json;        // `exitsim plan`'s JSON ("" = none)
   Objective quality_objective{"nll_per_token", false};  // or {"top1_agreement", true}
+  // "sustainable_load" (the plan's capacity per replica within the SLOs) or
+  // "sustainable_tokens_per_s" (the output tokens/s at it) take the run's efficiency from the
+  // plan's candidate of the same key; any other is a run metric.
   Objective efficiency_objective{"throughput_tokens_per_s", true};
 };
+
+// The efficiency the report uses when none is asked for: the planned capacity when the plan has
+// a candidate for every run (a configuration's efficiency is what it sustains within the SLOs),
+// else the throughput at the sweep's offered load, which varies with the decision only when that
+// load saturates the system (the report then says so).
+std::string default_efficiency(const ReportInputs& in);
 
 // One run placed on the efficiency-quality plane.
 struct FrontierRow {
