@@ -25,6 +25,7 @@ struct ReportArgs {
   std::string plan;
   std::string efficiency;  // "": the plan's capacity when it covers every run, else throughput
   std::string quality_metric = "nll";
+  double max_quality_loss = 0.01;
   std::string out = "report.html";
 };
 
@@ -61,6 +62,7 @@ void run_report(const ReportArgs& args) {
   // Latencies and memory are better when lower; rates, capacities and attainment when higher.
   const bool lower_is_better = efficiency.ends_with("_ms") || efficiency == "mean_exit_depth";
   in.efficiency_objective = {efficiency, !lower_is_better};
+  in.max_quality_loss = args.max_quality_loss;
   const analysis::Report report = analysis::build_report(in);
 
   const std::filesystem::path html(args.out);
@@ -71,6 +73,7 @@ void run_report(const ReportArgs& args) {
   traces::write_file_atomically(args.out, report.html);
   traces::write_file_atomically(json, report.json);
   traces::write_file_atomically(csv, report.frontier_csv);
+  fmt::print("verdict    {}\n", report.verdict);
   for (const std::string& note : report.notes)
     fmt::print("note       {}\n", note);
   std::size_t distinct = 0;
@@ -104,6 +107,11 @@ void add_report_command(CLI::App& app) {
                       "sustainable_load when the plan covers every run, else "
                       "throughput_tokens_per_s)");
   command->add_option("--quality-metric", args->quality_metric, "Quality axis: nll or agreement");
+  command
+      ->add_option("--max-quality-loss", args->max_quality_loss,
+                   "The verdict's quality budget: the most NLL a configuration may add over full "
+                   "depth, as a fraction (default 0.01: 1%)")
+      ->check(CLI::Range(0.0, 1.0));
   command->add_option("-o,--out", args->out, "The HTML file to write (default report.html)");
   command->callback([args] { run_report(*args); });
 }

@@ -132,6 +132,59 @@ TEST(Report, EfficiencyIsTheSustainableCapacityWhenThePlanCoversEveryRun) {
   EXPECT_THROW(build_report(in), InputError);
 }
 
+// The verdict's arithmetic: the most efficient frontier configuration within the quality
+// budget, its gain over full depth, and the refusal to recommend when none is within it.
+TEST(Report, TheVerdictPicksTheBestConfigurationWithinTheQualityBudget) {
+  TempDir dir;
+  const std::string table = dir.write("quality.csv", k_quality);
+  SweepOptions o;
+  o.scenario_file = dir.write(
+      "sweep.yaml",
+      "name: verdict\nmodel:\n  preset: mor-smollm-360m-r3\n"
+      "workload:\n  requests: 40\n  input_tokens: {max: 1536}\n  output_tokens: {max: 512}\n"
+      "exit_policy:\n  kind: confidence\n  threshold: 0.5\n  threshold_table: " +
+          table +
+          "\nsweep:\n"
+          "  - key: sync.strategy\n    values: [full_depth, state_copy]\n"
+          "  - key: exit_policy.threshold\n    values: [0.5, 0.9]\n");
+  o.database = dir.path("runs.db");
+  run_sweep(o);
+  ReportInputs in;
+  in.runs = SweepDatabase(o.database).runs();
+  ASSERT_EQ(in.runs.size(), 4U);
+  in.quality = policy::QualityTable::read(table);
+  // Capacities: full depth 10, state_copy at 0.5 13 (NLL 1.50, +15.4%), at 0.9 12 (1.35, +3.8%).
+  std::string candidates;
+  for (const RunRecord& run : in.runs) {
+    const double capacity = run.point.key.find("full_depth") != std::string::npos ? 10
+                            : run.point.key.find("0.5") != std::string::npos      ? 13
+                                                                                  : 12;
+    candidates += (candidates.empty() ? "" : ",") +
+                  fmt::format(
+                      "{{\"candidate\": \"{}\", \"max_load_per_replica\": {}, "
+                      "\"throughput_at_max\": 1, \"replicas\": 3, \"cost_per_hour\": 6, "
+                      "\"cost_per_million_tokens\": 0.5, \"load_key\": \"rate\", "
+                      "\"tpot_p99_ms_at_max\": 1.5, \"recommended\": false}}",
+                      run.point.key, capacity);
+  }
+  in.plan_json = "{\"format\": \"exitsim-plan v1\", \"recommendation\": \"r\", \"candidates\": [" +
+                 candidates + "]}";
+  in.efficiency_objective = {"sustainable_load", true};
+  in.max_quality_loss = 0.05;
+  const Report within = build_report(in);
+  EXPECT_NE(within.verdict.find("sync.strategy=state_copy; exit_policy.threshold=0.9"),
+            std::string::npos)
+      << within.verdict;
+  EXPECT_NE(within.verdict.find("(1.200x full depth)"), std::string::npos) << within.verdict;
+  EXPECT_NE(within.verdict.find("3 replica(s)"), std::string::npos);
+  EXPECT_NE(within.verdict.find("no validation given"), std::string::npos);
+  EXPECT_NE(within.html.find("<h2>Verdict</h2>"), std::string::npos);
+  in.max_quality_loss = 0.01;
+  EXPECT_NE(build_report(in).verdict.find("does not pay off"), std::string::npos);
+  in.max_quality_loss = 0.2;
+  EXPECT_NE(build_report(in).verdict.find("(1.300x full depth)"), std::string::npos);
+}
+
 TEST(Report, ChartsTheFrontierAndEveryNumber) {
   TempDir dir;
   ReportInputs in;

@@ -25,6 +25,11 @@ struct ReportInputs {
   // "sustainable_tokens_per_s" (the output tokens/s at it) take the run's efficiency from the
   // plan's candidate of the same key; any other is a run metric.
   Objective efficiency_objective{"throughput_tokens_per_s", true};
+  // The verdict's quality budget: the most NLL (relative, over full depth) a recommended
+  // configuration may add, and the validation error (median per step, on the engine's own
+  // batches) above which the verdict warns that the pricing is not to be trusted.
+  double max_quality_loss = 0.01;
+  double validation_target = 0.05;
 };
 
 // The efficiency the report uses when none is asked for: the planned capacity when the plan has
@@ -52,6 +57,7 @@ struct Report {
   std::vector<std::size_t> frontier;  // indices into points, worst to best efficiency
   double hypervolume = 0;
   std::vector<std::string> notes;  // what could not be shown, and why
+  std::string verdict;             // the answer in words and numbers, first on the page
   std::string html;                // self-contained: inline SVG and CSS, no script, no network
   std::string json;                // every number in the report
   std::string frontier_csv;
