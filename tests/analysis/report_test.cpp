@@ -21,25 +21,31 @@ constexpr const char* k_quality =
     "confidence,state_copy,top1,0.5,,100,1.50,0.95,15,0.6,0.3,0.1\n"
     "confidence,state_copy,top1,0.9,,100,1.35,0.99,24,0.2,0.3,0.5\n";
 
-// A confidence sweep (two thresholds x two batch limits) on a 3-recursion model.
-std::vector<RunRecord> sweep_runs(const TempDir& dir) {
+// A confidence sweep on a 3-recursion model, its quality table in `dir`: `extra` holds the
+// scenario's sync section (if any) and its sweep axes.
+std::vector<RunRecord> sweep_of(const TempDir& dir, const std::string& extra) {
   const std::string table = dir.write("quality.csv", k_quality);
   SweepOptions o;
   o.scenario_file = dir.write(
       "sweep.yaml",
-      "model:\n  preset: mor-smollm-360m-r3\n"
+      "name: sweep\nmodel:\n  preset: mor-smollm-360m-r3\n"
       "workload:\n  requests: 40\n  input_tokens: {max: 1536}\n  output_tokens: {max: 512}\n"
       "exit_policy:\n  kind: confidence\n  threshold: 0.5\n"
       "  threshold_table: " +
-          table +
-          "\nsync:\n  strategy: state_copy\n"
-          "sweep:\n"
-          "  - key: exit_policy.threshold\n    values: [0.5, 0.9]\n"
-          "  - key: scheduler.max_running\n    values: [8, 64]\n");
+          table + "\n" + extra);
   o.database = dir.path("runs.db");
   o.jobs = 2;
   run_sweep(o);
   return SweepDatabase(o.database).runs();
+}
+
+// Two thresholds x two batch limits under state_copy.
+std::vector<RunRecord> sweep_runs(const TempDir& dir) {
+  return sweep_of(dir,
+                  "sync:\n  strategy: state_copy\n"
+                  "sweep:\n"
+                  "  - key: exit_policy.threshold\n    values: [0.5, 0.9]\n"
+                  "  - key: scheduler.max_running\n    values: [8, 64]\n");
 }
 
 // Configurations that do the same work are one point: thresholds under full_depth exit nobody,
@@ -47,23 +53,13 @@ std::vector<RunRecord> sweep_runs(const TempDir& dir) {
 // thresholds exit differently and stay two points.
 TEST(Report, ConfigurationsThatDoTheSameWorkAreOnePoint) {
   TempDir dir;
-  const std::string table = dir.write("quality.csv", k_quality);
-  SweepOptions o;
-  o.scenario_file = dir.write(
-      "sweep.yaml",
-      "model:\n  preset: mor-smollm-360m-r3\n"
-      "workload:\n  requests: 40\n  input_tokens: {max: 1536}\n  output_tokens: {max: 512}\n"
-      "exit_policy:\n  kind: confidence\n  threshold: 0.5\n  threshold_table: " +
-          table +
-          "\nsweep:\n"
-          "  - key: exit_policy.threshold\n    values: [0.5, 0.9]\n"
-          "  - key: sync.strategy\n    values: [full_depth, state_copy]\n");
-  o.database = dir.path("runs.db");
-  run_sweep(o);
   ReportInputs in;
-  in.runs = SweepDatabase(o.database).runs();
+  in.runs = sweep_of(dir,
+                     "sweep:\n"
+                     "  - key: exit_policy.threshold\n    values: [0.5, 0.9]\n"
+                     "  - key: sync.strategy\n    values: [full_depth, state_copy]\n");
   ASSERT_EQ(in.runs.size(), 4U);
-  in.quality = policy::QualityTable::read(table);
+  in.quality = policy::QualityTable::read(dir.path("quality.csv"));
   const Report r = build_report(in);
   std::vector<std::size_t> reference, distinct;
   for (const FrontierRow& p : r.points) {
@@ -136,23 +132,13 @@ TEST(Report, EfficiencyIsTheSustainableCapacityWhenThePlanCoversEveryRun) {
 // budget, its gain over full depth, and the refusal to recommend when none is within it.
 TEST(Report, TheVerdictPicksTheBestConfigurationWithinTheQualityBudget) {
   TempDir dir;
-  const std::string table = dir.write("quality.csv", k_quality);
-  SweepOptions o;
-  o.scenario_file = dir.write(
-      "sweep.yaml",
-      "name: verdict\nmodel:\n  preset: mor-smollm-360m-r3\n"
-      "workload:\n  requests: 40\n  input_tokens: {max: 1536}\n  output_tokens: {max: 512}\n"
-      "exit_policy:\n  kind: confidence\n  threshold: 0.5\n  threshold_table: " +
-          table +
-          "\nsweep:\n"
-          "  - key: sync.strategy\n    values: [full_depth, state_copy]\n"
-          "  - key: exit_policy.threshold\n    values: [0.5, 0.9]\n");
-  o.database = dir.path("runs.db");
-  run_sweep(o);
   ReportInputs in;
-  in.runs = SweepDatabase(o.database).runs();
+  in.runs = sweep_of(dir,
+                     "sweep:\n"
+                     "  - key: sync.strategy\n    values: [full_depth, state_copy]\n"
+                     "  - key: exit_policy.threshold\n    values: [0.5, 0.9]\n");
   ASSERT_EQ(in.runs.size(), 4U);
-  in.quality = policy::QualityTable::read(table);
+  in.quality = policy::QualityTable::read(dir.path("quality.csv"));
   // Capacities: full depth 10, state_copy at 0.5 13 (NLL 1.50, +15.4%), at 0.9 12 (1.35, +3.8%).
   std::string candidates;
   for (const RunRecord& run : in.runs) {
