@@ -93,9 +93,8 @@ std::vector<QualityMeasurement> evaluate_quality(const Backend& model,
   Scored full;
   policy::ExitPolicyParams none;
   const EngineRun full_run = measure(none, policy::SyncStrategy::full_depth, full);
-  const auto summarize = [&](const policy::ExitPolicyParams& params,
-                             policy::SyncStrategy strategy, const Scored& scored,
-                             const EngineRun& run) {
+  const auto summarize = [&](const policy::ExitPolicyParams& params, policy::SyncStrategy strategy,
+                             const Scored& scored, const EngineRun& run) {
     QualityMeasurement m;
     m.exit_policy = params;
     m.strategy = strategy;

@@ -14,8 +14,12 @@ using SettingKey =
     std::tuple<std::size_t, std::string, std::string, bool, double, std::vector<double>>;
 
 SettingKey setting_key(const QualityRow& row, std::size_t group) {
-  return {group,         row.strategy, row.measure, row.threshold.has_value(),
-          row.threshold.value_or(0.0), row.capacities};
+  return {group,
+          row.strategy,
+          row.measure,
+          row.threshold.has_value(),
+          row.threshold.value_or(0.0),
+          row.capacities};
 }
 
 }  // namespace
@@ -24,7 +28,8 @@ QualityRow quality_row_of(const QualityMeasurement& measurement) {
   const policy::ExitPolicyParams& params = measurement.exit_policy;
   QualityRow row;
   row.policy = params.kind == "none" ? std::string(policy::k_full_depth_policy) : params.kind;
-  row.strategy = params.kind == "none" ? "full_depth" : std::string(to_string(measurement.strategy));
+  row.strategy =
+      params.kind == "none" ? "full_depth" : std::string(to_string(measurement.strategy));
   if (params.kind == "confidence") {
     row.measure = params.confidence_measure;
     row.threshold = params.threshold;

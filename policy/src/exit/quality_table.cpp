@@ -81,8 +81,7 @@ std::optional<RowProblem> check_policy(const QualityRow& row) {
     return problem(k_strategy, "full_depth (the full_depth row's strategy)",
                    quote_field(row.strategy));
   }
-  if (!reference &&
-      (!parse_sync_strategy(row.strategy) || row.strategy == "full_depth")) {
+  if (!reference && (!parse_sync_strategy(row.strategy) || row.strategy == "full_depth")) {
     return problem(k_strategy,
                    "a synchronization strategy that lets tokens exit (batch_sync, state_copy, "
                    "deferred_fill, skip_kv, shared_kv, depthwise)",

@@ -81,8 +81,8 @@ DepthModel::DepthModel(const scenario::ExitPolicyConfig& exit_policy,
   // full_depth is the baseline in which nobody exits, whatever the exit policy says.
   if (!exits || strategy_ == policy::SyncStrategy::full_depth)
     return;
-  policy_ = policy::make_exit_policy(exit_params(exit_policy, sync.strategy, model.depth),
-                                     model.depth);
+  policy_ =
+      policy::make_exit_policy(exit_params(exit_policy, sync.strategy, model.depth), model.depth);
   // Synthetic router scores only when the scenario asks for them by name.
   scored_ = !uses_measured_exits(exit_policy) && (exit_policy.kind == "router_token_choice" ||
                                                   exit_policy.kind == "router_expert_choice");

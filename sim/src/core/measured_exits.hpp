@@ -18,11 +18,12 @@ namespace exitsim::sim {
 bool uses_measured_exits(const scenario::ExitPolicyConfig& config);
 
 // The measured exit distribution (one probability per exit point of `depth`) of `config`'s
-// setting under synchronization `strategy` (rows of other strategies are never used): confidence and router_expert_choice thresholds interpolated between measured rows,
-// router_expert_choice top_k capacities and the setting-less oracle and router_token_choice as
-// measured. Throws InputError naming the table or the key for a missing table, a table of other
-// exit points, confidence measure or setting, and for CALM's decaying threshold (the table is
-// measured at a constant one).
+// setting under synchronization `strategy` (rows of other strategies are never used): confidence
+// and router_expert_choice thresholds interpolated between measured rows, router_expert_choice
+// top_k capacities and the setting-less oracle and router_token_choice as measured. Throws
+// InputError naming the table or the key for a missing table, a table of other exit points,
+// confidence measure or setting, and for CALM's decaying threshold (the table is measured at a
+// constant one).
 std::vector<double> measured_exit_distribution(const scenario::ExitPolicyConfig& config,
                                                const std::string& strategy,
                                                const DepthStructure& depth);

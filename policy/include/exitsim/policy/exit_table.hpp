@@ -75,8 +75,7 @@ class ExitTable {
  private:
   ExitTable() = default;
   // from_quality_table(), with lines[i] the line row i was read from (for errors) when known.
-  static ExitTable from_quality_rows(const QualityTable& table,
-                                     std::span<const std::int64_t> lines,
+  static ExitTable from_quality_rows(const QualityTable& table, std::span<const std::int64_t> lines,
                                      std::string_view strategy);
 
   std::size_t exit_points_ = 0;

@@ -84,8 +84,8 @@ class QualityTable {
 
 // The header's columns before p_exit_1.
 inline constexpr std::string_view k_quality_table_columns[] = {
-    "policy",     "strategy", "measure",       "threshold",      "capacities",
-    "tokens",     "nll_per_token", "top1_agreement", "mean_exit_depth"};
+    "policy", "strategy",      "measure",        "threshold",      "capacities",
+    "tokens", "nll_per_token", "top1_agreement", "mean_exit_depth"};
 
 // What identifies a row: the exit setting and the strategy it ran under. The one definition of
 // the join between what was simulated and what was measured (the report, the simulator).
