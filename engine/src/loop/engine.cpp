@@ -140,13 +140,8 @@ void Engine::Loop::refresh_kv_views() {
   for (std::size_t i = 0; i < running_.size(); ++i) {
     policy::SequenceView& view = running_views_[i];
     const Sequence& s = *running_[i];
-    view.kv_blocks = footprint(s, view);
-    if (layout_.per_recursion()) {
-      for (std::size_t g = 0; g < kv_view_.groups.count; ++g) {
-        const int stream = s.streams[static_cast<std::size_t>(layout_.first_instance_of_group(g))];
-        view.kv_row_offset[g] = static_cast<std::int32_t>(kv_.rows(stream) - view.computed_tokens);
-      }
-    }
+    set_kv_rows(s, view);
+    view.kv_blocks = policy::kv_footprint(view, 0, kv_view_);
     if (physical_blocks(s) > view.kv_blocks) {
       throw std::logic_error(
           fmt::format("engine: request {} holds {} K/V blocks, more than the "
@@ -427,16 +422,20 @@ std::int64_t Engine::Loop::recursion_rows(const Sequence& s, std::int64_t comput
   return kv_.rows(s.streams[static_cast<std::size_t>(instance)]);
 }
 
+void Engine::Loop::set_kv_rows(const Sequence& s, policy::SequenceView& view) const {
+  if (!layout_.per_recursion())
+    return;
+  for (std::size_t g = 0; g < kv_view_.groups.count; ++g) {
+    const int stream = s.streams[static_cast<std::size_t>(layout_.first_instance_of_group(g))];
+    view.kv_row_offset[g] = static_cast<std::int32_t>(kv_.rows(stream) - view.computed_tokens);
+  }
+}
+
 std::int64_t Engine::Loop::footprint(const Sequence& s, policy::SequenceView view) const {
   // The K/V manager reports the rows each group holds (the rows of its first instance), and the
   // sequence is charged the shared footprint of them. deferred_fill's owed rows count as held:
   // the fill that writes them cannot wait for blocks.
-  if (layout_.per_recursion()) {
-    for (std::size_t g = 0; g < kv_view_.groups.count; ++g) {
-      const int stream = s.streams[static_cast<std::size_t>(layout_.first_instance_of_group(g))];
-      view.kv_row_offset[g] = static_cast<std::int32_t>(kv_.rows(stream) - view.computed_tokens);
-    }
-  }
+  set_kv_rows(s, view);
   return policy::kv_footprint(view, 0, kv_view_);
 }
 

@@ -193,6 +193,8 @@ class Engine::Loop {
   void end_step(std::span<const std::int64_t> work, policy::StepTrace& trace);
   // Rows recursion r's K/V holds (skip_kv, depthwise), or `computed` for a uniform layout.
   std::int64_t recursion_rows(const Sequence& s, std::int64_t computed, int recursion) const;
+  // The view's K/V rows per group (SequenceView::kv_row_offset) from the sequence's streams.
+  void set_kv_rows(const Sequence& s, policy::SequenceView& view) const;
   // Blocks the sequence is charged for, with `view`'s computed tokens and its streams' rows.
   std::int64_t footprint(const Sequence& s, policy::SequenceView view) const;
   void open_streams(Sequence& s);

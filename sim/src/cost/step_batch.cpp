@@ -109,11 +109,6 @@ std::size_t write_batch(std::span<const policy::StepRow> rows, const DepthStruct
 
 }  // namespace
 
-void batch_of(std::span<const policy::StepRow> rows, const DepthStructure& depth,
-              policy::SyncStrategy strategy, std::vector<BatchEntry>& out) {
-  out.resize(write_batch(rows, depth, strategy, out));
-}
-
 IterationCost StepPricer::price(std::span<const policy::StepRow> rows) {
   const std::size_t n = write_batch(rows, depth_, strategy_, batch_);
   return model_.iteration_cost(std::span<const BatchEntry>(batch_.data(), n));

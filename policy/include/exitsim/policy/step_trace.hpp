@@ -3,7 +3,7 @@
 // What one iteration of an executor did, in the terms the engine and the simulator share: the
 // scheduler's admissions and preemptions, and per sequence the work the synchronization plan
 // gave it and the K/V it holds after. The simulator prices its iterations from these rows
-// (sim::batch_of), validation prices the engine's recorded rows the same way, and the
+// (sim::StepPricer), validation prices the engine's recorded rows the same way, and the
 // conformance suite compares the two executors' traces step by step.
 
 #include <array>

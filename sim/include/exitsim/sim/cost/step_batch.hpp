@@ -15,13 +15,10 @@
 
 namespace exitsim::sim {
 
-// Appends the entries of `rows` to `out` (cleared first): one per row, in order, then one per
-// deferred-fill group beyond the first that joins a token (an older group's states attend as
-// their own query over the tokens before them, from their depth to the token's).
-void batch_of(std::span<const policy::StepRow> rows, const DepthStructure& depth,
-              policy::SyncStrategy strategy, std::vector<BatchEntry>& out);
-
-// Prices steps the way the simulator times its iterations: batch_of, then the cost model.
+// The entries of a step's rows: one per row, in order, then one per deferred-fill group beyond
+// the first that joins a token (an older group's states attend as their own query over the
+// tokens before them, from their depth to the token's), priced by the cost model: how the
+// simulator times its iterations.
 class StepPricer {
  public:
   StepPricer(const CostModel& model, const DepthStructure& depth, policy::SyncStrategy strategy)
