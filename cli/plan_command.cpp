@@ -33,19 +33,32 @@ void run_plan(PlanArgs& args) {
   if (args.trace_scale != 0)
     args.options.trace_scale = args.trace_scale;
   const analysis::Plan plan = analysis::plan_capacity(args.options);
-  fmt::print("{:<48} {:>12} {:>11} {:>11} {:>9} {:>10}\n", "candidate", "max load", "TPOT p99",
-             "TTFT p99", "replicas", "cost/h");
+  fmt::print("{:<48} {:>12} {:>11} {:>11} {:>11} {:>9} {:>10}\n", "candidate", "max load",
+             "saturation", "TPOT p99", "TTFT p99", "replicas", "cost/h");
   for (const analysis::CandidatePlan& c : plan.candidates) {
     fmt::print(
-        "{:<48} {:>12} {:>8.2f} ms {:>8.1f} ms {:>9} {:>10.2f}\n",
+        "{:<48} {:>12} {:>11.4g} {:>8.2f} ms {:>8.1f} ms {:>9} {:>10.2f}\n",
         c.point.key.empty() ? "(scenario)" : c.point.key,
         fmt::format("{}{:.4g}", c.max_load_is_lower_bound ? ">=" : "", c.max_load_per_replica),
-        c.at_max_rate.tpot_p99_ms, c.at_max_rate.ttft_p99_ms,
+        c.saturation_load, c.steady_at_max_rate.tpot_p99_ms, c.steady_at_max_rate.ttft_p99_ms,
         c.replicas > 0 ? std::to_string(c.replicas) : "-", c.cost_per_hour);
   }
   if (!plan.candidates.empty())
     fmt::print("load       {} per replica\n", plan.candidates.front().load_key);
   for (const analysis::CandidatePlan& c : plan.candidates) {
+    const std::string name = c.point.key.empty() ? "(scenario)" : c.point.key;
+    if (c.steady_at_max_rate.window_too_short) {
+      fmt::print(
+          "WARNING    {}: at its max load the run is mostly warm-up (steady window {} of its "
+          "requests): the queue test was not applied; give more workload.requests\n",
+          name, c.steady_at_max_rate.requests);
+    }
+    if (c.saturation_load <= 0) {
+      fmt::print(
+          "WARNING    {}: too few requests ({}) to measure saturation throughput: loads are not "
+          "bounded by it\n",
+          name, c.saturation_requests);
+    }
     if (c.max_load_is_lower_bound) {
       fmt::print(
           "WARNING    {}: the SLOs held at every load tried, up to {:.4g}: its capacity is "

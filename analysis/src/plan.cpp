@@ -2,9 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <exception>
+#include <limits>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -25,18 +27,22 @@ class Planner {
       : options_(options), trace_(base.workload.source == "trace") {
     load_key_ = trace_ ? "workload.trace.rate_scale" : "workload.arrivals.rate";
     start_load_ = trace_ ? base.workload.trace.rate_scale : base.workload.arrivals.rate;
+    requests_ = static_cast<std::size_t>(std::max<std::int64_t>(base.workload.requests, 0));
   }
 
   CandidatePlan plan(const SweepPoint& point) const {
     CandidatePlan c;
     c.point = point;
     c.load_key = load_key_;
+    measure_saturation(c);
     find_max_load(c);
     const std::optional<double> target = trace_ ? options_.trace_scale : options_.target_rate;
     // A replica that misses the SLOs even almost idle misses them at any share of the target:
     // more replicas cannot help.
     if (target && c.max_load_per_replica > 0)
       find_replicas(c, *target);
+    c.cost_per_million_tokens_at_capacity =
+        per_million_tokens(options_.gpu_hour_price, c.steady_at_max_rate.output_tokens_per_s);
     return c;
   }
 
@@ -47,27 +53,76 @@ class Planner {
     SteadyState steady;
   };
 
-  Outcome run(const SweepPoint& point, double load, int replicas, CandidatePlan& c) const {
+  struct Finished {
+    sim::SimulationResult result;
+    sim::SloTargets slo;
+    std::vector<sim::RequestRecord> requests;
+  };
+
+  Finished simulate(const SweepPoint& point, std::vector<std::string> extra,
+                    CandidatePlan& c) const {
     std::vector<std::string> overrides = options_.overrides;
     overrides.insert(overrides.end(), point.overrides.begin(), point.overrides.end());
     overrides.push_back("sweep=[]");
-    overrides.push_back(fmt::format("{}={}", load_key_, load));
-    overrides.push_back(fmt::format("cluster.replicas={}", replicas));
+    overrides.insert(overrides.end(), extra.begin(), extra.end());
     const scenario::Scenario s =
         options_.scenario_file.empty()
             ? scenario::load_default_scenario(overrides)
             : scenario::load_scenario_file(options_.scenario_file, overrides);
     const auto workload = sim::make_workload(s.workload, s.seed);
     sim::SimulationConfig config = sim::simulation_config_from(s, "");
-    std::vector<sim::RequestRecord> finished;
-    config.request_observer = [&](const sim::RequestRecord& r) { finished.push_back(r); };
-    const sim::SimulationResult result = sim::simulate(config, *workload);
+    Finished out;
+    config.request_observer = [&](const sim::RequestRecord& r) { out.requests.push_back(r); };
+    out.result = sim::simulate(config, *workload);
+    out.slo = config.slo;
     ++c.simulations;
+    return out;
+  }
+
+  Outcome run(const SweepPoint& point, double load, int replicas, CandidatePlan& c) const {
+    // At or above saturation no queue is stable: a finite run that looks fine has not run long
+    // enough to show it.
+    if (c.saturation_load > 0 && load >= c.saturation_load * replicas)
+      return {};
+    const Finished f = simulate(
+        point,
+        {fmt::format("{}={}", load_key_, load), fmt::format("cluster.replicas={}", replicas)}, c);
     // Sustainable: the SLOs held over the steady window and the queue did not keep growing.
-    const SteadyState steady = steady_state(finished, config.slo);
-    Outcome o{steady.attainment >= options_.min_attainment && !steady.queue_growing,
-              run_metrics_of(result.summary), steady};
-    return o;
+    const SteadyState steady = steady_state(f.requests, f.slo);
+    return {steady.attainment >= options_.min_attainment && !steady.queue_growing,
+            run_metrics_of(f.result.summary), steady};
+  }
+
+  // One replica with every request waiting from the start: its completion rate in the middle of
+  // the run is the most it can serve of this mix.
+  void measure_saturation(CandidatePlan& c) const {
+    constexpr double k_backlog_rate = 1e6;  // requests/s, or the trace's largest rate scale
+    std::vector<std::string> extra = {fmt::format("{}={}", load_key_, k_backlog_rate),
+                                      "cluster.replicas=1"};
+    if (!trace_) {
+      extra.emplace_back("workload.arrivals.process=poisson");
+      extra.push_back(fmt::format("workload.requests={}",
+                                  std::max(requests_, options_.saturation_min_requests)));
+    }
+    const Finished f = simulate(c.point, extra, c);
+    c.saturation_requests = f.requests.size();
+    c.saturation_requests_per_s = saturation_requests_per_s(f.requests);
+    if (c.saturation_requests_per_s <= 0)
+      return;
+    // In the load's unit: requests/s for synthetic arrivals; for a trace, the rate scale at
+    // which the trace asks for that many requests per second.
+    TimeNs first = std::numeric_limits<TimeNs>::max(), last = 0;
+    for (const sim::RequestRecord& r : f.requests) {
+      first = std::min(first, r.arrival);
+      last = std::max(last, r.arrival);
+    }
+    const double offered = last > first ? static_cast<double>(f.requests.size() - 1) *
+                                              static_cast<double>(k_ns_per_s) /
+                                              static_cast<double>(last - first)
+                                        : 0;
+    c.saturation_load = !trace_       ? c.saturation_requests_per_s
+                        : offered > 0 ? k_backlog_rate * c.saturation_requests_per_s / offered
+                                      : 0;
   }
 
   // Vidur-Search's bisection: bracket the capacity by doubling (or halving), then halve the
@@ -150,16 +205,20 @@ class Planner {
     }
     c.replicas = n;
     c.at_target = o.metrics;
+    c.steady_at_target = o.steady;
     c.cost_per_hour = n * options_.gpu_hour_price;
-    const double tokens_per_hour = o.metrics.throughput_tokens_per_s * 3600;
-    if (tokens_per_hour > 0)
-      c.cost_per_million_tokens = c.cost_per_hour / (tokens_per_hour / 1e6);
+    c.cost_per_million_tokens = per_million_tokens(c.cost_per_hour, o.steady.output_tokens_per_s);
+  }
+
+  static double per_million_tokens(double cost_per_hour, double tokens_per_s) {
+    return tokens_per_s > 0 ? cost_per_hour / (tokens_per_s * 3600 / 1e6) : 0;
   }
 
   const PlanOptions& options_;
   bool trace_;
   std::string load_key_;
   double start_load_ = 1;
+  std::size_t requests_ = 0;
 };
 
 std::string recommend(const Plan& plan, const PlanOptions& options, bool has_target,
@@ -278,14 +337,19 @@ Plan plan_capacity(const PlanOptions& options) {
 std::string plan_csv(const Plan& plan) {
   std::string out =
       "candidate,load_key,max_load_per_replica,tpot_p99_ms_at_max,ttft_p99_ms_at_max,replicas,"
-      "cost_per_hour,cost_per_million_tokens,simulations,recommended,max_load_is_lower_bound\n";
+      "cost_per_hour,cost_per_million_tokens,simulations,recommended,max_load_is_lower_bound,"
+      "saturation_load,output_tokens_per_s_at_max,cost_per_million_tokens_at_capacity,"
+      "steady_window_too_short\n";
   for (std::size_t i = 0; i < plan.candidates.size(); ++i) {
     const CandidatePlan& c = plan.candidates[i];
     out += fmt::format(
-        "\"{}\",{},{:.6g},{:.6g},{:.6g},{},{:.6g},{:.6g},{},{},{}\n", c.point.key, c.load_key,
-        c.max_load_per_replica, c.at_max_rate.tpot_p99_ms, c.at_max_rate.ttft_p99_ms, c.replicas,
-        c.cost_per_hour, c.cost_per_million_tokens, c.simulations,
-        plan.recommended == i ? "yes" : "no", c.max_load_is_lower_bound ? "yes" : "no");
+        "\"{}\",{},{:.6g},{:.6g},{:.6g},{},{:.6g},{:.6g},{},{},{},{:.6g},{:.6g},{:.6g},{}\n",
+        c.point.key, c.load_key, c.max_load_per_replica, c.steady_at_max_rate.tpot_p99_ms,
+        c.steady_at_max_rate.ttft_p99_ms, c.replicas, c.cost_per_hour, c.cost_per_million_tokens,
+        c.simulations, plan.recommended == i ? "yes" : "no",
+        c.max_load_is_lower_bound ? "yes" : "no", c.saturation_load,
+        c.steady_at_max_rate.output_tokens_per_s, c.cost_per_million_tokens_at_capacity,
+        c.steady_at_max_rate.window_too_short ? "yes" : "no");
   }
   return out;
 }
@@ -294,18 +358,27 @@ std::string plan_json(const Plan& plan) {
   nlohmann::json list = nlohmann::json::array();
   for (std::size_t i = 0; i < plan.candidates.size(); ++i) {
     const CandidatePlan& c = plan.candidates[i];
-    list.push_back({{"candidate", c.point.key},
-                    {"load_key", c.load_key},
-                    {"max_load_per_replica", c.max_load_per_replica},
-                    {"max_load_is_lower_bound", c.max_load_is_lower_bound},
-                    {"tpot_p99_ms_at_max", c.at_max_rate.tpot_p99_ms},
-                    {"ttft_p99_ms_at_max", c.at_max_rate.ttft_p99_ms},
-                    {"throughput_at_max", c.at_max_rate.throughput_tokens_per_s},
-                    {"replicas", c.replicas},
-                    {"cost_per_hour", c.cost_per_hour},
-                    {"cost_per_million_tokens", c.cost_per_million_tokens},
-                    {"simulations", c.simulations},
-                    {"recommended", plan.recommended == i}});
+    list.push_back(
+        {{"candidate", c.point.key},
+         {"load_key", c.load_key},
+         {"max_load_per_replica", c.max_load_per_replica},
+         {"max_load_is_lower_bound", c.max_load_is_lower_bound},
+         {"tpot_p99_ms_at_max", c.steady_at_max_rate.tpot_p99_ms},
+         {"ttft_p99_ms_at_max", c.steady_at_max_rate.ttft_p99_ms},
+         {"throughput_at_max", c.at_max_rate.throughput_tokens_per_s},
+         {"output_tokens_per_s_at_max", c.steady_at_max_rate.output_tokens_per_s},
+         {"steady_window_too_short", c.steady_at_max_rate.window_too_short},
+         {"queue_trend_t_at_max", std::isfinite(c.steady_at_max_rate.queue_trend_t)
+                                      ? nlohmann::json(c.steady_at_max_rate.queue_trend_t)
+                                      : nlohmann::json(nullptr)},
+         {"saturation_load", c.saturation_load},
+         {"saturation_requests", c.saturation_requests},
+         {"replicas", c.replicas},
+         {"cost_per_hour", c.cost_per_hour},
+         {"cost_per_million_tokens", c.cost_per_million_tokens},
+         {"cost_per_million_tokens_at_capacity", c.cost_per_million_tokens_at_capacity},
+         {"simulations", c.simulations},
+         {"recommended", plan.recommended == i}});
   }
   return nlohmann::json{{"format", "exitsim-plan v1"},
                         {"candidates", list},

@@ -25,9 +25,9 @@ constexpr const char* k_scenario =
     "slo:\n  ttft_ms: 2000\n  tpot_ms: 50\n"
     "sweep:\n  - key: scheduler.max_running\n    values: [8, 128]\n";
 
-// With SLOs no load breaks (a day of TPOT) and too few requests (15) for a queue to be judged
-// growing, the bracket never fails: the figure reported is the highest load tried, a lower
-// bound, and the plan must say so.
+// With SLOs no load breaks (a day of TPOT), too few requests (15) for a queue to be judged
+// growing and none for a saturation run to bound the load, the bracket never fails: the figure
+// reported is the highest load tried, a lower bound, and the plan must say so.
 TEST(PlanCapacity, ACapacityTheSlosNeverBoundIsMarkedALowerBound) {
   TempDir dir;
   PlanOptions o = options_for(dir,
@@ -35,15 +35,35 @@ TEST(PlanCapacity, ACapacityTheSlosNeverBoundIsMarkedALowerBound) {
                               "  input_tokens: {dist: fixed, value: 64}\n"
                               "  output_tokens: {dist: fixed, value: 4}\n"
                               "slo:\n  ttft_ms: 86400000\n  tpot_ms: 86400000\n");
+  o.saturation_min_requests = 0;
   const Plan plan = plan_capacity(o);
   ASSERT_EQ(plan.candidates.size(), 1U);
+  EXPECT_EQ(plan.candidates[0].saturation_load, 0.0);
   EXPECT_TRUE(plan.candidates[0].max_load_is_lower_bound);
   EXPECT_DOUBLE_EQ(plan.candidates[0].max_load_per_replica, 4.0 * 4096);  // start x 2^12
   EXPECT_NE(plan.recommendation.find(">= 1.64e+04 per replica within the SLOs (a lower bound"),
             std::string::npos)
       << plan.recommendation;
-  EXPECT_NE(plan_csv(plan).find(",yes\n"), std::string::npos);
+  EXPECT_NE(plan_csv(plan).find(",yes,yes,0,"), std::string::npos);  // recommended, bound
   EXPECT_NE(plan_json(plan).find("\"max_load_is_lower_bound\": true"), std::string::npos);
+}
+
+// The same scenario with a saturation run of 4,000 requests: the replica's saturation rate
+// bounds the load, so the capacity is a figure, not a bound.
+TEST(PlanCapacity, TheSaturationRateBoundsALoadTheSlosNeverBind) {
+  TempDir dir;
+  PlanOptions o = options_for(dir,
+                              "workload:\n  requests: 15\n"
+                              "  input_tokens: {dist: fixed, value: 64}\n"
+                              "  output_tokens: {dist: fixed, value: 4}\n"
+                              "slo:\n  ttft_ms: 86400000\n  tpot_ms: 86400000\n");
+  const Plan plan = plan_capacity(o);
+  const CandidatePlan& c = plan.candidates[0];
+  EXPECT_FALSE(c.max_load_is_lower_bound);
+  EXPECT_EQ(c.saturation_requests, 4000U);
+  EXPECT_GT(c.saturation_load, 100.0);
+  EXPECT_LT(c.max_load_per_replica, c.saturation_load);
+  EXPECT_GT(c.max_load_per_replica, 0.9 * c.saturation_load);  // the bisection's resolution
 }
 
 TEST(PlanCapacity, FindsEachCandidatesCapacityAndTheReplicasForATarget) {

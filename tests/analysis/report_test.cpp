@@ -97,7 +97,7 @@ TEST(Report, EfficiencyIsTheSustainableCapacityWhenThePlanCoversEveryRun) {
     candidates += (i == 0 ? "" : ",") +
                   fmt::format(
                       "{{\"candidate\": \"{}\", \"load_key\": \"workload.arrivals.rate\", "
-                      "\"max_load_per_replica\": {}, \"throughput_at_max\": {}, "
+                      "\"max_load_per_replica\": {}, \"output_tokens_per_s_at_max\": {}, "
                       "\"tpot_p99_ms_at_max\": 1, \"replicas\": 0, \"cost_per_hour\": 0, "
                       "\"recommended\": false}}",
                       in.runs[i].point.key, 10.0 * static_cast<double>(i + 1),
@@ -148,7 +148,7 @@ TEST(Report, TheVerdictPicksTheBestConfigurationWithinTheQualityBudget) {
     candidates += (candidates.empty() ? "" : ",") +
                   fmt::format(
                       "{{\"candidate\": \"{}\", \"max_load_per_replica\": {}, "
-                      "\"throughput_at_max\": 1, \"replicas\": 3, \"cost_per_hour\": 6, "
+                      "\"output_tokens_per_s_at_max\": 1, \"replicas\": 3, \"cost_per_hour\": 6, "
                       "\"cost_per_million_tokens\": 0.5, \"load_key\": \"rate\", "
                       "\"tpot_p99_ms_at_max\": 1.5, \"recommended\": false}}",
                       run.point.key, capacity);

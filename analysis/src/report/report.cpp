@@ -79,9 +79,11 @@ std::map<std::string, std::pair<double, double>> plan_capacities(const std::stri
   for (const json& c : plan["candidates"]) {
     if (c.contains("candidate") && c["candidate"].is_string() &&
         c.contains("max_load_per_replica") && c["max_load_per_replica"].is_number()) {
-      const double tokens = c.contains("throughput_at_max") && c["throughput_at_max"].is_number()
-                                ? c["throughput_at_max"].get<double>()
-                                : k_nan;
+      // The steady window's token rate: the run's whole-makespan throughput counts its drain.
+      const double tokens =
+          c.contains("output_tokens_per_s_at_max") && c["output_tokens_per_s_at_max"].is_number()
+              ? c["output_tokens_per_s_at_max"].get<double>()
+              : k_nan;
       out[c["candidate"].get<std::string>()] = {c["max_load_per_replica"].get<double>(), tokens};
     }
   }

@@ -25,7 +25,10 @@ struct PlanOptions {
   std::optional<double> target_rate;
   std::optional<double> trace_scale;
   double gpu_hour_price = 0;  // per replica-hour; 0 = no cost figures
-  int bisection_steps = 8;    // halvings of the rate bracket
+  // The backlogged run that measures saturation throughput has at least this many requests
+  // (synthetic workloads; a trace replays what it holds): fewer see mostly its fill and drain.
+  std::size_t saturation_min_requests = 4000;
+  int bisection_steps = 8;  // halvings of the rate bracket
   int max_replicas = 256;
   unsigned jobs = 1;  // candidates planned at a time
 };
@@ -42,13 +45,24 @@ struct CandidatePlan {
   bool max_load_is_lower_bound = false;
   RunMetrics at_max_rate;
   SteadyState steady_at_max_rate;  // the steady window of that run
+  // The replica's saturation throughput for this mix (a backlogged run: every request waiting
+  // from the start; saturation_requests_per_s): no load at or above it is sustainable, whatever
+  // a finite run's SLOs say. In the load's unit, and the requests it was measured over; 0 when
+  // that run had too few requests to measure it (no bound then).
+  double saturation_load = 0;
+  double saturation_requests_per_s = 0;
+  std::size_t saturation_requests = 0;
   int simulations = 0;
   // For the target (rate or scaled trace): the fewest replicas that meet the SLOs, and the run
   // there; 0 when none up to max_replicas does or there is no target.
   int replicas = 0;
   RunMetrics at_target;
-  double cost_per_hour = 0;            // replicas x price
-  double cost_per_million_tokens = 0;  // at the target's throughput
+  SteadyState steady_at_target;
+  double cost_per_hour = 0;  // replicas x price
+  // Per million output tokens at the target's steady-state token rate (what the target's
+  // requests ask for per second, the drain's tail excluded), and of one replica at its capacity.
+  double cost_per_million_tokens = 0;
+  double cost_per_million_tokens_at_capacity = 0;
 };
 
 struct Plan {

@@ -15,11 +15,20 @@ struct SteadyStateOptions {
   // At least this fraction of the arrivals is excluded at each end (warm-up, drain); the warm-up
   // also lasts until two median E2E latencies after the first arrival (the system is filling).
   double trim = 0.1;
-  // The queue grows when the mean number of requests in the system seen by the arrivals of the
-  // steady window's last third exceeds `growth_ratio` times that of its first third plus
-  // `growth_slack`.
-  double growth_ratio = 1.2;
-  double growth_slack = 2.0;
+  // The queue test: the steady window's arrivals are cut into `batches` consecutive batches and
+  // the batch means of their queueing delay (arrival to first scheduled) regressed on the batch
+  // index. The queue grows when the slope's t statistic exceeds `trend_t` (one-sided, about 1%
+  // with 8 degrees of freedom) and the fitted rise over the window is material: above
+  // `min_rise_ms` and `min_rise_fraction` of the run's median E2E latency.
+  //
+  // Why queueing delay and batch means: requests in the system (Little's law) ramp for as long
+  // as the longest request lives, far past any warm-up a run can afford, and they are strongly
+  // autocorrelated; a waiting queue is near empty below capacity and grows without bound above
+  // it, and batch means of a stationary series are nearly independent.
+  int batches = 10;
+  double trend_t = 2.9;
+  double min_rise_ms = 20;
+  double min_rise_fraction = 0.1;
 };
 
 struct SteadyState {
@@ -29,13 +38,19 @@ struct SteadyState {
   // applied, and a plan says so).
   bool window_too_short = false;
   double attainment = 0;  // of the SLOs, over those requests
-  // Mean requests in the system (arrived, not finished) seen by the window's arrivals, over
-  // its first and last third.
-  double in_system_first_half = 0;
-  double in_system_second_half = 0;
+  // The queue test (SteadyStateOptions): mean queueing delay of the window's first and last
+  // batch, the regression's t statistic and its fitted rise over the window.
+  double queue_delay_first_ms = 0;
+  double queue_delay_last_ms = 0;
+  double queue_trend_t = 0;
+  double queue_rise_ms = 0;
   bool queue_growing = false;
   double ttft_p99_ms = 0;  // over the steady window (nearest rank)
   double tpot_p99_ms = 0;
+  // What the window's arrivals asked for per second of their arrival span: in a steady state
+  // that is what the system serves, without the warm-up's ramp or the drain's tail.
+  double requests_per_s = 0;
+  double output_tokens_per_s = 0;
 };
 
 // The steady state of a run from its finished requests (any order). A run with fewer than 20
@@ -43,5 +58,10 @@ struct SteadyState {
 // not applied.
 SteadyState steady_state(std::span<const sim::RequestRecord> requests, const sim::SloTargets& slo,
                          const SteadyStateOptions& options = {});
+
+// The completion rate (requests/s) of a backlogged run (every request waiting from the start)
+// between the completions of `trim` and 1 - `trim` of its requests: the replica's saturation
+// throughput for this mix, the rate no sustainable load reaches. 0 with fewer than 20 requests.
+double saturation_requests_per_s(std::span<const sim::RequestRecord> requests, double trim = 0.2);
 
 }  // namespace exitsim::analysis
