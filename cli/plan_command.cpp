@@ -43,8 +43,13 @@ void run_plan(PlanArgs& args) {
         c.saturation_load, c.steady_at_max_rate.tpot_p99_ms, c.steady_at_max_rate.ttft_p99_ms,
         c.replicas > 0 ? std::to_string(c.replicas) : "-", c.cost_per_hour);
   }
-  if (!plan.candidates.empty())
+  if (!plan.candidates.empty()) {
     fmt::print("load       {} per replica\n", plan.candidates.front().load_key);
+    fmt::print(
+        "saturation each candidate's completion rate on a backlogged run of {} requests (no load "
+        "at or above it is sustainable)\n",
+        plan.candidates.front().saturation_requests);
+  }
   for (const analysis::CandidatePlan& c : plan.candidates) {
     const std::string name = c.point.key.empty() ? "(scenario)" : c.point.key;
     if (c.steady_at_max_rate.window_too_short) {
@@ -63,7 +68,7 @@ void run_plan(PlanArgs& args) {
       fmt::print(
           "WARNING    {}: the SLOs held at every load tried, up to {:.4g}: its capacity is "
           "at least that, not that\n",
-          c.point.key.empty() ? "(scenario)" : c.point.key, c.max_load_per_replica);
+          name, c.max_load_per_replica);
     }
   }
   fmt::print("recommend  {}\n", plan.recommendation);

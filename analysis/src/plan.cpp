@@ -106,8 +106,8 @@ class Planner {
     }
     const Finished f = simulate(c.point, extra, c);
     c.saturation_requests = f.requests.size();
-    c.saturation_requests_per_s = saturation_requests_per_s(f.requests);
-    if (c.saturation_requests_per_s <= 0)
+    const double saturation = saturation_requests_per_s(f.requests);
+    if (saturation <= 0)
       return;
     // In the load's unit: requests/s for synthetic arrivals; for a trace, the rate scale at
     // which the trace asks for that many requests per second.
@@ -120,8 +120,8 @@ class Planner {
                                               static_cast<double>(k_ns_per_s) /
                                               static_cast<double>(last - first)
                                         : 0;
-    c.saturation_load = !trace_       ? c.saturation_requests_per_s
-                        : offered > 0 ? k_backlog_rate * c.saturation_requests_per_s / offered
+    c.saturation_load = !trace_       ? saturation
+                        : offered > 0 ? k_backlog_rate * saturation / offered
                                       : 0;
   }
 
@@ -205,7 +205,6 @@ class Planner {
     }
     c.replicas = n;
     c.at_target = o.metrics;
-    c.steady_at_target = o.steady;
     c.cost_per_hour = n * options_.gpu_hour_price;
     c.cost_per_million_tokens = per_million_tokens(c.cost_per_hour, o.steady.output_tokens_per_s);
   }

@@ -25,16 +25,19 @@ constexpr const char* k_scenario =
     "slo:\n  ttft_ms: 2000\n  tpot_ms: 50\n"
     "sweep:\n  - key: scheduler.max_running\n    values: [8, 128]\n";
 
+// SLOs no load breaks (a day), fifteen short requests.
+constexpr const char* k_slos_never_bind =
+    "workload:\n  requests: 15\n"
+    "  input_tokens: {dist: fixed, value: 64}\n"
+    "  output_tokens: {dist: fixed, value: 4}\n"
+    "slo:\n  ttft_ms: 86400000\n  tpot_ms: 86400000\n";
+
 // With SLOs no load breaks (a day of TPOT), too few requests (15) for a queue to be judged
 // growing and none for a saturation run to bound the load, the bracket never fails: the figure
 // reported is the highest load tried, a lower bound, and the plan must say so.
 TEST(PlanCapacity, ACapacityTheSlosNeverBoundIsMarkedALowerBound) {
   TempDir dir;
-  PlanOptions o = options_for(dir,
-                              "workload:\n  requests: 15\n"
-                              "  input_tokens: {dist: fixed, value: 64}\n"
-                              "  output_tokens: {dist: fixed, value: 4}\n"
-                              "slo:\n  ttft_ms: 86400000\n  tpot_ms: 86400000\n");
+  PlanOptions o = options_for(dir, k_slos_never_bind);
   o.saturation_min_requests = 0;
   const Plan plan = plan_capacity(o);
   ASSERT_EQ(plan.candidates.size(), 1U);
@@ -52,11 +55,7 @@ TEST(PlanCapacity, ACapacityTheSlosNeverBoundIsMarkedALowerBound) {
 // bounds the load, so the capacity is a figure, not a bound.
 TEST(PlanCapacity, TheSaturationRateBoundsALoadTheSlosNeverBind) {
   TempDir dir;
-  PlanOptions o = options_for(dir,
-                              "workload:\n  requests: 15\n"
-                              "  input_tokens: {dist: fixed, value: 64}\n"
-                              "  output_tokens: {dist: fixed, value: 4}\n"
-                              "slo:\n  ttft_ms: 86400000\n  tpot_ms: 86400000\n");
+  PlanOptions o = options_for(dir, k_slos_never_bind);
   const Plan plan = plan_capacity(o);
   const CandidatePlan& c = plan.candidates[0];
   EXPECT_FALSE(c.max_load_is_lower_bound);

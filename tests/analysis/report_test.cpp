@@ -3,8 +3,15 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
+#include <regex>
 #include <string>
+#include <vector>
 
+#include "analysis/support/png_pixels.hpp"
 #include "support/test_files.hpp"
 
 namespace exitsim::analysis {
@@ -148,10 +155,10 @@ TEST(Report, TheVerdictPicksTheBestConfigurationWithinTheQualityBudget) {
     candidates += (candidates.empty() ? "" : ",") +
                   fmt::format(
                       "{{\"candidate\": \"{}\", \"max_load_per_replica\": {}, "
-                      "\"output_tokens_per_s_at_max\": 1, \"replicas\": 3, \"cost_per_hour\": 6, "
-                      "\"cost_per_million_tokens\": 0.5, \"load_key\": \"rate\", "
+                      "\"output_tokens_per_s_at_max\": 1, \"replicas\": {}, \"cost_per_hour\": 6, "
+                      "\"cost_per_million_tokens\": {}, \"load_key\": \"rate\", "
                       "\"tpot_p99_ms_at_max\": 1.5, \"recommended\": false}}",
-                      run.point.key, capacity);
+                      run.point.key, capacity, capacity == 10 ? 4 : 3, capacity == 10 ? 0.7 : 0.5);
   }
   in.plan_json = "{\"format\": \"exitsim-plan v1\", \"recommendation\": \"r\", \"candidates\": [" +
                  candidates + "]}";
@@ -162,7 +169,10 @@ TEST(Report, TheVerdictPicksTheBestConfigurationWithinTheQualityBudget) {
             std::string::npos)
       << within.verdict;
   EXPECT_NE(within.verdict.find("(1.200x full depth)"), std::string::npos) << within.verdict;
-  EXPECT_NE(within.verdict.find("3 replica(s)"), std::string::npos);
+  EXPECT_NE(within.verdict.find("it needs 3 replica(s) (3 GPU(s)), 6 per hour, 0.5 per million "
+                                "output tokens (full depth: 4 replica(s), 0.7 per million"),
+            std::string::npos)
+      << within.verdict;
   EXPECT_NE(within.verdict.find("no validation given"), std::string::npos);
   EXPECT_NE(within.html.find("<h2>Verdict</h2>"), std::string::npos);
   in.max_quality_loss = 0.01;
@@ -191,7 +201,7 @@ TEST(Report, ChartsTheFrontierAndEveryNumber) {
   EXPECT_GT(r.hypervolume, 0);
   EXPECT_NE(r.html.find("<svg"), std::string::npos);
   EXPECT_NE(r.html.find("Pareto frontier"), std::string::npos);
-  EXPECT_NE(r.html.find("Throughput against batch size per strategy"), std::string::npos);
+  EXPECT_NE(r.html.find("Capacity against the batch limit"), std::string::npos);
   // Lognormal prompts clamped to [16, 1536] in every run: the report says so, with the runs.
   EXPECT_NE(r.html.find("Warnings: where a run is not exactly the work asked for"),
             std::string::npos);
@@ -206,6 +216,166 @@ TEST(Report, ChartsTheFrontierAndEveryNumber) {
   // What was not given is said, in the report and in its notes.
   EXPECT_NE(r.html.find("no validation"), std::string::npos);
   EXPECT_NE(r.html.find("no capacity plan"), std::string::npos);
+}
+
+// The HTML of one section of the report, from its title to its end.
+std::string section_of(const std::string& html, const std::string& title) {
+  const std::size_t at = html.find("<h2>" + title + "</h2>");
+  if (at == std::string::npos)
+    return "";
+  return html.substr(at, html.find("</section>", at) - at);
+}
+
+// The legend entries of every chart in `html` (the series' names, right of each plot).
+std::vector<std::string> legend_of(const std::string& html) {
+  std::vector<std::string> out;
+  const std::regex entry(R"(height="10" fill="#[0-9a-f]+"/><text x="\d+" y="\d+">([^<]*)</text>)");
+  for (auto it = std::sregex_iterator(html.begin(), html.end(), entry);
+       it != std::sregex_iterator(); ++it) {
+    out.push_back((*it)[1].str());
+  }
+  return out;
+}
+
+// Full depth and state_copy at two thresholds and two batch limits, and a plan in which the
+// larger batch limit carries each configuration further: the frontier is full depth, state_copy
+// at 0.9 and at 0.5, all at 64 sequences; full depth at 8 is a reference off the frontier.
+ReportInputs planned_sweep(const TempDir& dir) {
+  ReportInputs in;
+  in.runs = sweep_of(dir,
+                     "sweep:\n"
+                     "  - key: sync.strategy\n    values: [full_depth, state_copy]\n"
+                     "  - key: exit_policy.threshold\n    values: [0.5, 0.9]\n"
+                     "  - key: scheduler.max_running\n    values: [8, 64]\n");
+  in.quality = policy::QualityTable::read(dir.path("quality.csv"));
+  std::string candidates;
+  for (const RunRecord& run : in.runs) {
+    const bool full = run.point.key.find("full_depth") != std::string::npos;
+    const bool wide = run.point.key.find("max_running=64") != std::string::npos;
+    const double capacity = (full                                             ? 10
+                             : run.point.key.find("0.5") != std::string::npos ? 12
+                                                                              : 11) *
+                            (wide ? 2.0 : 1.0);
+    candidates += (candidates.empty() ? "" : ",") +
+                  fmt::format(
+                      "{{\"candidate\": \"{}\", \"max_load_per_replica\": {}, "
+                      "\"output_tokens_per_s_at_max\": 1, \"replicas\": 3, \"cost_per_hour\": 6, "
+                      "\"cost_per_million_tokens\": 0.5, \"load_key\": \"workload.arrivals.rate\", "
+                      "\"tpot_p99_ms_at_max\": 1.5, \"recommended\": false}}",
+                      run.point.key, capacity);
+  }
+  in.plan_json = "{\"format\": \"exitsim-plan v1\", \"recommendation\": \"r\", \"candidates\": [" +
+                 candidates + "]}";
+  in.efficiency_objective = {"sustainable_load", true};
+  return in;
+}
+
+// The frontier chart names each frontier point by strategy, threshold and batch limit beside
+// the point, draws the reference, and titles its axes with their units.
+TEST(Report, TheFrontierChartLabelsItsPointsAndTitlesItsAxes) {
+  TempDir dir;
+  const ReportInputs in = planned_sweep(dir);
+  const Report r = build_report(in);
+  ASSERT_EQ(r.frontier.size(), 3U);
+  const std::string chart = section_of(r.html, "Pareto frontier");
+  for (const char* label : {"state_copy 0.5 max_running=64", "state_copy 0.9 max_running=64",
+                            "full depth max_running=64", "full depth max_running=8"}) {
+    EXPECT_NE(chart.find(std::string("\">") + label + "</text>"), std::string::npos)
+        << label << " is not drawn beside its point";
+  }
+  EXPECT_NE(chart.find("sustainable load per replica within the SLOs (requests/s)"),
+            std::string::npos);
+  EXPECT_NE(chart.find("NLL per token (nats; lower is better)"), std::string::npos);
+  const std::vector<std::string> legend = legend_of(chart);
+  EXPECT_NE(std::find(legend.begin(), legend.end(), "full depth (reference)"), legend.end());
+}
+
+// Per strategy, one line through its exit settings at the best batch limit; against the batch
+// limit, one line per frontier configuration (and the reference), priced by the plan.
+TEST(Report, ChartsCapacityPerStrategyAndAgainstTheBatchLimit) {
+  TempDir dir;
+  const ReportInputs in = planned_sweep(dir);
+  const Report r = build_report(in);
+  const std::string per_strategy = section_of(r.html, "Capacity against quality per strategy");
+  EXPECT_EQ(legend_of(per_strategy),
+            (std::vector<std::string>{"full depth (reference)", "state_copy"}));
+  // Each threshold at its best batch limit (64), labelled with it.
+  EXPECT_NE(per_strategy.find(">0.5 @64</text>"), std::string::npos) << per_strategy;
+  EXPECT_NE(per_strategy.find(">0.9 @64</text>"), std::string::npos);
+  EXPECT_EQ(per_strategy.find("@8<"), std::string::npos);
+  const std::string batch = section_of(r.html, "Capacity against the batch limit");
+  EXPECT_EQ(legend_of(batch),
+            (std::vector<std::string>{"state_copy 0.5", "state_copy 0.9", "full depth"}));
+  // The plan's capacities at 8 and 64: state_copy 0.5 at 12 and 24.
+  EXPECT_NE(batch.find("<title>8, 12</title>"), std::string::npos) << batch;
+  EXPECT_NE(batch.find("<title>64, 24</title>"), std::string::npos);
+}
+
+// The distributions are those of the frontier's distinct configurations and the reference, each
+// once: not four identical full-depth runs.
+TEST(Report, DistributionsAreOfTheFrontiersDistinctConfigurations) {
+  TempDir dir;
+  const ReportInputs in = planned_sweep(dir);
+  const Report r = build_report(in);
+  const std::string shown =
+      section_of(r.html, "Latency, exit depths and K/V memory of the frontier's configurations");
+  const std::vector<std::string> expected = {
+      "state_copy 0.5 max_running=64", "state_copy 0.9 max_running=64", "full depth max_running=64",
+      "full depth max_running=8"};
+  const std::vector<std::string> legend = legend_of(shown);
+  // TPOT, TTFT and K/V charts: the same four configurations each.
+  ASSERT_EQ(legend.size(), 3 * expected.size()) << shown;
+  for (std::size_t k = 0; k < legend.size(); ++k)
+    EXPECT_EQ(legend[k], expected[k % expected.size()]);
+  EXPECT_NE(shown.find("TTFT percentiles"), std::string::npos);
+  EXPECT_NE(shown.find("at the sweep's offered load (not at its capacity)"), std::string::npos);
+  // One exit-depth histogram each, titled with the configuration.
+  std::vector<std::string> depth_titles;
+  const std::regex title(R"(<figure><svg[^>]*>\n<text[^>]*font-weight="bold">([^<]*)</text>)");
+  for (auto it = std::sregex_iterator(shown.begin(), shown.end(), title);
+       it != std::sregex_iterator(); ++it) {
+    depth_titles.push_back((*it)[1].str());
+  }
+  EXPECT_EQ(depth_titles, expected);
+}
+
+// A screenshot of `html` taken by headless Chromium (empty when Chromium is not installed).
+std::optional<test_support::Image> screenshot(const TempDir& dir, const std::string& name,
+                                              const std::string& html) {
+  if (!std::filesystem::exists("/usr/bin/chromium"))
+    return std::nullopt;
+  const std::string page = dir.write(name + ".html", html);
+  const std::string png = dir.path(name + ".png");
+  const std::string command =
+      "timeout 120 /usr/bin/chromium --headless --no-sandbox --disable-gpu --disable-quic "
+      "--no-first-run --disable-background-networking --disable-component-update --disable-sync "
+      "--user-data-dir='" +
+      dir.path(name + "-profile") + "' --window-size=1000,2600 --screenshot='" + png +
+      "' 'file://" + page + "' >/dev/null 2>&1";
+  if (std::system(command.c_str()) != 0)
+    return std::nullopt;
+  return test_support::read_png(png);
+}
+
+// The page as a browser draws it: the frontier's colour (#1f77b4, the first series of every
+// chart: markers, lines, legend swatches) is on screen over a chart's worth of pixels, where a
+// report with nothing to chart has none of it.
+TEST(Report, RendersItsChartsInHeadlessChromium) {
+  if (!std::filesystem::exists("/usr/bin/chromium"))
+    GTEST_SKIP() << "headless Chromium is not installed (apt-get install chromium)";
+  TempDir dir;
+  const std::optional<test_support::Image> page =
+      screenshot(dir, "report", build_report(planned_sweep(dir)).html);
+  const std::optional<test_support::Image> blank = screenshot(dir, "blank", build_report({}).html);
+  ASSERT_TRUE(page && blank) << "chromium failed to take a screenshot";
+  EXPECT_EQ(page->width, 1000U);
+  EXPECT_EQ(page->height, 2600U);
+  EXPECT_EQ(blank->count(0x1f, 0x77, 0xb4), 0U);
+  EXPECT_GT(page->count(0x1f, 0x77, 0xb4), 500U);
+  // The page is mostly white paper with ink on it, not a blank or an error page.
+  const std::size_t white = page->count(0xff, 0xff, 0xff);
+  EXPECT_GT(white, page->width * page->height / 2);
+  EXPECT_LT(white, page->width * page->height * 97 / 100);
 }
 
 TEST(Report, SaysWhatIsMissingInsteadOfDrawingNothing) {

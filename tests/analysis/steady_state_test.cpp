@@ -113,7 +113,10 @@ TEST(SteadyState, CapacityConvergesAsTheRunGrows) {
   EXPECT_LE(*hi / *lo, 1.10) << capacity[0] << " " << capacity[1] << " " << capacity[2];
 }
 
-// A load the replica cannot serve however the finite run looks: above the saturation rate.
+// A load the replica cannot serve however the finite run looks: above the saturation rate. At
+// 400 requests the steady window near capacity is too short for the queue test, and the SLOs
+// still hold at 24 req/s (above the ~22.4 saturation), so without the bound the bisection would
+// settle above it.
 TEST(SteadyState, NoLoadAtOrAboveSaturationIsSustainable) {
   PlanOptions o;
   o.overrides = {"workload.requests=400"};  // too short for the queue test to see anything

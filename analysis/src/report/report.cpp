@@ -13,6 +13,7 @@
 #include "exitsim/analysis/svg_chart.hpp"
 #include "exitsim/core/error.hpp"
 #include "exitsim/traces/engine_ops.hpp"
+#include "report_parts.hpp"
 
 namespace exitsim::analysis {
 
@@ -20,46 +21,8 @@ namespace {
 
 namespace ops = traces::engine_ops;
 using nlohmann::json;
+using namespace report_parts;
 constexpr double k_nan = std::numeric_limits<double>::quiet_NaN();
-
-// What the report needs of a run's resolved scenario.
-struct RunSetting {
-  std::string policy = "none";
-  std::optional<double> threshold;
-  std::string measure;
-  std::vector<double> capacities;
-  std::string strategy = "full_depth";
-  double max_running = k_nan;
-};
-
-RunSetting setting_of(const RunRecord& run) {
-  RunSetting s;
-  const YAML::Node root = YAML::Load(run.scenario_yaml);
-  if (const YAML::Node e = root["exit_policy"]) {
-    if (e["kind"])
-      s.policy = e["kind"].as<std::string>();
-    if (e["threshold"] && !e["threshold"].IsNull())
-      s.threshold = e["threshold"].as<double>();
-    if (e["confidence_measure"])
-      s.measure = e["confidence_measure"].as<std::string>();
-    if (e["capacities"] && e["router_mode"] && e["router_mode"].as<std::string>() == "top_k") {
-      s.capacities = e["capacities"].as<std::vector<double>>();
-      s.threshold.reset();
-    }
-  }
-  if (root["sync"] && root["sync"]["strategy"])
-    s.strategy = root["sync"]["strategy"].as<std::string>();
-  // full_depth runs every token through every layer whatever the exit policy decides: its
-  // outputs are the full-depth ones.
-  if (s.strategy == "full_depth") {
-    s.policy = "none";
-    s.threshold.reset();
-    s.capacities.clear();
-  }
-  if (root["scheduler"] && root["scheduler"]["max_running"])
-    s.max_running = root["scheduler"]["max_running"].as<double>();
-  return s;
-}
 
 // The quality table's row for a run's exit setting under its own strategy (policy's one join:
 // never a row measured under another strategy); full depth for `none` or strategy full_depth.
@@ -116,10 +79,6 @@ double run_metric(const RunMetrics& m, const std::string& name) {
   return it->second;
 }
 
-std::string fmt_number(double v) {
-  return std::isfinite(v) ? fmt::format("{:.4g}", v) : "-";
-}
-
 json parse_input(const std::string& text, const char* what, const char* format) {
   json j;
   try {
@@ -134,28 +93,6 @@ json parse_input(const std::string& text, const char* what, const char* format) 
         expected_found(fmt::format("\"{}\"", format),
                        j.is_object() && j.contains("format") ? j["format"].dump() : "none"));
   return j;
-}
-
-std::string section(const std::string& title, const std::string& body) {
-  return "<section><h2>" + html_escape(title) + "</h2>\n" + body + "</section>\n";
-}
-
-std::string empty_note(const std::string& why) {
-  return "<p class=\"empty\">" + html_escape(why) + "</p>\n";
-}
-
-// Runs shown in per-run charts: the frontier's first, then the rest, at most `n`.
-std::vector<std::size_t> shown_runs(const Report& r, std::size_t total, std::size_t n) {
-  std::vector<std::size_t> out;
-  for (const std::size_t f : r.frontier) {
-    if (out.size() < n)
-      out.push_back(r.points[f].run);
-  }
-  for (std::size_t i = 0; i < total && out.size() < n; ++i) {
-    if (std::find(out.begin(), out.end(), i) == out.end())
-      out.push_back(i);
-  }
-  return out;
 }
 
 // The point's name: the full-depth baseline is named as the reference.
@@ -177,11 +114,7 @@ void collapse_same_configurations(Report& r, const std::vector<RunSetting>& sett
                            settings[i].threshold, settings[i].capacities});
     p.reference = setting == policy::full_depth_setting();
     p.same_as = i;
-    std::string axes;
-    for (const std::string& o : runs[i].point.overrides) {
-      if (!o.starts_with("exit_policy.") && !o.starts_with("sync.strategy="))
-        axes += o + ";";
-    }
+    const std::string axes = other_axes(runs[i]);
     if (!std::isfinite(p.quality) || !std::isfinite(p.efficiency))
       continue;
     const auto [at, inserted] = first.try_emplace({axes, p.efficiency, p.quality}, i);
@@ -208,121 +141,6 @@ void collapse_same_configurations(Report& r, const std::vector<RunSetting>& sett
     if (p.reference && p.same_as == p.run && p.key != "(scenario)")
       p.also.insert(p.also.begin(), p.key);
   }
-}
-
-}  // namespace
-
-namespace {
-
-// The verdict: the scenario and its SLOs, the full-depth reference, the most efficient frontier
-// configuration within the quality budget and its gain over full depth, what the plan says it
-// needs for the target, and how far the pricing was validated.
-std::string verdict_of(const ReportInputs& in, const Report& r) {
-  if (in.runs.empty() || r.frontier.empty())
-    return "No verdict: there is no frontier to choose from (see the notes below).";
-  std::string text;
-  const YAML::Node root = YAML::Load(in.runs.front().scenario_yaml);
-  const auto value = [&](const char* a, const char* b) {
-    return root[a] && root[a][b] && !root[a][b].IsNull() ? root[a][b].as<std::string>()
-                                                         : std::string("none");
-  };
-  const auto ms = [&](const char* key) {
-    const std::string v = value("slo", key);
-    return v == "none" ? v : v + " ms";
-  };
-  text +=
-      fmt::format("Scenario {} (model {}): SLOs TTFT {}, TPOT {}, E2E {}; {} runs.",
-                  root["name"] ? root["name"].as<std::string>() : "unnamed", value("model", "name"),
-                  ms("ttft_ms"), ms("tpot_ms"), ms("e2e_ms"), in.runs.size());
-  const FrontierRow* reference = nullptr;
-  for (const FrontierRow& p : r.points) {
-    if (p.reference && p.same_as == p.run && std::isfinite(p.efficiency) &&
-        (reference == nullptr ||
-         (in.efficiency_objective.maximize ? p.efficiency > reference->efficiency
-                                           : p.efficiency < reference->efficiency))) {
-      reference = &p;
-    }
-  }
-  if (reference == nullptr) {
-    return text +
-           " No full-depth run to compare against: the sweep needs sync.strategy "
-           "full_depth for a verdict.";
-  }
-  const bool nll = in.quality_objective.metric == "nll_per_token";
-  const double budget = nll ? reference->quality * (1 + in.max_quality_loss)
-                            : reference->quality * (1 - in.max_quality_loss);
-  const FrontierRow* best = nullptr;
-  for (const std::size_t f : r.frontier) {
-    const FrontierRow& p = r.points[f];
-    const bool within = nll ? p.quality <= budget : p.quality >= budget;
-    if (within &&
-        (best == nullptr || (in.efficiency_objective.maximize ? p.efficiency > best->efficiency
-                                                              : p.efficiency < best->efficiency))) {
-      best = &p;
-    }
-  }
-  const std::string metric = in.efficiency_objective.metric;
-  text += fmt::format(" Full depth (the reference, {}): {} {}, {} {}.", reference->key, metric,
-                      fmt_number(reference->efficiency), in.quality_objective.metric,
-                      fmt_number(reference->quality));
-  if (best == nullptr || best == reference) {
-    text += fmt::format(
-        " Within a quality loss of {:.1f}% no configuration beats full depth: dynamic depth "
-        "does not pay off here.",
-        100 * in.max_quality_loss);
-  } else {
-    const double gain = in.efficiency_objective.maximize ? best->efficiency / reference->efficiency
-                                                         : reference->efficiency / best->efficiency;
-    text += fmt::format(
-        " Best within a quality loss of {:.1f}% (--max-quality-loss): {}: {} {} ({:.3f}x full "
-        "depth), {} {} ({:+.2f}%).",
-        100 * in.max_quality_loss, best->key, metric, fmt_number(best->efficiency), gain,
-        in.quality_objective.metric, fmt_number(best->quality),
-        100 * (best->quality / reference->quality - 1));
-  }
-  if (!in.plan_json.empty() && best != nullptr) {
-    const json plan = json::parse(in.plan_json, nullptr, false);
-    if (plan.is_object() && plan.contains("candidates")) {
-      for (const json& c : plan["candidates"]) {
-        if (c.value("candidate", std::string()) != best->key)
-          continue;
-        const int replicas = c.value("replicas", 0);
-        text += replicas > 0 ? fmt::format(
-                                   " For the plan's target it needs {} replica(s) ({} GPU(s)), "
-                                   "{} per hour, {} per million output tokens.",
-                                   replicas, replicas, fmt_number(c.value("cost_per_hour", 0.0)),
-                                   fmt_number(c.value("cost_per_million_tokens", 0.0)))
-                             : std::string(" The plan found no replica count meeting its target.");
-      }
-    }
-  }
-  if (in.validation_json.empty()) {
-    text += " Trust: no validation given, so the pricing's error against the engine is unknown.";
-  } else {
-    const json v = json::parse(in.validation_json, nullptr, false);
-    double worst = 0;
-    std::string which;
-    if (v.is_object() && v.contains("strategies")) {
-      for (const json& s : v["strategies"]) {
-        const json& same = s["same_batches"];
-        if (same.is_object() && same.contains("median_ape") &&
-            same["median_ape"].get<double>() >= worst) {
-          worst = same["median_ape"].get<double>();
-          which = s.value("strategy", std::string());
-        }
-      }
-    }
-    text += fmt::format(
-        " Trust: the profile priced the engine's own steps within {:.1f}% (median per step, "
-        "worst strategy {}){}",
-        100 * worst, which,
-        worst > in.validation_target
-            ? fmt::format(": WARNING, above the {:.0f}% target; treat the gain as an estimate "
-                          "of that precision.",
-                          100 * in.validation_target)
-            : ".");
-  }
-  return text;
 }
 
 }  // namespace
@@ -380,6 +198,9 @@ Report build_report(const ReportInputs& in) {
     points.push_back({row.key, {row.efficiency, row.quality}});
   }
   collapse_same_configurations(r, settings, in.runs);
+  ChartInputs charts{in, r, settings, {}};
+  for (const FrontierRow& p : r.points)
+    charts.labels.push_back(short_label(settings[p.run], in.runs[p.run], p.reference));
   const std::vector<Objective> objectives = {in.efficiency_objective, in.quality_objective};
   std::string pareto_body;
   if (in.runs.empty()) {
@@ -437,34 +258,13 @@ Report build_report(const ReportInputs& in) {
         reference[k] = objectives[k].maximize ? lo - margin : hi + margin;
       }
       r.hypervolume = hypervolume_2d(points, objectives, reference);
-      ChartSeries all{"all runs", {}, false, {}};
-      ChartSeries front{"Pareto frontier", {}, true, {}};
-      for (const FrontierRow& p : r.points) {
-        if (p.same_as != p.run || !std::isfinite(p.efficiency) || !std::isfinite(p.quality))
-          continue;
-        all.points.emplace_back(p.efficiency, p.quality);
-        all.labels.push_back(point_label(p));
-      }
       std::vector<std::vector<std::string>> rows;
       for (const std::size_t f : r.frontier) {
         const FrontierRow& p = r.points[f];
-        front.points.emplace_back(p.efficiency, p.quality);
-        front.labels.push_back(point_label(p));
         rows.push_back({point_label(p), fmt_number(p.efficiency), fmt_number(p.quality),
                         p.also.empty() ? "-" : fmt::format("{}", fmt::join(p.also, "; "))});
       }
-      const std::vector<ChartSeries> series = {all, front};
-      const std::string efficiency_title =
-          in.efficiency_objective.metric == "sustainable_load"
-              ? "sustainable load per replica within the SLOs (the plan's load unit)"
-          : in.efficiency_objective.metric == "sustainable_tokens_per_s"
-              ? "output tokens/s per replica at its sustainable load"
-              : in.efficiency_objective.metric;
-      pareto_body =
-          svg_xy_chart({is_capacity(in.efficiency_objective.metric) ? "Capacity against quality"
-                                                                    : "Efficiency against quality",
-                        efficiency_title, in.quality_objective.metric},
-                       series);
+      pareto_body = frontier_chart(charts);
       if (!is_capacity(in.efficiency_objective.metric)) {
         r.notes.push_back(fmt::format(
             "efficiency is {} at the sweep's offered load, not a capacity: it varies with the "
@@ -487,33 +287,16 @@ Report build_report(const ReportInputs& in) {
   }
   body += section("Pareto frontier", pareto_body);
 
-  // Throughput against batch size: one series per strategy and setting of the other axes.
-  std::map<std::string, ChartSeries> by_strategy;
-  for (std::size_t i = 0; i < in.runs.size(); ++i) {
-    std::string name = settings[i].strategy;
-    for (const std::string& o : in.runs[i].point.overrides) {
-      if (!o.starts_with("scheduler.max_running=") && !o.starts_with("sync.strategy="))
-        name += ", " + o;
-    }
-    ChartSeries& s = by_strategy[name];
-    s.name = name;
-    s.points.emplace_back(settings[i].max_running, in.runs[i].metrics.throughput_tokens_per_s);
-  }
-  std::vector<ChartSeries> strategy_series;
-  for (auto& [name, s] : by_strategy) {
-    std::sort(s.points.begin(), s.points.end());
-    strategy_series.push_back(s);
-  }
-  const std::string throughput_chart = svg_xy_chart(
-      {"Throughput against batch size", "scheduler.max_running", "output tokens/s", true},
-      strategy_series);
-  body += section("Throughput against batch size per strategy",
-                  throughput_chart.empty() ? empty_note("no sweep runs") : throughput_chart);
+  const std::string strategy_chart = r.frontier.empty() ? "" : by_strategy_chart(charts);
+  body +=
+      section("Capacity against quality per strategy",
+              strategy_chart.empty() ? empty_note("no frontier (see the notes)") : strategy_chart);
+  body += section("Capacity against the batch limit",
+                  r.frontier.empty() ? empty_note("no frontier (see the notes)")
+                                     : by_batch_limit_chart(charts, r.notes));
+  body += section("Latency, exit depths and K/V memory of the frontier's configurations",
+                  frontier_distributions(charts, r.notes));
 
-  // Per-run distributions from the stored summaries.
-  const std::vector<std::size_t> shown = shown_runs(r, in.runs.size(), 4);
-  std::vector<ChartSeries> latency, kv;
-  std::string depth_charts;
   json runs_json = json::array();
   // Each run's substitutions (summary.json "warnings"), with the runs that carry them.
   std::map<std::string, std::vector<std::string>> warned_runs;
@@ -534,37 +317,7 @@ Report build_report(const ReportInputs& in) {
                          {"reference", r.points[i].reference},
                          {"strategy", settings[i].strategy},
                          {"summary", summary}});
-    if (std::find(shown.begin(), shown.end(), i) == shown.end())
-      continue;
-    ChartSeries l{r.points[i].key, {}, true, {}};
-    for (const char* p : {"p50", "p90", "p95", "p99"})
-      l.points.emplace_back(std::stod(std::string(p).substr(1)),
-                            summary["tpot_ms"][p].get<double>());
-    latency.push_back(l);
-    ChartSeries k{r.points[i].key, {}, true, {}};
-    for (const json& point : summary["series"]["points"])
-      k.points.emplace_back(point["start_ns"].get<double>() / 1e9, point["kv_usage"].get<double>());
-    kv.push_back(k);
-    std::vector<std::pair<std::string, double>> bars;
-    for (const auto& [depth, tokens] : summary["depth"]["exit_depth_tokens"].items())
-      bars.emplace_back(depth, tokens.get<double>());
-    std::sort(bars.begin(), bars.end(),
-              [](const auto& a, const auto& b) { return std::stod(a.first) < std::stod(b.first); });
-    depth_charts +=
-        "<figure>" +
-        svg_bar_chart(
-            {"Exit depths", "exit depth (layers)", "output tokens", false, 420, 260, false}, bars) +
-        "<figcaption>" + html_escape(r.points[i].key) + "</figcaption></figure>\n";
   }
-  const std::string latency_chart =
-      svg_xy_chart({"TPOT distribution", "percentile", "TPOT (ms)"}, latency);
-  body += section("Latency distributions",
-                  latency_chart.empty() ? empty_note("no sweep runs") : latency_chart);
-  body += section("Depth histograms",
-                  depth_charts.empty() ? empty_note("no sweep runs") : depth_charts);
-  const std::string kv_chart =
-      svg_xy_chart({"KV memory over time", "time (s)", "fraction of KV blocks in use"}, kv);
-  body += section("KV memory over time", kv_chart.empty() ? empty_note("no sweep runs") : kv_chart);
   out["runs"] = runs_json;
   json frontier_json = json::array();
   r.frontier_csv = fmt::format("configuration,{},{},pareto_rank\n", in.efficiency_objective.metric,

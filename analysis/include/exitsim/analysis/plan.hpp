@@ -50,14 +50,12 @@ struct CandidatePlan {
   // a finite run's SLOs say. In the load's unit, and the requests it was measured over; 0 when
   // that run had too few requests to measure it (no bound then).
   double saturation_load = 0;
-  double saturation_requests_per_s = 0;
   std::size_t saturation_requests = 0;
   int simulations = 0;
   // For the target (rate or scaled trace): the fewest replicas that meet the SLOs, and the run
   // there; 0 when none up to max_replicas does or there is no target.
   int replicas = 0;
   RunMetrics at_target;
-  SteadyState steady_at_target;
   double cost_per_hour = 0;  // replicas x price
   // Per million output tokens at the target's steady-state token rate (what the target's
   // requests ask for per second, the drain's tail excluded), and of one replica at its capacity.

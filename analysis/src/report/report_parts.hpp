@@ -1,0 +1,67 @@
+#pragma once
+// The report's parts, private to the report: what it reads of a run, the verdict, and the
+// charts of the frontier's configurations. build_report (report.cpp) puts them together.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "exitsim/analysis/report.hpp"
+
+namespace exitsim::analysis::report_parts {
+
+// What the report needs of a run's resolved scenario.
+struct RunSetting {
+  std::string policy = "none";
+  std::optional<double> threshold;
+  std::string measure;
+  std::vector<double> capacities;
+  std::string strategy = "full_depth";
+  double max_running = 0;  // 0 when the scenario does not set it
+};
+
+RunSetting setting_of(const RunRecord& run);
+
+// A run's exit setting ("0.5", "top-k 1/2", the policy's kind) and, with its strategy, its
+// configuration but for the other axes ("skip_kv 0.5"; "full depth" for the reference).
+std::string exit_label(const RunSetting& setting);
+std::string setting_label(const RunSetting& setting, bool reference);
+
+// A point's name on a chart: its strategy and exit setting, then the other swept axes by their
+// last key component ("skip_kv 0.5 max_running=16"); the reference is "full depth".
+std::string short_label(const RunSetting& setting, const RunRecord& run, bool reference);
+
+// The swept axes other than the exit setting and the strategy ("scheduler.max_running=16;").
+std::string other_axes(const RunRecord& run, bool keep_batch_limit = true);
+
+std::string fmt_number(double v);
+std::string section(const std::string& title, const std::string& body);
+std::string empty_note(const std::string& why);
+
+// Axis titles with their units.
+std::string efficiency_title(const ReportInputs& in);
+std::string quality_title(const ReportInputs& in);
+
+// The answer in words and numbers, first on the page.
+std::string verdict_of(const ReportInputs& in, const Report& r);
+
+// What the charts of one report share.
+struct ChartInputs {
+  const ReportInputs& in;
+  const Report& report;
+  const std::vector<RunSetting>& settings;
+  std::vector<std::string> labels;  // short_label of each run
+};
+
+// Capacity (or the efficiency asked for) against quality: every distinct configuration, the
+// frontier with its points labelled, and the full-depth reference.
+std::string frontier_chart(const ChartInputs& c);
+// One line per strategy through its exit thresholds (each at its best batch limit).
+std::string by_strategy_chart(const ChartInputs& c);
+// The efficiency of the frontier's configurations (and the reference) against the batch limit.
+std::string by_batch_limit_chart(const ChartInputs& c, std::vector<std::string>& notes);
+// TPOT and TTFT percentiles, exit-depth histograms and K/V use over time of the frontier's
+// distinct configurations and the reference, from their sweep runs.
+std::string frontier_distributions(const ChartInputs& c, std::vector<std::string>& notes);
+
+}  // namespace exitsim::analysis::report_parts

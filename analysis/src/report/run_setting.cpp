@@ -1,0 +1,115 @@
+// What the report reads of a run's resolved scenario, and how it names and titles things.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <yaml-cpp/yaml.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "exitsim/analysis/svg_chart.hpp"
+#include "report_parts.hpp"
+
+namespace exitsim::analysis::report_parts {
+
+RunSetting setting_of(const RunRecord& run) {
+  RunSetting s;
+  const YAML::Node root = YAML::Load(run.scenario_yaml);
+  if (const YAML::Node e = root["exit_policy"]) {
+    if (e["kind"])
+      s.policy = e["kind"].as<std::string>();
+    if (e["threshold"] && !e["threshold"].IsNull())
+      s.threshold = e["threshold"].as<double>();
+    if (e["confidence_measure"])
+      s.measure = e["confidence_measure"].as<std::string>();
+    if (e["capacities"] && e["router_mode"] && e["router_mode"].as<std::string>() == "top_k") {
+      s.capacities = e["capacities"].as<std::vector<double>>();
+      s.threshold.reset();
+    }
+  }
+  if (root["sync"] && root["sync"]["strategy"])
+    s.strategy = root["sync"]["strategy"].as<std::string>();
+  // full_depth runs every token through every layer whatever the exit policy decides: its
+  // outputs are the full-depth ones.
+  if (s.strategy == "full_depth") {
+    s.policy = "none";
+    s.threshold.reset();
+    s.capacities.clear();
+  }
+  if (root["scheduler"] && root["scheduler"]["max_running"])
+    s.max_running = root["scheduler"]["max_running"].as<double>();
+  return s;
+}
+
+std::string other_axes(const RunRecord& run, bool keep_batch_limit) {
+  std::string axes;
+  for (const std::string& o : run.point.overrides) {
+    if (o.starts_with("exit_policy.") || o.starts_with("sync.strategy=") ||
+        (!keep_batch_limit && o.starts_with("scheduler.max_running=")))
+      continue;
+    axes += o + ";";
+  }
+  return axes;
+}
+
+std::string exit_label(const RunSetting& s) {
+  if (!s.capacities.empty())
+    return fmt::format("top-k {}", fmt::join(s.capacities, "/"));
+  if (s.threshold)
+    return fmt::format("{:g}", *s.threshold);
+  return s.policy;
+}
+
+std::string setting_label(const RunSetting& s, bool reference) {
+  return reference ? "full depth" : s.strategy + " " + exit_label(s);
+}
+
+std::string short_label(const RunSetting& s, const RunRecord& run, bool reference) {
+  std::string label = setting_label(s, reference);
+  for (const std::string& o : run.point.overrides) {
+    if (o.starts_with("exit_policy.") || o.starts_with("sync.strategy="))
+      continue;
+    const std::size_t dot = o.rfind('.', o.find('='));
+    label += " " + (dot == std::string::npos ? o : o.substr(dot + 1));
+  }
+  return label;
+}
+
+std::string fmt_number(double v) {
+  return std::isfinite(v) ? fmt::format("{:.4g}", v) : "-";
+}
+
+std::string section(const std::string& title, const std::string& body) {
+  return "<section><h2>" + html_escape(title) + "</h2>\n" + body + "</section>\n";
+}
+
+std::string empty_note(const std::string& why) {
+  return "<p class=\"empty\">" + html_escape(why) + "</p>\n";
+}
+
+std::string efficiency_title(const ReportInputs& in) {
+  const std::string& metric = in.efficiency_objective.metric;
+  if (metric == "sustainable_load") {
+    const nlohmann::json plan = nlohmann::json::parse(in.plan_json, nullptr, false);
+    const bool trace =
+        plan.is_object() && plan.contains("candidates") && plan["candidates"].is_array() &&
+        !plan["candidates"].empty() &&
+        plan["candidates"][0].value("load_key", std::string()) == "workload.trace.rate_scale";
+    return trace ? "sustainable load per replica within the SLOs (x the trace's request rate)"
+                 : "sustainable load per replica within the SLOs (requests/s)";
+  }
+  if (metric == "sustainable_tokens_per_s")
+    return "output tokens/s per replica at its sustainable load";
+  if (metric == "throughput_tokens_per_s")
+    return "throughput at the sweep's offered load (output tokens/s)";
+  if (metric.ends_with("_ms"))
+    return metric.substr(0, metric.size() - 3) + " (ms)";
+  return metric;
+}
+
+std::string quality_title(const ReportInputs& in) {
+  return in.quality_objective.metric == "nll_per_token"
+             ? "NLL per token (nats; lower is better)"
+             : "top-1 agreement with full depth (fraction; higher is better)";
+}
+
+}  // namespace exitsim::analysis::report_parts

@@ -1,0 +1,137 @@
+// The verdict: the report's answer in words and numbers.
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "report_parts.hpp"
+
+namespace exitsim::analysis::report_parts {
+
+using nlohmann::json;
+
+// The verdict: the scenario and its SLOs, the full-depth reference, the most efficient frontier
+// configuration within the quality budget and its gain over full depth, what the plan says it
+// needs for the target, and how far the pricing was validated.
+std::string verdict_of(const ReportInputs& in, const Report& r) {
+  if (in.runs.empty() || r.frontier.empty())
+    return "No verdict: there is no frontier to choose from (see the notes below).";
+  std::string text;
+  const YAML::Node root = YAML::Load(in.runs.front().scenario_yaml);
+  const auto value = [&](const char* a, const char* b) {
+    return root[a] && root[a][b] && !root[a][b].IsNull() ? root[a][b].as<std::string>()
+                                                         : std::string("none");
+  };
+  const auto ms = [&](const char* key) {
+    const std::string v = value("slo", key);
+    return v == "none" ? v : v + " ms";
+  };
+  text +=
+      fmt::format("Scenario {} (model {}): SLOs TTFT {}, TPOT {}, E2E {}; {} runs.",
+                  root["name"] ? root["name"].as<std::string>() : "unnamed", value("model", "name"),
+                  ms("ttft_ms"), ms("tpot_ms"), ms("e2e_ms"), in.runs.size());
+  const FrontierRow* reference = nullptr;
+  for (const FrontierRow& p : r.points) {
+    if (p.reference && p.same_as == p.run && std::isfinite(p.efficiency) &&
+        (reference == nullptr ||
+         (in.efficiency_objective.maximize ? p.efficiency > reference->efficiency
+                                           : p.efficiency < reference->efficiency))) {
+      reference = &p;
+    }
+  }
+  if (reference == nullptr) {
+    return text +
+           " No full-depth run to compare against: the sweep needs sync.strategy "
+           "full_depth for a verdict.";
+  }
+  const bool nll = in.quality_objective.metric == "nll_per_token";
+  const double budget = nll ? reference->quality * (1 + in.max_quality_loss)
+                            : reference->quality * (1 - in.max_quality_loss);
+  const FrontierRow* best = nullptr;
+  for (const std::size_t f : r.frontier) {
+    const FrontierRow& p = r.points[f];
+    const bool within = nll ? p.quality <= budget : p.quality >= budget;
+    if (within &&
+        (best == nullptr || (in.efficiency_objective.maximize ? p.efficiency > best->efficiency
+                                                              : p.efficiency < best->efficiency))) {
+      best = &p;
+    }
+  }
+  const std::string metric = in.efficiency_objective.metric;
+  text += fmt::format(" Full depth (the reference, {}): {} {}, {} {}.", reference->key, metric,
+                      fmt_number(reference->efficiency), in.quality_objective.metric,
+                      fmt_number(reference->quality));
+  if (best == nullptr || best == reference) {
+    text += fmt::format(
+        " Within a quality loss of {:.1f}% no configuration beats full depth: dynamic depth "
+        "does not pay off here.",
+        100 * in.max_quality_loss);
+  } else {
+    const double gain = in.efficiency_objective.maximize ? best->efficiency / reference->efficiency
+                                                         : reference->efficiency / best->efficiency;
+    text += fmt::format(
+        " Best within a quality loss of {:.1f}% (--max-quality-loss): {}: {} {} ({:.3f}x full "
+        "depth), {} {} ({:+.2f}%).",
+        100 * in.max_quality_loss, best->key, metric, fmt_number(best->efficiency), gain,
+        in.quality_objective.metric, fmt_number(best->quality),
+        100 * (best->quality / reference->quality - 1));
+  }
+  if (!in.plan_json.empty() && best != nullptr) {
+    const json plan = json::parse(in.plan_json, nullptr, false);
+    const auto candidate = [&](const std::string& key) -> const json* {
+      if (!plan.is_object() || !plan.contains("candidates") || !plan["candidates"].is_array())
+        return nullptr;
+      for (const json& c : plan["candidates"]) {
+        if (c.is_object() && c.value("candidate", std::string()) == key)
+          return &c;
+      }
+      return nullptr;
+    };
+    if (const json* c = candidate(best->key)) {
+      const int replicas = c->value("replicas", 0);
+      text += replicas > 0 ? fmt::format(
+                                 " For the plan's target it needs {} replica(s) ({} GPU(s)), "
+                                 "{} per hour, {} per million output tokens",
+                                 replicas, replicas, fmt_number(c->value("cost_per_hour", 0.0)),
+                                 fmt_number(c->value("cost_per_million_tokens", 0.0)))
+                           : std::string(" The plan found no replica count meeting its target");
+      const json* full = best == reference ? nullptr : candidate(reference->key);
+      const int full_replicas = full != nullptr ? full->value("replicas", 0) : 0;
+      text +=
+          full_replicas > 0
+              ? fmt::format(" (full depth: {} replica(s), {} per million output tokens).",
+                            full_replicas, fmt_number(full->value("cost_per_million_tokens", 0.0)))
+              : ".";
+    }
+  }
+  if (in.validation_json.empty()) {
+    text += " Trust: no validation given, so the pricing's error against the engine is unknown.";
+  } else {
+    const json v = json::parse(in.validation_json, nullptr, false);
+    double worst = 0;
+    std::string which;
+    if (v.is_object() && v.contains("strategies")) {
+      for (const json& s : v["strategies"]) {
+        const json& same = s["same_batches"];
+        if (same.is_object() && same.contains("median_ape") &&
+            same["median_ape"].get<double>() >= worst) {
+          worst = same["median_ape"].get<double>();
+          which = s.value("strategy", std::string());
+        }
+      }
+    }
+    text += fmt::format(
+        " Trust: the profile priced the engine's own steps within {:.1f}% (median per step, "
+        "worst strategy {}){}",
+        100 * worst, which,
+        worst > in.validation_target
+            ? fmt::format(": WARNING, above the {:.0f}% target; treat the gain as an estimate "
+                          "of that precision.",
+                          100 * in.validation_target)
+            : ".");
+  }
+  return text;
+}
+
+}  // namespace exitsim::analysis::report_parts
