@@ -157,8 +157,9 @@ TEST(Report, TheVerdictPicksTheBestConfigurationWithinTheQualityBudget) {
                       "{{\"candidate\": \"{}\", \"max_load_per_replica\": {}, "
                       "\"output_tokens_per_s_at_max\": 1, \"replicas\": {}, \"cost_per_hour\": 6, "
                       "\"cost_per_million_tokens\": {}, \"load_key\": \"rate\", "
+                      "\"cost_per_million_tokens_at_capacity\": {}, "
                       "\"tpot_p99_ms_at_max\": 1.5, \"recommended\": false}}",
-                      run.point.key, capacity, capacity == 10 ? 4 : 3, capacity == 10 ? 0.7 : 0.5);
+                      run.point.key, capacity, capacity == 10 ? 4 : 3, capacity == 10 ? 0.7 : 0.5, 6 / capacity);
   }
   in.plan_json = "{\"format\": \"exitsim-plan v1\", \"recommendation\": \"r\", \"candidates\": [" +
                  candidates + "]}";
@@ -166,6 +167,11 @@ TEST(Report, TheVerdictPicksTheBestConfigurationWithinTheQualityBudget) {
   in.max_quality_loss = 0.05;
   const Report within = build_report(in);
   EXPECT_NE(within.verdict.find("sync.strategy=state_copy; exit_policy.threshold=0.9"),
+            std::string::npos)
+      << within.verdict;
+  // At capacity: 6 per hour over 12 and over 10 requests/s's worth (the plan's figures).
+  EXPECT_NE(within.verdict.find("At its capacity a replica costs 0.5 per million output tokens "
+                                "(full depth: 0.6)"),
             std::string::npos)
       << within.verdict;
   EXPECT_NE(within.verdict.find("(1.200x full depth)"), std::string::npos) << within.verdict;

@@ -103,6 +103,18 @@ std::string verdict_of(const ReportInputs& in, const Report& r) {
               ? fmt::format(" (full depth: {} replica(s), {} per million output tokens).",
                             full_replicas, fmt_number(full->value("cost_per_million_tokens", 0.0)))
               : ".";
+      // A replica run at its capacity: what the configuration costs where it is used fully.
+      const auto at_capacity = [](const json* row) {
+        return row != nullptr ? row->value("cost_per_million_tokens_at_capacity", 0.0)
+                                    : 0.0;
+      };
+      if (at_capacity(c) > 0) {
+        text += fmt::format(" At its capacity a replica costs {} per million output tokens{}.",
+                            fmt_number(at_capacity(c)),
+                            at_capacity(full) > 0
+                                ? fmt::format(" (full depth: {})", fmt_number(at_capacity(full)))
+                                : std::string());
+      }
     }
   }
   if (in.validation_json.empty()) {
