@@ -15,6 +15,7 @@
 #include "exitsim/core/presets.hpp"
 #include "exitsim/core/suggest.hpp"
 #include "exitsim/engine/cpu_model.hpp"
+#include "exitsim/engine/cpu_threads.hpp"
 #include "exitsim/engine/engine.hpp"
 #include "exitsim/engine/model_weights.hpp"
 #include "exitsim/engine/quality_eval.hpp"
@@ -52,6 +53,10 @@ void ModelOptions::add_to(CLI::App& command) {
                   "What the GPU backend stores weights, K/V and matmul operands in: fp32 (token "
                   "parity with the CPU), fp16 or bf16 (half the bytes; fp32 arithmetic)")
       ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
+  command.add_option("--threads", threads,
+                     "The CPU backend's OpenMP threads (default: OMP_NUM_THREADS, else every "
+                     "core); recorded in the profile's hardware name");
+  command.add_flag("--pin", pin, "Bind each CPU backend thread to its own core (steadier timing)");
 }
 
 std::vector<std::int32_t> ModelOptions::corpus(const engine::ModelConfig& config) const {
@@ -99,6 +104,7 @@ std::unique_ptr<LoadedModel> load_model(const ModelOptions& options) {
         expected_found("cpu (this exitsim was built without the CUDA toolkit)", "cuda"));
 #endif
   } else {
+    engine::apply_cpu_threading({options.threads, options.pin});
     loaded->model = std::make_unique<engine::CpuModel>(loaded->config, loaded->weights);
   }
   return loaded;

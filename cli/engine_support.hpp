@@ -35,6 +35,8 @@ struct ModelOptions {
   std::string token_ids;
   std::string backend = "cpu";  // cpu or cuda
   std::string dtype = "fp32";   // the GPU backend's storage: fp32, fp16 or bf16
+  int threads = 0;              // the CPU backend's OpenMP threads (0: OpenMP's choice)
+  bool pin = false;             // each of them bound to its own core
 
   void add_to(CLI::App& command);
 

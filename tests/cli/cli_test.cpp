@@ -387,6 +387,40 @@ TEST_F(Cli, EngineRunsAModelAndItsQualityTableFeedsTheSimulator) {
   EXPECT_EQ(sim.exit_code, 0) << sim.err;
 }
 
+// The engine's thread count is the user's (--threads), recorded in the profile's hardware name;
+// validating on another thread count than the profile's is refused in one line.
+TEST_F(Cli, EngineThreadCountIsRecordedAndAProfileOfAnotherIsRefused) {
+  const fs::path model = dir_ / "model";
+  ASSERT_EQ(run("engine random-model -o '" + model.string() + "' --seed 3").exit_code, 0);
+  std::string text;
+  for (int i = 0; i < 200; ++i)
+    text += "Threads are part of the hardware. ";
+  const fs::path corpus = file("corpus.txt", text);
+  const std::string common = "--model '" + model.string() + "' --text '" + corpus.string() +
+                             "' --set workload.requests=4 --set 'workload.input_tokens={dist: "
+                             "fixed, value: 24}' --set 'workload.output_tokens={dist: fixed, "
+                             "value: 10}'";
+  const fs::path profile = dir_ / "profile";
+  const Result r = run("engine run " + common + " --threads 1 --pin --out '" +
+                       (dir_ / "out").string() + "' --profile '" + profile.string() + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const fs::path costs = dir_ / "costs.json";
+  ASSERT_EQ(
+      run("calibrate '" + (profile / "op_trace.csv").string() + "' -o '" + costs.string() + "'")
+          .exit_code,
+      0);
+  EXPECT_NE(slurp(costs).find(" x 1 thread, pinned\""), std::string::npos) << slurp(costs);
+  const Result other = run("validate " + common + " --threads 2 --profile '" + costs.string() +
+                           "' -o '" + (dir_ / "validation").string() + "'");
+  EXPECT_EQ(other.exit_code, 1);
+  EXPECT_EQ(std::count(other.err.begin(), other.err.end(), '\n'), 1) << other.err;
+  EXPECT_NE(other.err.find("2 threads"), std::string::npos) << other.err;
+  EXPECT_FALSE(fs::exists(dir_ / "validation"));
+  const Result negative = run("engine run " + common + " --threads -1 --no-output");
+  EXPECT_EQ(negative.exit_code, 1);
+  EXPECT_NE(negative.err.find("--threads"), std::string::npos) << negative.err;
+}
+
 TEST_F(Cli, EngineUserErrorsAreOneLine) {
   const fs::path corpus = file("corpus.txt", std::string(500, 'a'));
   const Result missing =

@@ -1,9 +1,8 @@
-#include <omp.h>
-
 #include <fstream>
 #include <string>
 
 #include "exitsim/engine/cpu_model.hpp"
+#include "exitsim/engine/cpu_threads.hpp"
 
 namespace exitsim::engine {
 
@@ -18,8 +17,7 @@ std::string CpuModel::hardware() const {
       break;
     }
   }
-  const int threads = omp_get_max_threads();
-  return model + " x " + std::to_string(threads) + (threads == 1 ? " thread" : " threads");
+  return model + " x " + cpu_threading_description();
 }
 
 }  // namespace exitsim::engine
