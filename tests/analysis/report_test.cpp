@@ -159,7 +159,8 @@ TEST(Report, TheVerdictPicksTheBestConfigurationWithinTheQualityBudget) {
                       "\"cost_per_million_tokens\": {}, \"load_key\": \"rate\", "
                       "\"cost_per_million_tokens_at_capacity\": {}, "
                       "\"tpot_p99_ms_at_max\": 1.5, \"recommended\": false}}",
-                      run.point.key, capacity, capacity == 10 ? 4 : 3, capacity == 10 ? 0.7 : 0.5, 6 / capacity);
+                      run.point.key, capacity, capacity == 10 ? 4 : 3, capacity == 10 ? 0.7 : 0.5,
+                      6 / capacity);
   }
   in.plan_json = "{\"format\": \"exitsim-plan v1\", \"recommendation\": \"r\", \"candidates\": [" +
                  candidates + "]}";

@@ -105,8 +105,7 @@ std::string verdict_of(const ReportInputs& in, const Report& r) {
               : ".";
       // A replica run at its capacity: what the configuration costs where it is used fully.
       const auto at_capacity = [](const json* row) {
-        return row != nullptr ? row->value("cost_per_million_tokens_at_capacity", 0.0)
-                                    : 0.0;
+        return row != nullptr ? row->value("cost_per_million_tokens_at_capacity", 0.0) : 0.0;
       };
       if (at_capacity(c) > 0) {
         text += fmt::format(" At its capacity a replica costs {} per million output tokens{}.",
