@@ -385,6 +385,26 @@ TEST(Report, RendersItsChartsInHeadlessChromium) {
   EXPECT_LT(white, page->width * page->height * 97 / 100);
 }
 
+// A validation that priced none of the engine's own steps has no per-step error to state: the
+// trust line says so rather than "within 0.0%".
+TEST(Report, TheTrustLineStatesNoErrorThatWasNotMeasured) {
+  TempDir dir;
+  ReportInputs in = planned_sweep(dir);
+  in.validation_json =
+      R"({"format": "exitsim-validation v1", "strategies": [{"strategy": "depthwise", )"
+      R"("iterations": {"median_ape": 0.1, "p90_ape": 0.2}, "metrics": []}]})";
+  const std::string verdict = build_report(in).verdict;
+  EXPECT_NE(verdict.find("the validation holds no per-step error"), std::string::npos) << verdict;
+  EXPECT_EQ(verdict.find("within 0.0%"), std::string::npos) << verdict;
+  in.validation_json =
+      R"({"format": "exitsim-validation v1", "strategies": [{"strategy": "depthwise", )"
+      R"("iterations": {"median_ape": 0.1, "p90_ape": 0.2}, "metrics": [], )"
+      R"("same_batches": {"median_ape": 0.07}}]})";
+  EXPECT_NE(build_report(in).verdict.find("within 7.0% (median per step, worst strategy "
+                                          "depthwise): WARNING, above the 5% target"),
+            std::string::npos);
+}
+
 TEST(Report, SaysWhatIsMissingInsteadOfDrawingNothing) {
   const Report empty = build_report({});
   EXPECT_TRUE(empty.frontier.empty());

@@ -12,15 +12,20 @@
 namespace exitsim::analysis {
 namespace {
 
-// The text of every tick label of one axis: x ticks are centred, y ticks end-anchored.
-std::vector<std::string> labels(const std::string& svg, const std::string& anchor) {
+// The first group of every match of `pattern` in `svg`.
+std::vector<std::string> captured(const std::string& svg, const std::string& pattern) {
   std::vector<std::string> out;
-  const std::regex text("text-anchor=\"" + anchor + "\">([^<]*)</text>");
+  const std::regex text(pattern);
   for (auto it = std::sregex_iterator(svg.begin(), svg.end(), text); it != std::sregex_iterator();
        ++it) {
     out.push_back((*it)[1].str());
   }
   return out;
+}
+
+// The text of every tick label of one axis: x ticks are centred, y ticks end-anchored.
+std::vector<std::string> labels(const std::string& svg, const std::string& anchor) {
+  return captured(svg, "text-anchor=\"" + anchor + "\">([^<]*)</text>");
 }
 
 // Throughputs 0.06% apart (the pipeline's old frontier): four significant digits gave two
@@ -84,14 +89,9 @@ std::vector<DrawnLabel> point_labels(const std::string& svg) {
   return out;
 }
 
+// The key under the plot: the labels drawn as a number or not at all.
 std::vector<std::string> key_lines(const std::string& svg) {
-  std::vector<std::string> out;
-  const std::regex text("<text class=\"label-key\"[^>]*>([^<]*)</text>");
-  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), text); it != std::sregex_iterator();
-       ++it) {
-    out.push_back((*it)[1].str());
-  }
-  return out;
+  return captured(svg, "<text class=\"label-key\"[^>]*>([^<]*)</text>");
 }
 
 // Every labelled point's label is on the chart, either beside the point or (no room there) as a

@@ -45,6 +45,17 @@ class Cli : public testing::Test {
     return path;
   }
 
+  // A random tiny model (seed 3) and a text of `sentence` repeated `times`: the engine options
+  // "--model M --text T" that run it.
+  std::string random_model_and_text(const std::string& sentence, int times) const {
+    const fs::path model = dir_ / "model";
+    EXPECT_EQ(run("engine random-model -o '" + model.string() + "' --seed 3").exit_code, 0);
+    std::string text;
+    for (int i = 0; i < times; ++i)
+      text += sentence;
+    return "--model '" + model.string() + "' --text '" + file("corpus.txt", text).string() + "'";
+  }
+
   // Runs the CLI from the repository root (scenario examples use paths relative to it).
   Result run(const std::string& args) const {
     const fs::path out = dir_ / "stdout.txt";
@@ -285,13 +296,8 @@ namespace {
 // The engine end to end: a random model directory, a text for prompts, a decode with its token
 // trace and op trace, a quality table the simulator then reads.
 TEST_F(Cli, EngineRunsAModelAndItsQualityTableFeedsTheSimulator) {
-  const fs::path model = dir_ / "model";
-  ASSERT_EQ(run("engine random-model -o '" + model.string() + "' --seed 3").exit_code, 0);
-  std::string text;
-  for (int i = 0; i < 400; ++i)
-    text += "In the beginning the simulator and the engine agreed. ";
-  const fs::path corpus = file("corpus.txt", text);
-  const std::string common = "--model '" + model.string() + "' --text '" + corpus.string() + "'";
+  const std::string common =
+      random_model_and_text("In the beginning the simulator and the engine agreed. ", 400);
   const std::string workload =
       " --set workload.requests=4 --set 'workload.input_tokens={dist: fixed, value: 24}'"
       " --set 'workload.output_tokens={dist: fixed, value: 10}' --set exit_policy.kind=distribution"
@@ -390,14 +396,8 @@ TEST_F(Cli, EngineRunsAModelAndItsQualityTableFeedsTheSimulator) {
 // The engine's thread count is the user's (--threads), recorded in the profile's hardware name;
 // validating on another thread count than the profile's is refused in one line.
 TEST_F(Cli, EngineThreadCountIsRecordedAndAProfileOfAnotherIsRefused) {
-  const fs::path model = dir_ / "model";
-  ASSERT_EQ(run("engine random-model -o '" + model.string() + "' --seed 3").exit_code, 0);
-  std::string text;
-  for (int i = 0; i < 200; ++i)
-    text += "Threads are part of the hardware. ";
-  const fs::path corpus = file("corpus.txt", text);
-  const std::string common = "--model '" + model.string() + "' --text '" + corpus.string() +
-                             "' --set workload.requests=4 --set 'workload.input_tokens={dist: "
+  const std::string common = random_model_and_text("Threads are part of the hardware. ", 200) +
+                             " --set workload.requests=4 --set 'workload.input_tokens={dist: "
                              "fixed, value: 24}' --set 'workload.output_tokens={dist: fixed, "
                              "value: 10}'";
   const fs::path profile = dir_ / "profile";

@@ -31,32 +31,6 @@ const policy::QualityRow* quality_row(const policy::QualityTable& table, const R
                                   {s.policy, s.strategy, s.measure, s.threshold, s.capacities});
 }
 
-// The plan's candidates by key: their sustainable load and the tokens/s at it.
-std::map<std::string, std::pair<double, double>> plan_capacities(const std::string& plan_json) {
-  std::map<std::string, std::pair<double, double>> out;
-  if (plan_json.empty())
-    return out;
-  const json plan = json::parse(plan_json, nullptr, false);
-  if (!plan.is_object() || !plan.contains("candidates") || !plan["candidates"].is_array())
-    return out;
-  for (const json& c : plan["candidates"]) {
-    if (c.contains("candidate") && c["candidate"].is_string() &&
-        c.contains("max_load_per_replica") && c["max_load_per_replica"].is_number()) {
-      // The steady window's token rate: the run's whole-makespan throughput counts its drain.
-      const double tokens =
-          c.contains("output_tokens_per_s_at_max") && c["output_tokens_per_s_at_max"].is_number()
-              ? c["output_tokens_per_s_at_max"].get<double>()
-              : k_nan;
-      out[c["candidate"].get<std::string>()] = {c["max_load_per_replica"].get<double>(), tokens};
-    }
-  }
-  return out;
-}
-
-bool is_capacity(const std::string& metric) {
-  return metric == "sustainable_load" || metric == "sustainable_tokens_per_s";
-}
-
 double run_metric(const RunMetrics& m, const std::string& name) {
   const std::map<std::string, double> values = {
       {"throughput_tokens_per_s", m.throughput_tokens_per_s},
@@ -146,11 +120,11 @@ void collapse_same_configurations(Report& r, const std::vector<RunSetting>& sett
 }  // namespace
 
 std::string default_efficiency(const ReportInputs& in) {
-  const auto capacities = plan_capacities(in.plan_json);
-  if (in.runs.empty() || capacities.empty())
+  const PlanView plan(in.plan_json);
+  if (in.runs.empty() || plan.candidates.empty())
     return "throughput_tokens_per_s";
   for (const RunRecord& run : in.runs) {
-    if (!capacities.contains(run.point.key))
+    if (!std::isfinite(plan.number(run.point.key, "max_load_per_replica")))
       return "throughput_tokens_per_s";
   }
   return "sustainable_load";
@@ -162,7 +136,7 @@ Report build_report(const ReportInputs& in) {
   std::string body;
 
   // Efficiency-quality plane.
-  const auto capacities = plan_capacities(in.plan_json);
+  const PlanView plan(in.plan_json);
   if (is_capacity(in.efficiency_objective.metric) && in.plan_json.empty()) {
     throw InputError(
         {"", 0, 0, "--efficiency"},
@@ -178,11 +152,11 @@ Report build_report(const ReportInputs& in) {
     row.run = i;
     row.key = run.point.key.empty() ? "(scenario)" : run.point.key;
     if (is_capacity(in.efficiency_objective.metric)) {
-      const auto found = capacities.find(run.point.key);
-      row.efficiency = found == capacities.end() ? k_nan
-                       : in.efficiency_objective.metric == "sustainable_load"
-                           ? found->second.first
-                           : found->second.second;
+      // The steady window's token rate: the run's whole-makespan throughput counts its drain.
+      row.efficiency =
+          plan.number(run.point.key, in.efficiency_objective.metric == "sustainable_load"
+                                         ? "max_load_per_replica"
+                                         : "output_tokens_per_s_at_max");
     } else {
       row.efficiency = run_metric(run.metrics, in.efficiency_objective.metric);
     }
@@ -198,7 +172,7 @@ Report build_report(const ReportInputs& in) {
     points.push_back({row.key, {row.efficiency, row.quality}});
   }
   collapse_same_configurations(r, settings, in.runs);
-  ChartInputs charts{in, r, settings, {}};
+  ChartInputs charts{in, r, settings, plan, {}};
   for (const FrontierRow& p : r.points)
     charts.labels.push_back(short_label(settings[p.run], in.runs[p.run], p.reference));
   const std::vector<Objective> objectives = {in.efficiency_objective, in.quality_objective};
@@ -356,10 +330,10 @@ Report build_report(const ReportInputs& in) {
     r.notes.push_back("no capacity plan: give --plan with the JSON of `exitsim plan -o`");
     body += section("Capacity", empty_note(r.notes.back()));
   } else {
-    const json plan = parse_input(in.plan_json, "--plan", "exitsim-plan v1");
+    const json plan_doc = parse_input(in.plan_json, "--plan", "exitsim-plan v1");
     std::vector<std::pair<std::string, double>> bars;
     std::vector<std::vector<std::string>> rows;
-    for (const json& c : plan["candidates"]) {
+    for (const json& c : plan_doc["candidates"]) {
       const std::string name = c["candidate"].get<std::string>().empty()
                                    ? "(scenario)"
                                    : c["candidate"].get<std::string>();
@@ -373,19 +347,19 @@ Report build_report(const ReportInputs& in) {
            std::to_string(c["replicas"].get<int>()), fmt_number(c["cost_per_hour"].get<double>()),
            c["recommended"].get<bool>() ? "yes" : ""});
     }
-    const std::string load_key = plan["candidates"].empty()
+    const std::string load_key = plan_doc["candidates"].empty()
                                      ? std::string("load")
-                                     : plan["candidates"][0]["load_key"].get<std::string>();
+                                     : plan_doc["candidates"][0]["load_key"].get<std::string>();
     const std::vector<std::string> header = {"candidate",           load_key + " per replica",
                                              "TPOT p99 at it (ms)", "replicas for target",
                                              "cost per hour",       "recommended"};
-    body +=
-        section("Capacity", svg_bar_chart({"Sustainable load per replica within the SLOs",
-                                           "candidate", load_key, false, 900, 360, false},
-                                          bars) +
-                                html_table(header, rows) + "<p>" +
-                                html_escape(plan["recommendation"].get<std::string>()) + "</p>\n");
-    out["plan"] = plan;
+    body += section("Capacity", svg_bar_chart({"Sustainable load per replica within the SLOs",
+                                               "candidate", load_key, false, 900, 360, false},
+                                              bars) +
+                                    html_table(header, rows) + "<p>" +
+                                    html_escape(plan_doc["recommendation"].get<std::string>()) +
+                                    "</p>\n");
+    out["plan"] = plan_doc;
   }
 
   // Calibration error table.
@@ -454,7 +428,7 @@ Report build_report(const ReportInputs& in) {
     out["validation"] = v;
   }
   out["notes"] = r.notes;
-  r.verdict = verdict_of(in, r);
+  r.verdict = verdict_of(in, r, plan);
   out["verdict"] = r.verdict;
 
   std::string notes_html;

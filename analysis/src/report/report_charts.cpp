@@ -66,10 +66,10 @@ std::string frontier_chart(const ChartInputs& c) {
     s.points.emplace_back(p.efficiency, p.quality);
     s.labels.push_back(p.reference ? c.labels[p.run] : tooltip(p));
   }
-  const bool capacity = c.in.efficiency_objective.metric.starts_with("sustainable_");
   const std::vector<ChartSeries> series = {front, reference, others};
-  return svg_xy_chart({capacity ? "Capacity against quality" : "Efficiency against quality",
-                       efficiency_title(c.in), quality_title(c.in), false, 900, 420},
+  return svg_xy_chart({is_capacity(c.in.efficiency_objective.metric) ? "Capacity against quality"
+                                                                     : "Efficiency against quality",
+                       efficiency_title(c.in, c.plan), quality_title(c.in), false, 900, 420},
                       series);
 }
 
@@ -95,30 +95,26 @@ std::string by_strategy_chart(const ChartInputs& c) {
   }
   std::vector<ChartSeries> series;
   for (const auto& [name, settings] : best) {
-    ChartSeries s{name, {}, true, {}, true};
+    // Along the quality axis, so that the line runs through the thresholds in order.
+    std::vector<std::pair<std::pair<double, double>, std::string>> labelled;
     for (const auto& [setting, run] : settings) {
       const FrontierRow& p = r.points[run];
       const double batch = c.settings[run].max_running;
-      s.points.emplace_back(p.efficiency, p.quality);
-      s.labels.push_back(batch > 0 ? fmt::format("{} @{:g}", setting, batch) : setting);
+      labelled.push_back({{p.efficiency, p.quality},
+                          batch > 0 ? fmt::format("{} @{:g}", setting, batch) : setting});
     }
-    // Along the quality axis, so the line runs through the thresholds in order.
-    std::vector<std::size_t> order(s.points.size());
-    for (std::size_t k = 0; k < order.size(); ++k)
-      order[k] = k;
-    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-      return s.points[a].second < s.points[b].second;
-    });
-    ChartSeries sorted{s.name, {}, s.connect, {}, true};
-    for (const std::size_t k : order) {
-      sorted.points.push_back(s.points[k]);
-      sorted.labels.push_back(s.labels[k]);
+    std::sort(labelled.begin(), labelled.end(),
+              [](const auto& a, const auto& b) { return a.first.second < b.first.second; });
+    ChartSeries s{name, {}, true, {}, true};
+    for (const auto& [point, label] : labelled) {
+      s.points.push_back(point);
+      s.labels.push_back(label);
     }
-    series.push_back(sorted);
+    series.push_back(s);
   }
   return "<p>Each strategy's exit settings, each at its best batch limit (labelled threshold "
          "@batch limit).</p>\n" +
-         svg_xy_chart({"Capacity against quality per strategy", efficiency_title(c.in),
+         svg_xy_chart({"Capacity against quality per strategy", efficiency_title(c.in, c.plan),
                        quality_title(c.in), false, 900, 420},
                       series);
 }
@@ -134,26 +130,24 @@ std::string by_batch_limit_chart(const ChartInputs& c, std::vector<std::string>&
     if (std::find(wanted.begin(), wanted.end(), name) == wanted.end())
       wanted.push_back(name);
   }
-  std::size_t batch_limits = 0;
-  std::vector<double> seen;
+  // Runs that do the same work share their outcome, so each run's own efficiency is its point's.
+  std::vector<double> batch_limits;
   for (const FrontierRow& p : r.points) {
-    const std::size_t head = p.same_as;
-    if (!std::isfinite(r.points[head].efficiency))
+    if (!std::isfinite(p.efficiency))
       continue;
-    const std::string name = line_name(c, p.run);
     const double batch = c.settings[p.run].max_running;
-    if (std::find(seen.begin(), seen.end(), batch) == seen.end())
-      seen.push_back(batch);
+    if (std::find(batch_limits.begin(), batch_limits.end(), batch) == batch_limits.end())
+      batch_limits.push_back(batch);
+    const std::string name = line_name(c, p.run);
     if (std::find(wanted.begin(), wanted.end(), name) == wanted.end())
       continue;
     ChartSeries& s = lines[name];
     s.name = name;
     if (std::find_if(s.points.begin(), s.points.end(),
                      [&](const auto& q) { return q.first == batch; }) == s.points.end())
-      s.points.emplace_back(batch, r.points[head].efficiency);
+      s.points.emplace_back(batch, p.efficiency);
   }
-  batch_limits = seen.size();
-  if (batch_limits < 2) {
+  if (batch_limits.size() < 2) {
     notes.push_back(
         "the sweep does not vary scheduler.max_running: no chart of capacity against the batch "
         "limit");
@@ -165,10 +159,10 @@ std::string by_batch_limit_chart(const ChartInputs& c, std::vector<std::string>&
     std::sort(s.points.begin(), s.points.end());
     series.push_back(s);
   }
-  return svg_xy_chart(
-      {"Capacity against the batch limit (the frontier's configurations)",
-       "scheduler.max_running (sequences per batch; log scale)", efficiency_title(c.in), true},
-      series);
+  return svg_xy_chart({"Capacity against the batch limit (the frontier's configurations)",
+                       "scheduler.max_running (sequences per batch; log scale)",
+                       efficiency_title(c.in, c.plan), true},
+                      series);
 }
 
 std::string frontier_distributions(const ChartInputs& c, std::vector<std::string>& notes) {
@@ -203,8 +197,8 @@ std::string frontier_distributions(const ChartInputs& c, std::vector<std::string
     ChartSeries f{name, {}, true, {}};
     for (const char* p : {"p50", "p90", "p95", "p99"}) {
       const double percentile = std::stod(std::string(p).substr(1));
-      t.points.emplace_back(percentile, summary["tpot_ms"].value(p, 0.0));
-      f.points.emplace_back(percentile, summary["ttft_ms"].value(p, 0.0));
+      t.points.emplace_back(percentile, summary["tpot_ms"][p].get<double>());
+      f.points.emplace_back(percentile, summary["ttft_ms"][p].get<double>());
     }
     tpot.push_back(t);
     ttft.push_back(f);

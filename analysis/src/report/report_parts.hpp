@@ -2,6 +2,9 @@
 // The report's parts, private to the report: what it reads of a run, the verdict, and the
 // charts of the frontier's configurations. build_report (report.cpp) puts them together.
 
+#include <limits>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,6 +25,25 @@ struct RunSetting {
 
 RunSetting setting_of(const RunRecord& run);
 
+// The capacity plan (`exitsim plan`'s JSON) as the report reads it, parsed once: its candidates
+// by the sweep point's key and the load's key. Empty for no plan or one without candidates
+// (build_report refuses a malformed plan in its Capacity section).
+struct PlanView {
+  explicit PlanView(const std::string& plan_json);
+  std::map<std::string, nlohmann::json> candidates;
+  std::string load_key;  // workload.arrivals.rate or workload.trace.rate_scale
+  const nlohmann::json* find(const std::string& key) const;
+  // A candidate's numeric field; NaN when the candidate or the field is missing.
+  double number(const std::string& key, const char* field) const;
+};
+
+// The efficiency metrics read from the plan rather than from a run.
+bool is_capacity(const std::string& metric);
+
+// A sweep override that sets the exit setting or the strategy (what a configuration's point on
+// the quality axis depends on), rather than one of the other axes.
+bool is_exit_axis(const std::string& override_text);
+
 // A run's exit setting ("0.5", "top-k 1/2", the policy's kind) and, with its strategy, its
 // configuration but for the other axes ("skip_kv 0.5"; "full depth" for the reference).
 std::string exit_label(const RunSetting& setting);
@@ -39,17 +61,18 @@ std::string section(const std::string& title, const std::string& body);
 std::string empty_note(const std::string& why);
 
 // Axis titles with their units.
-std::string efficiency_title(const ReportInputs& in);
+std::string efficiency_title(const ReportInputs& in, const PlanView& plan);
 std::string quality_title(const ReportInputs& in);
 
 // The answer in words and numbers, first on the page.
-std::string verdict_of(const ReportInputs& in, const Report& r);
+std::string verdict_of(const ReportInputs& in, const Report& r, const PlanView& plan);
 
 // What the charts of one report share.
 struct ChartInputs {
   const ReportInputs& in;
   const Report& report;
   const std::vector<RunSetting>& settings;
+  const PlanView& plan;
   std::vector<std::string> labels;  // short_label of each run
 };
 

@@ -4,7 +4,6 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cmath>
-#include <nlohmann/json.hpp>
 
 #include "exitsim/analysis/svg_chart.hpp"
 #include "report_parts.hpp"
@@ -40,11 +39,14 @@ RunSetting setting_of(const RunRecord& run) {
   return s;
 }
 
+bool is_exit_axis(const std::string& override_text) {
+  return override_text.starts_with("exit_policy.") || override_text.starts_with("sync.strategy=");
+}
+
 std::string other_axes(const RunRecord& run, bool keep_batch_limit) {
   std::string axes;
   for (const std::string& o : run.point.overrides) {
-    if (o.starts_with("exit_policy.") || o.starts_with("sync.strategy=") ||
-        (!keep_batch_limit && o.starts_with("scheduler.max_running=")))
+    if (is_exit_axis(o) || (!keep_batch_limit && o.starts_with("scheduler.max_running=")))
       continue;
     axes += o + ";";
   }
@@ -66,7 +68,7 @@ std::string setting_label(const RunSetting& s, bool reference) {
 std::string short_label(const RunSetting& s, const RunRecord& run, bool reference) {
   std::string label = setting_label(s, reference);
   for (const std::string& o : run.point.overrides) {
-    if (o.starts_with("exit_policy.") || o.starts_with("sync.strategy="))
+    if (is_exit_axis(o))
       continue;
     const std::size_t dot = o.rfind('.', o.find('='));
     label += " " + (dot == std::string::npos ? o : o.substr(dot + 1));
@@ -86,16 +88,12 @@ std::string empty_note(const std::string& why) {
   return "<p class=\"empty\">" + html_escape(why) + "</p>\n";
 }
 
-std::string efficiency_title(const ReportInputs& in) {
+std::string efficiency_title(const ReportInputs& in, const PlanView& plan) {
   const std::string& metric = in.efficiency_objective.metric;
   if (metric == "sustainable_load") {
-    const nlohmann::json plan = nlohmann::json::parse(in.plan_json, nullptr, false);
-    const bool trace =
-        plan.is_object() && plan.contains("candidates") && plan["candidates"].is_array() &&
-        !plan["candidates"].empty() &&
-        plan["candidates"][0].value("load_key", std::string()) == "workload.trace.rate_scale";
-    return trace ? "sustainable load per replica within the SLOs (x the trace's request rate)"
-                 : "sustainable load per replica within the SLOs (requests/s)";
+    return plan.load_key == "workload.trace.rate_scale"
+               ? "sustainable load per replica within the SLOs (x the trace's request rate)"
+               : "sustainable load per replica within the SLOs (requests/s)";
   }
   if (metric == "sustainable_tokens_per_s")
     return "output tokens/s per replica at its sustainable load";

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <initializer_list>
 #include <limits>
 
 namespace exitsim::analysis {
@@ -27,31 +28,32 @@ struct Axis {
   }
 };
 
-// Five ticks at round values (or at powers of ten on a log axis).
-std::vector<double> ticks(const Axis& axis) {
+// The values m x 10^p within a log axis, for each multiplier m.
+std::vector<double> log_ticks(const Axis& axis, std::initializer_list<double> multipliers) {
   std::vector<double> out;
-  if (axis.log) {
-    for (double p = std::floor(std::log10(axis.lo)); p <= std::ceil(std::log10(axis.hi)); ++p) {
-      const double v = std::pow(10.0, p);
+  for (double p = std::floor(std::log10(axis.lo)); p <= std::ceil(std::log10(axis.hi)); ++p) {
+    for (const double m : multipliers) {
+      const double v = m * std::pow(10.0, p);
       if (v >= axis.lo && v <= axis.hi)
         out.push_back(v);
     }
-    // Under three decades, the 1-2-5 values in between too.
-    if (out.size() < 3) {
-      out.clear();
-      for (double p = std::floor(std::log10(axis.lo)); p <= std::ceil(std::log10(axis.hi)); ++p) {
-        for (const double m : {1.0, 2.0, 5.0}) {
-          const double v = m * std::pow(10.0, p);
-          if (v >= axis.lo && v <= axis.hi)
-            out.push_back(v);
-        }
-      }
-    }
+  }
+  return out;
+}
+
+// Round values: powers of ten on a log axis (with the 1-2-5 values between them under three
+// decades), three to seven steps of 1, 2, 2.5 or 5 x 10^k on a linear one.
+std::vector<double> ticks(const Axis& axis) {
+  if (axis.log) {
+    std::vector<double> out = log_ticks(axis, {1.0});
+    if (out.size() < 3)
+      out = log_ticks(axis, {1.0, 2.0, 5.0});
     if (out.empty())
       out = {axis.lo, axis.hi};
     return out;
   }
-  // Three to seven ticks: the smallest 1-2-2.5-5 step of at least a sixth of the span.
+  std::vector<double> out;
+  // The smallest step of at least a sixth of the span.
   const double span = axis.hi - axis.lo;
   const double raw = span / 6;
   const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));

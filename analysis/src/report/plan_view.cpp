@@ -1,0 +1,39 @@
+// The capacity plan as the report reads it: parsed once, its candidates found by key.
+#include <nlohmann/json.hpp>
+
+#include "report_parts.hpp"
+
+namespace exitsim::analysis::report_parts {
+
+PlanView::PlanView(const std::string& plan_json) {
+  if (plan_json.empty())
+    return;
+  const nlohmann::json plan = nlohmann::json::parse(plan_json, nullptr, false);
+  if (!plan.is_object() || !plan.contains("candidates") || !plan["candidates"].is_array())
+    return;
+  for (const nlohmann::json& c : plan["candidates"]) {
+    if (!c.is_object() || !c.contains("candidate") || !c["candidate"].is_string())
+      continue;
+    if (load_key.empty())
+      load_key = c.value("load_key", std::string());
+    candidates.emplace(c["candidate"].get<std::string>(), c);
+  }
+}
+
+const nlohmann::json* PlanView::find(const std::string& key) const {
+  const auto it = candidates.find(key);
+  return it == candidates.end() ? nullptr : &it->second;
+}
+
+double PlanView::number(const std::string& key, const char* field) const {
+  const nlohmann::json* c = find(key);
+  return c != nullptr && c->contains(field) && (*c)[field].is_number()
+             ? (*c)[field].get<double>()
+             : std::numeric_limits<double>::quiet_NaN();
+}
+
+bool is_capacity(const std::string& metric) {
+  return metric == "sustainable_load" || metric == "sustainable_tokens_per_s";
+}
+
+}  // namespace exitsim::analysis::report_parts
