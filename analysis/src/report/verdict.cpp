@@ -57,6 +57,9 @@ std::string trust_sentence(const ReportInputs& in) {
   std::string which;
   if (v.is_object() && v.contains("strategies")) {
     for (const json& s : v["strategies"]) {
+      // A const json's operator[] on a missing key is undefined: look before reading.
+      if (!s.is_object() || !s.contains("same_batches"))
+        continue;
       const json& same = s["same_batches"];
       if (same.is_object() && same.contains("median_ape") &&
           same["median_ape"].get<double>() >= worst) {
