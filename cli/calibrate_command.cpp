@@ -17,10 +17,21 @@ struct CalibrateArgs {
   std::vector<std::string> traces;
   std::string output;
   bool strict = false;
+  bool force = false;
 };
 
 void run_calibrate(const CalibrateArgs& args) {
   const sim::CostProfile profile = analysis::calibrate(args.traces);
+  const std::vector<std::string> absurd = analysis::absurd_fits(profile);
+  if (!absurd.empty() && !args.force) {
+    throw InputError(
+        {args.traces.front(), 0, 0, "duration_ns"},
+        fmt::format("expected timings of one steady machine, found {} fits whose held-out calls "
+                    "miss by far ({}): the machine was busy or its speed changed; measure again "
+                    "on a quiet machine with `--threads 1 --pin` (--force writes the profile "
+                    "anyway); no profile written",
+                    absurd.size(), absurd.front()));
+  }
   const std::vector<std::string> untrusted = analysis::untrusted_fits(profile);
   if (args.strict && !untrusted.empty()) {
     throw InputError(
@@ -34,11 +45,24 @@ void run_calibrate(const CalibrateArgs& args) {
   fmt::print("source     {} {} on {}, model {} ({})\n", profile.source.engine,
              profile.source.backend, profile.source.hardware, profile.source.model,
              profile.source.model_shape);
-  fmt::print("{:<20} {:>7} {:>7} {:>8} {:>9} {:>12}\n", "op", "fitted", "held", "regimes",
-             "fit MAPE", "held-out MAPE");
+  if (profile.source.speed_probe_us > 0)
+    fmt::print("speed      probe {:.1f} us (mean of the runs' readings)\n",
+               profile.source.speed_probe_us);
+  fmt::print("{:<26} {:>5} {:>6} {:>5} {:>7} {:>8} {:>13} {:>12} {:>11} {:>14}\n", "op", "from",
+             "fitted", "held", "regimes", "fit MAPE", "held-out MAPE", "held-out p50",
+             "in-situ p50", "measured up to");
   for (const sim::OpFit& op : profile.ops) {
-    fmt::print("{:<20} {:>7} {:>7} {:>8} {:>8.1f}% {:>11.1f}%\n", op.name, op.samples, op.held_out,
-               op.regimes.size(), 100 * op.fit_mape, 100 * op.held_out_mape);
+    const std::string in_situ =
+        op.in_situ_median_ape >= 0 ? fmt::format("{:.1f}%", 100 * op.in_situ_median_ape) : "-";
+    fmt::print("{:<26} {:>5} {:>6} {:>5} {:>7} {:>7.1f}% {:>12.1f}% {:>11.1f}% {:>11} {:>14}\n",
+               op.name, op.measured_by, op.samples, op.held_out, op.regimes.size(),
+               100 * op.fit_mape, 100 * op.held_out_mape, 100 * op.held_out_median_ape, in_situ,
+               fmt::format("B {} C {}", op.batch_max_seen, op.context_max_seen));
+  }
+  if (profile.find("step.residual") == nullptr) {
+    fmt::print(
+        "WARNING    no op trace given: the step residual (scheduling, policy work, gaps) is not "
+        "measured and simulations price it as 0\n");
   }
   for (const std::string& line : untrusted)
     fmt::print("WARNING    fit not to trust: {}\n", line);
@@ -58,15 +82,21 @@ void add_calibrate_command(CLI::App& app) {
   CLI::App* command = app.add_subcommand(
       "calibrate",
       "Fit a latency model per engine op from op traces (`exitsim engine run --profile DIR` "
-      "writes DIR/op_trace.csv and DIR/run.json) into a cost profile for cost_model.kind: "
-      "calibrated");
-  command->add_option("OPTRACE", args->traces, "Op traces (op_trace.csv, with run.json beside)")
+      "writes DIR/op_trace.csv and DIR/run.json) and op grids (`exitsim engine profile-ops -o "
+      "ops.csv`) into a cost profile for cost_model.kind: calibrated");
+  command
+      ->add_option("OPTRACE", args->traces,
+                   "Op traces (op_trace.csv, with run.json beside) and op grids (with "
+                   "<name>.run.json beside)")
       ->required()
       ->check(CLI::ExistingFile);
   command->add_option("-o,--output", args->output, "The cost profile to write (JSON)")->required();
   command->add_flag("--strict", args->strict,
                     "Refuse (exit 1, no profile) when a fit is not to trust: held-out error over "
                     "25%, fewer than 10 calls, or a regime priced as its calls' mean");
+  command->add_flag("--force", args->force,
+                    "Write the profile even when fits say the machine was not steady (a grid "
+                    "fit's held-out median error over 50%, any fit's mean over 1000%)");
   command->callback([args] { run_calibrate(*args); });
 }
 

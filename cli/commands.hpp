@@ -15,6 +15,8 @@ void add_simulate_command(CLI::App& app);
 void add_scenario_commands(CLI::App& app);
 void add_trace_commands(CLI::App& app);
 void add_engine_commands(CLI::App& app);
+// `exitsim engine profile-ops`, under the engine group.
+void add_profile_ops_command(CLI::App& engine_group);
 void add_calibrate_command(CLI::App& app);
 void add_validate_command(CLI::App& app);
 void add_sweep_command(CLI::App& app);

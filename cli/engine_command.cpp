@@ -51,10 +51,18 @@ void run_engine(const RunArgs& args) {
         "min(max_running, 64) sequences of the longest request, {} tokens)\n",
         options.kv_blocks, options.block_size, longest);
   }
+  RunConditions conditions;
+  conditions.warmup_requests = args.warmup_requests;
+  conditions.omp_wait_policy = omp_wait_policy();
+  warm_up_engine(*loaded->model, requests, options, args.warmup_requests);
+  if (!args.profile.empty())
+    conditions.probe_start = engine::speed_probe(*loaded->model);
   engine::Engine engine(*loaded->model, options, args.profile.empty() ? nullptr : &profiler);
   DeviceTrace device_trace(loaded->cuda, args.profile.empty() ? nullptr : &profiler);
   const engine::EngineRun run = engine.run(requests);
   std::vector<traces::OpTraceRow> device_rows = device_trace.take();
+  if (!args.profile.empty())
+    conditions.probe_end = engine::speed_probe(*loaded->model);
 
   std::int64_t tokens = 0;
   std::map<int, std::int64_t> exits;
@@ -96,7 +104,10 @@ void run_engine(const RunArgs& args) {
   fmt::print("wrote      {}/token_trace.csv\n", out);
   if (!args.profile.empty()) {
     const std::size_t ops = profiler.size() + device_rows.size();
-    write_profile(profiler, run, *loaded->model, args.profile, std::move(device_rows));
+    write_profile(profiler, run, *loaded->model, args.profile, conditions, std::move(device_rows));
+    fmt::print("speed      probe {:.1f} us before the run, {:.1f} us after ({:+.1f}%)\n",
+               conditions.probe_start.median_us, conditions.probe_end.median_us,
+               100 * (conditions.probe_end.median_us / conditions.probe_start.median_us - 1));
     fmt::print(
         "profile    {} ops in {}/op_trace.csv and op_trace.json, their requests per step "
         "in steps.csv\n",
@@ -249,6 +260,9 @@ void add_engine_commands(CLI::App& app) {
                 "sync.rollback_probability");
   run->add_option("--temperature", run_args->temperature, "Sampling temperature (0: greedy)")
       ->check(CLI::NonNegativeNumber);
+  run->add_option("--warmup", run_args->warmup_requests,
+                  "Requests decoded untimed before the measured run (default 4; 0: none)")
+      ->check(CLI::NonNegativeNumber);
   run->callback([run_args] { run_engine(*run_args); });
 
   auto eval_args = std::make_shared<EvalArgs>();
@@ -291,6 +305,8 @@ void add_engine_commands(CLI::App& app) {
   random->add_option("--seed", random_args->seed, "Seed of the weights");
   random->add_option("--dtype", random_args->dtype, "Stored dtype: fp32, fp16 or bf16");
   random->callback([random_args] { write_random_model(*random_args); });
+
+  add_profile_ops_command(*group);
 }
 
 }  // namespace exitsim::cli

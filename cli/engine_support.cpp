@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -222,20 +223,48 @@ void write_steps(const engine::EngineRun& run, const std::string& path) {
   file.finish();
 }
 
-// run.json: what produced the trace, so that a profile calibrated from it prices only this
-// engine, backend, hardware and model (docs/calibration.md).
-void write_run_description(const engine::Backend& backend, const std::string& dir) {
+}  // namespace
+
+void write_run_description(const engine::Backend& backend, const RunConditions& conditions,
+                           const std::string& path) {
   const ModelShape& shape = backend.config().shape;
+  const auto probe = [](const engine::SpeedProbe& p) {
+    return nlohmann::json{{"median_us", p.median_us}, {"p10_us", p.p10_us}, {"p90_us", p.p90_us}};
+  };
   const nlohmann::json run = {{"engine", "exitsim-engine"},
                               {"backend", backend.name()},
                               {"hardware", backend.hardware()},
                               {"model", shape.name},
-                              {"model_shape", sim::model_fingerprint(shape)}};
-  traces::write_file_atomically((std::filesystem::path(dir) / "run.json").string(),
-                                run.dump(2) + "\n");
+                              {"model_shape", sim::model_fingerprint(shape)},
+                              {"speed_probe",
+                               {{"start_us", conditions.probe_start.median_us},
+                                {"end_us", conditions.probe_end.median_us},
+                                {"start", probe(conditions.probe_start)},
+                                {"end", probe(conditions.probe_end)}}},
+                              {"warmup_requests", conditions.warmup_requests},
+                              {"omp_wait_policy", conditions.omp_wait_policy}};
+  traces::write_file_atomically(path, run.dump(2) + "\n");
 }
 
-}  // namespace
+std::string omp_wait_policy() {
+  const char* value = std::getenv("OMP_WAIT_POLICY");
+  return value != nullptr && *value != '\0' ? value : "default";
+}
+
+void warm_up_engine(const engine::Backend& backend, std::span<const engine::EngineRequest> requests,
+                    engine::EngineOptions options, int count) {
+  if (count <= 0 || requests.empty())
+    return;
+  std::vector<engine::EngineRequest> first(
+      requests.begin(), requests.begin() + std::min<std::ptrdiff_t>(count, std::ssize(requests)));
+  for (engine::EngineRequest& r : first)
+    r.arrival = 0;
+  options.honour_arrivals = false;
+  options.observer = {};
+  options.step_observer = {};
+  engine::Engine engine(backend, std::move(options), nullptr);
+  (void)engine.run(first);
+}
 
 void write_token_trace(const engine::EngineRun& run, const std::string& policy,
                        const std::string& path) {
@@ -258,9 +287,9 @@ void write_token_trace(const engine::EngineRun& run, const std::string& policy,
 
 void write_profile(const profiler::HostProfiler& profiler, const engine::EngineRun& run,
                    const engine::Backend& backend, const std::string& dir,
-                   std::vector<traces::OpTraceRow> device_rows) {
+                   const RunConditions& conditions, std::vector<traces::OpTraceRow> device_rows) {
   std::filesystem::create_directories(dir);
-  write_run_description(backend, dir);
+  write_run_description(backend, conditions, (std::filesystem::path(dir) / "run.json").string());
   write_steps(run, (std::filesystem::path(dir) / "steps.csv").string());
   const std::string csv = (std::filesystem::path(dir) / "op_trace.csv").string();
   {

@@ -11,6 +11,7 @@
 #include "exitsim/engine/cpu_model.hpp"
 #include "exitsim/engine/engine.hpp"
 #include "exitsim/engine/model_weights.hpp"
+#include "exitsim/engine/op_timing.hpp"
 #include "exitsim/policy/sync_strategy.hpp"
 #include "exitsim/profiler/host_profiler.hpp"
 #include "exitsim/scenario/scenario.hpp"
@@ -61,7 +62,24 @@ struct RunArgs {
   bool honour_arrivals = false;
   bool rollback = false;
   double temperature = 0;
+  int warmup_requests = 4;  // decoded untimed before the measured run (0: none)
 };
+
+// How a measured run was taken: the speed probe before and after it, the warm-up, and the
+// OpenMP wait policy in force (the environment's OMP_WAIT_POLICY, or "default"). run.json and
+// validation.json record them.
+struct RunConditions {
+  engine::SpeedProbe probe_start;
+  engine::SpeedProbe probe_end;
+  int warmup_requests = 0;
+  std::string omp_wait_policy;
+};
+std::string omp_wait_policy();
+
+// Decodes the first `count` requests (all arriving at once) with `options` and throws the result
+// away: the weights paged in, caches and the OpenMP team warm before anything is timed.
+void warm_up_engine(const engine::Backend& backend, std::span<const engine::EngineRequest> requests,
+                    engine::EngineOptions options, int count);
 
 std::unique_ptr<LoadedModel> load_model(const ModelOptions& options);
 policy::SyncStrategy strategy_named(const std::string& name, const std::string& field);
@@ -95,7 +113,12 @@ class DeviceTrace {
 // `device_rows`: the CUPTI tracer's rows of a GPU run (merged with the host spans by start).
 void write_profile(const profiler::HostProfiler& profiler, const engine::EngineRun& run,
                    const engine::Backend& backend, const std::string& dir,
+                   const RunConditions& conditions,
                    std::vector<traces::OpTraceRow> device_rows = {});
+// run.json (what produced a measurement, so that a profile calibrated from it prices only this
+// engine, backend, hardware and model; docs/calibration.md) at `path`.
+void write_run_description(const engine::Backend& backend, const RunConditions& conditions,
+                           const std::string& path);
 // The scenario's model section made to describe the engine's model, so that the scenario's exit
 // policy is validated against the exit points the engine really has. The user's --set come
 // after and win.

@@ -32,19 +32,23 @@ struct ValidateArgs {
   std::string profile;
   std::vector<std::string> strategies = {"full_depth", "depthwise"};
   std::string out = "validation";
+  int repeat = 1;
+  int warmup_requests = 4;
+  bool normalize_speed = false;
+  double speed_tolerance = 0.10;
 };
 
-// One engine run, as measured: its steps' durations and the request metrics.
+// One engine run, as measured: its steps' durations, what each ran, and the request metrics.
+// `time_scale` multiplies every measured duration (--normalize-speed; 1 otherwise).
 struct EngineMeasurement {
-  std::vector<TimeNs> iterations;
+  analysis::EngineRunMeasurement compared;
   std::vector<std::vector<policy::StepRow>> steps;  // per step, what each sequence ran
-  sim::MetricsSummary summary;
   std::int64_t kv_blocks = 0;
 };
 
 EngineMeasurement measure_engine(const LoadedModel& loaded, const scenario::Scenario& s,
                                  const std::vector<engine::EngineRequest>& requests,
-                                 const std::string& token_trace_path) {
+                                 const std::string& token_trace_path, double time_scale) {
   std::int64_t longest = 1;
   for (const engine::EngineRequest& r : requests)
     longest = std::max(longest, static_cast<std::int64_t>(r.prompt.size()) + r.output_tokens);
@@ -53,19 +57,28 @@ EngineMeasurement measure_engine(const LoadedModel& loaded, const scenario::Scen
   const engine::EngineOptions options = engine_options(s, args, longest);
   engine::Engine engine(*loaded.model, options, nullptr);
   const engine::EngineRun run = engine.run(requests);
+  const auto scaled = [&](TimeNs t) {
+    return static_cast<TimeNs>(std::llround(static_cast<double>(t) * time_scale));
+  };
 
   EngineMeasurement m;
   m.kv_blocks = options.kv_blocks;
   sim::MetricsCollector metrics(sim::MetricsOptions{});
+  // When each request was first scheduled: the start of the first step that worked on it.
+  std::map<std::uint64_t, TimeNs> first_scheduled;
   for (std::size_t k = 0; k < run.steps.size(); ++k) {
     const engine::StepRecord& step = run.steps[k];
     const TimeNs end =
         k + 1 < run.steps.size() ? run.steps[k + 1].start - run.steps[k + 1].idle_before : run.wall;
-    m.iterations.push_back(end - step.start);
+    m.compared.iterations.push_back(scaled(end - step.start));
     m.steps.push_back(step.rows);
-    metrics.record_iteration({0, step.start, end - step.start,
+    metrics.record_iteration({0, step.start, scaled(end - step.start),
                               static_cast<std::int64_t>(step.prefill.size() + step.decode.size()),
                               0, 0, 0, 0});
+    for (const auto* ids : {&step.prefill, &step.decode}) {
+      for (const RequestId id : *ids)
+        first_scheduled.try_emplace(id.value, step.start);
+    }
   }
   struct Times {
     TimeNs first = -1, last = -1;
@@ -80,56 +93,105 @@ EngineMeasurement measure_engine(const LoadedModel& loaded, const scenario::Scen
     r.last = std::max(r.last, t.time);
     ++r.tokens;
   }
-  write_token_trace(run, s.exit_policy.kind, token_trace_path);
+  if (!token_trace_path.empty())
+    write_token_trace(run, s.exit_policy.kind, token_trace_path);
   for (const engine::EngineRequest& r : requests) {
     const Times& t = times[r.id.value];
+    const auto since_arrival = [&](TimeNs at) { return r.arrival + scaled(at - r.arrival); };
     sim::RequestRecord record;
     record.id = r.id;
     record.arrival = r.arrival;
-    record.first_scheduled = r.arrival;
-    record.first_token = t.first;
-    record.completion = t.last;
+    const auto scheduled = first_scheduled.find(r.id.value);
+    record.first_scheduled =
+        since_arrival(scheduled != first_scheduled.end() ? scheduled->second : r.arrival);
+    record.first_token = since_arrival(t.first);
+    record.completion = since_arrival(t.last);
     record.input_tokens = static_cast<std::int64_t>(r.prompt.size());
     record.output_tokens = t.tokens;
     metrics.record_request(record);
   }
-  m.summary = metrics.summarize();
+  m.compared.summary = metrics.summarize();
   return m;
 }
 
-// The engine's steps priced by the profile, step by step: the cost model's own error. Each step
-// is priced from the rows the engine recorded (its executed synchronization plan), through the
-// same translation the simulator prices its own iterations with.
-analysis::IterationError price_engine_steps(const EngineMeasurement& m,
-                                            const sim::CalibratedCostModel& model,
-                                            const DepthStructure& depth,
-                                            policy::SyncStrategy strategy) {
+// The engine's steps priced by the profile, step by step: the cost model's error alone. Each
+// step is priced from the rows the engine recorded (its executed synchronization plan), through
+// the same translation the simulator prices its own iterations with.
+std::vector<TimeNs> price_engine_steps(const EngineMeasurement& m,
+                                       const sim::CalibratedCostModel& model,
+                                       const DepthStructure& depth, policy::SyncStrategy strategy) {
   sim::StepPricer pricer(model, depth, strategy);
   std::vector<TimeNs> priced;
   priced.reserve(m.steps.size());
   for (const std::vector<policy::StepRow>& rows : m.steps)
     priced.push_back(pricer.duration(rows));
-  return analysis::compare_iterations(m.iterations, priced);
+  return priced;
+}
+
+void check_profile_matches(const ValidateArgs& args, const LoadedModel& loaded,
+                           const sim::CostProfile& profile) {
+  // The engine runs here: a profile of another machine or model would be validated against
+  // measurements it never claimed to predict.
+  if (profile.source.hardware != loaded.model->hardware()) {
+    throw InputError({args.profile, 0, 0, "source.hardware"},
+                     expected_found("this machine (\"" + loaded.model->hardware() + "\")",
+                                    "\"" + profile.source.hardware + "\""));
+  }
+  if (profile.source.model_shape != sim::model_fingerprint(loaded.config.shape)) {
+    throw InputError({args.profile, 0, 0, "source.model_shape"},
+                     expected_found("the model in " + args.model.dir + " (" +
+                                        sim::model_fingerprint(loaded.config.shape) + ")",
+                                    "\"" + profile.source.model_shape + "\""));
+  }
+}
+
+// The simulator's run of the same requests, exit decisions, scheduler, memory and strategy,
+// priced by the profile: its summary and iteration durations.
+std::pair<sim::MetricsSummary, std::vector<TimeNs>> simulate_same(const ScenarioOptions& options,
+                                                                  const ValidateArgs& args,
+                                                                  const sim::CostProfile& profile,
+                                                                  const std::string& token_trace,
+                                                                  std::int64_t kv_blocks) {
+  ScenarioOptions simulated = options;
+  simulated.overrides.insert(simulated.overrides.end(),
+                             {"cost_model.kind=calibrated", "cost_model.profile=" + args.profile,
+                              "hardware.name=\"" + profile.source.hardware + "\"",
+                              "exit_policy={kind: replay, token_trace: \"" + token_trace + "\"}",
+                              fmt::format("scheduler.kv_blocks={}", kv_blocks)});
+  const scenario::Scenario sim_scenario = simulated.load();
+  sim::SimulationConfig config = sim::simulation_config_from(sim_scenario, "");
+  std::vector<TimeNs> iterations;
+  config.iteration_observer = [&](const sim::IterationRecord& it) {
+    iterations.push_back(it.duration);
+  };
+  const auto workload = sim::make_workload(sim_scenario.workload, sim_scenario.seed);
+  const sim::SimulationResult result = sim::simulate(config, *workload);
+  return {result.summary, std::move(iterations)};
 }
 
 void run_validate(const ValidateArgs& args) {
   const auto loaded = load_model(args.model);
   const sim::CostProfile profile = sim::CostProfile::read(args.profile);
-  // The engine runs here: a profile of another machine or model would be validated against
-  // measurements it never claimed to predict.
-  if (profile.source.hardware != loaded->model->hardware()) {
-    throw InputError({args.profile, 0, 0, "source.hardware"},
-                     expected_found("this machine (\"" + loaded->model->hardware() + "\")",
-                                    "\"" + profile.source.hardware + "\""));
-  }
-  if (profile.source.model_shape != sim::model_fingerprint(loaded->config.shape)) {
-    throw InputError({args.profile, 0, 0, "source.model_shape"},
-                     expected_found("the model in " + args.model.dir + " (" +
-                                        sim::model_fingerprint(loaded->config.shape) + ")",
-                                    "\"" + profile.source.model_shape + "\""));
-  }
+  check_profile_matches(args, *loaded, profile);
   const std::vector<std::int32_t> corpus = args.model.corpus(loaded->config);
   std::filesystem::create_directories(args.out);
+
+  analysis::SpeedCheck speed;
+  speed.calibration_us = profile.source.speed_probe_us;
+  speed.tolerance = args.speed_tolerance;
+  speed.start_us = engine::speed_probe(*loaded->model).median_us;
+  // Normalizing needs the end reading too; without it the start reading stands for the run.
+  if (args.normalize_speed) {
+    if (speed.calibration_us <= 0) {
+      throw InputError({args.profile, 0, 0, "source.speed_probe_us"},
+                       expected_found("a speed probe reading to normalize by (calibrate again "
+                                      "from runs of this exitsim)",
+                                      "none"));
+    }
+    speed.normalized = true;
+    speed.factor = speed.calibration_us / speed.start_us;
+  }
+
   std::vector<analysis::ValidationResult> results;
   for (const std::string& strategy : args.strategies) {
     ScenarioOptions options = with_engine_model(args.scenario, loaded->config.shape);
@@ -138,35 +200,36 @@ void run_validate(const ValidateArgs& args) {
     const std::vector<engine::EngineRequest> requests = engine_requests(s, corpus);
     const std::string token_trace =
         (std::filesystem::path(args.out) / (strategy + "_token_trace.csv")).string();
-    const EngineMeasurement measured = measure_engine(*loaded, s, requests, token_trace);
-
-    // The same requests, exit decisions, scheduler, memory and strategy in the simulator,
-    // priced by the profile.
-    ScenarioOptions simulated = options;
-    simulated.overrides.insert(simulated.overrides.end(),
-                               {"cost_model.kind=calibrated", "cost_model.profile=" + args.profile,
-                                "hardware.name=\"" + profile.source.hardware + "\"",
-                                "exit_policy={kind: replay, token_trace: \"" + token_trace + "\"}",
-                                fmt::format("scheduler.kv_blocks={}", measured.kv_blocks)});
-    const scenario::Scenario sim_scenario = simulated.load();
-    sim::SimulationConfig config = sim::simulation_config_from(sim_scenario, "");
-    std::vector<TimeNs> iterations;
-    config.iteration_observer = [&](const sim::IterationRecord& it) {
-      iterations.push_back(it.duration);
-    };
-    const auto workload = sim::make_workload(sim_scenario.workload, sim_scenario.seed);
-    const sim::SimulationResult result = sim::simulate(config, *workload);
-    results.push_back(analysis::compare_runs(strategy, measured.summary, result.summary,
-                                             measured.iterations, iterations));
+    {
+      std::int64_t longest = 1;
+      for (const engine::EngineRequest& r : requests)
+        longest = std::max(longest, static_cast<std::int64_t>(r.prompt.size()) + r.output_tokens);
+      warm_up_engine(*loaded->model, requests, engine_options(s, RunArgs{}, longest),
+                     args.warmup_requests);
+    }
     const sim::CalibratedCostModel priced(profile, args.profile, loaded->config.shape);
-    results.back().same_batches = price_engine_steps(measured, priced, loaded->config.shape.depth,
-                                                     *policy::parse_sync_strategy(strategy));
+    std::vector<analysis::EngineRunMeasurement> runs;
+    std::int64_t kv_blocks = 0;
+    for (int k = 0; k < args.repeat; ++k) {
+      // The exit decisions are the same in every run (seeded); the first run's trace is kept.
+      EngineMeasurement measured =
+          measure_engine(*loaded, s, requests, k == 0 ? token_trace : "", speed.factor);
+      kv_blocks = measured.kv_blocks;
+      measured.compared.priced_steps = price_engine_steps(
+          measured, priced, loaded->config.shape.depth, *policy::parse_sync_strategy(strategy));
+      runs.push_back(std::move(measured.compared));
+    }
+    const auto [summary, iterations] =
+        simulate_same(options, args, profile, token_trace, kv_blocks);
+    results.push_back(analysis::compare_runs(strategy, runs, summary, iterations));
     fmt::print("{}", analysis::format_validation(std::span(&results.back(), 1)));
   }
+  speed.end_us = engine::speed_probe(*loaded->model).median_us;
+  fmt::print("speed      {}\n", speed.describe());
   const std::string csv = (std::filesystem::path(args.out) / "validation.csv").string();
   traces::write_file_atomically(csv, analysis::validation_csv(results));
   const std::string json = (std::filesystem::path(args.out) / "validation.json").string();
-  traces::write_file_atomically(json, analysis::validation_json(results));
+  traces::write_file_atomically(json, analysis::validation_json(results, args.repeat, speed));
   fmt::print("wrote      {} and validation.json\n", csv);
 }
 
@@ -187,6 +250,22 @@ void add_validate_command(CLI::App& app) {
                    "Synchronization strategies to validate (default full_depth,depthwise)")
       ->delimiter(',');
   command->add_option("-o,--out", args->out, "Directory for validation.csv and token traces");
+  command
+      ->add_option("--repeat", args->repeat,
+                   "Engine runs per strategy; each metric reports their min, median, max and "
+                   "CV, and the simulator is judged against the median and the range (default 1)")
+      ->check(CLI::Range(1, 100));
+  command
+      ->add_option("--warmup", args->warmup_requests,
+                   "Requests decoded untimed before each strategy's runs (default 4; 0: none)")
+      ->check(CLI::NonNegativeNumber);
+  command->add_flag("--normalize-speed", args->normalize_speed,
+                    "Rescale the engine's measured times by the speed probe at calibration over "
+                    "the probe now (labelled in every output)");
+  command
+      ->add_option("--speed-tolerance", args->speed_tolerance,
+                   "Report a machine speed change beyond this fraction (default 0.10)")
+      ->check(CLI::Range(0.0, 10.0));
   command->callback([args] { run_validate(*args); });
 }
 

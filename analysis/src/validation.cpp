@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstddef>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 
 namespace exitsim::analysis {
 
@@ -57,49 +58,186 @@ IterationError compare_iterations(std::span<const TimeNs> engine,
   return e;
 }
 
-ValidationResult compare_runs(const std::string& strategy, const sim::MetricsSummary& engine,
+namespace {
+
+struct Spread {
+  double min = 0, median = 0, max = 0, cv = 0;
+};
+
+Spread spread_of(std::vector<double> values) {
+  Spread out;
+  if (values.empty())
+    return out;
+  std::sort(values.begin(), values.end());
+  out.min = values.front();
+  out.max = values.back();
+  // The median of an even count: the lower middle value, a value some run really gave.
+  out.median = values[(values.size() - 1) / 2];
+  double mean = 0;
+  for (const double v : values)
+    mean += v;
+  mean /= static_cast<double>(values.size());
+  double variance = 0;
+  for (const double v : values)
+    variance += (v - mean) * (v - mean);
+  if (values.size() > 1 && mean != 0) {
+    out.cv = std::sqrt(variance / static_cast<double>(values.size() - 1)) / std::abs(mean);
+  }
+  return out;
+}
+
+MetricComparison judged(std::string metric, const std::vector<double>& engine_runs,
+                        double simulated, double target) {
+  const Spread spread = spread_of(engine_runs);
+  MetricComparison m = compared(std::move(metric), spread.median, simulated);
+  m.engine_runs = static_cast<int>(engine_runs.size());
+  m.engine_min = spread.min;
+  m.engine_max = spread.max;
+  m.engine_cv = spread.cv;
+  m.inside_engine_range = simulated >= spread.min && simulated <= spread.max;
+  m.target = target;
+  m.pass = target <= 0 || m.relative_error <= target ||
+           (engine_runs.size() > 1 && m.inside_engine_range);
+  return m;
+}
+
+// The run whose error is the median of the runs' (the lower middle for an even count).
+std::size_t median_run(const std::vector<double>& errors) {
+  std::vector<std::size_t> order(errors.size());
+  for (std::size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](std::size_t a, std::size_t b) { return errors[a] < errors[b]; });
+  return order[(order.size() - 1) / 2];
+}
+
+}  // namespace
+
+ValidationResult compare_runs(const std::string& strategy,
+                              std::span<const EngineRunMeasurement> engine,
                               const sim::MetricsSummary& simulated,
-                              std::span<const TimeNs> engine_iterations,
-                              std::span<const TimeNs> simulated_iterations) {
+                              std::span<const TimeNs> simulated_iterations,
+                              const ValidationTargets& targets) {
+  if (engine.empty())
+    throw std::invalid_argument("compare_runs: no engine run");
   ValidationResult r;
   r.strategy = strategy;
-  r.iterations = compare_iterations(engine_iterations, simulated_iterations);
-  r.metrics.push_back(compared("throughput_tokens_per_s", engine.throughput_tokens_per_s,
-                               simulated.throughput_tokens_per_s));
-  const auto add = [&](const char* name, const sim::LatencyStats& a, const sim::LatencyStats& b) {
-    r.metrics.push_back(compared(fmt::format("{}_p50_ms", name), a.p50, b.p50));
-    r.metrics.push_back(compared(fmt::format("{}_p90_ms", name), a.p90, b.p90));
-    r.metrics.push_back(compared(fmt::format("{}_p99_ms", name), a.p99, b.p99));
+  r.targets = targets;
+  std::vector<IterationError> per_run;
+  for (const EngineRunMeasurement& run : engine) {
+    per_run.push_back(compare_iterations(run.iterations, simulated_iterations));
+    r.iteration_median_by_run.push_back(per_run.back().median_ape);
+  }
+  r.iterations = per_run[median_run(r.iteration_median_by_run)];
+  std::vector<IterationError> same;
+  for (const EngineRunMeasurement& run : engine) {
+    if (run.priced_steps.empty())
+      continue;
+    same.push_back(compare_iterations(run.iterations, run.priced_steps));
+    r.same_batch_median_by_run.push_back(same.back().median_ape);
+  }
+  if (!same.empty())
+    r.same_batches = same[median_run(r.same_batch_median_by_run)];
+
+  const auto each = [&](auto&& read) {
+    std::vector<double> values;
+    for (const EngineRunMeasurement& run : engine)
+      values.push_back(read(run.summary));
+    return values;
   };
-  add("ttft", engine.ttft, simulated.ttft);
-  add("tpot", engine.tpot, simulated.tpot);
-  add("e2e", engine.e2e, simulated.e2e);
+  r.metrics.push_back(judged("throughput_tokens_per_s", each([](const sim::MetricsSummary& m) {
+                               return m.throughput_tokens_per_s;
+                             }),
+                             simulated.throughput_tokens_per_s, targets.metric));
+  const auto add = [&](const char* name, sim::LatencyStats sim::MetricsSummary::*stats) {
+    const auto at = [&](const char* p, double sim::LatencyStats::*field, double target) {
+      r.metrics.push_back(
+          judged(fmt::format("{}_{}_ms", name, p),
+                 each([&](const sim::MetricsSummary& m) { return (m.*stats).*field; }),
+                 (simulated.*stats).*field, target));
+    };
+    at("p50", &sim::LatencyStats::p50, targets.metric);
+    at("p90", &sim::LatencyStats::p90, 0);
+    at("p99", &sim::LatencyStats::p99, 0);
+  };
+  add("ttft", &sim::MetricsSummary::ttft);
+  add("tpot", &sim::MetricsSummary::tpot);
+  add("e2e", &sim::MetricsSummary::e2e);
+  // Queueing is judged by its p50 only through TTFT: a few milliseconds of queue at light load
+  // give large relative errors that say little.
+  const auto queue = [&](const char* p, double sim::LatencyStats::*field) {
+    r.metrics.push_back(
+        judged(fmt::format("queueing_{}_ms", p),
+               each([&](const sim::MetricsSummary& m) { return m.queueing.*field; }),
+               simulated.queueing.*field, 0));
+  };
+  queue("p50", &sim::LatencyStats::p50);
+  queue("p90", &sim::LatencyStats::p90);
+
+  r.pass = r.iterations.median_ape <= targets.iteration_median &&
+           (!r.same_batches || r.same_batches->median_ape <= targets.same_batch_median);
+  for (const MetricComparison& m : r.metrics)
+    r.pass = r.pass && m.pass;
   return r;
 }
 
+double SpeedCheck::change() const {
+  if (calibration_us <= 0 || start_us <= 0 || end_us <= 0)
+    return 0;
+  return 0.5 * (start_us + end_us) / calibration_us - 1;
+}
+
+std::string SpeedCheck::describe() const {
+  if (calibration_us <= 0) {
+    return fmt::format(
+        "speed probe {:.1f} us at the start, {:.1f} us at the end; the profile holds no reading "
+        "to compare with (calibrated before the probe existed)",
+        start_us, end_us);
+  }
+  const double c = change();
+  std::string out = fmt::format(
+      "speed probe {:.1f} us at calibration, {:.1f} us at the start and {:.1f} us at the end of "
+      "this validation: the machine is {:.1f}% {} now",
+      calibration_us, start_us, end_us, 100 * std::abs(c), c >= 0 ? "slower" : "faster");
+  if (std::abs(c) > tolerance) {
+    out += fmt::format(" (WARNING: beyond {:.0f}%; errors below include the change{})",
+                       100 * tolerance,
+                       normalized ? "" : "; --normalize-speed rescales the engine's times");
+  }
+  if (normalized)
+    out += fmt::format("; engine times normalized to calibration speed (x{:.3f})", factor);
+  return out;
+}
+
 std::string validation_csv(std::span<const ValidationResult> results) {
-  std::string out = "strategy,metric,engine,simulated,relative_error\n";
+  std::string out =
+      "strategy,metric,engine,simulated,relative_error,engine_min,engine_max,engine_cv,target,"
+      "pass\n";
   for (const ValidationResult& r : results) {
     const IterationError& it = r.iterations;
     out += fmt::format(
-        "{},iterations,{},{},{:.6g}\n", r.strategy, it.engine_iterations, it.simulated_iterations,
+        "{},iterations,{},{},{:.6g},,,,,\n", r.strategy, it.engine_iterations,
+        it.simulated_iterations,
         it.engine_iterations > 0
             ? std::abs(static_cast<double>(it.simulated_iterations - it.engine_iterations)) /
                   static_cast<double>(it.engine_iterations)
             : 0.0);
-    out += fmt::format("{},iteration_mean_us,{:.6g},{:.6g},{:.6g}\n", r.strategy, it.engine_mean_us,
-                       it.simulated_mean_us,
+    out += fmt::format("{},iteration_mean_us,{:.6g},{:.6g},{:.6g},,,,,\n", r.strategy,
+                       it.engine_mean_us, it.simulated_mean_us,
                        it.engine_mean_us > 0
                            ? std::abs(it.simulated_mean_us - it.engine_mean_us) / it.engine_mean_us
                            : 0.0);
-    out += fmt::format("{},iteration_ape_p50,,,{:.6g}\n", r.strategy, it.median_ape);
-    out += fmt::format("{},iteration_ape_p90,,,{:.6g}\n", r.strategy, it.p90_ape);
+    out += fmt::format("{},iteration_ape_p50,,,{:.6g},,,,{:.6g},{}\n", r.strategy, it.median_ape,
+                       r.targets.iteration_median, it.median_ape <= r.targets.iteration_median);
+    out += fmt::format("{},iteration_ape_p90,,,{:.6g},,,,,\n", r.strategy, it.p90_ape);
     if (r.same_batches) {
+      out += fmt::format("{},same_batch_ape_p50,,,{:.6g},,,,{:.6g},{}\n", r.strategy,
+                         r.same_batches->median_ape, r.targets.same_batch_median,
+                         r.same_batches->median_ape <= r.targets.same_batch_median);
       out +=
-          fmt::format("{},same_batch_ape_p50,,,{:.6g}\n", r.strategy, r.same_batches->median_ape);
-      out += fmt::format("{},same_batch_ape_p90,,,{:.6g}\n", r.strategy, r.same_batches->p90_ape);
+          fmt::format("{},same_batch_ape_p90,,,{:.6g},,,,,\n", r.strategy, r.same_batches->p90_ape);
       out += fmt::format(
-          "{},same_batch_mean_us,{:.6g},{:.6g},{:.6g}\n", r.strategy,
+          "{},same_batch_mean_us,{:.6g},{:.6g},{:.6g},,,,,\n", r.strategy,
           r.same_batches->engine_mean_us, r.same_batches->simulated_mean_us,
           r.same_batches->engine_mean_us > 0
               ? std::abs(r.same_batches->simulated_mean_us - r.same_batches->engine_mean_us) /
@@ -107,23 +245,37 @@ std::string validation_csv(std::span<const ValidationResult> results) {
               : 0.0);
     }
     for (const MetricComparison& m : r.metrics) {
-      out += fmt::format("{},{},{:.6g},{:.6g},{:.6g}\n", r.strategy, m.metric, m.engine,
-                         m.simulated, m.relative_error);
+      out +=
+          fmt::format("{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{},{}\n", r.strategy,
+                      m.metric, m.engine, m.simulated, m.relative_error, m.engine_min, m.engine_max,
+                      m.engine_cv, m.target > 0 ? fmt::format("{:.6g}", m.target) : "",
+                      m.target > 0 ? (m.pass ? "true" : "false") : "");
     }
   }
   return out;
 }
 
-std::string validation_json(std::span<const ValidationResult> results) {
+std::string validation_json(std::span<const ValidationResult> results, int repeats,
+                            const SpeedCheck& speed) {
   nlohmann::json list = nlohmann::json::array();
   for (const ValidationResult& r : results) {
     const IterationError& it = r.iterations;
     nlohmann::json metrics = nlohmann::json::array();
     for (const MetricComparison& m : r.metrics) {
-      metrics.push_back({{"metric", m.metric},
-                         {"engine", m.engine},
-                         {"simulated", m.simulated},
-                         {"relative_error", m.relative_error}});
+      nlohmann::json metric = {{"metric", m.metric},
+                               {"engine", m.engine},
+                               {"engine_runs", m.engine_runs},
+                               {"engine_min", m.engine_min},
+                               {"engine_max", m.engine_max},
+                               {"engine_cv", m.engine_cv},
+                               {"simulated", m.simulated},
+                               {"relative_error", m.relative_error},
+                               {"inside_engine_range", m.inside_engine_range}};
+      if (m.target > 0) {
+        metric["target"] = m.target;
+        metric["pass"] = m.pass;
+      }
+      metrics.push_back(std::move(metric));
     }
     nlohmann::json same = nullptr;
     if (r.same_batches) {
@@ -131,9 +283,12 @@ std::string validation_json(std::span<const ValidationResult> results) {
               {"median_ape", r.same_batches->median_ape},
               {"p90_ape", r.same_batches->p90_ape},
               {"engine_mean_us", r.same_batches->engine_mean_us},
-              {"priced_mean_us", r.same_batches->simulated_mean_us}};
+              {"priced_mean_us", r.same_batches->simulated_mean_us},
+              {"median_ape_by_run", r.same_batch_median_by_run},
+              {"target", r.targets.same_batch_median}};
     }
     list.push_back({{"strategy", r.strategy},
+                    {"pass", r.pass},
                     {"same_batches", same},
                     {"iterations",
                      {{"engine", it.engine_iterations},
@@ -142,10 +297,24 @@ std::string validation_json(std::span<const ValidationResult> results) {
                       {"median_ape", it.median_ape},
                       {"p90_ape", it.p90_ape},
                       {"engine_mean_us", it.engine_mean_us},
-                      {"simulated_mean_us", it.simulated_mean_us}}},
+                      {"simulated_mean_us", it.simulated_mean_us},
+                      {"median_ape_by_run", r.iteration_median_by_run},
+                      {"target", r.targets.iteration_median}}},
                     {"metrics", metrics}});
   }
-  return nlohmann::json{{"format", "exitsim-validation v1"}, {"strategies", list}}.dump(2) + "\n";
+  const nlohmann::json probe = {{"calibration_us", speed.calibration_us},
+                                {"start_us", speed.start_us},
+                                {"end_us", speed.end_us},
+                                {"change", speed.change()},
+                                {"tolerance", speed.tolerance},
+                                {"normalized", speed.normalized},
+                                {"factor", speed.factor}};
+  return nlohmann::json{{"format", "exitsim-validation v1"},
+                        {"repeats", repeats},
+                        {"speed", probe},
+                        {"strategies", list}}
+             .dump(2) +
+         "\n";
 }
 
 std::string format_validation(std::span<const ValidationResult> results) {
@@ -168,9 +337,26 @@ std::string format_validation(std::span<const ValidationResult> results) {
       out += "  the engine's own batches: not recorded for this strategy\n";
     }
     for (const MetricComparison& m : r.metrics) {
-      out += fmt::format("  {:<24} engine {:>10.2f}  simulated {:>10.2f}  error {:>5.1f}%\n",
-                         m.metric, m.engine, m.simulated, 100 * m.relative_error);
+      const std::string spread = m.engine_runs > 1
+                                     ? fmt::format(" [{:.2f}, {:.2f}] cv {:.1f}%", m.engine_min,
+                                                   m.engine_max, 100 * m.engine_cv)
+                                     : std::string();
+      const std::string verdict =
+          m.target > 0
+              ? fmt::format(
+                    "  {} (target {:.0f}%{})", m.pass ? "pass" : "FAIL", 100 * m.target,
+                    m.inside_engine_range && m.engine_runs > 1 ? ", inside the engine's range" : "")
+              : std::string();
+      out += fmt::format("  {:<24} engine {:>10.2f}{}  simulated {:>10.2f}  error {:>5.1f}%{}\n",
+                         m.metric, m.engine, spread, m.simulated, 100 * m.relative_error, verdict);
     }
+    out += fmt::format(
+        "  {}: per-iteration median {:.1f}% (target {:.0f}%){}\n", r.pass ? "PASS" : "FAIL",
+        100 * r.iterations.median_ape, 100 * r.targets.iteration_median,
+        r.same_batches
+            ? fmt::format(", same batches {:.1f}% (target {:.0f}%)",
+                          100 * r.same_batches->median_ape, 100 * r.targets.same_batch_median)
+            : std::string());
   }
   return out;
 }

@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <limits>
+#include <span>
 #include <vector>
 
 namespace exitsim::analysis {
@@ -41,28 +43,92 @@ TEST(CompareIterations, AWildPriceGivesAWildErrorNotAnOverflow) {
 }
 
 TEST(CompareRuns, ReportsThroughputAndLatencyPercentiles) {
-  sim::MetricsSummary engine, simulated;
-  engine.throughput_tokens_per_s = 100;
+  EngineRunMeasurement engine;
+  sim::MetricsSummary simulated;
+  engine.summary.throughput_tokens_per_s = 100;
   simulated.throughput_tokens_per_s = 95;
-  engine.ttft.p50 = 2.0;  // ms
+  engine.summary.ttft.p50 = 2.0;  // ms
   simulated.ttft.p50 = 2.2;
+  engine.iterations = {1000};
   const std::vector<TimeNs> it = {1000};
-  const ValidationResult r = compare_runs("depthwise", engine, simulated, it, it);
-  ASSERT_EQ(r.metrics.size(), 10U);
+  const ValidationResult r = compare_runs("depthwise", std::span(&engine, 1), simulated, it);
+  ASSERT_EQ(r.metrics.size(), 12U);
   EXPECT_EQ(r.metrics[0].metric, "throughput_tokens_per_s");
   EXPECT_NEAR(r.metrics[0].relative_error, 0.05, 1e-12);
+  EXPECT_TRUE(r.metrics[0].pass);  // 5% is the target
   EXPECT_EQ(r.metrics[1].metric, "ttft_p50_ms");
   EXPECT_NEAR(r.metrics[1].engine, 2.0, 1e-12);
   EXPECT_NEAR(r.metrics[1].relative_error, 0.1, 1e-12);
+  // One run has no range to fall inside: 10% off a 5% target fails.
+  EXPECT_FALSE(r.metrics[1].pass);
+  EXPECT_FALSE(r.pass);
   EXPECT_EQ(r.metrics[2].relative_error, 0.0);  // both 0
+  EXPECT_EQ(r.metrics[10].metric, "queueing_p50_ms");
 
   const std::vector<ValidationResult> all = {r};
   const std::string csv = validation_csv(all);
-  EXPECT_EQ(csv.rfind("strategy,metric,engine,simulated,relative_error\n", 0), 0U);
-  EXPECT_NE(csv.find("depthwise,throughput_tokens_per_s,100,95,0.05\n"), std::string::npos);
-  EXPECT_NE(csv.find("depthwise,iteration_ape_p50,,,0\n"), std::string::npos);
+  EXPECT_EQ(csv.rfind("strategy,metric,engine,simulated,relative_error,engine_min,engine_max,"
+                      "engine_cv,target,pass\n",
+                      0),
+            0U);
+  EXPECT_NE(csv.find("depthwise,throughput_tokens_per_s,100,95,0.05,100,100,0,0.05,true\n"),
+            std::string::npos);
+  EXPECT_NE(csv.find("depthwise,ttft_p50_ms,2,2.2,0.1,2,2,0,0.05,false\n"), std::string::npos);
+  EXPECT_NE(csv.find("depthwise,iteration_ape_p50,,,0,,,,0.08,true\n"), std::string::npos);
   EXPECT_NE(format_validation(all).find("depthwise: iterations engine 1 / simulated 1"),
             std::string::npos);
+}
+
+// Five engine runs spread 90..110 tokens/s around 100: a prediction of 107 is 7% off the median,
+// over the 5% target, yet inside what the engine itself measured, so it passes; 115 is outside
+// and fails. The spread's CV is the sample standard deviation over the mean.
+TEST(CompareRuns, JudgesAgainstTheEnginesOwnRangeOverRepeats) {
+  std::vector<EngineRunMeasurement> runs(5);
+  const std::vector<double> throughputs = {100, 90, 110, 95, 105};
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    runs[i].summary.throughput_tokens_per_s = throughputs[i];
+    runs[i].iterations = {1000, 1000};
+    // Same-batch pricing 2%, 4%, 6%, 8%, 10% off: the median run's is 6%.
+    runs[i].priced_steps = {static_cast<TimeNs>(1000 + 20 * (i + 1)),
+                            static_cast<TimeNs>(1000 + 20 * (i + 1))};
+  }
+  sim::MetricsSummary simulated;
+  simulated.throughput_tokens_per_s = 107;
+  const std::vector<TimeNs> it = {1000, 1000};
+  ValidationResult r = compare_runs("full_depth", runs, simulated, it);
+  const MetricComparison& t = r.metrics[0];
+  EXPECT_EQ(t.engine_runs, 5);
+  EXPECT_EQ(t.engine, 100);
+  EXPECT_EQ(t.engine_min, 90);
+  EXPECT_EQ(t.engine_max, 110);
+  EXPECT_NEAR(t.engine_cv, std::sqrt(62.5) / 100, 1e-12);
+  EXPECT_NEAR(t.relative_error, 0.07, 1e-12);
+  EXPECT_TRUE(t.inside_engine_range);
+  EXPECT_TRUE(t.pass);
+  ASSERT_TRUE(r.same_batches.has_value());
+  EXPECT_NEAR(r.same_batches->median_ape, 0.06, 1e-12);
+  EXPECT_EQ(r.same_batch_median_by_run.size(), 5U);
+  EXPECT_FALSE(r.pass);  // 6% same-batch error is over its 5% target
+
+  simulated.throughput_tokens_per_s = 115;
+  r = compare_runs("full_depth", runs, simulated, it);
+  EXPECT_FALSE(r.metrics[0].inside_engine_range);
+  EXPECT_FALSE(r.metrics[0].pass);
+}
+
+TEST(SpeedCheck, SaysWhenTheMachineIsSlowerThanAtCalibration) {
+  SpeedCheck speed;
+  speed.calibration_us = 100;
+  speed.start_us = 118;
+  speed.end_us = 122;
+  EXPECT_NEAR(speed.change(), 0.20, 1e-12);
+  EXPECT_NE(speed.describe().find("20.0% slower now (WARNING: beyond 10%"), std::string::npos)
+      << speed.describe();
+  speed.start_us = speed.end_us = 104;
+  EXPECT_EQ(speed.describe().find("WARNING"), std::string::npos) << speed.describe();
+  speed.calibration_us = 0;  // a profile from before the probe
+  EXPECT_EQ(speed.change(), 0.0);
+  EXPECT_NE(speed.describe().find("no reading to compare with"), std::string::npos);
 }
 
 }  // namespace

@@ -54,8 +54,14 @@ CalibratedCostModel::CalibratedCostModel(CostProfile profile, std::string profil
             "a profile measured on the scenario's model (" + fingerprint + ")",
             fmt::format("one of \"{}\" ({})", profile_.source.model, profile_.source.model_shape)));
   }
-  for (std::size_t i = 0; i < ops::layer.size(); ++i)
+  const auto prefill_fit = [&](std::string_view name, const OpFit* otherwise) {
+    const OpFit* fit = profile_.find(std::string(name) + std::string(ops::prefill_suffix));
+    return fit != nullptr ? fit : otherwise;
+  };
+  for (std::size_t i = 0; i < ops::layer.size(); ++i) {
     layer_ops_[i] = required(profile_, profile_path, ops::layer[i]);
+    prefill_layer_ops_[i] = prefill_fit(ops::layer[i], layer_ops_[i]);
+  }
   embed_ = required(profile_, profile_path, ops::embed);
   lm_head_ = required(profile_, profile_path, ops::lm_head);
   sampling_ = required(profile_, profile_path, ops::sampling);
@@ -69,6 +75,7 @@ CalibratedCostModel::CalibratedCostModel(CostProfile profile, std::string profil
         "share of its output",
         ops::kv_only, ops::qkv_proj, kv_only_share_));
   }
+  prefill_kv_only_ = prefill_fit(ops::kv_only, kv_only_);
   residual_ = profile_.find(std::string(ops::step_residual));
   if (residual_ == nullptr) {
     fallbacks_.push_back(
@@ -85,6 +92,14 @@ double CalibratedCostModel::price(const OpFit* op, double batch, double context)
     ++use.outside_range;
     use.largest = std::max(use.largest, batch);
   }
+  // Context is part of the price only where the fit uses it (attention, K/V writes).
+  const bool uses_context =
+      op->regimes.front().coefficients[2] != 0 || op->regimes.front().coefficients[3] != 0;
+  if (uses_context && op->context_max_seen >= 0 &&
+      context > static_cast<double>(op->context_max_seen)) {
+    ++use.beyond_context;
+    use.largest_context = std::max(use.largest_context, context);
+  }
   return op->predict_us(batch, context);
 }
 
@@ -100,6 +115,12 @@ std::vector<std::string> CalibratedCostModel::notes() const {
           op.name, use.outside_range, use.calls, op.batch_min_seen, op.batch_max_seen,
           use.largest));
     }
+    if (use.beyond_context > 0) {
+      out.push_back(fmt::format(
+          "cost_model.profile: {}: {} of {} distinct calls priced beyond the most attention "
+          "context measured ({} pairs; largest {:g}): extrapolated, not measured",
+          op.name, use.beyond_context, use.calls, op.context_max_seen, use.largest_context));
+    }
     for (std::size_t r = 0; r < op.regimes.size(); ++r) {
       if (op.regimes[r].mean_of_calls && use.calls > 0) {
         out.push_back(fmt::format(
@@ -111,18 +132,20 @@ std::vector<std::string> CalibratedCostModel::notes() const {
   return out;
 }
 
-double CalibratedCostModel::layer_us(std::int64_t b, std::int64_t c, std::int64_t kv_only) const {
+double CalibratedCostModel::layer_us(std::int64_t b, std::int64_t c, std::int64_t kv_only,
+                                     bool prefill) const {
+  const auto& fits = prefill ? prefill_layer_ops_ : layer_ops_;
   double us = 0;
   if (b > 0) {
     const auto tokens = static_cast<double>(b);
     const auto context = static_cast<double>(c);
-    for (const OpFit* op : layer_ops_)
+    for (const OpFit* op : fits)
       us += price(op, tokens, context);
   }
   if (kv_only > 0) {
     const auto tokens = static_cast<double>(kv_only);
-    us += kv_only_ != nullptr ? price(kv_only_, tokens, 0)
-                              : kv_only_share_ * price(layer_ops_[1], tokens, 0);
+    const OpFit* fit = prefill ? prefill_kv_only_ : kv_only_;
+    us += fit != nullptr ? price(fit, tokens, 0) : kv_only_share_ * price(fits[1], tokens, 0);
   }
   return us;
 }
@@ -164,7 +187,9 @@ IterationCost CalibratedCostModel::iteration_cost(std::span<const BatchEntry> ba
   double us = 0;
   std::int64_t embedded = 0;
   std::int64_t emitting = 0;
-  for (const Pass& pass : passes) {
+  for (std::size_t p = 0; p < passes.size(); ++p) {
+    const Pass& pass = passes[p];
+    const bool prefill = p == 1;
     if (!pass.used)
       continue;
     WorkCounts run{};
@@ -175,11 +200,12 @@ IterationCost CalibratedCostModel::iteration_cost(std::span<const BatchEntry> ba
       // Consecutive layers usually see the same batch: price each distinct one once.
       if (l == 0 || !(run == priced)) {
         priced = run;
-        priced_us = layer_us(run.tokens, pairs(run), run.kv_only_tokens);
+        priced_us = layer_us(run.tokens, pairs(run), run.kv_only_tokens, prefill);
       }
       us += priced_us;
     }
-    us += static_cast<double>(coda_layers_) * layer_us(pass.coda.tokens, pairs(pass.coda), 0);
+    us += static_cast<double>(coda_layers_) *
+          layer_us(pass.coda.tokens, pairs(pass.coda), 0, prefill);
     if (pass.embedded > 0)
       us += price(embed_, static_cast<double>(pass.embedded), 0);
     if (pass.emitting > 0) {

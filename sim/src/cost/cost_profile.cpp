@@ -90,6 +90,18 @@ class ProfileReader {
     fit.held_out_mape = number(value, at, "held_out_mape");
     fit.batch_min_seen = count(value, at, "batch_min_seen");
     fit.batch_max_seen = count(value, at, "batch_max_seen");
+    // Written since the op grid; a profile without them reads as before.
+    if (value.contains("held_out_median_ape"))
+      fit.held_out_median_ape = number(value, at, "held_out_median_ape");
+    if (value.contains("context_max_seen"))
+      fit.context_max_seen = count(value, at, "context_max_seen");
+    if (value.contains("measured_by")) {
+      fit.measured_by = text(value, at, "measured_by");
+      if (fit.measured_by != "trace" && fit.measured_by != "grid")
+        fail(at + ".measured_by", "\"trace\" or \"grid\"", "\"" + fit.measured_by + "\"");
+    }
+    if (value.contains("in_situ_median_ape"))
+      fit.in_situ_median_ape = number(value, at, "in_situ_median_ape");
     const json& regimes = member(value, at, "regimes");
     if (!regimes.is_array() || regimes.empty())
       fail(at + ".regimes", "a non-empty list of regimes", regimes.dump());
@@ -148,6 +160,8 @@ class ProfileReader {
       fail("source.traces", "a list of paths", traces.dump());
     for (const json& t : traces)
       profile.source.traces.push_back(t.is_string() ? t.get<std::string>() : t.dump());
+    if (source.contains("speed_probe_us"))
+      profile.source.speed_probe_us = number(source, "source", "speed_probe_us");
     const json& ops = member(root, "", "ops");
     if (!ops.is_array() || ops.empty())
       fail("ops", "a non-empty list of fitted ops", ops.dump());
@@ -178,6 +192,8 @@ void CostProfile::write(const std::string& path) const {
   root["source"] = {{"engine", source.engine},           {"backend", source.backend},
                     {"hardware", source.hardware},       {"model", source.model},
                     {"model_shape", source.model_shape}, {"traces", source.traces}};
+  if (source.speed_probe_us > 0)
+    root["source"]["speed_probe_us"] = source.speed_probe_us;
   json list = json::array();
   for (const OpFit& op : ops) {
     json regimes = json::array();
@@ -187,15 +203,21 @@ void CostProfile::write(const std::string& path) const {
         regime["mean_of_calls"] = true;
       regimes.push_back(std::move(regime));
     }
-    list.push_back({{"name", op.name},
-                    {"kind", op.kind},
-                    {"samples", op.samples},
-                    {"held_out", op.held_out},
-                    {"fit_mape", op.fit_mape},
-                    {"held_out_mape", op.held_out_mape},
-                    {"batch_min_seen", op.batch_min_seen},
-                    {"batch_max_seen", op.batch_max_seen},
-                    {"regimes", regimes}});
+    json entry = {{"name", op.name},
+                  {"kind", op.kind},
+                  {"samples", op.samples},
+                  {"held_out", op.held_out},
+                  {"fit_mape", op.fit_mape},
+                  {"held_out_mape", op.held_out_mape},
+                  {"held_out_median_ape", op.held_out_median_ape},
+                  {"batch_min_seen", op.batch_min_seen},
+                  {"batch_max_seen", op.batch_max_seen},
+                  {"measured_by", op.measured_by},
+                  {"in_situ_median_ape", op.in_situ_median_ape},
+                  {"regimes", regimes}};
+    if (op.context_max_seen >= 0)
+      entry["context_max_seen"] = op.context_max_seen;
+    list.push_back(std::move(entry));
   }
   root["ops"] = list;
   traces::write_file_atomically(path, root.dump(2) + "\n");

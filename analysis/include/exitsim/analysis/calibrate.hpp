@@ -13,6 +13,10 @@ namespace exitsim::analysis {
 // backend, hardware and model produced the trace. A profile keeps it, and the calibrated cost
 // model refuses a scenario of other hardware or another model.
 sim::ProfileSource read_run_description(const std::string& op_trace_path);
+// Where that description is: run.json beside an op trace; <name>.run.json beside an op grid.
+std::string run_description_path(const std::string& measurement_path);
+// <name>.run.json for the op grid <name>.csv (whether or not it exists yet).
+std::string grid_description_path(const std::string& grid_path);
 
 struct CalibrationOptions {
   // Every n-th call of an op (in trace order) is held out of the fit and measures its error.
@@ -22,6 +26,9 @@ struct CalibrationOptions {
   // ... and is only looked for when one line misses by more than this RMS relative error (timer
   // noise alone must not split an op).
   double knee_min_error = 0.01;
+  // Scale each regime to predict its fitted calls' measured total (in-situ traces, whose few
+  // stretched calls the simulator must sum too); off for grid medians.
+  bool match_total = true;
 };
 
 // One fitted op's samples, for tests and reports: what the fit saw.
@@ -37,9 +44,8 @@ struct OpSample {
 sim::OpFit fit_op(const std::string& name, const std::string& kind,
                   std::span<const OpSample> samples, const CalibrationOptions& options);
 
-// Reads the op traces (each with its run.json), fits every op and the step residual. Throws
-// InputError for unreadable or malformed traces, a missing run.json, traces of different
-// engines, hardware or models, and traces without the ops every iteration runs.
+// calibrate() throws InputError for unreadable or malformed traces, a missing run.json, traces
+// of different engines, hardware or models, and traces without the ops every iteration runs.
 // A fit exitsim would not trust: its held-out error exceeds this fraction...
 inline constexpr double k_untrusted_held_out_mape = 0.25;
 // ... or it rests on fewer calls than this.
@@ -50,7 +56,20 @@ inline constexpr std::int64_t k_min_trusted_samples = 10;
 // calls' mean), naming the op and the figure; empty when every fit is within those bounds.
 std::vector<std::string> untrusted_fits(const sim::CostProfile& profile);
 
-sim::CostProfile calibrate(std::span<const std::string> op_trace_paths,
+// Fits that say the measurements were not of one steady machine; `calibrate` refuses such a
+// profile unless forced. A grid fit (medians of repeated isolated calls) whose held-out points
+// mostly miss by more than k_absurd_held_out_median_ape; any fit whose held-out calls miss by
+// more than k_absurd_held_out_mape on average; only fits of at least k_min_trusted_samples calls
+// are judged. (A trace fit is scaled to its calls' total, so its
+// median error is large by design where a few calls are stretched: its mean error is judged.)
+inline constexpr double k_absurd_held_out_median_ape = 0.5;
+inline constexpr double k_absurd_held_out_mape = 10.0;
+std::vector<std::string> absurd_fits(const sim::CostProfile& profile);
+
+// Reads op traces (each with its run.json) and op grids (`exitsim engine profile-ops`, each with
+// its <name>.run.json), fits every op (from the grid where it timed the op, else from the
+// traces) and the step residual (from the traces). Throws InputError as described above.
+sim::CostProfile calibrate(std::span<const std::string> paths,
                            const CalibrationOptions& options = {});
 
 }  // namespace exitsim::analysis

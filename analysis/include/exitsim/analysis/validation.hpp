@@ -28,37 +28,90 @@ struct IterationError {
 IterationError compare_iterations(std::span<const TimeNs> engine,
                                   std::span<const TimeNs> simulated);
 
+// The targets a validation is judged against (docs/calibration.md): the cost model's error on the
+// engine's own batches, the per-iteration error of the simulator's own run, and the request
+// metrics' error (a metric also passes when the prediction lies inside the engine's own min-max
+// over its repeats: closer than that, no run of the engine could confirm it).
+struct ValidationTargets {
+  double same_batch_median = 0.05;
+  double iteration_median = 0.08;
+  double metric = 0.05;  // throughput and the p50 of TTFT, TPOT and E2E
+};
+
 struct MetricComparison {
   std::string metric;  // "throughput_tokens_per_s", "ttft_p50_ms", ...
-  double engine = 0;
+  double engine = 0;   // the median of the engine's runs
   double simulated = 0;
   double relative_error = 0;  // |simulated - engine| / engine (0 when both are 0)
+  // The engine's own spread over its repeated runs (all equal to `engine` for one run).
+  int engine_runs = 1;
+  double engine_min = 0;
+  double engine_max = 0;
+  double engine_cv = 0;              // standard deviation / mean over the runs (0 for one run)
+  bool inside_engine_range = false;  // engine_min <= simulated <= engine_max
+  double target = 0;                 // 0: not judged
+  bool pass = true;                  // error <= target, or inside the engine's range
 };
 
 // One strategy's validation: iteration error and the request metrics of both executors.
 struct ValidationResult {
   std::string strategy;
   // The engine's steps against the simulator's own run of the same requests (the schedules may
-  // drift apart where the predicted times differ).
+  // drift apart where the predicted times differ); of the engine run with the median error.
   IterationError iterations;
+  // Each engine run's per-iteration median error, in run order.
+  std::vector<double> iteration_median_by_run;
   // The engine's steps against the cost model's price of the very batch each step ran: the cost
-  // model's error alone. Absent where the engine does not record its batches in the
-  // simulator's terms (depth-wise steps, deferred fills).
+  // model's error alone (of the run with the median error). Absent where the engine does not
+  // record its batches in the simulator's terms (depth-wise steps, deferred fills).
   std::optional<IterationError> same_batches;
-  std::vector<MetricComparison> metrics;  // throughput, then TTFT, TPOT, E2E at p50, p90, p99
+  std::vector<double> same_batch_median_by_run;
+  // Throughput, then TTFT, TPOT, E2E and queueing at p50, p90, p99.
+  std::vector<MetricComparison> metrics;
+  ValidationTargets targets;
+  bool pass = true;  // every judged figure within its target
 };
 
-ValidationResult compare_runs(const std::string& strategy, const sim::MetricsSummary& engine,
+// One engine run, as validation compares it.
+struct EngineRunMeasurement {
+  sim::MetricsSummary summary;
+  std::vector<TimeNs> iterations;
+  // The engine's own steps priced by the cost model; empty where not recorded.
+  std::vector<TimeNs> priced_steps;
+};
+
+// Compares the simulator's run with the engine's runs (at least one) of the same requests.
+ValidationResult compare_runs(const std::string& strategy,
+                              std::span<const EngineRunMeasurement> engine,
                               const sim::MetricsSummary& simulated,
-                              std::span<const TimeNs> engine_iterations,
-                              std::span<const TimeNs> simulated_iterations);
+                              std::span<const TimeNs> simulated_iterations,
+                              const ValidationTargets& targets = {});
+
+// How fast the machine was, by the speed probe (engine/op_timing.hpp): at calibration (from the
+// profile; 0 when it has none), and at the start and end of this validation.
+struct SpeedCheck {
+  double calibration_us = 0;
+  double start_us = 0;
+  double end_us = 0;
+  double tolerance = 0.10;  // a change beyond this fraction is reported
+  bool normalized = false;  // --normalize-speed: the engine's times were rescaled by `factor`
+  double factor = 1;        // calibration_us / mean(start_us, end_us)
+  // The machine's speed now relative to calibration (+: slower now); 0 without a calibration
+  // reading.
+  double change() const;
+  // One line: the three readings and whether the change is beyond the tolerance.
+  std::string describe() const;
+};
 
 // The results as CSV (one row per strategy and metric, iteration errors as metrics too) and as
 // readable text.
 std::string validation_csv(std::span<const ValidationResult> results);
-// The same as JSON (what `exitsim report` reads): {"strategies": [{"strategy", "iterations":
-// {...}, "metrics": [{"metric", "engine", "simulated", "relative_error"}]}]}.
-std::string validation_json(std::span<const ValidationResult> results);
+// The same as JSON (what `exitsim report` reads): {"format", "repeats", "speed": {...},
+// "strategies": [{"strategy", "pass", "targets", "iterations": {...}, "same_batches": {...},
+// "metrics": [{"metric", "engine", "engine_min", "engine_max", "engine_cv", "simulated",
+// "relative_error", "inside_engine_range", "target", "pass"}]}]}.
+std::string validation_json(std::span<const ValidationResult> results, int repeats,
+                            const SpeedCheck& speed);
 std::string format_validation(std::span<const ValidationResult> results);
 
 }  // namespace exitsim::analysis

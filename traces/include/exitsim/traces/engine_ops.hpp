@@ -23,6 +23,11 @@ inline constexpr std::array<std::string_view, 10> layer = {
     attn_norm, qkv_proj, rotary,      kv_write, attention,
     o_proj,    mlp_norm, mlp_gate_up, mlp_act,  mlp_down};
 
+// A layer op's fit for prefill-pass calls (prompt chunks: matrix-matrix projections), where an
+// op grid timed them apart from decode calls: "qkv_proj.prefill". Op traces do not carry it (their
+// calls of both passes share the op's name).
+inline constexpr std::string_view prefill_suffix = ".prefill";
+
 // state_copy: K/V of copied exit states at the layers above a token's exit.
 inline constexpr std::string_view kv_only = "state_copy.kv_proj";
 // Once per pass.

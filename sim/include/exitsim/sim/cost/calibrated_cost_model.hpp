@@ -39,19 +39,25 @@ class CalibratedCostModel final : public CostModel {
  private:
   // Microseconds of one call of every layer op at b tokens and c attention pairs, plus the K/V
   // projections of `kv_only` copied states.
-  double layer_us(std::int64_t b, std::int64_t c, std::int64_t kv_only) const;
+  // `prefill`: a prefill pass's call, priced by the ops' ".prefill" fits where the profile has
+  // them (an op grid), else by the same fits as decode calls.
+  double layer_us(std::int64_t b, std::int64_t c, std::int64_t kv_only, bool prefill) const;
   // One call of `op` (an element of profile_.ops), counted for notes().
   double price(const OpFit* op, double batch, double context) const;
 
   struct OpUse {
     std::int64_t calls = 0;
-    std::int64_t outside_range = 0;  // batch below batch_min_seen or above batch_max_seen
-    double largest = 0;              // largest such batch
+    std::int64_t outside_range = 0;   // batch below batch_min_seen or above batch_max_seen
+    double largest = 0;               // largest such batch
+    std::int64_t beyond_context = 0;  // context above context_max_seen
+    double largest_context = 0;
   };
 
   CostProfile profile_;
   std::array<const OpFit*, 10> layer_ops_{};
-  const OpFit* kv_only_ = nullptr;  // nullptr: priced as qkv_proj x kv_only_share_
+  std::array<const OpFit*, 10> prefill_layer_ops_{};  // the ".prefill" fits, else layer_ops_
+  const OpFit* kv_only_ = nullptr;          // nullptr: priced as qkv_proj x kv_only_share_
+  const OpFit* prefill_kv_only_ = nullptr;  // the ".prefill" fit, else kv_only_
   double kv_only_share_ = 0;
   const OpFit* embed_ = nullptr;
   const OpFit* lm_head_ = nullptr;

@@ -23,14 +23,25 @@ struct OpFit {
     bool mean_of_calls = false;
   };
   std::string name;
-  std::string kind;             // the op trace's kind (gemm, attention, ...)
-  std::vector<Regime> regimes;  // ascending batch_max; at least one
-  std::int64_t samples = 0;     // calls fitted
-  std::int64_t held_out = 0;    // calls kept out of the fit to measure its error
-  double fit_mape = 0;          // mean absolute percentage error on the fitted calls
-  double held_out_mape = 0;     // ... and on the held-out calls (the figure to trust)
+  std::string kind;                // the op trace's kind (gemm, attention, ...)
+  std::vector<Regime> regimes;     // ascending batch_max; at least one
+  std::int64_t samples = 0;        // calls fitted
+  std::int64_t held_out = 0;       // calls kept out of the fit to measure its error
+  double fit_mape = 0;             // mean absolute percentage error on the fitted calls
+  double held_out_mape = 0;        // ... and on the held-out calls (the figure to trust)
+  double held_out_median_ape = 0;  // the held-out calls' median absolute percentage error
   std::int64_t batch_min_seen = 0;
   std::int64_t batch_max_seen = 0;
+  // The most attention context among the samples; -1: not recorded (a profile of an older
+  // exitsim). Prices at more context than this are extrapolated, and said so.
+  std::int64_t context_max_seen = -1;
+  // "trace": fitted from the engine's own op traces (calls as they ran); "grid": from ops timed
+  // in isolation over a grid of shapes (`exitsim engine profile-ops`; samples are the points'
+  // medians).
+  std::string measured_by = "trace";
+  // A grid fit's median absolute percentage error on the same op's calls in the op traces given
+  // with the grid (how well isolated timings predict the engine's running ops); -1: no traces.
+  double in_situ_median_ape = -1;
 
   // Never negative: a fit may dip below zero outside the data.
   double predict_us(double batch, double context) const;
@@ -45,6 +56,9 @@ struct ProfileSource {
   std::string model;        // the model's name
   std::string model_shape;  // ModelShape fingerprint, see model_fingerprint()
   std::vector<std::string> traces;
+  // The speed probe (engine/op_timing.hpp) of the runs measured, their mean, in microseconds;
+  // 0: not recorded. Validation compares the machine's speed now against it.
+  double speed_probe_us = 0;
 };
 
 struct CostProfile {
