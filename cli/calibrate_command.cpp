@@ -48,13 +48,15 @@ void run_calibrate(const CalibrateArgs& args) {
   if (profile.source.speed_probe_us > 0)
     fmt::print("speed      probe {:.1f} us (mean of the runs' readings)\n",
                profile.source.speed_probe_us);
-  fmt::print("{:<26} {:>5} {:>6} {:>5} {:>7} {:>8} {:>13} {:>12} {:>11} {:>14}\n", "op", "from",
-             "fitted", "held", "regimes", "fit MAPE", "held-out MAPE", "held-out p50",
-             "in-situ p50", "measured up to");
+  fmt::print("{:<26} {:>5} {:>6} {:>5} {:>7} {:>8} {:>13} {:>12} {:>13} {:>14}\n", "op", "from",
+             "fitted", "held", "regimes", "fit MAPE", "held-out MAPE", "held-out p50", "in engine",
+             "measured up to");
   for (const sim::OpFit& op : profile.ops) {
     const std::string in_situ =
-        op.in_situ_median_ape >= 0 ? fmt::format("{:.1f}%", 100 * op.in_situ_median_ape) : "-";
-    fmt::print("{:<26} {:>5} {:>6} {:>5} {:>7} {:>7.1f}% {:>12.1f}% {:>11.1f}% {:>11} {:>14}\n",
+        op.in_situ_median_ape >= 0
+            ? fmt::format("x{:.2f} {:.1f}%", op.in_situ_scale, 100 * op.in_situ_median_ape)
+            : "-";
+    fmt::print("{:<26} {:>5} {:>6} {:>5} {:>7} {:>7.1f}% {:>12.1f}% {:>11.1f}% {:>13} {:>14}\n",
                op.name, op.measured_by, op.samples, op.held_out, op.regimes.size(),
                100 * op.fit_mape, 100 * op.held_out_mape, 100 * op.held_out_median_ape, in_situ,
                fmt::format("B {} C {}", op.batch_max_seen, op.context_max_seen));

@@ -36,6 +36,8 @@ namespace {
 void run_engine(const RunArgs& args) {
   const auto loaded = load_model(args.model);
   const scenario::Scenario s = with_engine_model(args.scenario, loaded->config.shape).load();
+  apply_scenario_threading(args.model, s);
+  const int warmup = warmup_requests(args.warmup_requests, s);
   const std::vector<engine::EngineRequest> requests =
       engine_requests(s, args.model.corpus(loaded->config));
   std::int64_t longest = 1;
@@ -52,9 +54,9 @@ void run_engine(const RunArgs& args) {
         options.kv_blocks, options.block_size, longest);
   }
   RunConditions conditions;
-  conditions.warmup_requests = args.warmup_requests;
+  conditions.warmup_requests = warmup;
   conditions.omp_wait_policy = omp_wait_policy();
-  warm_up_engine(*loaded->model, requests, options, args.warmup_requests);
+  warm_up_engine(*loaded->model, requests, options, warmup);
   if (!args.profile.empty())
     conditions.probe_start = engine::speed_probe(*loaded->model);
   engine::Engine engine(*loaded->model, options, args.profile.empty() ? nullptr : &profiler);
@@ -261,7 +263,8 @@ void add_engine_commands(CLI::App& app) {
   run->add_option("--temperature", run_args->temperature, "Sampling temperature (0: greedy)")
       ->check(CLI::NonNegativeNumber);
   run->add_option("--warmup", run_args->warmup_requests,
-                  "Requests decoded untimed before the measured run (default 4; 0: none)")
+                  "Requests decoded untimed before the measured run (default: the scenario's "
+                  "engine.warmup_requests, 4; 0: none)")
       ->check(CLI::NonNegativeNumber);
   run->callback([run_args] { run_engine(*run_args); });
 

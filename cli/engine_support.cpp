@@ -55,9 +55,12 @@ void ModelOptions::add_to(CLI::App& command) {
                   "parity with the CPU), fp16 or bf16 (half the bytes; fp32 arithmetic)")
       ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
   command.add_option("--threads", threads,
-                     "The CPU backend's OpenMP threads (default: OMP_NUM_THREADS, else every "
-                     "core); recorded in the profile's hardware name");
-  command.add_flag("--pin", pin, "Bind each CPU backend thread to its own core (steadier timing)");
+                     "The CPU backend's OpenMP threads (default: the scenario's engine.threads, "
+                     "else OMP_NUM_THREADS, else every core); recorded in the profile's hardware "
+                     "name");
+  command.add_flag("--pin", pin,
+                   "Bind each CPU backend thread to its own core (steadier timing; default: the "
+                   "scenario's engine.pin)");
 }
 
 std::vector<std::int32_t> ModelOptions::corpus(const engine::ModelConfig& config) const {
@@ -105,10 +108,22 @@ std::unique_ptr<LoadedModel> load_model(const ModelOptions& options) {
         expected_found("cpu (this exitsim was built without the CUDA toolkit)", "cuda"));
 #endif
   } else {
-    engine::apply_cpu_threading({options.threads, options.pin});
+    if (options.threads != 0 || options.pin)
+      engine::apply_cpu_threading({options.threads, options.pin});
     loaded->model = std::make_unique<engine::CpuModel>(loaded->config, loaded->weights);
   }
   return loaded;
+}
+
+void apply_scenario_threading(const ModelOptions& options, const scenario::Scenario& s) {
+  if (options.backend != "cpu" || options.threads != 0 || options.pin)
+    return;
+  if (s.engine.threads != 0 || s.engine.pin)
+    engine::apply_cpu_threading({static_cast<int>(s.engine.threads), s.engine.pin});
+}
+
+int warmup_requests(int command_line, const scenario::Scenario& s) {
+  return command_line >= 0 ? command_line : static_cast<int>(s.engine.warmup_requests);
 }
 
 #if EXITSIM_HAVE_CUDA

@@ -36,8 +36,9 @@ struct ModelOptions {
   std::string token_ids;
   std::string backend = "cpu";  // cpu or cuda
   std::string dtype = "fp32";   // the GPU backend's storage: fp32, fp16 or bf16
-  int threads = 0;              // the CPU backend's OpenMP threads (0: OpenMP's choice)
-  bool pin = false;             // each of them bound to its own core
+  int threads = 0;              // the CPU backend's OpenMP threads (0: the scenario's, else
+                                // OpenMP's choice)
+  bool pin = false;             // each of them bound to its own core (or the scenario's engine.pin)
 
   void add_to(CLI::App& command);
 
@@ -62,8 +63,14 @@ struct RunArgs {
   bool honour_arrivals = false;
   bool rollback = false;
   double temperature = 0;
-  int warmup_requests = 4;  // decoded untimed before the measured run (0: none)
+  int warmup_requests = -1;  // decoded untimed before the measured run (-1: engine.warmup_requests)
 };
+
+// The scenario's engine.threads and engine.pin, where the command line set neither --threads nor
+// --pin (load_model applied those); the CPU backend only.
+void apply_scenario_threading(const ModelOptions& options, const scenario::Scenario& s);
+// --warmup when given (>= 0), else the scenario's engine.warmup_requests.
+int warmup_requests(int command_line, const scenario::Scenario& s);
 
 // How a measured run was taken: the speed probe before and after it, the warm-up, and the
 // OpenMP wait policy in force (the environment's OMP_WAIT_POLICY, or "default"). run.json and

@@ -33,7 +33,7 @@ struct ValidateArgs {
   std::vector<std::string> strategies = {"full_depth", "depthwise"};
   std::string out = "validation";
   int repeat = 1;
-  int warmup_requests = 4;
+  int warmup_requests = -1;
   bool normalize_speed = false;
   double speed_tolerance = 0.10;
 };
@@ -172,8 +172,12 @@ std::pair<sim::MetricsSummary, std::vector<TimeNs>> simulate_same(const Scenario
 void run_validate(const ValidateArgs& args) {
   const auto loaded = load_model(args.model);
   const sim::CostProfile profile = sim::CostProfile::read(args.profile);
-  check_profile_matches(args, *loaded, profile);
   const std::vector<std::int32_t> corpus = args.model.corpus(loaded->config);
+  // The scenario's engine section (threads, pinning, warm-up) applies before anything is timed.
+  const scenario::Scenario base = with_engine_model(args.scenario, loaded->config.shape).load();
+  apply_scenario_threading(args.model, base);
+  check_profile_matches(args, *loaded, profile);
+  const int warmup = warmup_requests(args.warmup_requests, base);
   std::filesystem::create_directories(args.out);
 
   analysis::SpeedCheck speed;
@@ -204,8 +208,7 @@ void run_validate(const ValidateArgs& args) {
       std::int64_t longest = 1;
       for (const engine::EngineRequest& r : requests)
         longest = std::max(longest, static_cast<std::int64_t>(r.prompt.size()) + r.output_tokens);
-      warm_up_engine(*loaded->model, requests, engine_options(s, RunArgs{}, longest),
-                     args.warmup_requests);
+      warm_up_engine(*loaded->model, requests, engine_options(s, RunArgs{}, longest), warmup);
     }
     const sim::CalibratedCostModel priced(profile, args.profile, loaded->config.shape);
     std::vector<analysis::EngineRunMeasurement> runs;
@@ -229,7 +232,9 @@ void run_validate(const ValidateArgs& args) {
   const std::string csv = (std::filesystem::path(args.out) / "validation.csv").string();
   traces::write_file_atomically(csv, analysis::validation_csv(results));
   const std::string json = (std::filesystem::path(args.out) / "validation.json").string();
-  traces::write_file_atomically(json, analysis::validation_json(results, args.repeat, speed));
+  const analysis::ValidationConditions conditions{loaded->model->hardware(), args.repeat, warmup,
+                                                  omp_wait_policy(), speed};
+  traces::write_file_atomically(json, analysis::validation_json(results, conditions));
   fmt::print("wrote      {} and validation.json\n", csv);
 }
 

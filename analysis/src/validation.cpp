@@ -255,8 +255,9 @@ std::string validation_csv(std::span<const ValidationResult> results) {
   return out;
 }
 
-std::string validation_json(std::span<const ValidationResult> results, int repeats,
-                            const SpeedCheck& speed) {
+std::string validation_json(std::span<const ValidationResult> results,
+                            const ValidationConditions& conditions) {
+  const SpeedCheck& speed = conditions.speed;
   nlohmann::json list = nlohmann::json::array();
   for (const ValidationResult& r : results) {
     const IterationError& it = r.iterations;
@@ -310,7 +311,10 @@ std::string validation_json(std::span<const ValidationResult> results, int repea
                                 {"normalized", speed.normalized},
                                 {"factor", speed.factor}};
   return nlohmann::json{{"format", "exitsim-validation v1"},
-                        {"repeats", repeats},
+                        {"hardware", conditions.hardware},
+                        {"repeats", conditions.repeats},
+                        {"warmup_requests", conditions.warmup_requests},
+                        {"omp_wait_policy", conditions.omp_wait_policy},
                         {"speed", probe},
                         {"strategies", list}}
              .dump(2) +

@@ -67,6 +67,25 @@ std::vector<KeyDef> output_keys() {
           .open_min()
           .def(256.0)
           .bind(output_field(&OutputConfig::timeline_max_mb)),
+      Key("engine", Type::section,
+          "How the real engine is measured on the CPU backend (`exitsim engine run`, "
+          "`validate`; the simulator ignores it). Command-line --threads, --pin and --warmup "
+          "win."),
+      Key("engine.threads", Type::integer,
+          "OpenMP threads of the CPU backend; 0: OpenMP's choice (OMP_NUM_THREADS, else every "
+          "core). Part of the profile's hardware name.")
+          .range(0, 4096)
+          .def(std::int64_t{0})
+          .bind(field(&Scenario::engine, &EngineConfig::threads)),
+      Key("engine.pin", Type::boolean,
+          "Bind each engine thread to its own core (steadier timing on a shared machine).")
+          .def(false)
+          .bind(field(&Scenario::engine, &EngineConfig::pin)),
+      Key("engine.warmup_requests", Type::integer,
+          "Requests decoded untimed before a measured run (caches, page faults, thread start).")
+          .range(0, 1e6)
+          .def(std::int64_t{4})
+          .bind(field(&Scenario::engine, &EngineConfig::warmup_requests)),
   };
 }
 

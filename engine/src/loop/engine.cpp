@@ -373,7 +373,14 @@ void Engine::Loop::wait_for_next_arrival() {
   }
   {
     auto timed = span(traces::engine_ops::wait_for_arrival, traces::OpKind::other, 0, -1);
-    std::this_thread::sleep_for(std::chrono::nanoseconds(wait));
+    // Sleep to just short of the arrival, then spin: a sleep alone overshoots by the kernel's
+    // timer slack (tens of microseconds, more on a busy VM), which delays every request behind
+    // it, and leaves the core idle long enough to come back slower.
+    constexpr TimeNs k_spin_ns = 200'000;
+    if (wait > k_spin_ns)
+      std::this_thread::sleep_for(std::chrono::nanoseconds(wait - k_spin_ns));
+    while (now() < arrival) {
+    }
   }
   idle_ += now() - before;
 }

@@ -100,6 +100,8 @@ class ProfileReader {
       if (fit.measured_by != "trace" && fit.measured_by != "grid")
         fail(at + ".measured_by", "\"trace\" or \"grid\"", "\"" + fit.measured_by + "\"");
     }
+    if (value.contains("in_situ_scale"))
+      fit.in_situ_scale = number(value, at, "in_situ_scale");
     if (value.contains("in_situ_median_ape"))
       fit.in_situ_median_ape = number(value, at, "in_situ_median_ape");
     const json& regimes = member(value, at, "regimes");

@@ -50,6 +50,9 @@ sim::OpFit fit_op(const std::string& name, const std::string& kind,
 inline constexpr double k_untrusted_held_out_mape = 0.25;
 // ... or it rests on fewer calls than this.
 inline constexpr std::int64_t k_min_trusted_samples = 10;
+// ... or the running engine's calls of a grid-timed op took more than this many times (or less
+// than its inverse) what the op took in isolation.
+inline constexpr double k_max_in_situ_scale = 2.0;
 
 // One line per fitted op that should not be trusted as it is (held-out error above
 // k_untrusted_held_out_mape, fewer than k_min_trusted_samples calls, a regime priced as its

@@ -103,15 +103,26 @@ struct SpeedCheck {
   std::string describe() const;
 };
 
+// How the engine was measured: the machine (with its thread setting), the runs per strategy, the
+// warm-up, the OpenMP wait policy, the speed check.
+struct ValidationConditions {
+  std::string hardware;
+  int repeats = 1;
+  int warmup_requests = 0;
+  std::string omp_wait_policy = "default";
+  SpeedCheck speed;
+};
+
 // The results as CSV (one row per strategy and metric, iteration errors as metrics too) and as
 // readable text.
 std::string validation_csv(std::span<const ValidationResult> results);
-// The same as JSON (what `exitsim report` reads): {"format", "repeats", "speed": {...},
+// The same as JSON (what `exitsim report` reads): {"format", "hardware", "repeats",
+// "warmup_requests", "omp_wait_policy", "speed": {...},
 // "strategies": [{"strategy", "pass", "targets", "iterations": {...}, "same_batches": {...},
 // "metrics": [{"metric", "engine", "engine_min", "engine_max", "engine_cv", "simulated",
 // "relative_error", "inside_engine_range", "target", "pass"}]}]}.
-std::string validation_json(std::span<const ValidationResult> results, int repeats,
-                            const SpeedCheck& speed);
+std::string validation_json(std::span<const ValidationResult> results,
+                            const ValidationConditions& conditions);
 std::string format_validation(std::span<const ValidationResult> results);
 
 }  // namespace exitsim::analysis

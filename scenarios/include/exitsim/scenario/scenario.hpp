@@ -188,6 +188,16 @@ struct OutputConfig {
   friend bool operator==(const OutputConfig&, const OutputConfig&) = default;
 };
 
+// How the real engine (`exitsim engine run`, `validate`) is measured on the CPU backend; the
+// simulator ignores it. Command-line --threads, --pin and --warmup win over these.
+struct EngineConfig {
+  std::int64_t threads = 0;  // OpenMP threads; 0: OpenMP's choice (OMP_NUM_THREADS, else all)
+  bool pin = false;          // bind thread i to the i-th CPU the process may run on
+  std::int64_t warmup_requests = 4;  // decoded untimed before a measured run
+
+  friend bool operator==(const EngineConfig&, const EngineConfig&) = default;
+};
+
 struct Scenario {
   std::string name;
   std::uint64_t seed = 0;
@@ -204,6 +214,7 @@ struct Scenario {
   SloConfig slo;
   std::vector<SweepAxis> sweep;
   OutputConfig outputs;
+  EngineConfig engine;
 
   friend bool operator==(const Scenario&, const Scenario&) = default;
 };

@@ -39,8 +39,10 @@ struct OpFit {
   // in isolation over a grid of shapes (`exitsim engine profile-ops`; samples are the points'
   // medians).
   std::string measured_by = "trace";
-  // A grid fit's median absolute percentage error on the same op's calls in the op traces given
-  // with the grid (how well isolated timings predict the engine's running ops); -1: no traces.
+  // A grid fit given op traces too: the traces' calls of the op in total over the fit's
+  // prediction of them (the engine's running op against the op in isolation; a figure, not
+  // applied), and the fit's median absolute percentage error on those calls; -1: no traces.
+  double in_situ_scale = 1;
   double in_situ_median_ape = -1;
 
   // Never negative: a fit may dip below zero outside the data.

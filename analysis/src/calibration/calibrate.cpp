@@ -1,0 +1,162 @@
+// `calibrate`: measurements in, one fit per op and the step residual out, and the judgement of
+// which fits to trust.
+#include "exitsim/analysis/calibrate.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "exitsim/core/error.hpp"
+#include "exitsim/traces/engine_ops.hpp"
+#include "exitsim/traces/op_grid.hpp"
+#include "parts.hpp"
+
+namespace exitsim::analysis {
+
+namespace ops = traces::engine_ops;
+
+namespace {
+
+// Records how a grid fit predicts its op's calls in the running engine: their total over its
+// prediction, and their median error.
+void compare_with_engine(sim::OpFit& fit, const std::vector<OpSample>& calls) {
+  if (static_cast<std::int64_t>(calls.size()) < k_min_trusted_samples)
+    return;
+  double measured = 0;
+  double predicted = 0;
+  std::vector<const OpSample*> views;
+  for (const OpSample& call : calls) {
+    measured += call.time_us;
+    predicted += fit.predict_us(call.batch, call.context);
+    views.push_back(&call);
+  }
+  if (measured <= 0 || predicted <= 0)
+    return;
+  fit.in_situ_scale = measured / predicted;
+  fit.in_situ_median_ape = median_ape(fit, views);
+}
+
+}  // namespace
+
+sim::CostProfile calibrate(std::span<const std::string> paths, const CalibrationOptions& options) {
+  if (paths.empty())
+    throw InputError({"", 0, 0, "OPTRACE"}, expected_found("at least one op trace", "none"));
+  sim::CostProfile profile;
+  Samples traced;
+  Samples grid;
+  std::vector<OpSample> residuals;
+  double probe_sum = 0;
+  int probes = 0;
+  // With a grid, the traces' layer calls are filed by pass like the grid's shapes.
+  const bool split_passes = std::any_of(paths.begin(), paths.end(),
+                                        [](const std::string& p) { return traces::is_op_grid(p); });
+  for (const std::string& path : paths) {
+    sim::ProfileSource source = read_run_description(path);
+    if (profile.source.traces.empty()) {
+      profile.source = source;
+    } else {
+      same_source(profile.source, source);
+      profile.source.traces.push_back(path);
+    }
+    if (source.speed_probe_us > 0) {
+      probe_sum += source.speed_probe_us;
+      ++probes;
+    }
+    if (traces::is_op_grid(path))
+      read_grid(path, grid);
+    else
+      read_trace(path, split_passes, traced, residuals);
+  }
+  profile.source.speed_probe_us = probes > 0 ? probe_sum / probes : 0.0;
+  for (const std::string_view required : ops::layer) {
+    if (!traced.contains(std::string(required)) && !grid.contains(std::string(required))) {
+      // A grid of prefill shapes only has "<op>.prefill": decode calls need their own.
+      throw InputError({paths.front(), 0, 0, "name"},
+                       expected_found(fmt::format("calls of the layer op \"{}\"", required),
+                                      "none in any trace or grid given"));
+    }
+  }
+  // An op the grid timed is fitted from the grid (controlled, repeated measurements over a wide
+  // range); its calls in the traces, where given, measure how the running engine differs (in
+  // isolation an op finds its weights in cache; in the engine the layers between its calls
+  // evicted them). The fit is not scaled to them: scaled to the calls' total, a skewed
+  // distribution (a few stretched calls) lifts every typical call, and the engine's steps were
+  // priced further off (docs/calibration.md has the figures). Ops the grid lacks (sampling) and
+  // the step residual come from the traces.
+  CalibrationOptions grid_options = options;
+  grid_options.match_total = false;
+  for (const auto& [name, entry] : grid) {
+    if (!priced_op(name))
+      continue;
+    sim::OpFit fit = fit_op(name, entry.first, entry.second, grid_options);
+    fit.measured_by = "grid";
+    if (const auto in_situ = traced.find(name); in_situ != traced.end())
+      compare_with_engine(fit, in_situ->second.second);
+    profile.ops.push_back(std::move(fit));
+  }
+  for (const auto& [name, entry] : traced) {
+    if (priced_op(name) && !grid.contains(name))
+      profile.ops.push_back(fit_op(name, entry.first, entry.second, options));
+  }
+  if (!residuals.empty()) {
+    profile.ops.push_back(fit_op(std::string(ops::step_residual), "step", residuals, options));
+  }
+  std::sort(profile.ops.begin(), profile.ops.end(),
+            [](const sim::OpFit& a, const sim::OpFit& b) { return a.name < b.name; });
+  return profile;
+}
+
+std::vector<std::string> absurd_fits(const sim::CostProfile& profile) {
+  std::vector<std::string> out;
+  for (const sim::OpFit& op : profile.ops) {
+    // A handful of calls cannot tell a busy machine from a rare slow call; untrusted_fits names
+    // such fits already.
+    if (op.samples < k_min_trusted_samples)
+      continue;
+    if (op.measured_by == "grid" && op.held_out_median_ape > k_absurd_held_out_median_ape) {
+      out.push_back(fmt::format("{}: held-out median error {:.0f}% (above {:.0f}%)", op.name,
+                                100 * op.held_out_median_ape, 100 * k_absurd_held_out_median_ape));
+    }
+    if (op.held_out_mape > k_absurd_held_out_mape) {
+      out.push_back(fmt::format("{}: held-out mean error {:.0f}% (above {:.0f}%)", op.name,
+                                100 * op.held_out_mape, 100 * k_absurd_held_out_mape));
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> untrusted_fits(const sim::CostProfile& profile) {
+  std::vector<std::string> out;
+  for (const sim::OpFit& op : profile.ops) {
+    if (op.held_out_mape > k_untrusted_held_out_mape) {
+      out.push_back(fmt::format("{}: held-out error {:.1f}% (above {:.0f}%)", op.name,
+                                100 * op.held_out_mape, 100 * k_untrusted_held_out_mape));
+    }
+    if (op.in_situ_median_ape > k_untrusted_held_out_mape) {
+      out.push_back(fmt::format(
+          "{}: timed in isolation, it misses the engine's own calls by {:.1f}% (median; above "
+          "{:.0f}%)",
+          op.name, 100 * op.in_situ_median_ape, 100 * k_untrusted_held_out_mape));
+    }
+    if (op.in_situ_scale > k_max_in_situ_scale || op.in_situ_scale < 1 / k_max_in_situ_scale) {
+      out.push_back(fmt::format(
+          "{}: the engine's calls took {:.2f}x its isolated timing (beyond {:.0f}x either way)",
+          op.name, op.in_situ_scale, k_max_in_situ_scale));
+    }
+    if (op.samples < k_min_trusted_samples) {
+      out.push_back(fmt::format("{}: fitted on {} calls (fewer than {})", op.name, op.samples,
+                                k_min_trusted_samples));
+    }
+    for (const sim::OpFit::Regime& regime : op.regimes) {
+      if (regime.mean_of_calls) {
+        out.push_back(fmt::format(
+            "{}: the regime up to batch {} missed its calls' total by more than 4x and is "
+            "priced as their mean",
+            op.name, regime.batch_max));
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace exitsim::analysis

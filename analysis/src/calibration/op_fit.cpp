@@ -1,0 +1,257 @@
+// The fit of one op's latency model: weighted least squares on relative error under a Huber loss,
+// a knee on the batch axis where it pays, and (for in-situ traces) a scale to the calls' total.
+#include <fmt/format.h>
+
+#include <Eigen/Dense>
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <set>
+#include <stdexcept>
+
+#include "exitsim/analysis/calibrate.hpp"
+#include "parts.hpp"
+
+namespace exitsim::analysis {
+
+namespace {
+
+constexpr double k_min_time_us = 0.05;  // clock resolution: shorter spans count as this long
+
+// Ops whose time depends on the context as well as the batch: attention and K/V writes read and
+// write by it, and the step residual is fitted against emitted tokens in that column.
+bool uses_context(std::string_view kind) {
+  return kind == "attention" || kind == "memcpy" || kind == "step";
+}
+
+struct LeastSquares {
+  std::array<double, 4> coefficients{};
+  double relative_sse = 0;
+};
+
+std::array<double, 4> features(const OpSample& s) {
+  return {1.0, s.batch, s.context, s.batch * s.context};
+}
+
+// Minimises the weighted squared relative error over the samples with the given feature columns
+// (weights: one per sample, from the robust loss; empty = all 1).
+LeastSquares solve(std::span<const OpSample* const> samples, const std::vector<int>& columns,
+                   std::span<const double> weights = {}) {
+  const auto rows = static_cast<Eigen::Index>(samples.size());
+  const auto cols = static_cast<Eigen::Index>(columns.size());
+  Eigen::MatrixXd a(rows, cols);
+  Eigen::VectorXd b(rows);
+  for (Eigen::Index i = 0; i < rows; ++i) {
+    const OpSample& s = *samples[static_cast<std::size_t>(i)];
+    const double robust = weights.empty() ? 1.0 : std::sqrt(weights[static_cast<std::size_t>(i)]);
+    const double weight = robust / std::max(s.time_us, k_min_time_us);
+    const auto x = features(s);
+    for (Eigen::Index j = 0; j < cols; ++j)
+      a(i, j) = x[static_cast<std::size_t>(columns[static_cast<std::size_t>(j)])] * weight;
+    b(i) = s.time_us * weight;
+  }
+  // Column scaling keeps the products (up to ~1e9) from swamping the constant term.
+  Eigen::VectorXd scale = a.colwise().norm().transpose();
+  for (Eigen::Index j = 0; j < cols; ++j)
+    scale(j) = scale(j) > 0 ? scale(j) : 1.0;
+  const Eigen::MatrixXd scaled = a * scale.cwiseInverse().asDiagonal();
+  const Eigen::VectorXd solution = scaled.colPivHouseholderQr().solve(b).cwiseQuotient(scale);
+  LeastSquares out;
+  for (Eigen::Index j = 0; j < cols; ++j)
+    out.coefficients[static_cast<std::size_t>(columns[static_cast<std::size_t>(j)])] = solution(j);
+  out.relative_sse = (a * solution - b).squaredNorm();
+  return out;
+}
+
+double median_of(std::vector<double> values) {
+  if (values.empty())
+    return 0;
+  const auto mid = values.begin() + static_cast<std::ptrdiff_t>((values.size() - 1) / 2);
+  std::nth_element(values.begin(), mid, values.end());
+  return *mid;
+}
+
+// The Huber loss on relative error by iteratively reweighted least squares: a sample whose error
+// is beyond 1.345 robust standard deviations (1.4826 x the median absolute error) counts with
+// weight threshold / |error|, so a call stretched by a descheduled thread bends the line no more
+// than a typical one. The returned relative_sse is the plain (unweighted) one, so regimes compare
+// as before.
+LeastSquares robust_solve(std::span<const OpSample* const> samples,
+                          const std::vector<int>& columns) {
+  constexpr int k_rounds = 6;
+  constexpr double k_huber = 1.345;
+  std::vector<double> weights(samples.size(), 1.0);
+  LeastSquares fit = solve(samples, columns);
+  std::vector<double> errors(samples.size());
+  for (int round = 0; round < k_rounds; ++round) {
+    for (std::size_t i = 0; i < samples.size(); ++i) {
+      const OpSample& s = *samples[i];
+      const auto x = features(s);
+      double predicted = 0;
+      for (std::size_t k = 0; k < x.size(); ++k)
+        predicted += fit.coefficients[k] * x[k];
+      errors[i] = (predicted - s.time_us) / std::max(s.time_us, k_min_time_us);
+    }
+    std::vector<double> absolute(errors.size());
+    std::transform(errors.begin(), errors.end(), absolute.begin(),
+                   [](double e) { return std::abs(e); });
+    const double threshold = k_huber * std::max(1.4826 * median_of(absolute), 1e-4);
+    for (std::size_t i = 0; i < samples.size(); ++i)
+      weights[i] = absolute[i] <= threshold ? 1.0 : threshold / absolute[i];
+    fit = solve(samples, columns, weights);
+  }
+  fit.relative_sse = 0;
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    const OpSample& s = *samples[i];
+    const auto x = features(s);
+    double predicted = 0;
+    for (std::size_t k = 0; k < x.size(); ++k)
+      predicted += fit.coefficients[k] * x[k];
+    const double e = (predicted - s.time_us) / std::max(s.time_us, k_min_time_us);
+    fit.relative_sse += e * e;
+  }
+  return fit;
+}
+
+double predict(const sim::OpFit& fit, const OpSample& s) {
+  return fit.predict_us(s.batch, s.context);
+}
+
+std::vector<double> absolute_errors(const sim::OpFit& fit,
+                                    std::span<const OpSample* const> samples) {
+  std::vector<double> out;
+  out.reserve(samples.size());
+  for (const OpSample* s : samples) {
+    const double t = std::max(s->time_us, k_min_time_us);
+    out.push_back(std::abs(predict(fit, *s) - t) / t);
+  }
+  return out;
+}
+
+double mape(const sim::OpFit& fit, std::span<const OpSample* const> samples) {
+  const std::vector<double> errors = absolute_errors(fit, samples);
+  if (errors.empty())
+    return 0;
+  double sum = 0;
+  for (const double e : errors)
+    sum += e;
+  return sum / static_cast<double>(errors.size());
+}
+
+}  // namespace
+
+double median_ape(const sim::OpFit& fit, std::span<const OpSample* const> samples) {
+  return median_of(absolute_errors(fit, samples));
+}
+
+sim::OpFit fit_op(const std::string& name, const std::string& kind,
+                  std::span<const OpSample> samples, const CalibrationOptions& options) {
+  if (samples.empty())
+    throw std::logic_error("fit_op: no samples of " + name);
+  sim::OpFit fit;
+  fit.name = name;
+  fit.kind = kind;
+  std::vector<const OpSample*> train, held;
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    const bool hold = options.hold_out_every > 1 && samples.size() >= 10 &&
+                      static_cast<int>(i % static_cast<std::size_t>(options.hold_out_every)) ==
+                          options.hold_out_every - 1;
+    (hold ? held : train).push_back(&samples[i]);
+  }
+  fit.samples = static_cast<std::int64_t>(train.size());
+  fit.held_out = static_cast<std::int64_t>(held.size());
+  fit.batch_min_seen = std::numeric_limits<std::int64_t>::max();
+  for (const OpSample& s : samples) {
+    fit.batch_min_seen = std::min(fit.batch_min_seen, static_cast<std::int64_t>(s.batch));
+    fit.batch_max_seen = std::max(fit.batch_max_seen, static_cast<std::int64_t>(s.batch));
+    fit.context_max_seen = std::max(fit.context_max_seen, static_cast<std::int64_t>(s.context));
+  }
+
+  // Only the features the data varies in: a constant column would be collinear with c0.
+  const auto varies = [&](int column) {
+    const double first = features(*train.front())[static_cast<std::size_t>(column)];
+    return std::any_of(train.begin(), train.end(), [&](const OpSample* s) {
+      return features(*s)[static_cast<std::size_t>(column)] != first;
+    });
+  };
+  std::vector<int> columns = {0};
+  for (int column : uses_context(kind) ? std::vector<int>{1, 2, 3} : std::vector<int>{1}) {
+    if (varies(column))
+      columns.push_back(column);
+  }
+  std::sort(train.begin(), train.end(),
+            [](const OpSample* a, const OpSample* b) { return a->batch < b->batch; });
+  const LeastSquares single = robust_solve(train, columns);
+  fit.regimes = {{fit.batch_max_seen, single.coefficients}};
+
+  // A knee: the best split of the batch axis into two regimes, each with enough samples.
+  const std::size_t min_side = std::max<std::size_t>(8, 3 * columns.size());
+  double best = options.knee_gain * single.relative_sse;
+  std::set<double> tried;
+  const double rms = std::sqrt(single.relative_sse / static_cast<double>(train.size()));
+  for (int q = 1; q < 20 && train.size() >= 2 * min_side && rms > options.knee_min_error; ++q) {
+    const std::size_t at = train.size() * static_cast<std::size_t>(q) / 20;
+    const double knee = train[at]->batch;
+    if (!tried.insert(knee).second)
+      continue;
+    const auto split = std::upper_bound(train.begin(), train.end(), knee,
+                                        [](double k, const OpSample* s) { return k < s->batch; });
+    const auto left = static_cast<std::size_t>(split - train.begin());
+    if (left < min_side || train.size() - left < min_side)
+      continue;
+    const std::span<const OpSample* const> all(train);
+    const LeastSquares low = robust_solve(all.first(left), columns);
+    const LeastSquares high = robust_solve(all.subspan(left), columns);
+    if (low.relative_sse + high.relative_sse < best) {
+      best = low.relative_sse + high.relative_sse;
+      fit.regimes = {{static_cast<std::int64_t>(knee), low.coefficients},
+                     {fit.batch_max_seen, high.coefficients}};
+    }
+  }
+  if (fit.regimes.size() == 2 && fit.regimes[0].batch_max >= fit.regimes[1].batch_max)
+    fit.regimes.pop_back();
+  // The relative-error fit follows the typical call; the simulator sums calls, so its total must
+  // be the measured total: calls stretched by preemption or cache misses are rare but long.
+  // Scale each regime so that it predicts its fitted calls' total time (the mean, not the
+  // median). Per regime, because a few huge prefill calls would otherwise set the scale of
+  // every small decode call.
+  // A regime whose fit misses its own calls' total by more than k_max_rescale either way is not
+  // a shape worth stretching (near-collinear features, predictions clamped at 0): stretching it
+  // would blow its coefficients up, and prices outside the fitted range with them. It becomes its
+  // calls' mean instead.
+  constexpr double k_max_rescale = 4.0;
+  // Grid points are medians of isolated calls: nothing stretched to match, so no rescaling.
+  std::span<sim::OpFit::Regime> to_match;
+  if (options.match_total)
+    to_match = fit.regimes;
+  for (sim::OpFit::Regime& regime : to_match) {
+    const double low =
+        &regime == &fit.regimes.front() ? -1.0 : static_cast<double>(fit.regimes.front().batch_max);
+    double measured = 0;
+    double predicted = 0;
+    std::int64_t calls = 0;
+    for (const OpSample* s : train) {
+      if (s->batch > low && s->batch <= static_cast<double>(regime.batch_max)) {
+        measured += s->time_us;
+        predicted += predict(fit, *s);
+        ++calls;
+      }
+    }
+    if (measured <= 0 || calls == 0)
+      continue;
+    const double ratio = predicted > 0 ? measured / predicted : 0.0;
+    if (ratio >= 1.0 / k_max_rescale && ratio <= k_max_rescale) {
+      for (double& c : regime.coefficients)
+        c *= ratio;
+    } else {
+      regime.coefficients = {measured / static_cast<double>(calls), 0.0, 0.0, 0.0};
+      regime.mean_of_calls = true;
+    }
+  }
+  fit.fit_mape = mape(fit, train);
+  fit.held_out_mape = held.empty() ? fit.fit_mape : mape(fit, held);
+  fit.held_out_median_ape = held.empty() ? median_ape(fit, train) : median_ape(fit, held);
+  return fit;
+}
+
+}  // namespace exitsim::analysis

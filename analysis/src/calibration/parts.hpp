@@ -1,0 +1,40 @@
+#pragma once
+// What the calibration's files share (analysis/src/calibration): reading measurements, fitting
+// one op, and the names they use.
+
+#include <map>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "exitsim/analysis/calibrate.hpp"
+#include "exitsim/sim/cost/cost_profile.hpp"
+
+namespace exitsim::analysis {
+
+// The median absolute percentage error of `fit` on the samples.
+double median_ape(const sim::OpFit& fit, std::span<const OpSample* const> samples);
+
+// Ops the calibrated model prices one call at a time (and their ".prefill" fits); the rest of a
+// step is its residual.
+bool priced_op(std::string_view name);
+
+// Per op name: the op trace's kind and the samples.
+using Samples = std::map<std::string, std::pair<std::string, std::vector<OpSample>>>;
+
+// One op trace's calls per op, and its steps' residuals (docs/calibration.md). With
+// `split_passes`, a layer op's calls in a step's prefill pass are filed as "<op>.prefill" (the
+// pass is read from steps.csv beside the trace; without it every call counts as decode).
+void read_trace(const std::string& path, bool split_passes, Samples& samples,
+                std::vector<OpSample>& residuals);
+// One op grid's points per op: each point's median is one sample; prefill-shaped points are
+// filed as "<op>.prefill".
+void read_grid(const std::string& path, Samples& samples);
+
+// Throws InputError naming the field where `b` was measured by another engine, backend,
+// hardware or model shape than `a`.
+void same_source(const sim::ProfileSource& a, const sim::ProfileSource& b);
+
+}  // namespace exitsim::analysis
