@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "analysis/support/png_pixels.hpp"
+#include "exitsim/analysis/validation.hpp"
 #include "support/test_files.hpp"
 
 namespace exitsim::analysis {
@@ -403,6 +404,47 @@ TEST(Report, TheTrustLineStatesNoErrorThatWasNotMeasured) {
   EXPECT_NE(build_report(in).verdict.find("within 7.0% (median per step, worst strategy "
                                           "depthwise): WARNING, above the 5% target"),
             std::string::npos);
+}
+
+// The validation section shows each figure against the engine's own spread over its repeats and
+// judges it: a prediction 7% off the median but inside the engine's range passes; one outside
+// fails; the speed probe's change beyond its tolerance is a warning; the verdict counts the
+// strategies that met every target. Built from what `exitsim validate` writes.
+TEST(Report, ValidationShowsTheEnginesSpreadAndJudgesEachTarget) {
+  std::vector<analysis::EngineRunMeasurement> runs(5);
+  const std::vector<double> throughputs = {100, 90, 110, 95, 105};
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    runs[i].summary.throughput_tokens_per_s = throughputs[i];
+    runs[i].summary.ttft.p50 = 10;
+    runs[i].iterations = {1000, 1000};
+    runs[i].priced_steps = {1020, 1020};
+  }
+  sim::MetricsSummary simulated;
+  simulated.throughput_tokens_per_s = 107;
+  simulated.ttft.p50 = 13;  // 30% off every run's 10 ms: outside the range
+  const std::vector<TimeNs> it = {1000, 1000};
+  const std::vector<analysis::ValidationResult> results = {
+      analysis::compare_runs("state_copy", runs, simulated, it)};
+  analysis::ValidationConditions conditions;
+  conditions.hardware = "some cpu x 1 thread, pinned";
+  conditions.repeats = 5;
+  conditions.speed = {100, 118, 122, 0.10, false, 1};
+  TempDir dir;
+  ReportInputs in = planned_sweep(dir);
+  in.validation_json = analysis::validation_json(results, conditions);
+  const Report r = build_report(in);
+  EXPECT_NE(r.html.find("100 [90, 110] cv 7.9%"), std::string::npos) << r.html;
+  EXPECT_NE(r.html.find("<td>107</td><td>7.0%</td><td>pass (inside the engine's range)</td>"),
+            std::string::npos);
+  EXPECT_NE(r.html.find("<td>ttft_p50_ms</td><td>10 [10, 10] cv 0.0%</td><td>13</td>"
+                        "<td>30.0%</td><td>FAIL</td>"),
+            std::string::npos);
+  EXPECT_NE(r.html.find("on some cpu x 1 thread, pinned"), std::string::npos);
+  EXPECT_NE(r.html.find("class=\"warning\">Speed probe: 100.0 us at calibration"),
+            std::string::npos);
+  EXPECT_NE(r.verdict.find("0 of 1 validated strategies met every target (over 5 engine runs"),
+            std::string::npos)
+      << r.verdict;
 }
 
 TEST(Report, SaysWhatIsMissingInsteadOfDrawingNothing) {

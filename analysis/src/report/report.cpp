@@ -367,19 +367,8 @@ Report build_report(const ReportInputs& in) {
     r.notes.push_back("no cost profile: give --profile with `exitsim calibrate`'s output");
     body += section("Calibration error", empty_note(r.notes.back()));
   } else {
-    std::vector<std::vector<std::string>> rows;
     json ops = json::array();
-    for (const sim::OpFit& op : in.profile->ops) {
-      rows.push_back({op.name, std::to_string(op.samples), std::to_string(op.held_out),
-                      std::to_string(op.regimes.size()), fmt::format("{:.1f}%", 100 * op.fit_mape),
-                      fmt::format("{:.1f}%", 100 * op.held_out_mape)});
-      ops.push_back({{"op", op.name},
-                     {"fitted", op.samples},
-                     {"held_out", op.held_out},
-                     {"regimes", op.regimes.size()},
-                     {"fit_mape", op.fit_mape},
-                     {"held_out_mape", op.held_out_mape}});
-    }
+    body += calibration_section(*in.profile, ops);
     // The stand-ins the calibrated cost model uses for ops the traces did not cover.
     for (const auto& [op, stand_in] :
          {std::pair{ops::kv_only,
@@ -391,40 +380,16 @@ Report build_report(const ReportInputs& in) {
             fmt::format("the cost profile has no {} (its traces never ran it): {}", op, stand_in));
       }
     }
-    const std::vector<std::string> header = {"op",      "calls fitted", "held out",
-                                             "regimes", "fit MAPE",     "held-out MAPE"};
-    body +=
-        section("Calibration error",
-                "<p>" +
-                    html_escape(fmt::format("{} {} on {}, model {}", in.profile->source.engine,
-                                            in.profile->source.backend, in.profile->source.hardware,
-                                            in.profile->source.model)) +
-                    "</p>\n" + html_table(header, rows));
     out["calibration"] = ops;
   }
 
   // Validation error table.
   if (in.validation_json.empty()) {
     r.notes.push_back("no validation: give --validation with `exitsim validate`'s JSON");
-    body += section("Validation error", empty_note(r.notes.back()));
+    body += section("Validation against the engine", empty_note(r.notes.back()));
   } else {
     const json v = parse_input(in.validation_json, "--validation", "exitsim-validation v1");
-    std::vector<std::vector<std::string>> rows;
-    for (const json& s : v["strategies"]) {
-      const std::string strategy = s["strategy"].get<std::string>();
-      rows.push_back(
-          {strategy, "iteration time (median APE / p90 APE)", "", "",
-           fmt::format("{:.1f}% / {:.1f}%", 100 * s["iterations"]["median_ape"].get<double>(),
-                       100 * s["iterations"]["p90_ape"].get<double>())});
-      for (const json& m : s["metrics"]) {
-        rows.push_back({strategy, m["metric"].get<std::string>(),
-                        fmt_number(m["engine"].get<double>()),
-                        fmt_number(m["simulated"].get<double>()),
-                        fmt::format("{:.1f}%", 100 * m["relative_error"].get<double>())});
-      }
-    }
-    const std::vector<std::string> header = {"strategy", "metric", "engine", "simulated", "error"};
-    body += section("Validation error", html_table(header, rows));
+    body += validation_section(v);
     out["validation"] = v;
   }
   out["notes"] = r.notes;
@@ -440,7 +405,8 @@ Report build_report(const ReportInputs& in) {
       "color:#222}h1{font-size:1.6em}h2{font-size:1.2em;border-bottom:1px solid #ccc}"
       "table{border-collapse:collapse;margin:0.5em 0}td,th{border:1px solid #ccc;padding:2px "
       "8px;font-size:0.9em;text-align:right}td:first-child,th:first-child{text-align:left}"
-      ".empty{color:#a33;font-style:italic}svg{display:block;margin:0.5em "
+      ".empty{color:#a33;font-style:italic}.warning{color:#a33;font-weight:bold}svg{display:block;"
+      "margin:0.5em "
       "0}figure{display:inline-block;margin:0 1em 1em 0}"
       "figcaption{font-size:0.8em;max-width:420px}</style></head>\n"
       "<body><h1>exitsim report</h1>\n" +

@@ -64,6 +64,12 @@ std::string empty_note(const std::string& why);
 std::string efficiency_title(const ReportInputs& in, const PlanView& plan);
 std::string quality_title(const ReportInputs& in);
 
+// The profile's fits per op (`ops` gets their figures for report.json).
+std::string calibration_section(const sim::CostProfile& profile, nlohmann::json& ops);
+// `exitsim validate`'s results with the engine's spread and the pass/fail per target; read
+// defensively (a missing field shows as "-", never as an error).
+std::string validation_section(const nlohmann::json& validation);
+
 // The answer in words and numbers, first on the page.
 std::string verdict_of(const ReportInputs& in, const Report& r, const PlanView& plan);
 

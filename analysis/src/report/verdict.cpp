@@ -55,8 +55,14 @@ std::string trust_sentence(const ReportInputs& in) {
   const json v = json::parse(in.validation_json, nullptr, false);
   double worst = 0;
   std::string which;
+  int judged = 0;
+  int passed = 0;
   if (v.is_object() && v.contains("strategies")) {
     for (const json& s : v["strategies"]) {
+      if (s.is_object() && s.contains("pass") && s["pass"].is_boolean()) {
+        ++judged;
+        passed += s["pass"].get<bool>() ? 1 : 0;
+      }
       // A const json's operator[] on a missing key is undefined: look before reading.
       if (!s.is_object() || !s.contains("same_batches"))
         continue;
@@ -71,15 +77,22 @@ std::string trust_sentence(const ReportInputs& in) {
   // No strategy priced the engine's own steps: there is no error to state (not a 0%).
   if (which.empty())
     return " Trust: the validation holds no per-step error of the engine's own batches.";
+  const std::string targets =
+      judged > 0 ? fmt::format(
+                       " {} of {} validated strategies met every target (over {} engine "
+                       "runs each; see Validation against the engine).",
+                       passed, judged, v.value("repeats", 1))
+                 : std::string();
   return fmt::format(
       " Trust: the profile priced the engine's own steps within {:.1f}% (median per step, "
-      "worst strategy {}){}",
+      "worst strategy {}){}{}",
       100 * worst, which,
       worst > in.validation_target
           ? fmt::format(": WARNING, above the {:.0f}% target; treat the gain as an estimate "
                         "of that precision.",
                         100 * in.validation_target)
-          : ".");
+          : ".",
+      targets);
 }
 
 }  // namespace
