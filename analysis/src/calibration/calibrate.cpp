@@ -44,7 +44,7 @@ sim::CostProfile calibrate(std::span<const std::string> paths, const Calibration
   sim::CostProfile profile;
   Samples traced;
   Samples grid;
-  std::vector<OpSample> residuals;
+  std::vector<TraceStep> steps;
   double probe_sum = 0;
   int probes = 0;
   // With a grid, the traces' layer calls are filed by pass like the grid's shapes.
@@ -65,7 +65,7 @@ sim::CostProfile calibrate(std::span<const std::string> paths, const Calibration
     if (traces::is_op_grid(path))
       read_grid(path, grid);
     else
-      read_trace(path, split_passes, traced, residuals);
+      read_trace(path, split_passes, traced, steps);
   }
   profile.source.speed_probe_us = probes > 0 ? probe_sum / probes : 0.0;
   for (const std::string_view required : ops::layer) {
@@ -97,6 +97,18 @@ sim::CostProfile calibrate(std::span<const std::string> paths, const Calibration
   for (const auto& [name, entry] : traced) {
     if (priced_op(name) && !grid.contains(name))
       profile.ops.push_back(fit_op(name, entry.first, entry.second, options));
+  }
+  // The step residual: what a step's wall time holds beyond its priced ops' measured times
+  // (scheduling, policy work, gaps), against the tokens it embedded and emitted. Measured, not
+  // priced: charging the residual with what grid-fitted ops spend beyond their isolated time
+  // makes it a difference of large numbers, often below zero (docs/calibration.md).
+  std::vector<OpSample> residuals;
+  for (const TraceStep& step : steps) {
+    double measured = 0;
+    for (const auto& call : step.calls)
+      measured += call.second.time_us;
+    residuals.push_back(
+        {step.embedded, step.emitted, std::max(0.0, step.wall_us - measured - step.idle_us)});
   }
   if (!residuals.empty()) {
     profile.ops.push_back(fit_op(std::string(ops::step_residual), "step", residuals, options));

@@ -89,18 +89,6 @@ bool priced_op(std::string_view name) {
          name == ops::sampling;
 }
 
-namespace {
-
-struct StepTotals {
-  TimeNs first_start = std::numeric_limits<TimeNs>::max();
-  double priced_us = 0;
-  double idle_us = 0;
-  std::int64_t embedded = 0;
-  std::int64_t emitted = 0;
-};
-
-}  // namespace
-
 void same_source(const sim::ProfileSource& a, const sim::ProfileSource& b) {
   const auto check = [&](const char* key, const std::string& x, const std::string& y) {
     if (x != y) {
@@ -179,39 +167,41 @@ bool is_layer_op(std::string_view name) {
 }  // namespace
 
 void read_trace(const std::string& path, bool split_passes, Samples& samples,
-                std::vector<OpSample>& residuals) {
-  std::map<std::uint64_t, StepTotals> steps;
+                std::vector<TraceStep>& steps) {
+  std::map<std::uint64_t, std::pair<TimeNs, TraceStep>> by_id;  // first start, the step
   PassTracker passes(split_passes ? steps_with_prefill(path) : std::set<std::uint64_t>{});
   traces::OpTraceReader reader(path);
   while (const auto row = reader.next()) {
     const double us = static_cast<double>(row->duration_ns) / 1000.0;
     const bool prefill = is_layer_op(row->name) && passes.in_prefill(*row);
-    auto& entry = samples[prefill ? row->name + std::string(ops::prefill_suffix) : row->name];
-    entry.first = std::string(traces::to_string(row->kind));
-    entry.second.push_back(
-        {static_cast<double>(row->batch_tokens), static_cast<double>(row->context_tokens), us});
-    StepTotals& step = steps[row->step_id];
-    step.first_start = std::min(step.first_start, row->start_ns);
+    const OpSample call{static_cast<double>(row->batch_tokens),
+                        static_cast<double>(row->context_tokens), us};
+    const auto entry =
+        samples.try_emplace(prefill ? row->name + std::string(ops::prefill_suffix) : row->name)
+            .first;
+    entry->second.first = std::string(traces::to_string(row->kind));
+    entry->second.second.push_back(call);
+    auto [it, fresh] = by_id.try_emplace(row->step_id, row->start_ns, TraceStep{});
+    auto& [first_start, step] = it->second;
+    first_start = std::min(first_start, row->start_ns);
     if (priced_op(row->name))
-      step.priced_us += us;
+      step.calls.emplace_back(&entry->first, call);
     if (row->name == ops::wait_for_arrival)
       step.idle_us += us;
     if (row->name == ops::embed)
-      step.embedded += row->batch_tokens;
+      step.embedded += static_cast<double>(row->batch_tokens);
     if (row->name == ops::sampling)
-      step.emitted += row->batch_tokens;
+      step.emitted += static_cast<double>(row->batch_tokens);
   }
   // A step lasts from its first op to the next step's first op, so scheduling between steps
   // is part of the residual, as the simulator sees it, but waiting for arrivals is not. The
   // last step has no such end, and a wait before the first step is no step: both left out.
-  for (auto it = steps.begin(); it != steps.end() && std::next(it) != steps.end(); ++it) {
-    if (it->second.priced_us == 0)
+  for (auto it = by_id.begin(); it != by_id.end() && std::next(it) != by_id.end(); ++it) {
+    TraceStep& step = it->second.second;
+    if (step.calls.empty())
       continue;
-    const TimeNs end = std::next(it)->second.first_start;
-    const double wall_us = static_cast<double>(end - it->second.first_start) / 1000.0;
-    residuals.push_back({static_cast<double>(it->second.embedded),
-                         static_cast<double>(it->second.emitted),
-                         std::max(0.0, wall_us - it->second.priced_us - it->second.idle_us)});
+    step.wall_us = static_cast<double>(std::next(it)->second.first - it->second.first) / 1000.0;
+    steps.push_back(std::move(step));
   }
 }
 

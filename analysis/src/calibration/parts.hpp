@@ -24,11 +24,22 @@ bool priced_op(std::string_view name);
 // Per op name: the op trace's kind and the samples.
 using Samples = std::map<std::string, std::pair<std::string, std::vector<OpSample>>>;
 
-// One op trace's calls per op, and its steps' residuals (docs/calibration.md). With
+// One step of an op trace, for its residual: its wall time (first op to the next step's first
+// op), the time it waited for arrivals, the tokens it embedded and emitted, and its priced calls
+// (the op's name in `samples`, a key that outlives the step, and the call).
+struct TraceStep {
+  double wall_us = 0;
+  double idle_us = 0;
+  double embedded = 0;
+  double emitted = 0;
+  std::vector<std::pair<const std::string*, OpSample>> calls;
+};
+
+// One op trace's calls per op, and its steps (docs/calibration.md). With
 // `split_passes`, a layer op's calls in a step's prefill pass are filed as "<op>.prefill" (the
 // pass is read from steps.csv beside the trace; without it every call counts as decode).
 void read_trace(const std::string& path, bool split_passes, Samples& samples,
-                std::vector<OpSample>& residuals);
+                std::vector<TraceStep>& steps);
 // One op grid's points per op: each point's median is one sample; prefill-shaped points are
 // filed as "<op>.prefill".
 void read_grid(const std::string& path, Samples& samples);
