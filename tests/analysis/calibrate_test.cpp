@@ -110,7 +110,7 @@ TEST(UntrustedFits, NameTheOpAndTheFigure) {
   sim::CostProfile profile;
   profile.ops = {noisy, thin, good};
   EXPECT_EQ(untrusted_fits(profile),
-            (std::vector<std::string>{"attention: held-out error 3170.0% (above 25%)",
+            (std::vector<std::string>{"attention: held-out mean error 3170.0% (above 25%)",
                                       "lm_head: fitted on 6 calls (fewer than 10)"}));
   profile.ops = {good};
   EXPECT_TRUE(untrusted_fits(profile).empty());

@@ -1,5 +1,6 @@
 // End-to-end checks of the `exitsim` binary as a user runs it: exit codes, one-line errors on
 // stderr, no partial output files, determinism.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -315,9 +316,11 @@ TEST_F(Cli, EngineRunsAModelAndItsQualityTableFeedsTheSimulator) {
   EXPECT_EQ(slurp(profile / "steps.csv").rfind("step_id,start_ns,prefill_request_ids,", 0), 0u);
 
   // Calibrate from that trace, validate on other requests (another seed) against the engine.
+  // --force: this test is about the commands' plumbing, and under a parallel test run the
+  // engine's timings are those of a busy machine, which calibrate refuses as absurd otherwise.
   const fs::path costs = dir_ / "costs.json";
-  const Result calibrated =
-      run("calibrate '" + (profile / "op_trace.csv").string() + "' -o '" + costs.string() + "'");
+  const Result calibrated = run("calibrate '" + (profile / "op_trace.csv").string() + "' -o '" +
+                                costs.string() + "' --force");
   ASSERT_EQ(calibrated.exit_code, 0) << calibrated.err;
   EXPECT_NE(calibrated.out.find("held-out MAPE"), std::string::npos) << calibrated.out;
   EXPECT_NE(slurp(costs).find("\"format\": \"exitsim-cost-profile v1\""), std::string::npos);
@@ -325,9 +328,18 @@ TEST_F(Cli, EngineRunsAModelAndItsQualityTableFeedsTheSimulator) {
   const Result validated =
       run("validate " + common + workload +
           " --set seed=9 --set workload.arrivals.rate=1000 --profile '" + costs.string() +
-          "' --strategies depthwise,full_depth -o '" + validation.string() + "'");
+          "' --strategies depthwise,full_depth --repeat 2 -o '" + validation.string() + "'");
   ASSERT_EQ(validated.exit_code, 0) << validated.err;
   EXPECT_NE(validated.out.find("depthwise: iterations engine"), std::string::npos) << validated.out;
+  // Two engine runs per strategy: each figure with the engine's range and CV, judged, and the
+  // speed probe compared with the profile's.
+  EXPECT_NE(validated.out.find(" cv "), std::string::npos) << validated.out;
+  EXPECT_NE(validated.out.find("(target 5%"), std::string::npos) << validated.out;
+  EXPECT_NE(validated.out.find("speed probe"), std::string::npos) << validated.out;
+  const std::string json = slurp(validation / "validation.json");
+  EXPECT_NE(json.find("\"repeats\": 2"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"engine_min\""), std::string::npos);
+  EXPECT_NE(json.find("\"queueing_p50_ms\""), std::string::npos);
   // Both strategies also price the engine's own steps, from the plan each step recorded.
   const std::string priced = "the engine's own batches priced by the profile";
   const std::size_t first = validated.out.find(priced);
@@ -393,6 +405,61 @@ TEST_F(Cli, EngineRunsAModelAndItsQualityTableFeedsTheSimulator) {
   EXPECT_EQ(sim.exit_code, 0) << sim.err;
 }
 
+// `engine profile-ops` writes an op grid with its run description; calibrate fits every layer op
+// from it, in both call shapes, and says the residual is unmeasured. A grid of noise (the same
+// file with its medians scrambled across two orders of magnitude) is refused in one line, and no
+// profile is written.
+TEST_F(Cli, ProfileOpsGridCalibratesAndAGridOfNoiseIsRefused) {
+  const std::string common = random_model_and_text("A grid of shapes. ", 20);
+  const std::string model = common.substr(0, common.find(" --text"));
+  const fs::path grid = dir_ / "ops.csv";
+  const Result r = run("engine profile-ops " + model +
+                       " --threads 1 --batch-tokens 1,2,4,8,16,32 --contexts 16,64,128 "
+                       "--repetitions 3 --rounds 1 -o '" +
+                       grid.string() + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("speed      probe"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("widest p10-p90"), std::string::npos) << r.out;
+  const std::string rows = slurp(grid);
+  EXPECT_EQ(rows.rfind("# exitsim-op-grid v1\nop,kind,shape,", 0), 0U);
+  EXPECT_NE(rows.find("qkv_proj,gemm,prefill,"), std::string::npos);
+  EXPECT_NE(slurp(dir_ / "ops.run.json").find("\"speed_probe\""), std::string::npos);
+
+  const fs::path costs = dir_ / "costs.json";
+  const Result calibrated = run("calibrate '" + grid.string() + "' -o '" + costs.string() + "'");
+  ASSERT_EQ(calibrated.exit_code, 0) << calibrated.err;
+  EXPECT_NE(calibrated.out.find("qkv_proj.prefill"), std::string::npos) << calibrated.out;
+  EXPECT_NE(calibrated.out.find("no op trace given: the step residual"), std::string::npos);
+  EXPECT_NE(slurp(costs).find("\"measured_by\": \"grid\""), std::string::npos);
+
+  // Every row's times replaced by a value drawn across 1..1000 us (a deterministic scramble).
+  std::string noise;
+  std::istringstream lines(rows);
+  std::string line;
+  for (int n = 0; std::getline(lines, line); ++n) {
+    if (n < 2) {
+      noise += line + "\n";
+      continue;
+    }
+    const double us = 1 + static_cast<double>((n * 7919) % 1000);
+    // The first 8 fields (op ... repetitions) stay; the 5 times become `us`.
+    std::size_t cut = 0;
+    for (int field = 0; field < 8; ++field)
+      cut = line.find(',', cut) + 1;
+    noise += line.substr(0, cut) + fmt::format("{0},{0},{0},{0},{0}\n", us);
+  }
+  const fs::path noisy = dir_ / "noise.csv";
+  file("noise.csv", noise);
+  fs::copy_file(dir_ / "ops.run.json", dir_ / "noise.run.json");
+  const fs::path refused = dir_ / "refused.json";
+  const Result absurd = run("calibrate '" + noisy.string() + "' -o '" + refused.string() + "'");
+  EXPECT_EQ(absurd.exit_code, 1);
+  EXPECT_NE(absurd.err.find("expected timings of one steady machine"), std::string::npos)
+      << absurd.err;
+  EXPECT_EQ(std::count(absurd.err.begin(), absurd.err.end(), '\n'), 1) << absurd.err;
+  EXPECT_FALSE(fs::exists(refused));
+}
+
 // The engine's thread count is the user's (--threads), recorded in the profile's hardware name;
 // validating on another thread count than the profile's is refused in one line.
 TEST_F(Cli, EngineThreadCountIsRecordedAndAProfileOfAnotherIsRefused) {
@@ -405,10 +472,10 @@ TEST_F(Cli, EngineThreadCountIsRecordedAndAProfileOfAnotherIsRefused) {
                        (dir_ / "out").string() + "' --profile '" + profile.string() + "'");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const fs::path costs = dir_ / "costs.json";
-  ASSERT_EQ(
-      run("calibrate '" + (profile / "op_trace.csv").string() + "' -o '" + costs.string() + "'")
-          .exit_code,
-      0);
+  ASSERT_EQ(run("calibrate '" + (profile / "op_trace.csv").string() + "' -o '" + costs.string() +
+                "' --force")  // about the hardware name, not the timings (see above)
+                .exit_code,
+            0);
   EXPECT_NE(slurp(costs).find(" x 1 thread, pinned\""), std::string::npos) << slurp(costs);
   const Result other = run("validate " + common + " --threads 2 --profile '" + costs.string() +
                            "' -o '" + (dir_ / "validation").string() + "'");

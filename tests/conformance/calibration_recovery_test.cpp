@@ -492,7 +492,12 @@ TEST(CalibrationRecovery, AGridOfNoiseIsRefusedAsAbsurd) {
                            [&](const std::string& line) { return line.starts_with(name + ":"); });
     }
   }
-  EXPECT_GT(named, k_layer_ops.size()) << "of " << 2 * k_layer_ops.size() << " layer fits";
+  // The profile is refused (one absurd fit is enough); a fit is named only when both its held-out
+  // and its fitted points miss by over 50% at the median (10 of the 22 here, each fit resting on
+  // about 30 medians of pure noise), so that a slow spell stretching a few held-out points
+  // cannot refuse a good grid.
+  EXPECT_FALSE(absurd.empty());
+  EXPECT_GE(named, k_layer_ops.size() * 2 / 5) << "of " << 2 * k_layer_ops.size() << " layer fits";
 }
 
 }  // namespace

@@ -27,6 +27,7 @@ bool uses_context(std::string_view kind) {
 struct LeastSquares {
   std::array<double, 4> coefficients{};
   double relative_sse = 0;
+  double huber_threshold = 0;  // robust_solve: the last round's threshold on relative error
 };
 
 std::array<double, 4> features(const OpSample& s) {
@@ -74,8 +75,8 @@ double median_of(std::vector<double> values) {
 // The Huber loss on relative error by iteratively reweighted least squares: a sample whose error
 // is beyond 1.345 robust standard deviations (1.4826 x the median absolute error) counts with
 // weight threshold / |error|, so a call stretched by a descheduled thread bends the line no more
-// than a typical one. The returned relative_sse is the plain (unweighted) one, so regimes compare
-// as before.
+// than a typical one. The returned relative_sse is the plain (unweighted) one; huber_loss judges
+// the fit as it was made.
 LeastSquares robust_solve(std::span<const OpSample* const> samples,
                           const std::vector<int>& columns) {
   constexpr int k_rounds = 6;
@@ -99,6 +100,7 @@ LeastSquares robust_solve(std::span<const OpSample* const> samples,
     for (std::size_t i = 0; i < samples.size(); ++i)
       weights[i] = absolute[i] <= threshold ? 1.0 : threshold / absolute[i];
     fit = solve(samples, columns, weights);
+    fit.huber_threshold = threshold;
   }
   fit.relative_sse = 0;
   for (std::size_t i = 0; i < samples.size(); ++i) {
@@ -111,6 +113,23 @@ LeastSquares robust_solve(std::span<const OpSample* const> samples,
     fit.relative_sse += e * e;
   }
   return fit;
+}
+
+// The Huber loss of `fit` on the samples with a given threshold: e^2 / 2 within it, linear
+// beyond. Regimes are compared by it, at the single fit's threshold, so that a few stretched
+// samples (whose squared error would dominate a plain sum) neither make nor hide a knee.
+double huber_loss(const LeastSquares& fit, std::span<const OpSample* const> samples,
+                  double threshold) {
+  double loss = 0;
+  for (const OpSample* s : samples) {
+    const auto x = features(*s);
+    double predicted = 0;
+    for (std::size_t k = 0; k < x.size(); ++k)
+      predicted += fit.coefficients[k] * x[k];
+    const double e = std::abs(predicted - s->time_us) / std::max(s->time_us, k_min_time_us);
+    loss += e <= threshold ? 0.5 * e * e : threshold * (e - 0.5 * threshold);
+  }
+  return loss;
 }
 
 double predict(const sim::OpFit& fit, const OpSample& s) {
@@ -186,10 +205,14 @@ sim::OpFit fit_op(const std::string& name, const std::string& kind,
 
   // A knee: the best split of the batch axis into two regimes, each with enough samples.
   const std::size_t min_side = std::max<std::size_t>(8, 3 * columns.size());
-  double best = options.knee_gain * single.relative_sse;
+  const double threshold = single.huber_threshold;
+  double best = options.knee_gain * huber_loss(single, train, threshold);
   std::set<double> tried;
-  const double rms = std::sqrt(single.relative_sse / static_cast<double>(train.size()));
-  for (int q = 1; q < 20 && train.size() >= 2 * min_side && rms > options.knee_min_error; ++q) {
+  // The typical miss (the robust scale the Huber threshold came from), not the RMS: a few
+  // stretched samples must not open the search.
+  const double typical_miss = threshold / 1.345;
+  for (int q = 1; q < 20 && train.size() >= 2 * min_side && typical_miss > options.knee_min_error;
+       ++q) {
     const std::size_t at = train.size() * static_cast<std::size_t>(q) / 20;
     const double knee = train[at]->batch;
     if (!tried.insert(knee).second)
@@ -202,8 +225,10 @@ sim::OpFit fit_op(const std::string& name, const std::string& kind,
     const std::span<const OpSample* const> all(train);
     const LeastSquares low = robust_solve(all.first(left), columns);
     const LeastSquares high = robust_solve(all.subspan(left), columns);
-    if (low.relative_sse + high.relative_sse < best) {
-      best = low.relative_sse + high.relative_sse;
+    const double split_loss = huber_loss(low, all.first(left), threshold) +
+                              huber_loss(high, all.subspan(left), threshold);
+    if (split_loss < best) {
+      best = split_loss;
       fit.regimes = {{static_cast<std::int64_t>(knee), low.coefficients},
                      {fit.batch_max_seen, high.coefficients}};
     }
@@ -250,7 +275,8 @@ sim::OpFit fit_op(const std::string& name, const std::string& kind,
   }
   fit.fit_mape = mape(fit, train);
   fit.held_out_mape = held.empty() ? fit.fit_mape : mape(fit, held);
-  fit.held_out_median_ape = held.empty() ? median_ape(fit, train) : median_ape(fit, held);
+  fit.fit_median_ape = median_ape(fit, train);
+  fit.held_out_median_ape = held.empty() ? fit.fit_median_ape : median_ape(fit, held);
   return fit;
 }
 

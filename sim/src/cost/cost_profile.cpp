@@ -93,6 +93,8 @@ class ProfileReader {
     // Written since the op grid; a profile without them reads as before.
     if (value.contains("held_out_median_ape"))
       fit.held_out_median_ape = number(value, at, "held_out_median_ape");
+    if (value.contains("fit_median_ape"))
+      fit.fit_median_ape = number(value, at, "fit_median_ape");
     if (value.contains("context_max_seen"))
       fit.context_max_seen = count(value, at, "context_max_seen");
     if (value.contains("measured_by")) {

@@ -30,6 +30,7 @@ struct OpFit {
   double fit_mape = 0;             // mean absolute percentage error on the fitted calls
   double held_out_mape = 0;        // ... and on the held-out calls (the figure to trust)
   double held_out_median_ape = 0;  // the held-out calls' median absolute percentage error
+  double fit_median_ape = 0;       // ... and the fitted calls' one
   std::int64_t batch_min_seen = 0;
   std::int64_t batch_max_seen = 0;
   // The most attention context among the samples; -1: not recorded (a profile of an older
