@@ -72,6 +72,15 @@ double median_of(std::vector<double> values) {
   return *mid;
 }
 
+// (prediction - time) / time of one sample under a fit's coefficients (no clamping at 0).
+double relative_error(const LeastSquares& fit, const OpSample& s) {
+  const auto x = features(s);
+  double predicted = 0;
+  for (std::size_t k = 0; k < x.size(); ++k)
+    predicted += fit.coefficients[k] * x[k];
+  return (predicted - s.time_us) / std::max(s.time_us, k_min_time_us);
+}
+
 // The Huber loss on relative error by iteratively reweighted least squares: a sample whose error
 // is beyond 1.345 robust standard deviations (1.4826 x the median absolute error) counts with
 // weight threshold / |error|, so a call stretched by a descheduled thread bends the line no more
@@ -85,14 +94,8 @@ LeastSquares robust_solve(std::span<const OpSample* const> samples,
   LeastSquares fit = solve(samples, columns);
   std::vector<double> errors(samples.size());
   for (int round = 0; round < k_rounds; ++round) {
-    for (std::size_t i = 0; i < samples.size(); ++i) {
-      const OpSample& s = *samples[i];
-      const auto x = features(s);
-      double predicted = 0;
-      for (std::size_t k = 0; k < x.size(); ++k)
-        predicted += fit.coefficients[k] * x[k];
-      errors[i] = (predicted - s.time_us) / std::max(s.time_us, k_min_time_us);
-    }
+    for (std::size_t i = 0; i < samples.size(); ++i)
+      errors[i] = relative_error(fit, *samples[i]);
     std::vector<double> absolute(errors.size());
     std::transform(errors.begin(), errors.end(), absolute.begin(),
                    [](double e) { return std::abs(e); });
@@ -103,13 +106,8 @@ LeastSquares robust_solve(std::span<const OpSample* const> samples,
     fit.huber_threshold = threshold;
   }
   fit.relative_sse = 0;
-  for (std::size_t i = 0; i < samples.size(); ++i) {
-    const OpSample& s = *samples[i];
-    const auto x = features(s);
-    double predicted = 0;
-    for (std::size_t k = 0; k < x.size(); ++k)
-      predicted += fit.coefficients[k] * x[k];
-    const double e = (predicted - s.time_us) / std::max(s.time_us, k_min_time_us);
+  for (const OpSample* s : samples) {
+    const double e = relative_error(fit, *s);
     fit.relative_sse += e * e;
   }
   return fit;
@@ -122,11 +120,7 @@ double huber_loss(const LeastSquares& fit, std::span<const OpSample* const> samp
                   double threshold) {
   double loss = 0;
   for (const OpSample* s : samples) {
-    const auto x = features(*s);
-    double predicted = 0;
-    for (std::size_t k = 0; k < x.size(); ++k)
-      predicted += fit.coefficients[k] * x[k];
-    const double e = std::abs(predicted - s->time_us) / std::max(s->time_us, k_min_time_us);
+    const double e = std::abs(relative_error(fit, *s));
     loss += e <= threshold ? 0.5 * e * e : threshold * (e - 0.5 * threshold);
   }
   return loss;
