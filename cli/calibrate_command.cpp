@@ -45,6 +45,8 @@ void run_calibrate(const CalibrateArgs& args) {
   fmt::print("source     {} {} on {}, model {} ({})\n", profile.source.engine,
              profile.source.backend, profile.source.hardware, profile.source.model,
              profile.source.model_shape);
+  if (!profile.source.build.empty())
+    fmt::print("build      {}\n", profile.source.build);
   if (profile.source.speed_probe_us > 0)
     fmt::print("speed      probe {:.1f} us (mean of the runs' readings)\n",
                profile.source.speed_probe_us);

@@ -257,8 +257,32 @@ void write_run_description(const engine::Backend& backend, const RunConditions& 
                                 {"start", probe(conditions.probe_start)},
                                 {"end", probe(conditions.probe_end)}}},
                               {"warmup_requests", conditions.warmup_requests},
-                              {"omp_wait_policy", conditions.omp_wait_policy}};
+                              {"omp_wait_policy", conditions.omp_wait_policy},
+                              {"build", build_description()}};
   traces::write_file_atomically(path, run.dump(2) + "\n");
+}
+
+std::string build_description() {
+#if defined(__clang__)
+  std::string out = std::string("clang++ ") + __clang_version__;
+#elif defined(__GNUC__)
+  std::string out = std::string("g++ ") + __VERSION__;
+#else
+  std::string out = "unknown compiler";
+#endif
+#ifdef NDEBUG
+  out += ", optimised";
+#else
+  out += ", debug";
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+  out += ", AddressSanitizer";
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+  out += ", AddressSanitizer";
+#endif
+#endif
+  return out;
 }
 
 std::string omp_wait_policy() {

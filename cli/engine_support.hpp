@@ -82,6 +82,10 @@ struct RunConditions {
   std::string omp_wait_policy;
 };
 std::string omp_wait_policy();
+// The build that measured: compiler, optimisation and sanitizers ("g++ 12.2.0, optimised"). A
+// debug or sanitized build times the engine several times slower: run.json and the profile
+// record it, and `validate` refuses a profile of another build.
+std::string build_description();
 
 // Decodes the first `count` requests (all arriving at once) with `options` and throws the result
 // away: the weights paged in, caches and the OpenMP team warm before anything is timed.

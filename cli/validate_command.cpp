@@ -137,6 +137,11 @@ void check_profile_matches(const ValidateArgs& args, const LoadedModel& loaded,
                      expected_found("this machine (\"" + loaded.model->hardware() + "\")",
                                     "\"" + profile.source.hardware + "\""));
   }
+  if (!profile.source.build.empty() && profile.source.build != build_description()) {
+    throw InputError({args.profile, 0, 0, "source.build"},
+                     expected_found("this build (\"" + build_description() + "\")",
+                                    "\"" + profile.source.build + "\""));
+  }
   if (profile.source.model_shape != sim::model_fingerprint(loaded.config.shape)) {
     throw InputError({args.profile, 0, 0, "source.model_shape"},
                      expected_found("the model in " + args.model.dir + " (" +

@@ -360,6 +360,17 @@ TEST_F(Cli, EngineRunsAModelAndItsQualityTableFeedsTheSimulator) {
       << other_hardware.err;
   EXPECT_NE(other_hardware.err.find("found \"another machine, "), std::string::npos)
       << other_hardware.err;
+  // So is one measured by another build (a debug build times the engine several times slower).
+  std::string other_build = slurp(costs);
+  const std::size_t build_at = other_build.find("\"build\": \"");
+  ASSERT_NE(build_at, std::string::npos) << other_build;
+  other_build.insert(build_at + 10, "debug of ");
+  const Result refused_build =
+      run("validate " + common + workload + " --profile '" +
+          file("other_build.json", other_build).string() + "' -o '" + validation.string() + "'");
+  EXPECT_EQ(refused_build.exit_code, 1);
+  EXPECT_NE(refused_build.err.find("source.build: expected this build"), std::string::npos)
+      << refused_build.err;
 
   // Same scenario and seed: the same tokens at the same depths (times are wall-clock).
   const fs::path again = dir_ / "again";

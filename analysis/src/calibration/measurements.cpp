@@ -65,6 +65,8 @@ sim::ProfileSource read_run_description(const std::string& op_trace_path) {
   source.model = field("model");
   source.model_shape = field("model_shape");
   source.traces = {op_trace_path};
+  if (root.contains("build"))
+    source.build = field("build");
   // The speed probe at the start and end of the run (engine/op_timing.hpp); older runs have none.
   if (root.contains("speed_probe")) {
     const nlohmann::json& probe = root["speed_probe"];
@@ -101,6 +103,9 @@ void same_source(const sim::ProfileSource& a, const sim::ProfileSource& b) {
   check("backend", a.backend, b.backend);
   check("hardware", a.hardware, b.hardware);
   check("model_shape", a.model_shape, b.model_shape);
+  // A debug and an optimised build time the same ops several times apart.
+  if (!a.build.empty() && !b.build.empty())
+    check("build", a.build, b.build);
 }
 
 namespace {

@@ -164,6 +164,8 @@ class ProfileReader {
       fail("source.traces", "a list of paths", traces.dump());
     for (const json& t : traces)
       profile.source.traces.push_back(t.is_string() ? t.get<std::string>() : t.dump());
+    if (source.contains("build"))
+      profile.source.build = text(source, "source", "build");
     if (source.contains("speed_probe_us"))
       profile.source.speed_probe_us = number(source, "source", "speed_probe_us");
     const json& ops = member(root, "", "ops");
@@ -198,6 +200,8 @@ void CostProfile::write(const std::string& path) const {
                     {"model_shape", source.model_shape}, {"traces", source.traces}};
   if (source.speed_probe_us > 0)
     root["source"]["speed_probe_us"] = source.speed_probe_us;
+  if (!source.build.empty())
+    root["source"]["build"] = source.build;
   json list = json::array();
   for (const OpFit& op : ops) {
     json regimes = json::array();

@@ -59,6 +59,8 @@ struct ProfileSource {
   std::string model;        // the model's name
   std::string model_shape;  // ModelShape fingerprint, see model_fingerprint()
   std::vector<std::string> traces;
+  // The build that measured ("g++ 12.2.0, optimised"); empty: not recorded (older runs).
+  std::string build{};
   // The speed probe (engine/op_timing.hpp) of the runs measured, their mean, in microseconds;
   // 0: not recorded. Validation compares the machine's speed now against it.
   double speed_probe_us = 0;
