@@ -63,6 +63,14 @@ void run_calibrate(const CalibrateArgs& args) {
                100 * op.fit_mape, 100 * op.held_out_mape, 100 * op.held_out_median_ape, in_situ,
                fmt::format("B {} C {}", op.batch_max_seen, op.context_max_seen));
   }
+  if (!profile.step_variability.empty()) {
+    const std::vector<double>& q = profile.step_variability;
+    fmt::print(
+        "steps      measured / priced: p5 {:.3f}, p25 {:.3f}, median {:.3f}, p75 {:.3f}, "
+        "p95 {:.3f} (the simulator draws each iteration's factor from it: "
+        "cost_model.step_variability)\n",
+        q[1], q[5], q[10], q[15], q[19]);
+  }
   if (profile.find("step.residual") == nullptr) {
     fmt::print(
         "WARNING    no op trace given: the step residual (scheduling, policy work, gaps) is not "

@@ -235,6 +235,14 @@ std::vector<KeyDef> hardware_keys() {
           .required()
           .when("cost_model.kind", {"calibrated", "table"})
           .bind(field(&Scenario::cost_model, &CostModelConfig::profile)),
+      Key("cost_model.step_variability", Type::boolean,
+          "calibrated: each iteration's price times a factor drawn from the profile's measured "
+          "spread of the engine's steps around their price (seeded; its median is about 1, its "
+          "mean the engine's); false: every iteration at its price. Without a measured spread in "
+          "the profile, prices are used as they are, and the run says so.")
+          .def(true)
+          .when("cost_model.kind", {"calibrated"})
+          .bind(field(&Scenario::cost_model, &CostModelConfig::step_variability)),
       Key("cost_model.flops_efficiency", Type::number,
           "Fraction of peak FLOP/s that matrix operations reach.")
           .range(0, 1)

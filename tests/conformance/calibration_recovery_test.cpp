@@ -433,6 +433,14 @@ TEST(CalibrationRecovery, RecoveredProfilePricesTheEnginesStepsWithinTheNoise) {
   const sim::CalibratedCostModel recovered(cal.recovered, "recovered profile",
                                            model().config.shape);
   EXPECT_TRUE(recovered.fallbacks().empty());  // sampling and the residual came from the trace
+  // The trace's steps are priced by the recovered fits and the residual (each step's time there
+  // is its calls' plus the residual's, with the stated noise), so their measured/priced spread
+  // centres on 1: the median within the noise (sigma over ~300 steps), the quartiles within a
+  // sigma of it.
+  const std::vector<double>& spread = cal.recovered.step_variability;
+  ASSERT_EQ(spread.size(), 21U);
+  EXPECT_NEAR(spread[10], 1.0, 2 * k_sigma);
+  EXPECT_LT(spread[15] - spread[5], 3 * k_sigma);
   sim::StepPricer pricer(recovered, model().config.shape.depth, policy::SyncStrategy::state_copy);
   std::vector<TimeNs> priced;
   double fit_error = 0, sum = 0, sum_squares = 0;  // the recovered price's own error, max

@@ -36,6 +36,37 @@ void compare_with_engine(sim::OpFit& fit, const std::vector<OpSample>& calls) {
   fit.in_situ_median_ape = median_ape(fit, views);
 }
 
+// The traced steps' (wall - wait) / price by the profile's own fits, at the quantiles 0, 5%,
+// ..., 100% (linear between ranks); empty under 40 steps.
+std::vector<double> step_spread(const sim::CostProfile& profile,
+                                const std::vector<TraceStep>& steps) {
+  const sim::OpFit* residual = profile.find(std::string(ops::step_residual));
+  std::vector<double> ratios;
+  for (const TraceStep& step : steps) {
+    double priced = residual != nullptr ? residual->predict_us(step.embedded, step.emitted) : 0.0;
+    for (const auto& [name, call] : step.calls) {
+      const sim::OpFit* fit = profile.find(*name);
+      priced += fit != nullptr ? fit->predict_us(call.batch, call.context) : call.time_us;
+    }
+    const double measured = step.wall_us - step.idle_us;
+    if (priced > 0 && measured > 0)
+      ratios.push_back(measured / priced);
+  }
+  constexpr std::size_t k_min_steps = 40;
+  if (ratios.size() < k_min_steps)
+    return {};
+  std::sort(ratios.begin(), ratios.end());
+  std::vector<double> quantiles;
+  for (int q = 0; q <= 20; ++q) {
+    const double at = static_cast<double>(q) / 20.0 * static_cast<double>(ratios.size() - 1);
+    const auto low = static_cast<std::size_t>(at);
+    const std::size_t high = std::min(low + 1, ratios.size() - 1);
+    quantiles.push_back(ratios[low] +
+                        (ratios[high] - ratios[low]) * (at - static_cast<double>(low)));
+  }
+  return quantiles;
+}
+
 }  // namespace
 
 sim::CostProfile calibrate(std::span<const std::string> paths, const CalibrationOptions& options) {
@@ -115,6 +146,7 @@ sim::CostProfile calibrate(std::span<const std::string> paths, const Calibration
   }
   std::sort(profile.ops.begin(), profile.ops.end(),
             [](const sim::OpFit& a, const sim::OpFit& b) { return a.name < b.name; });
+  profile.step_variability = step_spread(profile, steps);
   return profile;
 }
 

@@ -31,6 +31,14 @@ Replica::Replica(int index, const ReplicaSpec& spec, MetricsCollector& metrics,
   scheduler_name_ = spec.scheduler.kind;
   cost_model_ = make_cost_model(spec.cost_model, spec.model, spec.hardware);
   pricer_.emplace(*cost_model_, spec.model.depth, depth_model_.strategy());
+  if (spec.cost_model.kind == "calibrated" && spec.cost_model.step_variability) {
+    const std::span<const double> spread = cost_model_->step_variability();
+    step_factors_.assign(spread.begin(), spread.end());
+    if (step_factors_.empty())
+      unmeasured_variability_ = true;
+    else
+      step_draws_.emplace(spec.seed, "cost_model.step_variability." + std::to_string(index));
+  }
   const KvCapacity kv =
       derive_kv_capacity(spec.model, spec.hardware,
                          {spec.scheduler.block_size, spec.scheduler.kv_blocks,
@@ -176,7 +184,8 @@ TimeNs Replica::start_iteration(TimeNs now) {
   }
   const IterationCost cost = pricer_->price(rows);
   metrics_.record_iteration_work(cost.flops, cost.masked_flops, fill);
-  const TimeNs duration = StepPricer::duration(cost);
+  const TimeNs duration =
+      step_factors_.empty() ? StepPricer::duration(cost) : StepPricer::duration(varied(cost));
   record.replica = index_;
   record.start = now;
   record.duration = duration;
@@ -192,6 +201,27 @@ TimeNs Replica::start_iteration(TimeNs now) {
   }
   busy_ = true;
   return duration;
+}
+
+std::vector<std::string> Replica::cost_notes() const {
+  std::vector<std::string> notes = cost_model_->notes();
+  if (unmeasured_variability_) {
+    notes.push_back(
+        "cost_model.step_variability: the profile holds no measured step spread (calibrate it "
+        "from op traces with this exitsim); every iteration priced as it is");
+  }
+  return notes;
+}
+
+IterationCost Replica::varied(IterationCost cost) {
+  // The factor at a uniform draw's quantile, linear between the 5% steps.
+  const double at = step_draws_->uniform() * static_cast<double>(step_factors_.size() - 1);
+  const auto low = static_cast<std::size_t>(at);
+  const std::size_t high = std::min(low + 1, step_factors_.size() - 1);
+  const double factor = step_factors_[low] + (step_factors_[high] - step_factors_[low]) *
+                                                 (at - static_cast<double>(low));
+  cost.total = static_cast<TimeNs>(std::llround(static_cast<double>(cost.total) * factor));
+  return cost;
 }
 
 void Replica::preempt(QueuedSequence& victim) {

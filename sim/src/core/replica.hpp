@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "depth_model.hpp"
+#include "exitsim/core/random.hpp"
 #include "exitsim/core/request.hpp"
 #include "exitsim/policy/apply_decision.hpp"
 #include "exitsim/policy/kv_layout.hpp"
@@ -96,13 +97,17 @@ class Replica {
   std::int64_t kv_blocks_total() const { return per_token_blocks(kv_total_); }
   const std::string& scheduler_name() const { return scheduler_name_; }
   // What the cost model substituted or extrapolated while pricing this replica's iterations.
-  std::vector<std::string> cost_notes() const { return cost_model_->notes(); }
+  // The cost model's notes, and a line when step variability is asked for but the profile has
+  // no measured spread (its iterations are then priced as they are).
+  std::vector<std::string> cost_notes() const;
   // The last iteration's batch, for timelines.
   const IterationRecord& last_iteration() const { return last_iteration_; }
 
  private:
   // Frees a victim's K/V and counts its preemption (policy::apply_decision's on_preempt).
   void preempt(QueuedSequence& victim);
+  // The cost with its total times a factor drawn from the measured step spread.
+  IterationCost varied(IterationCost cost);
   [[noreturn]] void throw_stalled() const;
   // deferred_fill's rollback of `tokens` output tokens at an iteration's completion.
   void roll_back(policy::SequenceView& view, IterationOutcome& outcome, std::int64_t tokens);
@@ -145,7 +150,12 @@ class Replica {
   std::vector<policy::StepRow> rows_;       // the iteration's work, one row per sequence
   std::vector<std::size_t> row_sequences_;  // running index of each row
   std::optional<StepPricer> pricer_;        // rows_ priced by cost_model_
-  policy::StepTrace step_;                  // for the step observer
+  // The profile's measured step spread (quantiles) and the stream each iteration's factor is
+  // drawn from; empty when off or unmeasured.
+  std::vector<double> step_factors_;
+  std::optional<RandomStream> step_draws_;
+  bool unmeasured_variability_ = false;
+  policy::StepTrace step_;  // for the step observer
   std::uint64_t steps_started_ = 0;
   std::vector<DecodeToken> decode_tokens_;
   std::vector<std::int64_t> work_tokens_;  // by running index, for the iteration in flight

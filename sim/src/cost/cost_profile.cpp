@@ -168,6 +168,20 @@ class ProfileReader {
       profile.source.build = text(source, "source", "build");
     if (source.contains("speed_probe_us"))
       profile.source.speed_probe_us = number(source, "source", "speed_probe_us");
+    if (root.contains("step_variability")) {
+      const json& q = root["step_variability"];
+      if (!q.is_array() || q.size() != 21 ||
+          !std::all_of(q.begin(), q.end(),
+                       [](const json& x) { return x.is_number() && x.get<double>() > 0; }) ||
+          !std::is_sorted(q.begin(), q.end(), [](const json& a, const json& b) {
+            return a.get<double>() < b.get<double>();
+          })) {
+        fail("step_variability", "21 ascending ratios > 0 (quantiles 0, 5%, ..., 100%)",
+             q.dump().substr(0, 80));
+      }
+      for (const json& x : q)
+        profile.step_variability.push_back(x.get<double>());
+    }
     const json& ops = member(root, "", "ops");
     if (!ops.is_array() || ops.empty())
       fail("ops", "a non-empty list of fitted ops", ops.dump());
@@ -228,6 +242,8 @@ void CostProfile::write(const std::string& path) const {
     list.push_back(std::move(entry));
   }
   root["ops"] = list;
+  if (!step_variability.empty())
+    root["step_variability"] = step_variability;
   traces::write_file_atomically(path, root.dump(2) + "\n");
 }
 

@@ -33,6 +33,8 @@ struct CostModelConfig {
   std::string profile;            // calibrated/table: path of the cost profile
   double flops_efficiency = 0.0;  // fraction of peak FLOP/s reached by matrix ops
   double bandwidth_efficiency = 0.0;
+  // calibrated: draw each iteration's time factor from the profile's measured step spread.
+  bool step_variability = true;
 
   friend bool operator==(const CostModelConfig&, const CostModelConfig&) = default;
 };

@@ -29,6 +29,7 @@ class CalibratedCostModel final : public CostModel {
   IterationCost iteration_cost(std::span<const BatchEntry> batch) const override;
 
   const CostProfile& profile() const { return profile_; }
+  std::span<const double> step_variability() const override { return profile_.step_variability; }
   // Ops priced by a stated stand-in because the profile lacks them, one line each; the CLI and
   // the report print them (never a silent zero).
   const std::vector<std::string>& fallbacks() const { return fallbacks_; }

@@ -93,6 +93,9 @@ class CostModel {
   // batch beyond the calibrated or tabulated range), one line each for the run's warnings; read
   // after the run, so counts cover every iteration priced so far.
   virtual std::vector<std::string> notes() const { return {}; }
+  // The measured spread of steps around their price (CostProfile::step_variability); empty for a
+  // model that prices without one.
+  virtual std::span<const double> step_variability() const { return {}; }
 };
 
 }  // namespace exitsim::sim

@@ -71,6 +71,14 @@ struct CostProfile {
   ProfileSource source;
   std::vector<OpFit> ops;  // sorted by name
 
+  // How the engine's measured steps spread around their price (calibrate, from op traces): the
+  // ratio (step wall time - arrival wait) / the profile's price of the step's calls, at the
+  // quantiles 0, 5%, ..., 100% (21 values, ascending); empty: not measured. The simulator draws
+  // each iteration's factor from it (cost_model.step_variability), so that its steps keep their
+  // median price and the engine's mean: the engine's running ops match their isolated price at
+  // the median but take more in total (a skewed tail).
+  std::vector<double> step_variability;
+
   const OpFit* find(const std::string& name) const;
 
   // Throws InputError naming the file and the JSON key path for a missing, malformed or
