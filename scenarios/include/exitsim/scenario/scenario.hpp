@@ -34,7 +34,7 @@ struct CostModelConfig {
   double flops_efficiency = 0.0;  // fraction of peak FLOP/s reached by matrix ops
   double bandwidth_efficiency = 0.0;
   // calibrated: draw each iteration's time factor from the profile's measured step spread.
-  bool step_variability = true;
+  bool step_variability = false;
 
   friend bool operator==(const CostModelConfig&, const CostModelConfig&) = default;
 };
