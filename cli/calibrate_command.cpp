@@ -67,8 +67,8 @@ void run_calibrate(const CalibrateArgs& args) {
     const std::vector<double>& q = profile.step_variability;
     fmt::print(
         "steps      measured / priced: p5 {:.3f}, p25 {:.3f}, median {:.3f}, p75 {:.3f}, "
-        "p95 {:.3f} (the simulator draws each iteration's factor from it: "
-        "cost_model.step_variability)\n",
+        "p95 {:.3f} (cost_model.step_variability: true draws each simulated iteration's factor "
+        "from it)\n",
         q[1], q[5], q[10], q[15], q[19]);
   }
   if (profile.find("step.residual") == nullptr) {
