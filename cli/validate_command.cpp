@@ -70,9 +70,11 @@ EngineMeasurement measure_engine(const LoadedModel& loaded, const scenario::Scen
     const engine::StepRecord& step = run.steps[k];
     const TimeNs end =
         k + 1 < run.steps.size() ? run.steps[k + 1].start - run.steps[k + 1].idle_before : run.wall;
-    m.compared.iterations.push_back(scaled(end - step.start));
+    // Scaled as points in time, so that a scaled step still ends where the next one starts.
+    const TimeNs duration = scaled(end) - scaled(step.start);
+    m.compared.iterations.push_back(duration);
     m.steps.push_back(step.rows);
-    metrics.record_iteration({0, step.start, scaled(end - step.start),
+    metrics.record_iteration({0, scaled(step.start), duration,
                               static_cast<std::int64_t>(step.prefill.size() + step.decode.size()),
                               0, 0, 0, 0});
     for (const auto* ids : {&step.prefill, &step.decode}) {

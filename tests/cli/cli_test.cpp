@@ -360,6 +360,25 @@ TEST_F(Cli, EngineRunsAModelAndItsQualityTableFeedsTheSimulator) {
       << other_hardware.err;
   EXPECT_NE(other_hardware.err.find("found \"another machine, "), std::string::npos)
       << other_hardware.err;
+  // --normalize-speed rescales the engine's times by the profile's probe over today's: here a
+  // profile whose machine was three times slower, so every engine time is stretched about 3x
+  // (steps stay back to back: their starts are scaled with them), and the output says so.
+  std::string slower = slurp(costs);
+  const std::size_t probe_at = slower.find("\"speed_probe_us\": ");
+  ASSERT_NE(probe_at, std::string::npos) << slower;
+  const std::size_t value_at = probe_at + 18;
+  const std::size_t value_end = slower.find_first_of(",\n}", value_at);
+  const double probe = std::stod(slower.substr(value_at, value_end - value_at));
+  slower.replace(value_at, value_end - value_at, fmt::format("{}", 3 * probe));
+  const Result normalized = run(
+      "validate " + common + workload + " --profile '" + file("slower.json", slower).string() +
+      "' --strategies full_depth --normalize-speed -o '" + (dir_ / "normalized").string() + "'");
+  ASSERT_EQ(normalized.exit_code, 0) << normalized.err;
+  EXPECT_NE(normalized.out.find("engine times normalized to calibration speed (x"),
+            std::string::npos)
+      << normalized.out;
+  EXPECT_NE(slurp(dir_ / "normalized" / "validation.json").find("\"normalized\": true"),
+            std::string::npos);
   // So is one measured by another build (a debug build times the engine several times slower).
   std::string other_build = slurp(costs);
   const std::size_t build_at = other_build.find("\"build\": \"");
