@@ -185,6 +185,12 @@ void run_validate(const ValidateArgs& args) {
   apply_scenario_threading(args.model, base);
   check_profile_matches(args, *loaded, profile);
   const int warmup = warmup_requests(args.warmup_requests, base);
+  if (args.normalize_speed && profile.source.speed_probe_us <= 0) {
+    throw InputError({args.profile, 0, 0, "source.speed_probe_us"},
+                     expected_found("a speed probe reading to normalize by (calibrate again "
+                                    "from runs of this exitsim)",
+                                    "none"));
+  }
   std::filesystem::create_directories(args.out);
 
   analysis::SpeedCheck speed;
@@ -193,12 +199,6 @@ void run_validate(const ValidateArgs& args) {
   speed.start_us = engine::speed_probe(*loaded->model).median_us;
   // Normalizing needs the end reading too; without it the start reading stands for the run.
   if (args.normalize_speed) {
-    if (speed.calibration_us <= 0) {
-      throw InputError({args.profile, 0, 0, "source.speed_probe_us"},
-                       expected_found("a speed probe reading to normalize by (calibrate again "
-                                      "from runs of this exitsim)",
-                                      "none"));
-    }
     speed.normalized = true;
     speed.factor = speed.calibration_us / speed.start_us;
   }

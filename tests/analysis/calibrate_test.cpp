@@ -275,6 +275,37 @@ TEST(Calibrate, ProfileRoundTripsThroughItsFile) {
   EXPECT_EQ(back.source.traces, profile.source.traces);
 }
 
+// Every field the op grid and the validation added survives the file: the report reads the
+// in-engine comparison (in_situ_scale) and calibrate's judgement the fitted median back from it.
+TEST(Calibrate, EveryFieldOfAProfileRoundTrips) {
+  TempDir dir;
+  const std::vector<std::string> traces = {write_trace(dir, "a", "cpu x 2")};
+  sim::CostProfile profile = calibrate(traces);
+  sim::OpFit& op = profile.ops.front();
+  op.held_out_median_ape = 0.031;
+  op.fit_median_ape = 0.022;
+  op.context_max_seen = 4096;
+  op.measured_by = "grid";
+  op.in_situ_scale = 1.09;
+  op.in_situ_median_ape = 0.035;
+  profile.source.build = "g++ 12.2.0, optimised";
+  profile.source.speed_probe_us = 287.5;
+  profile.step_variability.assign(21, 1.0);
+  profile.step_variability.back() = 1.5;
+  profile.write(dir.path("profile.json"));
+  const sim::CostProfile back = sim::CostProfile::read(dir.path("profile.json"));
+  const sim::OpFit& read = back.ops.front();
+  EXPECT_DOUBLE_EQ(read.held_out_median_ape, 0.031);
+  EXPECT_DOUBLE_EQ(read.fit_median_ape, 0.022);
+  EXPECT_EQ(read.context_max_seen, 4096);
+  EXPECT_EQ(read.measured_by, "grid");
+  EXPECT_DOUBLE_EQ(read.in_situ_scale, 1.09);
+  EXPECT_DOUBLE_EQ(read.in_situ_median_ape, 0.035);
+  EXPECT_EQ(back.source.build, "g++ 12.2.0, optimised");
+  EXPECT_DOUBLE_EQ(back.source.speed_probe_us, 287.5);
+  EXPECT_EQ(back.step_variability, profile.step_variability);
+}
+
 TEST(Calibrate, RefusesTracesItCannotUse) {
   TempDir dir;
   const std::string a = write_trace(dir, "a", "cpu x 2");

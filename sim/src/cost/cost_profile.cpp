@@ -232,9 +232,11 @@ void CostProfile::write(const std::string& path) const {
                   {"fit_mape", op.fit_mape},
                   {"held_out_mape", op.held_out_mape},
                   {"held_out_median_ape", op.held_out_median_ape},
+                  {"fit_median_ape", op.fit_median_ape},
                   {"batch_min_seen", op.batch_min_seen},
                   {"batch_max_seen", op.batch_max_seen},
                   {"measured_by", op.measured_by},
+                  {"in_situ_scale", op.in_situ_scale},
                   {"in_situ_median_ape", op.in_situ_median_ape},
                   {"regimes", regimes}};
     if (op.context_max_seen >= 0)
