@@ -40,10 +40,7 @@ void run_engine(const RunArgs& args) {
   const int warmup = warmup_requests(args.warmup_requests, s);
   const std::vector<engine::EngineRequest> requests =
       engine_requests(s, args.model.corpus(loaded->config));
-  std::int64_t longest = 1;
-  for (const engine::EngineRequest& r : requests) {
-    longest = std::max(longest, static_cast<std::int64_t>(r.prompt.size()) + r.output_tokens);
-  }
+  const std::int64_t longest = longest_request(requests);
   profiler::HostProfiler profiler(profiler::HostProfilerOptions{.enabled = !args.profile.empty()});
   const engine::EngineOptions options = engine_options(s, args, longest);
   if (s.scheduler.kv_blocks == 0) {

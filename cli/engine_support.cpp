@@ -115,6 +115,13 @@ std::unique_ptr<LoadedModel> load_model(const ModelOptions& options) {
   return loaded;
 }
 
+std::int64_t longest_request(std::span<const engine::EngineRequest> requests) {
+  std::int64_t longest = 1;
+  for (const engine::EngineRequest& r : requests)
+    longest = std::max(longest, static_cast<std::int64_t>(r.prompt.size()) + r.output_tokens);
+  return longest;
+}
+
 void apply_scenario_threading(const ModelOptions& options, const scenario::Scenario& s) {
   if (options.backend != "cpu" || options.threads != 0 || options.pin)
     return;
@@ -246,19 +253,17 @@ void write_run_description(const engine::Backend& backend, const RunConditions& 
   const auto probe = [](const engine::SpeedProbe& p) {
     return nlohmann::json{{"median_us", p.median_us}, {"p10_us", p.p10_us}, {"p90_us", p.p90_us}};
   };
-  const nlohmann::json run = {{"engine", "exitsim-engine"},
-                              {"backend", backend.name()},
-                              {"hardware", backend.hardware()},
-                              {"model", shape.name},
-                              {"model_shape", sim::model_fingerprint(shape)},
-                              {"speed_probe",
-                               {{"start_us", conditions.probe_start.median_us},
-                                {"end_us", conditions.probe_end.median_us},
-                                {"start", probe(conditions.probe_start)},
-                                {"end", probe(conditions.probe_end)}}},
-                              {"warmup_requests", conditions.warmup_requests},
-                              {"omp_wait_policy", conditions.omp_wait_policy},
-                              {"build", build_description()}};
+  const nlohmann::json run = {
+      {"engine", "exitsim-engine"},
+      {"backend", backend.name()},
+      {"hardware", backend.hardware()},
+      {"model", shape.name},
+      {"model_shape", sim::model_fingerprint(shape)},
+      {"speed_probe",
+       {{"start", probe(conditions.probe_start)}, {"end", probe(conditions.probe_end)}}},
+      {"warmup_requests", conditions.warmup_requests},
+      {"omp_wait_policy", conditions.omp_wait_policy},
+      {"build", build_description()}};
   traces::write_file_atomically(path, run.dump(2) + "\n");
 }
 

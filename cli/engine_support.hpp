@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -98,6 +99,9 @@ std::vector<engine::EngineRequest> engine_requests(const scenario::Scenario& s,
                                                    const std::vector<std::int32_t>& corpus);
 engine::EngineOptions engine_options(const scenario::Scenario& s, const RunArgs& args,
                                      std::int64_t longest);
+// The most positions any of the requests needs (prompt and output), at least 1: what the CPU
+// K/V pool is sized by when the scenario gives no kv_blocks.
+std::int64_t longest_request(std::span<const engine::EngineRequest> requests);
 // token_trace.csv: every kept token's exit (discarded tokens left out), tagged with `policy`.
 void write_token_trace(const engine::EngineRun& run, const std::string& policy,
                        const std::string& path);

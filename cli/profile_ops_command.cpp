@@ -34,7 +34,7 @@ struct ProfileOpsArgs {
 traces::OpGridRow grid_row(const engine::OpTiming& t) {
   traces::OpGridRow row;
   row.op = t.op;
-  row.kind = traces::parse_op_kind(t.kind).value_or(traces::OpKind::other);
+  row.kind = t.kind;
   row.shape = engine::to_string(t.shape);
   row.layer = t.layer;
   row.recursion = t.recursion;

@@ -39,22 +39,25 @@ struct ValidateArgs {
 };
 
 // One engine run, as measured: its steps' durations, what each ran, and the request metrics.
-// `time_scale` multiplies every measured duration (--normalize-speed; 1 otherwise).
 struct EngineMeasurement {
   analysis::EngineRunMeasurement compared;
   std::vector<std::vector<policy::StepRow>> steps;  // per step, what each sequence ran
   std::int64_t kv_blocks = 0;
 };
 
+// The engine's options for a validation run: arrivals honoured, as the simulator sees them.
+engine::EngineOptions measured_options(const scenario::Scenario& s,
+                                       std::span<const engine::EngineRequest> requests) {
+  RunArgs args;
+  args.honour_arrivals = true;
+  return engine_options(s, args, longest_request(requests));
+}
+
+// `time_scale` multiplies every measured time span (--normalize-speed; 1 otherwise).
 EngineMeasurement measure_engine(const LoadedModel& loaded, const scenario::Scenario& s,
+                                 const engine::EngineOptions& options,
                                  const std::vector<engine::EngineRequest>& requests,
                                  const std::string& token_trace_path, double time_scale) {
-  std::int64_t longest = 1;
-  for (const engine::EngineRequest& r : requests)
-    longest = std::max(longest, static_cast<std::int64_t>(r.prompt.size()) + r.output_tokens);
-  RunArgs args;
-  args.honour_arrivals = true;  // the simulator sees the workload's arrivals too
-  const engine::EngineOptions options = engine_options(s, args, longest);
   engine::Engine engine(*loaded.model, options, nullptr);
   const engine::EngineRun run = engine.run(requests);
   const auto scaled = [&](TimeNs t) {
@@ -197,7 +200,7 @@ void run_validate(const ValidateArgs& args) {
   speed.calibration_us = profile.source.speed_probe_us;
   speed.tolerance = args.speed_tolerance;
   speed.start_us = engine::speed_probe(*loaded->model).median_us;
-  // Normalizing needs the end reading too; without it the start reading stands for the run.
+  // The end reading comes after the runs it would rescale: the start reading stands for them.
   if (args.normalize_speed) {
     speed.normalized = true;
     speed.factor = speed.calibration_us / speed.start_us;
@@ -211,19 +214,15 @@ void run_validate(const ValidateArgs& args) {
     const std::vector<engine::EngineRequest> requests = engine_requests(s, corpus);
     const std::string token_trace =
         (std::filesystem::path(args.out) / (strategy + "_token_trace.csv")).string();
-    {
-      std::int64_t longest = 1;
-      for (const engine::EngineRequest& r : requests)
-        longest = std::max(longest, static_cast<std::int64_t>(r.prompt.size()) + r.output_tokens);
-      warm_up_engine(*loaded->model, requests, engine_options(s, RunArgs{}, longest), warmup);
-    }
+    const engine::EngineOptions options_measured = measured_options(s, requests);
+    warm_up_engine(*loaded->model, requests, options_measured, warmup);
     const sim::CalibratedCostModel priced(profile, args.profile, loaded->config.shape);
     std::vector<analysis::EngineRunMeasurement> runs;
     std::int64_t kv_blocks = 0;
     for (int k = 0; k < args.repeat; ++k) {
       // The exit decisions are the same in every run (seeded); the first run's trace is kept.
-      EngineMeasurement measured =
-          measure_engine(*loaded, s, requests, k == 0 ? token_trace : "", speed.factor);
+      EngineMeasurement measured = measure_engine(*loaded, s, options_measured, requests,
+                                                  k == 0 ? token_trace : "", speed.factor);
       kv_blocks = measured.kv_blocks;
       measured.compared.priced_steps = price_engine_steps(
           measured, priced, loaded->config.shape.depth, *policy::parse_sync_strategy(strategy));

@@ -57,8 +57,10 @@ std::vector<double> step_spread(const sim::CostProfile& profile,
     return {};
   std::sort(ratios.begin(), ratios.end());
   std::vector<double> quantiles;
-  for (int q = 0; q <= 20; ++q) {
-    const double at = static_cast<double>(q) / 20.0 * static_cast<double>(ratios.size() - 1);
+  const std::size_t last = sim::CostProfile::k_step_quantiles - 1;
+  for (std::size_t q = 0; q <= last; ++q) {
+    const double at =
+        static_cast<double>(q) / static_cast<double>(last) * static_cast<double>(ratios.size() - 1);
     const auto low = static_cast<std::size_t>(at);
     const std::size_t high = std::min(low + 1, ratios.size() - 1);
     quantiles.push_back(ratios[low] +
@@ -78,10 +80,14 @@ sim::CostProfile calibrate(std::span<const std::string> paths, const Calibration
   std::vector<TraceStep> steps;
   double probe_sum = 0;
   int probes = 0;
-  // With a grid, the traces' layer calls are filed by pass like the grid's shapes.
-  const bool split_passes = std::any_of(paths.begin(), paths.end(),
-                                        [](const std::string& p) { return traces::is_op_grid(p); });
-  for (const std::string& path : paths) {
+  // Each file is a grid or a trace, by its first line; with a grid, the traces' layer calls are
+  // filed by pass like the grid's shapes.
+  std::vector<bool> is_grid;
+  for (const std::string& path : paths)
+    is_grid.push_back(traces::is_op_grid(path));
+  const bool split_passes = std::find(is_grid.begin(), is_grid.end(), true) != is_grid.end();
+  for (std::size_t i = 0; i < paths.size(); ++i) {
+    const std::string& path = paths[i];
     sim::ProfileSource source = read_run_description(path);
     if (profile.source.traces.empty()) {
       profile.source = source;
@@ -93,7 +99,7 @@ sim::CostProfile calibrate(std::span<const std::string> paths, const Calibration
       probe_sum += source.speed_probe_us;
       ++probes;
     }
-    if (traces::is_op_grid(path))
+    if (is_grid[i])
       read_grid(path, grid);
     else
       read_trace(path, split_passes, traced, steps);

@@ -71,14 +71,17 @@ sim::ProfileSource read_run_description(const std::string& op_trace_path) {
   if (root.contains("speed_probe")) {
     const nlohmann::json& probe = root["speed_probe"];
     const auto reading = [&](const char* key) {
-      if (!probe.is_object() || !probe.contains(key) || !probe[key].is_number() ||
-          probe[key].get<double>() <= 0) {
-        throw InputError({path, 0, 0, std::string("speed_probe.") + key},
+      const nlohmann::json* at = probe.is_object() && probe.contains(key) && probe[key].is_object()
+                                     ? &probe[key]
+                                     : nullptr;
+      if (at == nullptr || !at->contains("median_us") || !(*at)["median_us"].is_number() ||
+          (*at)["median_us"].get<double>() <= 0) {
+        throw InputError({path, 0, 0, std::string("speed_probe.") + key + ".median_us"},
                          expected_found("a time in microseconds > 0", "none"));
       }
-      return probe[key].get<double>();
+      return (*at)["median_us"].get<double>();
     };
-    source.speed_probe_us = 0.5 * (reading("start_us") + reading("end_us"));
+    source.speed_probe_us = 0.5 * (reading("start") + reading("end"));
   }
   return source;
 }

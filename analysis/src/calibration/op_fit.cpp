@@ -17,6 +17,8 @@ namespace exitsim::analysis {
 namespace {
 
 constexpr double k_min_time_us = 0.05;  // clock resolution: shorter spans count as this long
+// Huber's threshold in robust standard deviations (95% efficiency under normal noise).
+constexpr double k_huber = 1.345;
 
 // Ops whose time depends on the context as well as the batch: attention and K/V writes read and
 // write by it, and the step residual is fitted against emitted tokens in that column.
@@ -26,7 +28,6 @@ bool uses_context(std::string_view kind) {
 
 struct LeastSquares {
   std::array<double, 4> coefficients{};
-  double relative_sse = 0;
   double huber_threshold = 0;  // robust_solve: the last round's threshold on relative error
 };
 
@@ -60,7 +61,6 @@ LeastSquares solve(std::span<const OpSample* const> samples, const std::vector<i
   LeastSquares out;
   for (Eigen::Index j = 0; j < cols; ++j)
     out.coefficients[static_cast<std::size_t>(columns[static_cast<std::size_t>(j)])] = solution(j);
-  out.relative_sse = (a * solution - b).squaredNorm();
   return out;
 }
 
@@ -84,31 +84,21 @@ double relative_error(const LeastSquares& fit, const OpSample& s) {
 // The Huber loss on relative error by iteratively reweighted least squares: a sample whose error
 // is beyond 1.345 robust standard deviations (1.4826 x the median absolute error) counts with
 // weight threshold / |error|, so a call stretched by a descheduled thread bends the line no more
-// than a typical one. The returned relative_sse is the plain (unweighted) one; huber_loss judges
-// the fit as it was made.
+// than a typical one. huber_loss judges the fit as it was made.
 LeastSquares robust_solve(std::span<const OpSample* const> samples,
                           const std::vector<int>& columns) {
   constexpr int k_rounds = 6;
-  constexpr double k_huber = 1.345;
   std::vector<double> weights(samples.size(), 1.0);
   LeastSquares fit = solve(samples, columns);
-  std::vector<double> errors(samples.size());
+  std::vector<double> absolute(samples.size());
   for (int round = 0; round < k_rounds; ++round) {
     for (std::size_t i = 0; i < samples.size(); ++i)
-      errors[i] = relative_error(fit, *samples[i]);
-    std::vector<double> absolute(errors.size());
-    std::transform(errors.begin(), errors.end(), absolute.begin(),
-                   [](double e) { return std::abs(e); });
+      absolute[i] = std::abs(relative_error(fit, *samples[i]));
     const double threshold = k_huber * std::max(1.4826 * median_of(absolute), 1e-4);
     for (std::size_t i = 0; i < samples.size(); ++i)
       weights[i] = absolute[i] <= threshold ? 1.0 : threshold / absolute[i];
     fit = solve(samples, columns, weights);
     fit.huber_threshold = threshold;
-  }
-  fit.relative_sse = 0;
-  for (const OpSample* s : samples) {
-    const double e = relative_error(fit, *s);
-    fit.relative_sse += e * e;
   }
   return fit;
 }
@@ -149,6 +139,43 @@ double mape(const sim::OpFit& fit, std::span<const OpSample* const> samples) {
   for (const double e : errors)
     sum += e;
   return sum / static_cast<double>(errors.size());
+}
+
+// The relative-error fit follows the typical call; the simulator sums calls, so its total must
+// be the measured total: calls stretched by preemption or cache misses are rare but long. Scales
+// each regime so that it predicts its fitted calls' total time (the mean, not the median). Per
+// regime, because a few huge prefill calls would otherwise set the scale of every small decode
+// call. A regime whose fit misses its own calls' total by more than k_max_rescale either way is
+// not a shape worth stretching (near-collinear features, predictions clamped at 0): stretching
+// it would blow its coefficients up, and prices outside the fitted range with them. It becomes
+// its calls' mean instead. For trace fits only: grid points are medians of isolated calls,
+// nothing stretched to match.
+void scale_regimes_to_totals(sim::OpFit& fit, std::span<const OpSample* const> train) {
+  constexpr double k_max_rescale = 4.0;
+  for (sim::OpFit::Regime& regime : fit.regimes) {
+    const double low =
+        &regime == &fit.regimes.front() ? -1.0 : static_cast<double>(fit.regimes.front().batch_max);
+    double measured = 0;
+    double predicted = 0;
+    std::int64_t calls = 0;
+    for (const OpSample* s : train) {
+      if (s->batch > low && s->batch <= static_cast<double>(regime.batch_max)) {
+        measured += s->time_us;
+        predicted += predict(fit, *s);
+        ++calls;
+      }
+    }
+    if (measured <= 0 || calls == 0)
+      continue;
+    const double ratio = predicted > 0 ? measured / predicted : 0.0;
+    if (ratio >= 1.0 / k_max_rescale && ratio <= k_max_rescale) {
+      for (double& c : regime.coefficients)
+        c *= ratio;
+    } else {
+      regime.coefficients = {measured / static_cast<double>(calls), 0.0, 0.0, 0.0};
+      regime.mean_of_calls = true;
+    }
+  }
 }
 
 }  // namespace
@@ -204,7 +231,7 @@ sim::OpFit fit_op(const std::string& name, const std::string& kind,
   std::set<double> tried;
   // The typical miss (the robust scale the Huber threshold came from), not the RMS: a few
   // stretched samples must not open the search.
-  const double typical_miss = threshold / 1.345;
+  const double typical_miss = threshold / k_huber;
   for (int q = 1; q < 20 && train.size() >= 2 * min_side && typical_miss > options.knee_min_error;
        ++q) {
     const std::size_t at = train.size() * static_cast<std::size_t>(q) / 20;
@@ -229,44 +256,8 @@ sim::OpFit fit_op(const std::string& name, const std::string& kind,
   }
   if (fit.regimes.size() == 2 && fit.regimes[0].batch_max >= fit.regimes[1].batch_max)
     fit.regimes.pop_back();
-  // The relative-error fit follows the typical call; the simulator sums calls, so its total must
-  // be the measured total: calls stretched by preemption or cache misses are rare but long.
-  // Scale each regime so that it predicts its fitted calls' total time (the mean, not the
-  // median). Per regime, because a few huge prefill calls would otherwise set the scale of
-  // every small decode call.
-  // A regime whose fit misses its own calls' total by more than k_max_rescale either way is not
-  // a shape worth stretching (near-collinear features, predictions clamped at 0): stretching it
-  // would blow its coefficients up, and prices outside the fitted range with them. It becomes its
-  // calls' mean instead.
-  constexpr double k_max_rescale = 4.0;
-  // Grid points are medians of isolated calls: nothing stretched to match, so no rescaling.
-  std::span<sim::OpFit::Regime> to_match;
   if (options.match_total)
-    to_match = fit.regimes;
-  for (sim::OpFit::Regime& regime : to_match) {
-    const double low =
-        &regime == &fit.regimes.front() ? -1.0 : static_cast<double>(fit.regimes.front().batch_max);
-    double measured = 0;
-    double predicted = 0;
-    std::int64_t calls = 0;
-    for (const OpSample* s : train) {
-      if (s->batch > low && s->batch <= static_cast<double>(regime.batch_max)) {
-        measured += s->time_us;
-        predicted += predict(fit, *s);
-        ++calls;
-      }
-    }
-    if (measured <= 0 || calls == 0)
-      continue;
-    const double ratio = predicted > 0 ? measured / predicted : 0.0;
-    if (ratio >= 1.0 / k_max_rescale && ratio <= k_max_rescale) {
-      for (double& c : regime.coefficients)
-        c *= ratio;
-    } else {
-      regime.coefficients = {measured / static_cast<double>(calls), 0.0, 0.0, 0.0};
-      regime.mean_of_calls = true;
-    }
-  }
+    scale_regimes_to_totals(fit, train);
   fit.fit_mape = mape(fit, train);
   fit.held_out_mape = held.empty() ? fit.fit_mape : mape(fit, held);
   fit.fit_median_ape = median_ape(fit, train);

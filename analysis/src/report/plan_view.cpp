@@ -25,11 +25,15 @@ const nlohmann::json* PlanView::find(const std::string& key) const {
   return it == candidates.end() ? nullptr : &it->second;
 }
 
+double json_number(const nlohmann::json& object, const char* field) {
+  return object.is_object() && object.contains(field) && object[field].is_number()
+             ? object[field].get<double>()
+             : std::numeric_limits<double>::quiet_NaN();
+}
+
 double PlanView::number(const std::string& key, const char* field) const {
   const nlohmann::json* c = find(key);
-  return c != nullptr && c->contains(field) && (*c)[field].is_number()
-             ? (*c)[field].get<double>()
-             : std::numeric_limits<double>::quiet_NaN();
+  return c != nullptr ? json_number(*c, field) : std::numeric_limits<double>::quiet_NaN();
 }
 
 bool is_capacity(const std::string& metric) {

@@ -37,6 +37,9 @@ struct PlanView {
   double number(const std::string& key, const char* field) const;
 };
 
+// A JSON object's numeric field; NaN when the object, the field or its number is missing.
+double json_number(const nlohmann::json& object, const char* field);
+
 // The efficiency metrics read from the plan rather than from a run.
 bool is_capacity(const std::string& metric);
 

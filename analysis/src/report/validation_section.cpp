@@ -15,12 +15,6 @@ namespace {
 
 using nlohmann::json;
 
-double number(const json& object, const char* key) {
-  return object.is_object() && object.contains(key) && object[key].is_number()
-             ? object[key].get<double>()
-             : std::numeric_limits<double>::quiet_NaN();
-}
-
 std::string percent(double fraction) {
   return std::isnan(fraction) ? "-" : fmt::format("{:.1f}%", 100 * fraction);
 }
@@ -91,21 +85,21 @@ std::string validation_section(const json& v) {
               v.value("repeats", 1), v.value("hardware", std::string("?")),
               v.value("warmup_requests", 0), v.value("omp_wait_policy", std::string("default")))) +
           "</p>\n";
-  const double change = number(speed, "change");
-  if (!std::isnan(change) && number(speed, "calibration_us") > 0) {
-    const bool beyond = std::abs(change) > number(speed, "tolerance");
+  const double change = json_number(speed, "change");
+  if (!std::isnan(change) && json_number(speed, "calibration_us") > 0) {
+    const bool beyond = std::abs(change) > json_number(speed, "tolerance");
     body += "<p" + std::string(beyond ? " class=\"warning\"" : "") + ">" +
             html_escape(fmt::format(
                 "Speed probe: {:.1f} us at calibration, {:.1f} us at the start and {:.1f} us at "
                 "the end of the validation ({:+.1f}%){}{}.",
-                number(speed, "calibration_us"), number(speed, "start_us"), number(speed, "end_us"),
-                100 * change,
+                json_number(speed, "calibration_us"), json_number(speed, "start_us"),
+                json_number(speed, "end_us"), 100 * change,
                 beyond ? ": the machine's speed changed beyond the tolerance, and the errors "
                          "include that change"
                        : "",
                 speed.value("normalized", false)
                     ? fmt::format("; the engine's times were normalized by x{:.3f}",
-                                  number(speed, "factor"))
+                                  json_number(speed, "factor"))
                     : "")) +
             "</p>\n";
   }
@@ -122,22 +116,23 @@ std::string validation_section(const json& v) {
                                               error <= target ? "pass" : "FAIL", 100 * target);
     };
     rows.push_back({strategy, "the engine's own batches priced (median error per step)", "", "",
-                    percent(number(same, "median_ape")),
-                    judged(number(same, "median_ape"), number(same, "target"))});
-    rows.push_back({strategy, "the simulator's own run, step by step (median error)", "", "",
-                    percent(number(iterations, "median_ape")),
-                    judged(number(iterations, "median_ape"), number(iterations, "target"))});
+                    percent(json_number(same, "median_ape")),
+                    judged(json_number(same, "median_ape"), json_number(same, "target"))});
+    rows.push_back(
+        {strategy, "the simulator's own run, step by step (median error)", "", "",
+         percent(json_number(iterations, "median_ape")),
+         judged(json_number(iterations, "median_ape"), json_number(iterations, "target"))});
     for (const json& m : s.value("metrics", json::array())) {
-      const double cv = number(m, "engine_cv");
+      const double cv = json_number(m, "engine_cv");
       const std::string engine =
           m.value("engine_runs", 1) > 1
-              ? fmt::format("{} [{}, {}] cv {:.1f}%", fmt_number(number(m, "engine")),
-                            fmt_number(number(m, "engine_min")),
-                            fmt_number(number(m, "engine_max")), 100 * cv)
-              : fmt_number(number(m, "engine"));
+              ? fmt::format("{} [{}, {}] cv {:.1f}%", fmt_number(json_number(m, "engine")),
+                            fmt_number(json_number(m, "engine_min")),
+                            fmt_number(json_number(m, "engine_max")), 100 * cv)
+              : fmt_number(json_number(m, "engine"));
       rows.push_back({strategy, m.value("metric", std::string("?")), engine,
-                      fmt_number(number(m, "simulated")), percent(number(m, "relative_error")),
-                      verdict_cell(m)});
+                      fmt_number(json_number(m, "simulated")),
+                      percent(json_number(m, "relative_error")), verdict_cell(m)});
     }
     rows.push_back({strategy, "all targets", "", "", "", s.value("pass", false) ? "PASS" : "FAIL"});
   }

@@ -167,12 +167,12 @@ std::vector<OpTiming> time_ops(const Backend& backend, const OpGridPoint& point,
 
   std::map<std::string, OpTiming> by_op;
   std::vector<std::string> order;
-  const auto record = [&](const std::string& name, std::string kind, std::int64_t batch,
+  const auto record = [&](const std::string& name, traces::OpKind kind, std::int64_t batch,
                           std::int64_t pairs, double us) {
     auto [it, fresh] = by_op.try_emplace(name);
     if (fresh) {
       order.push_back(name);
-      it->second = {name, std::move(kind), point.shape, layer, recursion, batch, pairs, {}};
+      it->second = {name, kind, point.shape, layer, recursion, batch, pairs, {}};
     }
     it->second.times_us.push_back(us);
   };
@@ -191,8 +191,8 @@ std::vector<OpTiming> time_ops(const Backend& backend, const OpGridPoint& point,
         continue;
       for (const traces::OpTraceRow& row : profiler.rows()) {
         if (is_layer_op(row.name)) {
-          record(row.name, std::string(traces::to_string(row.kind)), row.batch_tokens,
-                 row.context_tokens, static_cast<double>(row.duration_ns) / 1000.0);
+          record(row.name, row.kind, row.batch_tokens, row.context_tokens,
+                 static_cast<double>(row.duration_ns) / 1000.0);
         }
       }
     }
@@ -208,8 +208,7 @@ std::vector<OpTiming> time_ops(const Backend& backend, const OpGridPoint& point,
         call_once();
         const double us = microseconds_since(start);
         if (rep >= 0)
-          record(std::string(name), std::string(traces::to_string(kind)), point.batch_tokens, 0,
-                 us);
+          record(std::string(name), kind, point.batch_tokens, 0, us);
       }
     };
     timed(ops::embed, traces::OpKind::other, [&] { call.embed(); });

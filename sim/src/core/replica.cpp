@@ -31,7 +31,8 @@ Replica::Replica(int index, const ReplicaSpec& spec, MetricsCollector& metrics,
   scheduler_name_ = spec.scheduler.kind;
   cost_model_ = make_cost_model(spec.cost_model, spec.model, spec.hardware);
   pricer_.emplace(*cost_model_, spec.model.depth, depth_model_.strategy());
-  if (spec.cost_model.kind == "calibrated" && spec.cost_model.step_variability) {
+  // (The scenario allows the key only with a calibrated cost model.)
+  if (spec.cost_model.step_variability) {
     const std::span<const double> spread = cost_model_->step_variability();
     step_factors_.assign(spread.begin(), spread.end());
     if (step_factors_.empty())

@@ -170,13 +170,15 @@ class ProfileReader {
       profile.source.speed_probe_us = number(source, "source", "speed_probe_us");
     if (root.contains("step_variability")) {
       const json& q = root["step_variability"];
-      if (!q.is_array() || q.size() != 21 ||
+      if (!q.is_array() || q.size() != CostProfile::k_step_quantiles ||
           !std::all_of(q.begin(), q.end(),
                        [](const json& x) { return x.is_number() && x.get<double>() > 0; }) ||
           !std::is_sorted(q.begin(), q.end(), [](const json& a, const json& b) {
             return a.get<double>() < b.get<double>();
           })) {
-        fail("step_variability", "21 ascending ratios > 0 (quantiles 0, 5%, ..., 100%)",
+        fail("step_variability",
+             fmt::format("{} ascending ratios > 0 (quantiles 0, 5%, ..., 100%)",
+                         CostProfile::k_step_quantiles),
              q.dump().substr(0, 80));
       }
       for (const json& x : q)

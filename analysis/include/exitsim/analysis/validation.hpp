@@ -95,7 +95,7 @@ struct SpeedCheck {
   double end_us = 0;
   double tolerance = 0.10;  // a change beyond this fraction is reported
   bool normalized = false;  // --normalize-speed: the engine's times were rescaled by `factor`
-  double factor = 1;        // calibration_us / mean(start_us, end_us)
+  double factor = 1;        // calibration_us / start_us (the end reading comes after the runs)
   // The machine's speed now relative to calibration (+: slower now); 0 without a calibration
   // reading.
   double change() const;

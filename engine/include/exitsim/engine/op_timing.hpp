@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "exitsim/engine/backend.hpp"
+#include "exitsim/traces/op_trace.hpp"
 
 namespace exitsim::engine {
 
@@ -36,8 +37,8 @@ struct OpTimingOptions {
 
 // One op at one point: every repetition's time.
 struct OpTiming {
-  std::string op;    // as in engine_ops.hpp
-  std::string kind;  // the op trace's kind (gemm, attention, ...)
+  std::string op;  // as in engine_ops.hpp
+  traces::OpKind kind = traces::OpKind::other;
   CallShape shape = CallShape::decode;
   int layer = 0;
   int recursion = 0;

@@ -68,15 +68,16 @@ struct ProfileSource {
 
 struct CostProfile {
   static constexpr const char* k_format = "exitsim-cost-profile v1";
+  static constexpr std::size_t k_step_quantiles = 21;  // 0, 5%, ..., 100%
   ProfileSource source;
   std::vector<OpFit> ops;  // sorted by name
 
   // How the engine's measured steps spread around their price (calibrate, from op traces): the
   // ratio (step wall time - arrival wait) / the profile's price of the step's calls, at the
-  // quantiles 0, 5%, ..., 100% (21 values, ascending); empty: not measured. The simulator draws
-  // each iteration's factor from it (cost_model.step_variability), so that its steps keep their
-  // median price and the engine's mean: the engine's running ops match their isolated price at
-  // the median but take more in total (a skewed tail).
+  // quantiles 0, 5%, ..., 100% (k_step_quantiles values, ascending); empty: not measured. The
+  // simulator draws each iteration's factor from it (cost_model.step_variability), so that its
+  // steps keep their median price and the engine's mean: the engine's running ops match their
+  // isolated price at the median but take more in total (a skewed tail).
   std::vector<double> step_variability;
 
   const OpFit* find(const std::string& name) const;
