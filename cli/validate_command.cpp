@@ -157,17 +157,16 @@ void check_profile_matches(const ValidateArgs& args, const LoadedModel& loaded,
 
 // The simulator's run of the same requests, exit decisions, scheduler, memory and strategy,
 // priced by the profile: its summary and iteration durations.
-std::pair<sim::MetricsSummary, std::vector<TimeNs>> simulate_same(const ScenarioOptions& options,
-                                                                  const ValidateArgs& args,
-                                                                  const sim::CostProfile& profile,
-                                                                  const std::string& token_trace,
-                                                                  std::int64_t kv_blocks) {
+std::pair<sim::MetricsSummary, std::vector<TimeNs>> simulate_same(
+    const ScenarioOptions& options, const ValidateArgs& args, const sim::CostProfile& profile,
+    const std::string& token_trace, std::int64_t kv_blocks, double price_scale = 1.0) {
   ScenarioOptions simulated = options;
   simulated.overrides.insert(simulated.overrides.end(),
                              {"cost_model.kind=calibrated", "cost_model.profile=" + args.profile,
                               "hardware.name=\"" + profile.source.hardware + "\"",
                               "exit_policy={kind: replay, token_trace: \"" + token_trace + "\"}",
-                              fmt::format("scheduler.kv_blocks={}", kv_blocks)});
+                              fmt::format("scheduler.kv_blocks={}", kv_blocks),
+                              fmt::format("cost_model.price_scale={:.17g}", price_scale)});
   const scenario::Scenario sim_scenario = simulated.load();
   sim::SimulationConfig config = sim::simulation_config_from(sim_scenario, "");
   std::vector<TimeNs> iterations;
@@ -231,6 +230,17 @@ void run_validate(const ValidateArgs& args) {
     const auto [summary, iterations] =
         simulate_same(options, args, profile, token_trace, kv_blocks);
     results.push_back(analysis::compare_runs(strategy, runs, summary, iterations));
+    // How far the profile's precision alone moves each figure: the same run priced lower and
+    // higher by the same-batch median error (by 1 + e either way, so that any error keeps
+    // prices positive).
+    if (const auto& same = results.back().same_batches; same && same->median_ape > 0) {
+      const double change = same->median_ape;
+      const auto lower =
+          simulate_same(options, args, profile, token_trace, kv_blocks, 1.0 / (1.0 + change));
+      const auto upper =
+          simulate_same(options, args, profile, token_trace, kv_blocks, 1.0 + change);
+      analysis::add_price_band(results.back(), change, lower.first, upper.first);
+    }
     fmt::print("{}", analysis::format_validation(std::span(&results.back(), 1)));
   }
   speed.end_us = engine::speed_probe(*loaded->model).median_us;

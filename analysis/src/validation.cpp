@@ -98,7 +98,31 @@ MetricComparison judged(std::string metric, const std::vector<double>& engine_ru
   m.target = target;
   m.pass = target <= 0 || m.relative_error <= target ||
            (engine_runs.size() > 1 && m.inside_engine_range);
+  m.simulated_low = simulated;
+  m.simulated_high = simulated;
   return m;
+}
+
+struct NamedMetric {
+  std::string name;
+  double value = 0;
+  bool judged = false;  // against ValidationTargets::metric
+};
+
+// The request metrics validation compares, in the order of ValidationResult::metrics.
+std::vector<NamedMetric> metric_values(const sim::MetricsSummary& summary) {
+  std::vector<NamedMetric> out{{"throughput_tokens_per_s", summary.throughput_tokens_per_s, true}};
+  const auto add = [&](const char* name, const sim::LatencyStats& stats) {
+    out.push_back({fmt::format("{}_p50_ms", name), stats.p50, true});
+    out.push_back({fmt::format("{}_p90_ms", name), stats.p90, false});
+    out.push_back({fmt::format("{}_p99_ms", name), stats.p99, false});
+  };
+  add("ttft", summary.ttft);
+  add("tpot", summary.tpot);
+  add("e2e", summary.e2e);
+  out.push_back({"queueing_p50_ms", summary.queueing.p50, false});
+  out.push_back({"queueing_p90_ms", summary.queueing.p90, false});
+  return out;
 }
 
 // The run whose error is the median of the runs' (the lower middle for an even count).
@@ -139,40 +163,20 @@ ValidationResult compare_runs(const std::string& strategy,
   if (!same.empty())
     r.same_batches = same[median_run(r.same_batch_median_by_run)];
 
-  const auto each = [&](auto&& read) {
-    std::vector<double> values;
-    for (const EngineRunMeasurement& run : engine)
-      values.push_back(read(run.summary));
-    return values;
-  };
-  r.metrics.push_back(judged("throughput_tokens_per_s", each([](const sim::MetricsSummary& m) {
-                               return m.throughput_tokens_per_s;
-                             }),
-                             simulated.throughput_tokens_per_s, targets.metric));
-  const auto add = [&](const char* name, sim::LatencyStats sim::MetricsSummary::*stats) {
-    const auto at = [&](const char* p, double sim::LatencyStats::*field, double target) {
-      r.metrics.push_back(
-          judged(fmt::format("{}_{}_ms", name, p),
-                 each([&](const sim::MetricsSummary& m) { return (m.*stats).*field; }),
-                 (simulated.*stats).*field, target));
-    };
-    at("p50", &sim::LatencyStats::p50, targets.metric);
-    at("p90", &sim::LatencyStats::p90, 0);
-    at("p99", &sim::LatencyStats::p99, 0);
-  };
-  add("ttft", &sim::MetricsSummary::ttft);
-  add("tpot", &sim::MetricsSummary::tpot);
-  add("e2e", &sim::MetricsSummary::e2e);
-  // Queueing is judged by its p50 only through TTFT: a few milliseconds of queue at light load
-  // give large relative errors that say little.
-  const auto queue = [&](const char* p, double sim::LatencyStats::*field) {
-    r.metrics.push_back(
-        judged(fmt::format("queueing_{}_ms", p),
-               each([&](const sim::MetricsSummary& m) { return m.queueing.*field; }),
-               simulated.queueing.*field, 0));
-  };
-  queue("p50", &sim::LatencyStats::p50);
-  queue("p90", &sim::LatencyStats::p90);
+  // Throughput, then TTFT, TPOT, E2E at p50, p90, p99 (the p50s judged against the target), then
+  // queueing, judged only through TTFT: a few milliseconds of queue at light load give large
+  // relative errors that say little.
+  const std::vector<NamedMetric> simulated_values = metric_values(simulated);
+  std::vector<std::vector<NamedMetric>> run_values;
+  for (const EngineRunMeasurement& run : engine)
+    run_values.push_back(metric_values(run.summary));
+  for (std::size_t i = 0; i < simulated_values.size(); ++i) {
+    std::vector<double> runs;
+    for (const std::vector<NamedMetric>& values : run_values)
+      runs.push_back(values[i].value);
+    const NamedMetric& m = simulated_values[i];
+    r.metrics.push_back(judged(m.name, runs, m.value, m.judged ? targets.metric : 0));
+  }
 
   r.pass = r.iterations.median_ape <= targets.iteration_median &&
            (!r.same_batches || r.same_batches->median_ape <= targets.same_batch_median);
@@ -209,35 +213,55 @@ std::string SpeedCheck::describe() const {
   return out;
 }
 
+double MetricComparison::price_sensitivity() const {
+  if (simulated == 0)
+    return 0;
+  return std::max(simulated_high - simulated, simulated - simulated_low) / std::abs(simulated);
+}
+
+void add_price_band(ValidationResult& result, double change, const sim::MetricsSummary& lower,
+                    const sim::MetricsSummary& upper) {
+  const std::vector<NamedMetric> low = metric_values(lower);
+  const std::vector<NamedMetric> high = metric_values(upper);
+  if (low.size() != result.metrics.size())
+    throw std::invalid_argument("add_price_band: the result's metrics are not validation's");
+  result.price_change = change;
+  for (std::size_t i = 0; i < result.metrics.size(); ++i) {
+    MetricComparison& m = result.metrics[i];
+    m.simulated_low = std::min({m.simulated, low[i].value, high[i].value});
+    m.simulated_high = std::max({m.simulated, low[i].value, high[i].value});
+  }
+}
+
 std::string validation_csv(std::span<const ValidationResult> results) {
   std::string out =
       "strategy,metric,engine,simulated,relative_error,engine_min,engine_max,engine_cv,target,"
-      "pass\n";
+      "pass,simulated_low,simulated_high\n";
   for (const ValidationResult& r : results) {
     const IterationError& it = r.iterations;
     out += fmt::format(
-        "{},iterations,{},{},{:.6g},,,,,\n", r.strategy, it.engine_iterations,
+        "{},iterations,{},{},{:.6g},,,,,,,\n", r.strategy, it.engine_iterations,
         it.simulated_iterations,
         it.engine_iterations > 0
             ? std::abs(static_cast<double>(it.simulated_iterations - it.engine_iterations)) /
                   static_cast<double>(it.engine_iterations)
             : 0.0);
-    out += fmt::format("{},iteration_mean_us,{:.6g},{:.6g},{:.6g},,,,,\n", r.strategy,
+    out += fmt::format("{},iteration_mean_us,{:.6g},{:.6g},{:.6g},,,,,,,\n", r.strategy,
                        it.engine_mean_us, it.simulated_mean_us,
                        it.engine_mean_us > 0
                            ? std::abs(it.simulated_mean_us - it.engine_mean_us) / it.engine_mean_us
                            : 0.0);
-    out += fmt::format("{},iteration_ape_p50,,,{:.6g},,,,{:.6g},{}\n", r.strategy, it.median_ape,
+    out += fmt::format("{},iteration_ape_p50,,,{:.6g},,,,{:.6g},{},,\n", r.strategy, it.median_ape,
                        r.targets.iteration_median, it.median_ape <= r.targets.iteration_median);
-    out += fmt::format("{},iteration_ape_p90,,,{:.6g},,,,,\n", r.strategy, it.p90_ape);
+    out += fmt::format("{},iteration_ape_p90,,,{:.6g},,,,,,,\n", r.strategy, it.p90_ape);
     if (r.same_batches) {
-      out += fmt::format("{},same_batch_ape_p50,,,{:.6g},,,,{:.6g},{}\n", r.strategy,
+      out += fmt::format("{},same_batch_ape_p50,,,{:.6g},,,,{:.6g},{},,\n", r.strategy,
                          r.same_batches->median_ape, r.targets.same_batch_median,
                          r.same_batches->median_ape <= r.targets.same_batch_median);
-      out +=
-          fmt::format("{},same_batch_ape_p90,,,{:.6g},,,,,\n", r.strategy, r.same_batches->p90_ape);
+      out += fmt::format("{},same_batch_ape_p90,,,{:.6g},,,,,,,\n", r.strategy,
+                         r.same_batches->p90_ape);
       out += fmt::format(
-          "{},same_batch_mean_us,{:.6g},{:.6g},{:.6g},,,,,\n", r.strategy,
+          "{},same_batch_mean_us,{:.6g},{:.6g},{:.6g},,,,,,,\n", r.strategy,
           r.same_batches->engine_mean_us, r.same_batches->simulated_mean_us,
           r.same_batches->engine_mean_us > 0
               ? std::abs(r.same_batches->simulated_mean_us - r.same_batches->engine_mean_us) /
@@ -245,11 +269,14 @@ std::string validation_csv(std::span<const ValidationResult> results) {
               : 0.0);
     }
     for (const MetricComparison& m : r.metrics) {
+      const bool band = r.price_change > 0;
       out +=
-          fmt::format("{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{},{}\n", r.strategy,
+          fmt::format("{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{},{},{},{}\n", r.strategy,
                       m.metric, m.engine, m.simulated, m.relative_error, m.engine_min, m.engine_max,
                       m.engine_cv, m.target > 0 ? fmt::format("{:.6g}", m.target) : "",
-                      m.target > 0 ? (m.pass ? "true" : "false") : "");
+                      m.target > 0 ? (m.pass ? "true" : "false") : "",
+                      band ? fmt::format("{:.6g}", m.simulated_low) : "",
+                      band ? fmt::format("{:.6g}", m.simulated_high) : "");
     }
   }
   return out;
@@ -276,6 +303,10 @@ std::string validation_json(std::span<const ValidationResult> results,
         metric["target"] = m.target;
         metric["pass"] = m.pass;
       }
+      if (r.price_change > 0) {
+        metric["simulated_low"] = m.simulated_low;
+        metric["simulated_high"] = m.simulated_high;
+      }
       metrics.push_back(std::move(metric));
     }
     nlohmann::json same = nullptr;
@@ -301,7 +332,8 @@ std::string validation_json(std::span<const ValidationResult> results,
                       {"simulated_mean_us", it.simulated_mean_us},
                       {"median_ape_by_run", r.iteration_median_by_run},
                       {"target", r.targets.iteration_median}}},
-                    {"metrics", metrics}});
+                    {"metrics", metrics},
+                    {"price_change", r.price_change}});
   }
   const nlohmann::json probe = {{"calibration_us", speed.calibration_us},
                                 {"start_us", speed.start_us},
@@ -320,6 +352,25 @@ std::string validation_json(std::span<const ValidationResult> results,
              .dump(2) +
          "\n";
 }
+
+namespace {
+
+// " [low, high]" of the price band, and for a judged figure the band moves further than its
+// target, what that means.
+std::string band_of(const ValidationResult& r, const MetricComparison& m) {
+  if (r.price_change <= 0)
+    return "";
+  std::string out = fmt::format(" [{:.2f}, {:.2f}]", m.simulated_low, m.simulated_high);
+  if (m.target > 0 && m.price_sensitivity() > m.target) {
+    out += fmt::format(
+        " (prices off by the profile's {:.1f}% move it {:.0f}%: not predictable to "
+        "{:.0f}% here)",
+        100 * r.price_change, 100 * m.price_sensitivity(), 100 * m.target);
+  }
+  return out;
+}
+
+}  // namespace
 
 std::string format_validation(std::span<const ValidationResult> results) {
   std::string out;
@@ -340,6 +391,12 @@ std::string format_validation(std::span<const ValidationResult> results) {
     } else {
       out += "  the engine's own batches: not recorded for this strategy\n";
     }
+    if (r.price_change > 0) {
+      out += fmt::format(
+          "  simulated in brackets: its runs priced {:.1f}% lower and higher (the same-batch "
+          "median error)\n",
+          100 * r.price_change);
+    }
     for (const MetricComparison& m : r.metrics) {
       const std::string spread = m.engine_runs > 1
                                      ? fmt::format(" [{:.2f}, {:.2f}] cv {:.1f}%", m.engine_min,
@@ -351,8 +408,9 @@ std::string format_validation(std::span<const ValidationResult> results) {
                     "  {} (target {:.0f}%{})", m.pass ? "pass" : "FAIL", 100 * m.target,
                     m.inside_engine_range && m.engine_runs > 1 ? ", inside the engine's range" : "")
               : std::string();
-      out += fmt::format("  {:<24} engine {:>10.2f}{}  simulated {:>10.2f}  error {:>5.1f}%{}\n",
-                         m.metric, m.engine, spread, m.simulated, 100 * m.relative_error, verdict);
+      out += fmt::format("  {:<24} engine {:>10.2f}{}  simulated {:>10.2f}{}  error {:>5.1f}%{}\n",
+                         m.metric, m.engine, spread, m.simulated, band_of(r, m),
+                         100 * m.relative_error, verdict);
     }
     out += fmt::format(
         "  {}: per-iteration median {:.1f}% (target {:.0f}%){}\n", r.pass ? "PASS" : "FAIL",

@@ -245,6 +245,14 @@ std::vector<KeyDef> hardware_keys() {
           .def(false)
           .when("cost_model.kind", {"calibrated"})
           .bind(field(&Scenario::cost_model, &CostModelConfig::step_variability)),
+      Key("cost_model.price_scale", Type::number,
+          "Every iteration's price times this factor, whatever the cost model: a what-if for a "
+          "machine that much slower (above 1) or faster. Runs priced at another scale than 1 "
+          "say so in their notes. `exitsim validate` uses it to show how far each metric moves "
+          "for prices off by the profile's measured error.")
+          .range(0.01, 100)
+          .def(1.0)
+          .bind(field(&Scenario::cost_model, &CostModelConfig::price_scale)),
       Key("cost_model.flops_efficiency", Type::number,
           "Fraction of peak FLOP/s that matrix operations reach.")
           .range(0, 1)

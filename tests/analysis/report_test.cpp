@@ -447,6 +447,35 @@ TEST(Report, ValidationShowsTheEnginesSpreadAndJudgesEachTarget) {
       << r.verdict;
 }
 
+// With validate's price band, the simulated cell shows the figure priced lower and higher by the
+// same-batch error, and a judged figure the band moves beyond its target is named as not
+// predictable to it at this load; one the band moves less is not.
+TEST(Report, ValidationShowsThePriceBandAndWhatItCannotPredict) {
+  analysis::EngineRunMeasurement run;
+  run.summary.throughput_tokens_per_s = 100;
+  run.summary.tpot.p50 = 2;
+  run.iterations = {1000};
+  run.priced_steps = {1030};
+  const std::vector<TimeNs> it = {1000};
+  std::vector<analysis::ValidationResult> results = {
+      analysis::compare_runs("full_depth", std::span(&run, 1), run.summary, it)};
+  sim::MetricsSummary lower = run.summary;
+  sim::MetricsSummary upper = run.summary;
+  upper.throughput_tokens_per_s = 101;
+  upper.tpot.p50 = 3;
+  analysis::add_price_band(results[0], 0.03, lower, upper);
+  TempDir dir;
+  ReportInputs in = planned_sweep(dir);
+  in.validation_json = analysis::validation_json(results, {});
+  const Report r = build_report(in);
+  EXPECT_NE(r.html.find("<td>tpot_p50_ms</td><td>2</td><td>2 [2, 3]</td><td>0.0%</td><td>pass; "
+                        "prices off by the profile's 3.0% move it 50%: not predictable to 5% "
+                        "at this load</td>"),
+            std::string::npos)
+      << r.html;
+  EXPECT_NE(r.html.find("<td>100 [100, 101]</td><td>0.0%</td><td>pass</td>"), std::string::npos);
+}
+
 TEST(Report, SaysWhatIsMissingInsteadOfDrawingNothing) {
   const Report empty = build_report({});
   EXPECT_TRUE(empty.frontier.empty());

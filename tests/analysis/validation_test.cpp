@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <span>
@@ -68,13 +69,13 @@ TEST(CompareRuns, ReportsThroughputAndLatencyPercentiles) {
   const std::vector<ValidationResult> all = {r};
   const std::string csv = validation_csv(all);
   EXPECT_EQ(csv.rfind("strategy,metric,engine,simulated,relative_error,engine_min,engine_max,"
-                      "engine_cv,target,pass\n",
+                      "engine_cv,target,pass,simulated_low,simulated_high\n",
                       0),
             0U);
-  EXPECT_NE(csv.find("depthwise,throughput_tokens_per_s,100,95,0.05,100,100,0,0.05,true\n"),
+  EXPECT_NE(csv.find("depthwise,throughput_tokens_per_s,100,95,0.05,100,100,0,0.05,true,,\n"),
             std::string::npos);
-  EXPECT_NE(csv.find("depthwise,ttft_p50_ms,2,2.2,0.1,2,2,0,0.05,false\n"), std::string::npos);
-  EXPECT_NE(csv.find("depthwise,iteration_ape_p50,,,0,,,,0.08,true\n"), std::string::npos);
+  EXPECT_NE(csv.find("depthwise,ttft_p50_ms,2,2.2,0.1,2,2,0,0.05,false,,\n"), std::string::npos);
+  EXPECT_NE(csv.find("depthwise,iteration_ape_p50,,,0,,,,0.08,true,,\n"), std::string::npos);
   EXPECT_NE(format_validation(all).find("depthwise: iterations engine 1 / simulated 1"),
             std::string::npos);
 }
@@ -114,6 +115,74 @@ TEST(CompareRuns, JudgesAgainstTheEnginesOwnRangeOverRepeats) {
   r = compare_runs("full_depth", runs, simulated, it);
   EXPECT_FALSE(r.metrics[0].inside_engine_range);
   EXPECT_FALSE(r.metrics[0].pass);
+}
+
+// Near a queue's knee a figure moves far more than the prices: the TPOT below moves 60% for
+// prices 5% off, so validation says it cannot be predicted to its 5% target there, while
+// throughput, which the arrivals set, moves 1% and is not flagged.
+TEST(PriceBand, NamesTheFiguresThePricesPrecisionCannotPredict) {
+  EngineRunMeasurement engine;
+  engine.summary.throughput_tokens_per_s = 100;
+  engine.summary.tpot.p50 = 2.0;
+  engine.iterations = {1000};
+  sim::MetricsSummary simulated = engine.summary;
+  const std::vector<TimeNs> it = {1000};
+  ValidationResult r = compare_runs("full_depth", std::span(&engine, 1), simulated, it);
+  sim::MetricsSummary lower = simulated;
+  sim::MetricsSummary upper = simulated;
+  lower.throughput_tokens_per_s = 99;
+  upper.throughput_tokens_per_s = 100.5;
+  lower.tpot.p50 = 1.9;
+  upper.tpot.p50 = 3.2;  // the knee: 5% dearer steps push decodes behind prefills
+  add_price_band(r, 0.05, lower, upper);
+  EXPECT_EQ(r.price_change, 0.05);
+  const MetricComparison& throughput = r.metrics[0];
+  EXPECT_EQ(throughput.simulated_low, 99);
+  EXPECT_EQ(throughput.simulated_high, 100.5);
+  EXPECT_NEAR(throughput.price_sensitivity(), 0.01, 1e-12);
+  const MetricComparison& tpot = r.metrics[4];
+  ASSERT_EQ(tpot.metric, "tpot_p50_ms");
+  EXPECT_EQ(tpot.simulated_low, 1.9);
+  EXPECT_EQ(tpot.simulated_high, 3.2);
+  EXPECT_NEAR(tpot.price_sensitivity(), 0.6, 1e-12);
+  EXPECT_TRUE(tpot.pass);  // the band is evidence, not a looser judgement
+
+  const std::vector<ValidationResult> all = {r};
+  const std::string text = format_validation(all);
+  EXPECT_NE(text.find("tpot_p50_ms"), std::string::npos);
+  EXPECT_NE(text.find("[1.90, 3.20] (prices off by the profile's 5.0% move it 60%: not "
+                      "predictable to 5% here)"),
+            std::string::npos);
+  EXPECT_EQ(text.find("[99.00, 100.50] (prices"), std::string::npos);
+  EXPECT_NE(validation_csv(all).find("full_depth,tpot_p50_ms,2,2,0,2,2,0,0.05,true,1.9,3.2\n"),
+            std::string::npos);
+  const std::string json = validation_json(all, {});
+  EXPECT_NE(json.find("\"simulated_high\": 3.2"), std::string::npos);
+  EXPECT_NE(json.find("\"price_change\": 0.05"), std::string::npos);
+}
+
+TEST(PriceBand, AbsentWithoutABandAndTheCsvKeepsItsColumns) {
+  EngineRunMeasurement engine;
+  engine.summary.tpot.p50 = 2.0;
+  engine.iterations = {1000};
+  const std::vector<TimeNs> it = {1000};
+  const ValidationResult r = compare_runs("full_depth", std::span(&engine, 1), engine.summary, it);
+  EXPECT_EQ(r.price_change, 0.0);
+  EXPECT_EQ(r.metrics[4].price_sensitivity(), 0.0);
+  const std::vector<ValidationResult> all = {r};
+  EXPECT_EQ(format_validation(all).find("simulated in brackets"), std::string::npos);
+  EXPECT_EQ(validation_json(all, {}).find("simulated_low"), std::string::npos);
+  // Every row has the header's 12 columns.
+  const std::string csv = validation_csv(all);
+  std::size_t begin = 0;
+  while (begin < csv.size()) {
+    const std::size_t end = csv.find('\n', begin);
+    EXPECT_EQ(std::count(csv.begin() + static_cast<std::ptrdiff_t>(begin),
+                         csv.begin() + static_cast<std::ptrdiff_t>(end), ','),
+              11)
+        << csv.substr(begin, end - begin);
+    begin = end + 1;
+  }
 }
 
 TEST(SpeedCheck, SaysWhenTheMachineIsSlowerThanAtCalibration) {

@@ -1,6 +1,7 @@
 // cost_model.step_variability: a calibrated profile's measured spread of the engine's steps
 // around their price, drawn per iteration by the simulator (seeded), so that simulated steps keep
 // their median price and the engine's mean.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -38,7 +39,7 @@ struct SimRun {
 
 // The default scenario's model, priced by a profile of linear ops with the given step spread.
 SimRun simulate_with(const test_support::TempDir& dir, const std::vector<double>& spread,
-                     bool variability = true) {
+                     bool variability = true, double price_scale = 1.0) {
   const scenario::Scenario base = scenario::load_default_scenario();
   CostProfile profile;
   profile.source = {"exitsim-engine", "cpu", "test cpu", "m", model_fingerprint(base.model.shape),
@@ -60,7 +61,8 @@ SimRun simulate_with(const test_support::TempDir& dir, const std::vector<double>
       "hardware.name=\"test cpu\"",
       "workload.requests=40",
       "workload.arrivals.rate=1000000",
-      std::string("cost_model.step_variability=") + (variability ? "true" : "false")};
+      std::string("cost_model.step_variability=") + (variability ? "true" : "false"),
+      fmt::format("cost_model.price_scale={}", price_scale)};
   const scenario::Scenario s = scenario::load_default_scenario(overrides);
   SimulationConfig config = simulation_config_from(s, "");
   SimRun run;
@@ -138,6 +140,35 @@ TEST(StepVariability, AProfileWithoutAMeasuredSpreadSaysSo) {
   EXPECT_TRUE(std::none_of(off.warnings.begin(), off.warnings.end(), [](const std::string& w) {
     return w.find("no measured step spread") != std::string::npos;
   }));
+}
+
+bool names_price_scale(const SimRun& run) {
+  return std::any_of(run.warnings.begin(), run.warnings.end(), [](const std::string& w) {
+    return w.find("cost_model.price_scale") != std::string::npos;
+  });
+}
+
+TEST(PriceScale, EveryIterationTakesTheScaleAndTheRunSaysSo) {
+  const test_support::TempDir dir;
+  const SimRun priced = simulate_with(dir, {}, /*variability=*/false);
+  const SimRun slower = simulate_with(dir, {}, /*variability=*/false, 1.25);
+  ASSERT_FALSE(priced.iterations.empty());
+  ASSERT_EQ(slower.iterations.size(), priced.iterations.size());
+  for (std::size_t i = 0; i < priced.iterations.size(); ++i)
+    EXPECT_NEAR(static_cast<double>(slower.iterations[i]),
+                1.25 * static_cast<double>(priced.iterations[i]), 1.0);
+  EXPECT_TRUE(names_price_scale(slower));
+  EXPECT_FALSE(names_price_scale(priced));
+}
+
+TEST(PriceScale, MultipliesTheDrawnFactor) {
+  const test_support::TempDir dir;
+  const SimRun priced = simulate_with(dir, {}, /*variability=*/false);
+  const SimRun both = simulate_with(dir, constant(2.0), /*variability=*/true, 0.5);
+  ASSERT_EQ(both.iterations.size(), priced.iterations.size());
+  for (std::size_t i = 0; i < priced.iterations.size(); ++i)
+    EXPECT_NEAR(static_cast<double>(both.iterations[i]), static_cast<double>(priced.iterations[i]),
+                1.0);
 }
 
 }  // namespace

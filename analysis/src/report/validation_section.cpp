@@ -3,6 +3,8 @@
 // against the stated targets and the engine's own spread.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -26,6 +28,34 @@ std::string verdict_cell(const json& object) {
       object.value("inside_engine_range", false) && object.value("engine_runs", 1) > 1;
   return object["pass"].get<bool>() ? (inside ? "pass (inside the engine's range)" : "pass")
                                     : "FAIL";
+}
+
+std::string simulated_cell(const json& m) {
+  const double low = json_number(m, "simulated_low");
+  const double high = json_number(m, "simulated_high");
+  const std::string simulated = fmt_number(json_number(m, "simulated"));
+  if (std::isnan(low) || std::isnan(high))
+    return simulated;
+  return fmt::format("{} [{}, {}]", simulated, fmt_number(low), fmt_number(high));
+}
+
+// For a judged figure whose price band reaches further than its target: the profile's measured
+// precision alone cannot predict it that closely at this load.
+std::string sensitivity_note(const json& m, double price_change) {
+  const double simulated = json_number(m, "simulated");
+  const double target = json_number(m, "target");
+  const double low = json_number(m, "simulated_low");
+  const double high = json_number(m, "simulated_high");
+  if (std::isnan(price_change) || price_change <= 0 || std::isnan(target) || std::isnan(low) ||
+      std::isnan(high) || std::isnan(simulated) || simulated == 0)
+    return "";
+  const double moved = std::max(high - simulated, simulated - low) / std::abs(simulated);
+  if (moved <= target)
+    return "";
+  return fmt::format(
+      "; prices off by the profile's {:.1f}% move it {:.0f}%: not predictable to "
+      "{:.0f}% at this load",
+      100 * price_change, 100 * moved, 100 * target);
 }
 
 }  // namespace
@@ -81,7 +111,11 @@ std::string validation_section(const json& v) {
               "The engine ran each strategy {} times on {} (warm-up {} requests, OpenMP wait "
               "policy {}); each figure is the median of its runs, with their range and "
               "coefficient of variation. A figure passes within its target, or inside the "
-              "engine's own range: closer than that, no run of the engine could confirm it.",
+              "engine's own range: closer than that, no run of the engine could confirm it. In "
+              "brackets after a simulated figure: the simulator's runs with every price lower and "
+              "higher by the same-batch median error, the profile's measured precision; where "
+              "that alone moves a figure beyond its target, the figure is too sensitive to the "
+              "prices at this load to be predicted to its target.",
               v.value("repeats", 1), v.value("hardware", std::string("?")),
               v.value("warmup_requests", 0), v.value("omp_wait_policy", std::string("default")))) +
           "</p>\n";
@@ -130,14 +164,18 @@ std::string validation_section(const json& v) {
                             fmt_number(json_number(m, "engine_min")),
                             fmt_number(json_number(m, "engine_max")), 100 * cv)
               : fmt_number(json_number(m, "engine"));
-      rows.push_back({strategy, m.value("metric", std::string("?")), engine,
-                      fmt_number(json_number(m, "simulated")),
-                      percent(json_number(m, "relative_error")), verdict_cell(m)});
+      rows.push_back({strategy, m.value("metric", std::string("?")), engine, simulated_cell(m),
+                      percent(json_number(m, "relative_error")),
+                      verdict_cell(m) + sensitivity_note(m, json_number(s, "price_change"))});
     }
     rows.push_back({strategy, "all targets", "", "", "", s.value("pass", false) ? "PASS" : "FAIL"});
   }
-  const std::vector<std::string> header = {"strategy",  "metric", "engine (median [min, max])",
-                                           "simulated", "error",  "judgement"};
+  const std::vector<std::string> header = {"strategy",
+                                           "metric",
+                                           "engine (median [min, max])",
+                                           "simulated [prices -/+ the same-batch error]",
+                                           "error",
+                                           "judgement"};
   return section("Validation against the engine", body + html_table(header, rows));
 }
 

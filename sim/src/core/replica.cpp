@@ -31,6 +31,7 @@ Replica::Replica(int index, const ReplicaSpec& spec, MetricsCollector& metrics,
   scheduler_name_ = spec.scheduler.kind;
   cost_model_ = make_cost_model(spec.cost_model, spec.model, spec.hardware);
   pricer_.emplace(*cost_model_, spec.model.depth, depth_model_.strategy());
+  price_scale_ = spec.cost_model.price_scale;
   // (The scenario allows the key only with a calibrated cost model.)
   if (spec.cost_model.step_variability) {
     const std::span<const double> spread = cost_model_->step_variability();
@@ -185,8 +186,7 @@ TimeNs Replica::start_iteration(TimeNs now) {
   }
   const IterationCost cost = pricer_->price(rows);
   metrics_.record_iteration_work(cost.flops, cost.masked_flops, fill);
-  const TimeNs duration =
-      step_factors_.empty() ? StepPricer::duration(cost) : StepPricer::duration(varied(cost));
+  const TimeNs duration = StepPricer::duration(scaled(cost));
   record.replica = index_;
   record.start = now;
   record.duration = duration;
@@ -211,17 +211,26 @@ std::vector<std::string> Replica::cost_notes() const {
         "cost_model.step_variability: the profile holds no measured step spread (calibrate it "
         "from op traces with this exitsim); every iteration priced as it is");
   }
+  if (price_scale_ != 1.0) {
+    notes.push_back(fmt::format(
+        "cost_model.price_scale: every iteration priced x{:.4g} of what the cost model says",
+        price_scale_));
+  }
   return notes;
 }
 
-IterationCost Replica::varied(IterationCost cost) {
-  // The factor at a uniform draw's quantile, linear between the 5% steps.
-  const double at = step_draws_->uniform() * static_cast<double>(step_factors_.size() - 1);
-  const auto low = static_cast<std::size_t>(at);
-  const std::size_t high = std::min(low + 1, step_factors_.size() - 1);
-  const double factor = step_factors_[low] + (step_factors_[high] - step_factors_[low]) *
-                                                 (at - static_cast<double>(low));
-  cost.total = static_cast<TimeNs>(std::llround(static_cast<double>(cost.total) * factor));
+IterationCost Replica::scaled(IterationCost cost) {
+  double factor = price_scale_;
+  if (!step_factors_.empty()) {
+    // The measured factor at a uniform draw's quantile, linear between the 5% steps.
+    const double at = step_draws_->uniform() * static_cast<double>(step_factors_.size() - 1);
+    const auto low = static_cast<std::size_t>(at);
+    const std::size_t high = std::min(low + 1, step_factors_.size() - 1);
+    factor *= step_factors_[low] +
+              (step_factors_[high] - step_factors_[low]) * (at - static_cast<double>(low));
+  }
+  if (factor != 1.0)
+    cost.total = static_cast<TimeNs>(std::llround(static_cast<double>(cost.total) * factor));
   return cost;
 }
 

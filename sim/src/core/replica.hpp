@@ -106,8 +106,9 @@ class Replica {
  private:
   // Frees a victim's K/V and counts its preemption (policy::apply_decision's on_preempt).
   void preempt(QueuedSequence& victim);
-  // The cost with its total times a factor drawn from the measured step spread.
-  IterationCost varied(IterationCost cost);
+  // The cost with its total times cost_model.price_scale and, with step variability, a factor
+  // drawn from the measured step spread.
+  IterationCost scaled(IterationCost cost);
   [[noreturn]] void throw_stalled() const;
   // deferred_fill's rollback of `tokens` output tokens at an iteration's completion.
   void roll_back(policy::SequenceView& view, IterationOutcome& outcome, std::int64_t tokens);
@@ -155,7 +156,8 @@ class Replica {
   std::vector<double> step_factors_;
   std::optional<RandomStream> step_draws_;
   bool unmeasured_variability_ = false;
-  policy::StepTrace step_;  // for the step observer
+  double price_scale_ = 1.0;  // cost_model.price_scale
+  policy::StepTrace step_;    // for the step observer
   std::uint64_t steps_started_ = 0;
   std::vector<DecodeToken> decode_tokens_;
   std::vector<std::int64_t> work_tokens_;  // by running index, for the iteration in flight

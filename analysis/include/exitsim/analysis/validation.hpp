@@ -51,6 +51,13 @@ struct MetricComparison {
   bool inside_engine_range = false;  // engine_min <= simulated <= engine_max
   double target = 0;                 // 0: not judged
   bool pass = true;                  // error <= target, or inside the engine's range
+  // The simulator's figure with every price off by ValidationResult::price_change either way
+  // (lowest and highest of the three runs): how far the profile's measured precision alone
+  // moves it. Equal to `simulated` without a band.
+  double simulated_low = 0;
+  double simulated_high = 0;
+  // The band's widest distance from `simulated`, relative to it (0 without a band).
+  double price_sensitivity() const;
 };
 
 // One strategy's validation: iteration error and the request metrics of both executors.
@@ -70,6 +77,9 @@ struct ValidationResult {
   std::vector<MetricComparison> metrics;
   ValidationTargets targets;
   bool pass = true;  // every judged figure within its target
+  // The relative price change of the metrics' band (add_price_band): the same-batch median
+  // error, the profile's measured precision on this machine now; 0: no band.
+  double price_change = 0;
 };
 
 // One engine run, as validation compares it.
@@ -86,6 +96,11 @@ ValidationResult compare_runs(const std::string& strategy,
                               const sim::MetricsSummary& simulated,
                               std::span<const TimeNs> simulated_iterations,
                               const ValidationTargets& targets = {});
+
+// Adds the band of the simulator's runs priced `change` lower and higher (cost_model.price_scale
+// 1 -/+ change) to every metric of `result`.
+void add_price_band(ValidationResult& result, double change, const sim::MetricsSummary& lower,
+                    const sim::MetricsSummary& upper);
 
 // How fast the machine was, by the speed probe (engine/op_timing.hpp): at calibration (from the
 // profile; 0 when it has none), and at the start and end of this validation.
@@ -120,7 +135,8 @@ std::string validation_csv(std::span<const ValidationResult> results);
 // "warmup_requests", "omp_wait_policy", "speed": {...},
 // "strategies": [{"strategy", "pass", "targets", "iterations": {...}, "same_batches": {...},
 // "metrics": [{"metric", "engine", "engine_min", "engine_max", "engine_cv", "simulated",
-// "relative_error", "inside_engine_range", "target", "pass"}]}]}.
+// "relative_error", "inside_engine_range", "target", "pass", and with a price band
+// "simulated_low", "simulated_high"}], "price_change"}]}.
 std::string validation_json(std::span<const ValidationResult> results,
                             const ValidationConditions& conditions);
 std::string format_validation(std::span<const ValidationResult> results);

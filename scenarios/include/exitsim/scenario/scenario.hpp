@@ -35,6 +35,9 @@ struct CostModelConfig {
   double bandwidth_efficiency = 0.0;
   // calibrated: draw each iteration's time factor from the profile's measured step spread.
   bool step_variability = false;
+  // Every iteration's price times this factor: a what-if for a slower or faster machine, and how
+  // validate measures a metric's sensitivity to the profile's precision.
+  double price_scale = 1.0;
 
   friend bool operator==(const CostModelConfig&, const CostModelConfig&) = default;
 };
