@@ -1,5 +1,8 @@
 #include "exitsim/scenario/load.hpp"
 
+#include <fmt/format.h>
+
+#include <array>
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +15,8 @@
 
 namespace exitsim::scenario {
 namespace {
+
+constexpr std::size_t k_max_scenario_bytes = std::size_t{16} << 20;
 
 [[noreturn]] void cannot_open(const std::string& path, int error) {
   throw InputError(SourceLocation{path, 0, 0, ""},
@@ -27,11 +32,23 @@ std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
     cannot_open(path, errno != 0 ? errno : ENOENT);
-  std::ostringstream text;
-  text << in.rdbuf();
+  // Read at most the cap and one byte more: a scenario is a few kilobytes, and /dev/zero or a
+  // mistaken multi-gigabyte file must not be read until memory runs out.
+  std::string text;
+  std::array<char, 1 << 16> chunk{};
+  while (text.size() <= k_max_scenario_bytes && in) {
+    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    text.append(chunk.data(), static_cast<std::size_t>(in.gcount()));
+  }
   if (in.bad())
     cannot_open(path, errno != 0 ? errno : EIO);
-  return text.str();
+  if (text.size() > k_max_scenario_bytes) {
+    throw InputError(
+        SourceLocation{path, 0, 0, ""},
+        expected_found(fmt::format("a scenario of at most {} MiB", k_max_scenario_bytes >> 20),
+                       "a larger file"));
+  }
+  return text;
 }
 
 }  // namespace

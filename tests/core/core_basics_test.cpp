@@ -30,6 +30,40 @@ TEST(InputError, RendersOneLineWithLocationFieldAndMessage) {
   EXPECT_STREQ(multi_line.what(), "cuda: first second");
 }
 
+// D10, D17: every message echoes user bytes through here, so here they are made safe: control
+// bytes (a terminal escape, a NUL that ended the printed C string) written out, and a 10 MB value
+// cut in the middle, keeping the place at the start and the end, never inside a UTF-8 character.
+TEST(InputError, EscapesControlBytesAndCutsHugeMessages) {
+  const InputError escape({"t.csv", 2, 3, ""}, std::string("found \"\x1b[31mRED\x1b[0m 39\0"
+                                                           "6\x7f\"",
+                                                           26));
+  EXPECT_STREQ(escape.what(), "t.csv:2:3: found \"\\x1b[31mRED\\x1b[0m 39\\x006\\x7f\"");
+  EXPECT_EQ(escape.message(), "found \"\\x1b[31mRED\\x1b[0m 39\\x006\\x7f\"");
+  const std::string value = "\"" + std::string(10'000'000, '7') + "\"";
+  const InputError huge({"t.csv", 2, 3, "ContextTokens"}, expected_found("an integer", value));
+  const std::string what = huge.what();
+  EXPECT_LE(what.size(), 1024U);
+  EXPECT_EQ(what.find("t.csv:2:3: ContextTokens: expected an integer, found \"777"), 0U);
+  EXPECT_NE(what.find(" bytes cut ...] 777"), std::string::npos);
+  EXPECT_EQ(what.back(), '"');
+  // Two-byte characters (\u00e9) across the cut: none is split.
+  const InputError accents(
+      {"", 0, 0, ""}, std::string(3000, 'a') + [] {
+        std::string e;
+        for (int i = 0; i < 1000; ++i)
+          e += "\xc3\xa9";
+        return e;
+      }());
+  const std::string cut = accents.what();
+  const std::size_t marker = cut.find(" [...");
+  ASSERT_NE(marker, std::string::npos);
+  const std::size_t after = cut.find("...] ") + 5;
+  EXPECT_NE(static_cast<unsigned char>(cut[after]) & 0xC0, 0x80U);
+  // Idempotent: a message wrapped into another error is not escaped twice.
+  const InputError wrapped({"", 0, 0, ""}, escape.message());
+  EXPECT_EQ(wrapped.message(), escape.message());
+}
+
 TEST(Suggest, FindsCloseTyposAndRejectsUnrelatedWords) {
   const std::array<std::string, 3> keys = {"max_running", "max_batched_tokens", "block_size"};
   EXPECT_EQ(nearest_match("max_runing", keys), "max_running");

@@ -60,6 +60,9 @@ class MooncakeSource final : public RowSource {
     } catch (const json::parse_error& error) {
       fail_at(where, static_cast<std::int64_t>(error.byte), "",
               expected_found("a JSON object", "malformed JSON"));
+    } catch (const json::exception& error) {  // 1e400: nlohmann's out_of_range
+      fail_at(where, 1, "",
+              expected_found("JSON numbers within the range of a double", library_message(error)));
     }
     if (!object.is_object()) {
       fail_at(where, 1, "", expected_found("a JSON object", describe(object)));

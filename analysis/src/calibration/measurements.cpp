@@ -52,6 +52,9 @@ sim::ProfileSource read_run_description(const std::string& op_trace_path) {
   } catch (const nlohmann::json::parse_error& e) {
     throw InputError({path, 0, 0, ""},
                      expected_found("JSON", fmt::format("invalid JSON at byte {}", e.byte)));
+  } catch (const nlohmann::json::exception& e) {  // 1e400: nlohmann's out_of_range
+    throw InputError({path, 0, 0, ""}, expected_found("JSON numbers within the range of a double",
+                                                      library_message(e)));
   }
   sim::ProfileSource source;
   const auto field = [&](const char* key) {

@@ -60,6 +60,9 @@ json parse_input(const std::string& text, const char* what, const char* format) 
   } catch (const json::parse_error& e) {
     throw InputError({what, 0, 0, ""},
                      expected_found("JSON", fmt::format("invalid JSON at byte {}", e.byte)));
+  } catch (const json::exception& e) {  // 1e400: nlohmann's out_of_range
+    throw InputError({what, 0, 0, ""}, expected_found("JSON numbers within the range of a double",
+                                                      library_message(e)));
   }
   if (!j.is_object() || !j.contains("format") || j["format"] != format)
     throw InputError(

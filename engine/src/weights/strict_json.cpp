@@ -80,12 +80,9 @@ nlohmann::json parse_strict_json(std::string_view text, const std::string& file,
     return nlohmann::json::parse(text.begin(), text.end(), check);
   } catch (const Refusal& refusal) {
     throw InputError({file, 0, 0, field}, refusal.message);
-  } catch (const nlohmann::json::parse_error& e) {
-    std::string what = e.what();
-    // nlohmann prefixes "[json.exception.parse_error.101] "; users need only the description.
-    if (const std::size_t bracket = what.find("] "); bracket != std::string::npos)
-      what.erase(0, bracket + 2);
-    throw InputError({file, 0, 0, field}, expected_found("valid JSON", what));
+  } catch (const nlohmann::json::exception& e) {
+    // A parse error, or a number beyond a double (1e400: out_of_range), in the library's words.
+    throw InputError({file, 0, 0, field}, expected_found("valid JSON", library_message(e)));
   }
 }
 

@@ -42,6 +42,7 @@ std::int64_t pairs(const WorkCounts& w) {
 CalibratedCostModel::CalibratedCostModel(CostProfile profile, std::string profile_path,
                                          const ModelShape& model)
     : profile_(std::move(profile)),
+      profile_path_(profile_path),
       counts_(model, counting_hardware(model), RooflineEfficiency{1.0, 1.0}),
       layout_(model.depth),
       coda_layers_(model.depth.coda_layers) {
@@ -218,7 +219,7 @@ IterationCost CalibratedCostModel::iteration_cost(std::span<const BatchEntry> ba
   if (residual_ != nullptr && (embedded > 0 || emitting > 0 || passes[0].used || passes[1].used))
     us += price(residual_, static_cast<double>(embedded), static_cast<double>(emitting));
 
-  return measured_cost(us, counts_.iteration_cost(batch));
+  return measured_cost(us, counts_.iteration_cost(batch), profile_path_);
 }
 
 }  // namespace exitsim::sim

@@ -148,6 +148,8 @@ class ProfileReader {
       root = json::parse(content);
     } catch (const json::parse_error& e) {
       fail("", "a JSON cost profile", fmt::format("invalid JSON at byte {}", e.byte));
+    } catch (const json::exception& e) {  // 1e400: nlohmann's out_of_range
+      fail("", "JSON numbers within the range of a double", library_message(e));
     }
     if (!root.is_object() || !root.contains("format") || root["format"] != CostProfile::k_format)
       fail("format", fmt::format("\"{}\"", CostProfile::k_format),

@@ -229,7 +229,17 @@ HardwareSpec counting_hardware(const ModelShape& model) {
   return h;
 }
 
-IterationCost measured_cost(double microseconds, const IterationCost& counted) {
+IterationCost measured_cost(double microseconds, const IterationCost& counted,
+                            const std::string& source) {
+  if (!std::isfinite(microseconds) || microseconds > k_max_iteration_us) {
+    throw InputError(
+        {source, 0, 0, "cost_model.profile"},
+        expected_found(fmt::format("iteration prices under {:g} us", k_max_iteration_us),
+                       fmt::format("{:.4g} us for an iteration of {} FLOPs: the profile's prices "
+                                   "extrapolate far beyond what was measured (calibrate from "
+                                   "measurements that cover these batches) or an entry is wrong",
+                                   microseconds, counted.flops)));
+  }
   IterationCost cost;
   cost.total = static_cast<TimeNs>(std::llround(microseconds * static_cast<double>(k_ns_per_us)));
   cost.flops = counted.flops;

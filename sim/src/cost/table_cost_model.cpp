@@ -335,7 +335,7 @@ IterationCost TableCostModel::iteration_cost(std::span<const BatchEntry> batch) 
   if (embedded > 0)
     us += lookup(TableOp::embedding, embedded);
 
-  return measured_cost(us, counts_.iteration_cost(batch));
+  return measured_cost(us, counts_.iteration_cost(batch), table_.source);
 }
 
 }  // namespace exitsim::sim

@@ -33,6 +33,10 @@ class InputError : public std::runtime_error {
 // "expected <expected>, found <found>" - the shape every InputError message takes when it can.
 std::string expected_found(const std::string& expected, const std::string& found);
 
+// A library exception's description without its "[library.code] " prefix (nlohmann's
+// "[json.exception.out_of_range.406] number overflow parsing '1e400'").
+std::string library_message(const std::exception& error);
+
 // Throws InputError for a setting (no file position) whose value is not what was expected.
 [[noreturn]] void throw_setting_error(const std::string& field, const std::string& expected,
                                       const std::string& found);

@@ -55,6 +55,7 @@ class CalibratedCostModel final : public CostModel {
   };
 
   CostProfile profile_;
+  std::string profile_path_;  // named by a refused price
   std::array<const OpFit*, 10> layer_ops_{};
   std::array<const OpFit*, 10> prefill_layer_ops_{};  // the ".prefill" fits, else layer_ops_
   const OpFit* kv_only_ = nullptr;          // nullptr: priced as qkv_proj x kv_only_share_

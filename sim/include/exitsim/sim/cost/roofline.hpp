@@ -144,6 +144,11 @@ class RooflineCostModel final : public CostModel {
 // scenario's hardware having a peak for the model's dtype.
 HardwareSpec counting_hardware(const ModelShape& model);
 // A measured model's cost: its time (microseconds) with the counting roofline's FLOPs and bytes.
-IterationCost measured_cost(double microseconds, const IterationCost& counted);
+// A measured model's price of an iteration in microseconds, checked: a price beyond
+// k_max_iteration_us (or not finite) is a fit extrapolated far outside its measurements or a
+// mistyped entry, and is refused naming `source` (cost_model.profile), never wrapped around.
+inline constexpr double k_max_iteration_us = 1e9;  // 1000 s for one step of a batch
+IterationCost measured_cost(double microseconds, const IterationCost& counted,
+                            const std::string& source);
 
 }  // namespace exitsim::sim
