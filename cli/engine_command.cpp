@@ -34,6 +34,12 @@ namespace exitsim::cli {
 namespace {
 
 void run_engine(const RunArgs& args) {
+  // Both folders are checked before the run: a file in the way used to be an internal error
+  // after the token trace was already written.
+  if (!args.no_output && !args.out.empty())
+    check_output_directory(args.out, "--out");
+  if (!args.profile.empty())
+    check_output_directory(args.profile, "--profile");
   const auto loaded = load_model(args.model);
   const scenario::Scenario s = with_engine_model(args.scenario, loaded->config.shape).load();
   apply_scenario_threading(args.model, s);
@@ -97,7 +103,10 @@ void run_engine(const RunArgs& args) {
   if (args.no_output)
     return;
   const std::string out = args.out.empty() ? s.outputs.dir : args.out;
-  std::filesystem::create_directories(out);
+  check_output_directory(out, "outputs.dir");
+  if (!args.profile.empty())
+    create_output_directory(args.profile, "--profile");
+  create_output_directory(out, args.out.empty() ? "outputs.dir" : "--out");
   write_token_trace(run, s.exit_policy.kind,
                     (std::filesystem::path(out) / "token_trace.csv").string());
   fmt::print("wrote      {}/token_trace.csv\n", out);

@@ -329,10 +329,36 @@ void write_token_trace(const engine::EngineRun& run, const std::string& policy,
   writer.finish();
 }
 
+void check_output_directory(const std::string& path, const std::string& option) {
+  std::error_code ec;
+  for (std::filesystem::path at = std::filesystem::absolute(path, ec); !at.empty();
+       at = at.parent_path()) {
+    if (std::filesystem::exists(at, ec)) {
+      if (!std::filesystem::is_directory(at, ec)) {
+        throw InputError({path, 0, 0, option},
+                         expected_found("a directory that can be created",
+                                        at.string() + " is a file, not a directory"));
+      }
+      return;
+    }
+    if (at == at.parent_path())
+      return;
+  }
+}
+
+void create_output_directory(const std::string& path, const std::string& option) {
+  std::error_code error;
+  std::filesystem::create_directories(path, error);
+  if (error) {
+    throw InputError({path, 0, 0, option},
+                     expected_found("a directory that can be created", error.message()));
+  }
+}
+
 void write_profile(const profiler::HostProfiler& profiler, const engine::EngineRun& run,
                    const engine::Backend& backend, const std::string& dir,
                    const RunConditions& conditions, std::vector<traces::OpTraceRow> device_rows) {
-  std::filesystem::create_directories(dir);
+  create_output_directory(dir, "--profile");
   write_run_description(backend, conditions, (std::filesystem::path(dir) / "run.json").string());
   write_steps(run, (std::filesystem::path(dir) / "steps.csv").string());
   const std::string csv = (std::filesystem::path(dir) / "op_trace.csv").string();

@@ -179,6 +179,10 @@ std::pair<sim::MetricsSummary, std::vector<TimeNs>> simulate_same(
 }
 
 void run_validate(const ValidateArgs& args) {
+  // Every mistake the arguments can hold is refused before the folder is made.
+  check_output_directory(args.out, "--out");
+  for (const std::string& strategy : args.strategies)
+    strategy_named(strategy, "--strategies");
   const auto loaded = load_model(args.model);
   const sim::CostProfile profile = sim::CostProfile::read(args.profile);
   const std::vector<std::int32_t> corpus = args.model.corpus(loaded->config);
@@ -193,7 +197,7 @@ void run_validate(const ValidateArgs& args) {
                                     "from runs of this exitsim)",
                                     "none"));
   }
-  std::filesystem::create_directories(args.out);
+  create_output_directory(args.out, "--out");
 
   analysis::SpeedCheck speed;
   speed.calibration_us = profile.source.speed_probe_us;

@@ -136,9 +136,10 @@ std::vector<KeyDef> workload_keys() {
           .open_min()
           .def(4.0)
           .bind(arrival_field(&ArrivalConfig::rate)),
-      Key("workload.arrivals.cv", Type::number, "Coefficient of variation of the gaps.")
-          .range(0, 100)
-          .open_min()
+      Key("workload.arrivals.cv", Type::number,
+          "Coefficient of variation of the gaps (at least 0.01: the gamma's shape 1/cv^2 must "
+          "stay finite; for evenly spaced arrivals use process: constant).")
+          .range(0.01, 100)
           .def(1.0)
           .when("workload.arrivals.process", {"gamma"})
           .bind(arrival_field(&ArrivalConfig::cv)),

@@ -58,4 +58,92 @@ TEST_F(Cli, JsonNumberOverflowNamesTheFile) {
                         "expected valid JSON, found number overflow parsing '1e400'");
 }
 
+// D4: per-op prices past int64 nanoseconds wrapped to 1 ns; the run reported 0 ms TPOT, exit 0.
+TEST_F(Cli, PricesBeyondAnyIterationAreRefusedNotWrapped) {
+  const fs::path table = file("t.csv",
+                              "# exitsim-cost-table v1\nop,batch,time_us\nlayer,1,1e16\n"
+                              "layer,111,1e16\nlm_head,1,801\nembedding,1,839\n");
+  expect_one_line_error(
+      run("simulate --no-output --set workload.requests=30 --set cost_model.kind=table --set "
+          "'cost_model.profile=" +
+          table.string() + "'"),
+      table.string() + ": cost_model.profile: expected iteration prices under 1e+09 us",
+      "extrapolate far beyond what was measured");
+  // Below the wrap, 1e13 us per layer ended in an internal error of the metrics.
+  const fs::path below = file("b.csv",
+                              "# exitsim-cost-table v1\nop,batch,time_us\nlayer,1,1e13\n"
+                              "layer,111,1e13\nlm_head,1,801\nembedding,1,839\n");
+  expect_one_line_error(
+      run("simulate --no-output --set workload.requests=30 --set cost_model.kind=table --set "
+          "'cost_model.profile=" +
+          below.string() + "'"),
+      below.string() + ": cost_model.profile:", "expected iteration prices under 1e+09 us");
+}
+
+// D7: synthetic lengths were not bounded like trace lengths; input + output overflowed int64.
+TEST_F(Cli, SyntheticLengthsBeyondAnyRequestAreRefused) {
+  expect_one_line_error(run("simulate --no-output --set workload.requests=30 --set "
+                            "'workload.input_tokens={dist: fixed, value: 9223372036854775807}'"),
+                        "workload.input_tokens.value:",
+                        "expected at most 2147483648 tokens, found 9223372036854775807");
+  expect_one_line_error(
+      run("simulate --no-output --set workload.requests=30 --set workload.input_tokens.mean=1e300 "
+          "--set workload.input_tokens.sigma=10 --set workload.input_tokens.max=0"),
+      "workload.input_tokens.mean:", "expected a mean from 1 to 2147483648 tokens");
+  // A lognormal without a maximum whose draws leave every request length behind.
+  expect_one_line_error(
+      run("simulate --no-output --set workload.requests=30 --set workload.input_tokens.mean=2e9 "
+          "--set workload.input_tokens.sigma=1 --set workload.input_tokens.max=0 --set "
+          "scheduler.unservable=reject"),
+      "workload.input_tokens.max:", "found none, and a draw of");
+}
+
+// D11: a cv the schema allowed made the gamma's shape infinite: an internal error.
+TEST_F(Cli, AGammaCvTooSmallForItsShapeIsRefusedByTheSchema) {
+  expect_one_line_error(
+      run("simulate --no-output --set workload.arrivals.process=gamma --set "
+          "workload.arrivals.cv=1e-300"),
+      "--set: workload.arrivals.cv:", "expected a number in [0.01, 100], found 1e-300");
+}
+
+// D8: op-trace times the reader accepted overflowed int64 in the analysis (UB; wrapped numbers).
+TEST_F(Cli, OpTraceTimesThatWouldOverflowTheAnalysisAreRefused) {
+  const std::string head =
+      "# exitsim-op-trace v1\nname,kind,device,stream,start_ns,duration_ns,batch_tokens,"
+      "context_tokens,depth,recursion,step_id,correlation_id\n";
+  const fs::path duration =
+      file("d.csv", head + "embed,other,cpu,0,493906388,9223372036854775807,74,0,-1,0,1,1\n");
+  expect_one_line_error(run("trace critical-path '" + duration.string() + "'"),
+                        duration.string() + ":3:29: duration_ns:",
+                        "expected an integer from 0 to 2305843009213693952");
+  const fs::path start =
+      file("s.csv", head + "embed,other,cpu,0,-9223372036854775808,8132,74,0,-1,0,1,1\n");
+  expect_one_line_error(run("trace critical-path '" + start.string() + "'"),
+                        start.string() + ":3:19: start_ns:",
+                        "expected an integer from -2305843009213693952 to 2305843009213693952");
+}
+
+// D14, D19: a file where an output folder goes was an internal error after the token trace was
+// written; validate left an empty folder behind an unknown strategy. Both are refused first.
+TEST_F(Cli, OutputFoldersThatCannotBeMadeAreRefusedBeforeTheRun) {
+  const std::string engine = random_model_and_text("a sentence to decode. ", 20) +
+                             " --set workload.requests=2 --set "
+                             "'workload.input_tokens={dist: fixed, value: 8}' --set "
+                             "'workload.output_tokens={dist: fixed, value: 4}'";
+  const fs::path in_the_way = file("a_file", "");
+  expect_one_line_error(run("engine run " + engine + " --out '" + in_the_way.string() + "'"),
+                        in_the_way.string() + ": --out: expected a directory that can be created",
+                        "is a file, not a directory");
+  const fs::path out = dir_ / "ok_dir";
+  expect_one_line_error(run("engine run " + engine + " --out '" + out.string() + "' --profile '" +
+                            (in_the_way / "x").string() + "'"),
+                        (in_the_way / "x").string() + ": --profile:", "is a file, not a directory");
+  EXPECT_FALSE(fs::exists(out));
+  const fs::path validation = dir_ / "validation";
+  expect_one_line_error(run("validate " + engine + " --profile '" + file("p.json", "{}").string() +
+                            "' --strategies nope -o '" + validation.string() + "'"),
+                        "--strategies:", "found \"nope\"");
+  EXPECT_FALSE(fs::exists(validation));
+}
+
 }  // namespace

@@ -45,9 +45,20 @@ TEST(LengthBounds, ClampsRoundedValuesOfAnyMagnitude) {
   EXPECT_EQ(bounds.clamp_rounded(7.49), 7);
   EXPECT_EQ(bounds.clamp_rounded(1e300), 100);
   EXPECT_EQ(bounds.clamp_rounded(-1e300), 5);
-  const LengthBounds open;
-  EXPECT_EQ(open.clamp_rounded(1e300), std::numeric_limits<std::int64_t>::max());
+  LengthBounds open;
+  open.key = "workload.input_tokens";
   EXPECT_EQ(open.clamp_rounded(0.2), 1);
+  EXPECT_EQ(open.clamp_rounded(2147483648.0), 2147483648);
+  // Without a maximum, a draw past any request's length is refused, not clamped to int64's end
+  // (input plus output wrapped around; finding D7).
+  try {
+    open.clamp_rounded(1e300);
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(),
+                 "workload.input_tokens.max: expected a maximum (lengths drawn stay at most "
+                 "2147483648 tokens), found none, and a draw of 1e+300 tokens");
+  }
 }
 
 // min and max do not apply to a fixed length (the schema refuses them): the value is the value.
@@ -245,7 +256,7 @@ TEST(MakeLengthDistribution, RejectsImpossibleConfigurations) {
   scenario::LengthConfig lognormal = length("lognormal");
   lognormal.mean = 0.5;
   EXPECT_EQ(error_of(lognormal),
-            "workload.input_tokens.mean: expected a mean >= 1 token, found 0.5");
+            "workload.input_tokens.mean: expected a mean from 1 to 2147483648 tokens, found 0.5");
   lognormal.mean = 100.0;
   lognormal.sigma = -1.0;
   EXPECT_EQ(error_of(lognormal),

@@ -119,9 +119,11 @@ TEST(OpTrace, MalformedRowsNameLineAndColumn) {
   EXPECT_EQ(read_error(k_head + "mlp,gemm,cpu,-1,0,1,0,0,0,0,0,0\n"),
             "ops.csv:3:14: stream: expected a non-negative integer, found \"-1\"");
   EXPECT_EQ(read_error(k_head + "mlp,gemm,cpu,0,1e3,1,0,0,0,0,0,0\n"),
-            "ops.csv:3:16: start_ns: expected an integer, found \"1e3\"");
+            "ops.csv:3:16: start_ns: expected an integer from -2305843009213693952 to "
+            "2305843009213693952, found \"1e3\"");
   EXPECT_EQ(read_error(k_head + "mlp,gemm,cpu,0,0,-1,0,0,0,0,0,0\n"),
-            "ops.csv:3:18: duration_ns: expected a non-negative integer, found \"-1\"");
+            "ops.csv:3:18: duration_ns: expected an integer from 0 to 2305843009213693952, found "
+            "\"-1\"");
   EXPECT_EQ(read_error(k_head + "mlp,gemm,cpu,0,0,1,0,0,-2,0,0,0\n"),
             "ops.csv:3:24: depth: expected an integer >= -1, found \"-2\"");
   EXPECT_EQ(read_error(k_head + "mlp,gemm,cpu,0,0,1,0,0,0,0,0,+1\n"),

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "exitsim/core/csv_fields.hpp"
+#include "exitsim/core/request.hpp"
 
 namespace exitsim::traces {
 
@@ -23,9 +24,7 @@ struct RowContext {
 // One CSV field and the 1-based column where its text starts in the physical line.
 using Field = CsvField;
 
-// Token counts above this are rejected: no model has such a context, and the limit keeps every
-// later sum of a few lengths far from int64 overflow.
-inline constexpr std::int64_t k_max_tokens = std::int64_t{1} << 31;
+inline constexpr std::int64_t k_max_tokens = k_max_request_tokens;
 
 // A point in time as whole seconds plus nanoseconds from a format-specific origin. Splitting
 // keeps wall-clock dates (seconds since year 0) representable where plain int64 nanoseconds

@@ -121,10 +121,14 @@ std::optional<OpTraceRow> OpTraceReader::next() {
   row.kind = *parsed;
   row.device = p.text(2, /*allow_empty=*/false);
   row.stream = p.int32(3, 0);
-  row.start_ns = p.int64(4);
-  row.duration_ns = p.int64(5, 0);
-  row.batch_tokens = p.int64(6, 0);
-  row.context_tokens = p.int64(7, 0);
+  // Times within 2^61 ns (73 years) either way and counts within 2^40: the analysis adds starts
+  // and durations and multiplies counts, which must not overflow.
+  constexpr std::int64_t k_max_ns = std::int64_t{1} << 61;
+  constexpr std::int64_t k_max_count = std::int64_t{1} << 40;
+  row.start_ns = p.int64_within(4, -k_max_ns, k_max_ns);
+  row.duration_ns = p.int64_within(5, 0, k_max_ns);
+  row.batch_tokens = p.int64_within(6, 0, k_max_count);
+  row.context_tokens = p.int64_within(7, 0, k_max_count);
   row.depth = p.int32(8, -1);
   row.recursion = p.int32(9, 0);
   row.step_id = p.uint64(10);

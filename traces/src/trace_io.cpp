@@ -227,6 +227,18 @@ std::int64_t RowParser::int64(std::size_t index, std::int64_t min_value) const {
   return *parsed.value;
 }
 
+std::int64_t RowParser::int64_within(std::size_t index, std::int64_t min_value,
+                                     std::int64_t max_value) const {
+  const std::string& text = fields_[index].text;
+  const std::string expected = fmt::format("an integer from {} to {}", min_value, max_value);
+  if (text.empty())
+    throw error(index, expected_found(expected, "an empty field"));
+  const IntegerParse<std::int64_t> parsed = parse_integer<std::int64_t>(text);
+  if (parsed.overflow || !parsed.value || *parsed.value < min_value || *parsed.value > max_value)
+    throw error(index, expected_found(expected, shown(text)));
+  return *parsed.value;
+}
+
 std::uint64_t RowParser::uint64(std::size_t index) const {
   const std::string& text = fields_[index].text;
   const std::string expected = "a non-negative integer";

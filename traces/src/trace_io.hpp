@@ -67,6 +67,9 @@ class RowParser {
             const std::vector<CsvField>& fields);
 
   std::int64_t int64(std::size_t index, std::int64_t min_value = INT64_MIN) const;
+  // An integer in [min_value, max_value]: bounds that keep later sums of the values in range.
+  std::int64_t int64_within(std::size_t index, std::int64_t min_value,
+                            std::int64_t max_value) const;
   std::uint64_t uint64(std::size_t index) const;
   int int32(std::size_t index, int min_value = INT32_MIN) const;
   // Empty field = NaN; otherwise a finite number.

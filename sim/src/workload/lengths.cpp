@@ -7,13 +7,25 @@
 #include <utility>
 
 #include "exitsim/core/error.hpp"
+#include "exitsim/core/request.hpp"
 #include "exitsim/core/suggest.hpp"
 #include "exitsim/traces/request_trace.hpp"
 
 namespace exitsim::sim {
 namespace {
 
+// A length a trace could not hold either (k_max_request_tokens) is refused, not clamped: lengths
+// are summed with others, and 2^63 - 1 input tokens wrapped around.
+void check_at_most_max_tokens(std::int64_t value, const std::string& key) {
+  if (value > k_max_request_tokens) {
+    throw_setting_error(key, fmt::format("at most {} tokens", k_max_request_tokens),
+                        fmt::format("{}", value));
+  }
+}
+
 LengthBounds bounds_of(const scenario::LengthConfig& config, const std::string& key) {
+  check_at_most_max_tokens(config.min, key + ".min");
+  check_at_most_max_tokens(config.max, key + ".max");
   if (config.max < 0) {
     throw_setting_error(key + ".max", "an upper bound >= 0 (0 = none)",
                         fmt::format("{}", config.max));
@@ -26,6 +38,7 @@ LengthBounds bounds_of(const scenario::LengthConfig& config, const std::string& 
   bounds.lo = std::max<std::int64_t>(1, config.min);
   if (config.max > 0)
     bounds.hi = config.max;
+  bounds.key = key;
   return bounds;
 }
 
@@ -59,6 +72,14 @@ std::int64_t LengthBounds::clamp(std::int64_t length) const {
 
 std::int64_t LengthBounds::clamp_rounded(double length) const {
   const double rounded = std::floor(length + 0.5);
+  // Without a maximum, a draw beyond any request's length is the configuration's mistake (a mean
+  // of 1e30, a sigma of 10), said rather than clamped to a number nobody asked for.
+  if (hi > k_max_request_tokens && rounded > static_cast<double>(k_max_request_tokens)) {
+    throw_setting_error(
+        key + ".max",
+        fmt::format("a maximum (lengths drawn stay at most {} tokens)", k_max_request_tokens),
+        fmt::format("none, and a draw of {:.4g} tokens", rounded));
+  }
   // Compare in double before converting: a cast of an out-of-range double is undefined.
   if (!(rounded > static_cast<double>(lo)))
     return lo;
@@ -106,6 +127,7 @@ std::unique_ptr<LengthDistribution> make_length_distribution(const scenario::Len
     if (config.value < 1) {
       throw_setting_error(key + ".value", "a length >= 1 token", fmt::format("{}", config.value));
     }
+    check_at_most_max_tokens(config.value, key + ".value");
     return std::make_unique<FixedLength>(config.value);
   }
   if (config.dist == "uniform") {
@@ -115,8 +137,10 @@ std::unique_ptr<LengthDistribution> make_length_distribution(const scenario::Len
     return std::make_unique<UniformLength>(bounds, rng);
   }
   if (config.dist == "lognormal") {
-    if (!(config.mean >= 1.0) || !std::isfinite(config.mean)) {
-      throw_setting_error(key + ".mean", "a mean >= 1 token", fmt::format("{}", config.mean));
+    if (!(config.mean >= 1.0) || !(config.mean <= static_cast<double>(k_max_request_tokens))) {
+      throw_setting_error(key + ".mean",
+                          fmt::format("a mean from 1 to {} tokens", k_max_request_tokens),
+                          fmt::format("{}", config.mean));
     }
     if (!(config.sigma >= 0.0) || !std::isfinite(config.sigma)) {
       throw_setting_error(key + ".sigma", "a standard deviation of log(length) >= 0",

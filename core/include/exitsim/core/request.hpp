@@ -8,6 +8,11 @@
 
 namespace exitsim {
 
+// Request lengths above this are refused wherever they enter (traces, synthetic workloads): no
+// model has such a context, and the limit keeps every later sum of a few lengths (input plus
+// output, a batch's tokens) far from int64 overflow.
+inline constexpr std::int64_t k_max_request_tokens = std::int64_t{1} << 31;
+
 // One inference request as a workload describes it: when it arrives and how long it is.
 struct RequestDescriptor {
   RequestId id;

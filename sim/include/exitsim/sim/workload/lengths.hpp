@@ -16,6 +16,7 @@ namespace exitsim::sim {
 struct LengthBounds {
   std::int64_t lo = 1;
   std::int64_t hi = std::numeric_limits<std::int64_t>::max();
+  std::string key{};  // the scenario key of the distribution, named by a refused draw
 
   std::int64_t clamp(std::int64_t length) const;
   // Rounds to the nearest integer, then clamps; safe for any double, including huge ones.
