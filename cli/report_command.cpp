@@ -33,7 +33,11 @@ std::string read_whole(const std::string& path, const char* option) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
     throw InputError({path, 0, 0, option}, expected_found("a readable file", "none"));
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  // An empty file given is a mistake (a failed earlier step), not "no such input".
+  if (text.empty())
+    throw InputError({path, 0, 0, option}, expected_found("a JSON file", "an empty file"));
+  return text;
 }
 
 void run_report(const ReportArgs& args) {
@@ -41,7 +45,8 @@ void run_report(const ReportArgs& args) {
   if (!args.database.empty()) {
     if (!std::filesystem::exists(args.database))
       throw InputError({args.database, 0, 0, "--db"}, expected_found("a sweep database", "none"));
-    in.runs = analysis::SweepDatabase(args.database).runs();
+    in.runs =
+        analysis::SweepDatabase(args.database, analysis::SweepDatabase::Access::read_only).runs();
   }
   if (!args.quality.empty())
     in.quality = policy::QualityTable::read(args.quality);

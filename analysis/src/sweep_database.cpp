@@ -54,6 +54,7 @@ class Statement {
 struct SweepDatabase::Impl {
   std::string path;
   sqlite3* db = nullptr;
+  bool writable = false;
 
   // Closing here rather than in ~SweepDatabase also covers a constructor that throws after
   // the open succeeded: the members of a half-built object are still destroyed.
@@ -72,16 +73,59 @@ struct SweepDatabase::Impl {
   }
 };
 
-SweepDatabase::SweepDatabase(const std::string& path) : impl_(std::make_unique<Impl>()) {
+namespace {
+
+// The names of the file's tables other than runs, comma-separated ("" when none).
+std::string other_tables(sqlite3* db, const std::string& path) {
+  Statement tables(db, "SELECT name FROM sqlite_master WHERE type='table' AND name<>'runs'", path);
+  std::string names;
+  while (sqlite3_step(tables.get()) == SQLITE_ROW)
+    names += (names.empty() ? "" : ", ") + tables.text_at(0);
+  return names;
+}
+
+bool has_runs_table(sqlite3* db, const std::string& path) {
+  Statement runs(db, "SELECT COUNT(*) FROM sqlite_master WHERE type='table' AND name='runs'",
+                 path);
+  return sqlite3_step(runs.get()) == SQLITE_ROW && sqlite3_column_int64(runs.get(), 0) > 0;
+}
+
+}  // namespace
+
+SweepDatabase::SweepDatabase(const std::string& path, Access access)
+    : impl_(std::make_unique<Impl>()) {
   impl_->path = path;
-  if (sqlite3_open_v2(path.c_str(), &impl_->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
-                      nullptr) != SQLITE_OK) {
+  const bool read_only = access == Access::read_only;
+  const int flags =
+      read_only ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+  if (sqlite3_open_v2(path.c_str(), &impl_->db, flags, nullptr) != SQLITE_OK) {
     const std::string found = impl_->db != nullptr ? sqlite3_errmsg(impl_->db) : "no database";
     sqlite3_close(impl_->db);
     impl_->db = nullptr;
-    throw InputError({path, 0, 0, ""}, expected_found("a writable SQLite database", found));
+    throw InputError({path, 0, 0, ""},
+                     expected_found(read_only ? "a readable SQLite database"
+                                              : "a writable SQLite database",
+                                    found));
   }
   sqlite3_busy_timeout(impl_->db, 10000);  // shards of one sweep may share the file
+  // Another application's database is not taken over, and report reads without writing.
+  if (!has_runs_table(impl_->db, path)) {
+    const std::string others = other_tables(impl_->db, path);
+    if (read_only || !others.empty()) {
+      throw InputError({path, 0, 0, ""},
+                       expected_found(read_only ? "a sweep database of `exitsim sweep` (table runs)"
+                                                : "a sweep database or a new file",
+                                      others.empty() ? "no runs table"
+                                                     : "a database of other tables (" + others +
+                                                           ")"));
+    }
+  }
+  if (read_only) {
+    Statement probe(impl_->db, fmt::format("SELECT {} FROM runs LIMIT 0", k_columns).c_str(),
+                    path);
+    return;
+  }
+  impl_->writable = true;
   impl_->exec("PRAGMA journal_mode=WAL", "a SQLite database");
   impl_->exec(k_schema, "a sweep database (table runs)");
   // Databases written before runs carried digests: their rows get "" and are rerun as stale.
@@ -96,7 +140,15 @@ SweepDatabase::SweepDatabase(const std::string& path) : impl_(std::make_unique<I
   Statement probe(impl_->db, fmt::format("SELECT {} FROM runs LIMIT 0", k_columns).c_str(), path);
 }
 
-SweepDatabase::~SweepDatabase() = default;
+SweepDatabase::~SweepDatabase() {
+  // Back to one file when this was the last writer: a finished sweep's database then reads
+  // without the -wal and -shm files a WAL database makes even for a reader. While another shard
+  // holds it the change is refused (busy), harmlessly, and the last one to close makes it.
+  if (impl_ && impl_->db != nullptr && impl_->writable) {
+    sqlite3_busy_timeout(impl_->db, 0);
+    sqlite3_exec(impl_->db, "PRAGMA journal_mode=DELETE", nullptr, nullptr, nullptr);
+  }
+}
 
 std::map<std::string, std::string> SweepDatabase::completed_digests() const {
   Statement select(impl_->db, "SELECT key, digest FROM runs", impl_->path);

@@ -1,6 +1,7 @@
 #include "exitsim/analysis/sweep.hpp"
 
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include <filesystem>
 #include <string>
@@ -149,6 +150,34 @@ TEST(SweepDatabase, RefusesAFileThatIsNotADatabase) {
   TempDir dir;
   const std::string path = dir.write("not.db", "this is not SQLite at all, just some text here");
   EXPECT_NE(error_of([&] { SweepDatabase db(path); }).find("not.db"), std::string::npos);
+}
+
+// Finding D15: sweep --db on another application's SQLite file added a runs table to it, and a
+// report opened any file read-write, creating the table in an empty one.
+TEST(SweepDatabase, LeavesOtherDatabasesAndEmptyFilesAlone) {
+  TempDir dir;
+  const std::string other = dir.path("other.db");
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(other.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "CREATE TABLE x (a INTEGER)", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  const auto size = std::filesystem::file_size(other);
+  EXPECT_EQ(error_of([&] { SweepDatabase taken(other); }),
+            other +
+                ": expected a sweep database or a new file, found a database of other tables "
+                "(x)");
+  EXPECT_EQ(std::filesystem::file_size(other), size);
+
+  const std::string empty = dir.write("empty.db", "");
+  EXPECT_EQ(error_of([&] { SweepDatabase read(empty, SweepDatabase::Access::read_only); }),
+            empty +
+                ": expected a sweep database of `exitsim sweep` (table runs), found no runs "
+                "table");
+  EXPECT_EQ(std::filesystem::file_size(empty), 0U);
+  // A new file for writing is made a sweep database.
+  const std::string fresh = dir.path("fresh.db");
+  { SweepDatabase made(fresh); }
+  EXPECT_TRUE(SweepDatabase(fresh, SweepDatabase::Access::read_only).runs().empty());
 }
 
 }  // namespace

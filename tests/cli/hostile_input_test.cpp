@@ -146,4 +146,37 @@ TEST_F(Cli, OutputFoldersThatCannotBeMadeAreRefusedBeforeTheRun) {
   EXPECT_FALSE(fs::exists(validation));
 }
 
+// D15: report treated an empty file as a sweep database and wrote a runs table into it, and took
+// an empty --plan as none given (another application's database: SweepDatabase's tests).
+TEST_F(Cli, ReportReadsWithoutWritingAndRefusesEmptyInputs) {
+  const fs::path empty_db = file("e.db", "");
+  expect_one_line_error(
+      run("report --db '" + empty_db.string() + "' -o '" + (dir_ / "r.html").string() + "'"),
+      empty_db.string() + ":", "found no runs table");
+  EXPECT_EQ(fs::file_size(empty_db), 0U);
+  EXPECT_FALSE(fs::exists(dir_ / "r.html"));
+
+  const fs::path db = dir_ / "s.db";
+  ASSERT_EQ(run("sweep --set 'sweep=[{key: seed, values: [1, 2]}]' --set workload.requests=5 "
+                "--db '" +
+                db.string() + "'")
+                .exit_code,
+            0);
+  // A finished sweep is one file, and a report leaves the folder as it found it.
+  EXPECT_FALSE(fs::exists(dir_ / "s.db-wal"));
+  const std::string before = slurp(db);
+  ASSERT_EQ(
+      run("report --db '" + db.string() + "' -o '" + (dir_ / "r.html").string() + "'").exit_code,
+      0);
+  EXPECT_EQ(slurp(db), before);
+  EXPECT_FALSE(fs::exists(dir_ / "s.db-wal"));
+  EXPECT_FALSE(fs::exists(dir_ / "s.db-shm"));
+
+  const fs::path empty_plan = file("plan.json", "");
+  expect_one_line_error(run("report --db '" + db.string() + "' --plan '" + empty_plan.string() +
+                            "' -o '" + (dir_ / "r2.html").string() + "'"),
+                        empty_plan.string() + ": --plan:", "found an empty file");
+  EXPECT_FALSE(fs::exists(dir_ / "r2.html"));
+}
+
 }  // namespace

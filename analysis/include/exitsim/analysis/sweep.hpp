@@ -64,7 +64,10 @@ struct RunRecord {
 // or holds another sweep's table layout.
 class SweepDatabase {
  public:
-  explicit SweepDatabase(const std::string& path);
+  // read_write creates the file and its table when new (sweep); read_only changes nothing and
+  // refuses a file that holds no runs table (report).
+  enum class Access { read_write, read_only };
+  explicit SweepDatabase(const std::string& path, Access access = Access::read_write);
   ~SweepDatabase();
   SweepDatabase(const SweepDatabase&) = delete;
   SweepDatabase& operator=(const SweepDatabase&) = delete;
