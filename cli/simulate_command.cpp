@@ -75,33 +75,54 @@ void print_setup(const scenario::Scenario& s) {
       g.cost_model.kind, s.exit_policy.kind, s.sync.strategy);
 }
 
-// Removes the output directory on failure when this run created it and left it empty, so a
-// failed run leaves nothing behind.
+// Removes the folders this run created for its outputs (the target and any missing parents) on
+// failure, or on SIGINT/SIGTERM/SIGHUP, when they are left empty, so a failed or interrupted run
+// leaves nothing behind.
 class OutputDirectory {
  public:
   explicit OutputDirectory(std::string path) : path_(std::move(path)) {
     if (path_.empty())
       return;
+    // The folders about to be made, deepest first.
     std::error_code error;
-    created_ = std::filesystem::create_directories(path_, error);
+    for (std::filesystem::path at = std::filesystem::absolute(path_, error);
+         !at.empty() && !std::filesystem::exists(at, error) && at != at.parent_path();
+         at = at.parent_path()) {
+      made_.push_back(at.string());
+    }
+    std::filesystem::create_directories(path_, error);
     if (error) {
+      remove_empty_made();
       throw InputError({path_, 0, 0, "--out"},
                        expected_found("a directory that can be created", error.message()));
     }
+    for (const std::string& dir : made_)
+      guards_.push_back(std::make_unique<traces::CreatedDirectoryGuard>(dir));
   }
   ~OutputDirectory() {
-    if (created_ && !kept_) {
-      std::error_code ignored;
-      if (std::filesystem::is_empty(path_, ignored))
-        std::filesystem::remove(path_, ignored);
-    }
+    if (!kept_)
+      remove_empty_made();
   }
-  void keep() { kept_ = true; }
+  void keep() {
+    kept_ = true;
+    for (const auto& guard : guards_)
+      guard->release();
+  }
   const std::string& path() const { return path_; }
 
  private:
+  void remove_empty_made() {
+    for (const std::string& dir : made_) {
+      std::error_code ignored;
+      if (!std::filesystem::is_empty(dir, ignored) || ignored)
+        break;
+      std::filesystem::remove(dir, ignored);
+    }
+  }
+
   std::string path_;
-  bool created_ = false;
+  std::vector<std::string> made_;  // deepest first
+  std::vector<std::unique_ptr<traces::CreatedDirectoryGuard>> guards_;
   bool kept_ = false;
 };
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "support/cli_fixture.hpp"
 
@@ -177,6 +178,62 @@ TEST_F(Cli, ReportReadsWithoutWritingAndRefusesEmptyInputs) {
                             "' -o '" + (dir_ / "r2.html").string() + "'"),
                         empty_plan.string() + ": --plan:", "found an empty file");
   EXPECT_FALSE(fs::exists(dir_ / "r2.html"));
+}
+
+// Point 4 of issue 19 and D19: an interrupted simulate left hundreds of MB of .tmp files (and
+// the folders it made). SIGINT and SIGTERM now remove them; a kill -9 cannot, so the temporary
+// files carry the run's pid and the next run into the folder removes them and says so.
+class CrashSafety : public Cli {
+ protected:
+  // Starts a long simulate into `out`, waits until its temporary file exists, sends `signal` and
+  // waits for the run to end; 0 when the temporary file was there before the signal.
+  int interrupt(const fs::path& out, const std::string& signal) const {
+    const std::string command =
+        "cd '" + std::string(EXITSIM_SOURCE_DIR) + "' && ('" + std::string(EXITSIM_CLI_PATH) +
+        "' simulate --set workload.requests=3000000 --set outputs.timeline=true --out '" +
+        out.string() + "' > /dev/null 2>&1 & pid=$!; seen=1; for i in $(seq 1 200); do ls '" +
+        out.string() + "' 2>/dev/null | grep -q exitsim- && { seen=0; break; }; sleep 0.05; " +
+        "done; kill -" + signal + " $pid; wait $pid; exit $seen)";
+    const int status = std::system(command.c_str());
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  static std::vector<std::string> entries(const fs::path& dir) {
+    std::vector<std::string> names;
+    for (const fs::directory_entry& entry : fs::directory_iterator(dir))
+      names.push_back(entry.path().filename().string());
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+};
+
+TEST_F(CrashSafety, SigintAndSigtermLeaveNothingBehind) {
+  for (const std::string signal : {"INT", "TERM"}) {
+    const fs::path out = dir_ / ("made/by/" + signal);
+    ASSERT_EQ(interrupt(out, signal), 0);
+    EXPECT_FALSE(fs::exists(dir_ / "made")) << signal;  // the folders it made, emptied, removed
+  }
+  // A folder that was there before is kept, emptied of the run's temporary files.
+  const fs::path kept = dir_ / "kept";
+  fs::create_directories(kept);
+  file("kept/mine.txt", "a user's file");
+  ASSERT_EQ(interrupt(kept, "TERM"), 0);
+  EXPECT_EQ(entries(kept), std::vector<std::string>{"mine.txt"});
+}
+
+TEST_F(CrashSafety, TheNextRunRemovesWhatAKilledRunLeft) {
+  const fs::path out = dir_ / "out";
+  ASSERT_EQ(interrupt(out, "KILL"), 0);
+  const std::vector<std::string> left = entries(out);
+  ASSERT_FALSE(left.empty());
+  for (const std::string& name : left)
+    EXPECT_NE(name.find(".exitsim-"), std::string::npos) << name;
+  const Result next = run("simulate --set workload.requests=20 --out '" + out.string() + "'");
+  ASSERT_EQ(next.exit_code, 0) << next.err;
+  EXPECT_NE(next.err.find("exitsim: note: removed " + (out / left.front()).string() +
+                          ", left by an interrupted run (pid "),
+            std::string::npos)
+      << next.err;
+  EXPECT_EQ(entries(out), (std::vector<std::string>{"requests.csv", "summary.json"}));
 }
 
 }  // namespace

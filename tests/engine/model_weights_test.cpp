@@ -12,6 +12,7 @@
 
 #include "exitsim/core/error.hpp"
 #include "exitsim/engine/safetensors.hpp"
+#include "exitsim/traces/atomic_output.hpp"
 
 namespace exitsim::engine {
 namespace {
@@ -129,7 +130,8 @@ TEST(ModelWeights, SaveAndLoadRoundTripExactlyInF32) {
   const ModelWeights w = random_model_weights(config, 42);
   const std::filesystem::path dir = fresh_dir("roundtrip");
   save_model(dir, config, w, DType::fp32);
-  EXPECT_FALSE(std::filesystem::exists(dir / "model.safetensors.tmp"));
+  EXPECT_FALSE(std::filesystem::exists(
+      traces::detail::AtomicOutputFile::temp_path_for((dir / "model.safetensors").string())));
 
   const ModelConfig loaded_config = load_model_config(dir);
   EXPECT_EQ(loaded_config.shape, config.shape);

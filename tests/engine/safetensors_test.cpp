@@ -14,6 +14,7 @@
 
 #include "exitsim/core/error.hpp"
 #include "exitsim/core/random.hpp"
+#include "exitsim/traces/atomic_output.hpp"
 
 namespace exitsim::engine {
 namespace {
@@ -95,7 +96,8 @@ TEST(Safetensors, F32RoundTripIsBitExact) {
   // The header is padded so that the data section starts 8-byte aligned.
   const std::vector<unsigned char> bytes = file_bytes(path);
   EXPECT_EQ(bytes[0] % 8, 0);
-  EXPECT_FALSE(std::filesystem::exists(path.string() + ".tmp"));
+  EXPECT_FALSE(
+      std::filesystem::exists(traces::detail::AtomicOutputFile::temp_path_for(path.string())));
 }
 
 TEST(Safetensors, HalfConversionsRoundToNearestEven) {

@@ -7,6 +7,7 @@
 
 #include "exitsim/core/error.hpp"
 #include "exitsim/sim/metrics/metrics.hpp"
+#include "exitsim/traces/atomic_output.hpp"
 #include "support/test_files.hpp"
 
 namespace exitsim::sim {
@@ -75,7 +76,7 @@ TEST(MetricsOutput, RequestCsvHoldsOneExactRowPerRequestInCompletionOrder) {
             "7,1,0,1000000,10000500,40000500,17,4,2,10.000500,10.000000,40.000500\n"
             "3,0,5000000,10000000,30000000,30000000,13,1,0,25.000000,,25.000000\n"
             "9,0,20000000,40000000,50000000,100000001,19,3,0,30.000000,25.000001,80.000001\n");
-  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+  EXPECT_FALSE(std::filesystem::exists(traces::detail::AtomicOutputFile::temp_path_for(path)));
   collector.finish();  // a second finish() is harmless
 }
 

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "exitsim/traces/atomic_output.hpp"
 #include "exitsim/traces/op_trace.hpp"
 #include "support/test_files.hpp"
 
@@ -128,7 +129,7 @@ TEST(ChromeTrace, UnfinishedWriterLeavesNoFile) {
     writer.complete(writer.track("cpu", "t"), "op", 0, 1);
   }
   EXPECT_FALSE(fs::exists(path));
-  EXPECT_FALSE(fs::exists(path + ".tmp"));
+  EXPECT_FALSE(fs::exists(detail::AtomicOutputFile::temp_path_for(path)));
 }
 
 TEST(ChromeTrace, ConvertsAnOpTraceWithFlowsByCorrelationId) {

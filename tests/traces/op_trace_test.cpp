@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "exitsim/core/error.hpp"
+#include "exitsim/traces/atomic_output.hpp"
 #include "support/test_files.hpp"
 
 namespace exitsim::traces {
@@ -97,7 +98,7 @@ TEST(OpTrace, UnfinishedWriterLeavesNoFile) {
     writer.write({.name = "x"});
   }
   EXPECT_FALSE(fs::exists(path));
-  EXPECT_FALSE(fs::exists(path + ".tmp"));
+  EXPECT_FALSE(fs::exists(detail::AtomicOutputFile::temp_path_for(path)));
 }
 
 TEST(OpTrace, VersionErrors) {

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "exitsim/traces/atomic_output.hpp"
 #include "exitsim/traces/request_trace_writer.hpp"
 #include "support/request_traces.hpp"
 
@@ -83,7 +84,7 @@ TEST(RequestNative, RoundTripsWithArrivals) {
   VectorSource source(requests);
   const auto path = dir.path("out.csv");
   EXPECT_EQ(write_native_request_trace(source, path), 3);
-  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+  EXPECT_FALSE(std::filesystem::exists(detail::AtomicOutputFile::temp_path_for(path)));
   EXPECT_EQ(read_all(path).requests, requests);
 }
 
@@ -105,11 +106,11 @@ TEST(RequestNative, FailedWriteLeavesNoFile) {
   {
     NativeRequestTraceWriter writer(path);
     writer.write(request(0, 10, 1, 1));
-    EXPECT_TRUE(std::filesystem::exists(path + ".tmp"));
+    EXPECT_TRUE(std::filesystem::exists(detail::AtomicOutputFile::temp_path_for(path)));
     EXPECT_EQ(error_of([&] { writer.write(request(1, std::nullopt, 1, 1)); }),
               path + ": arrival_ns: expected an arrival time, like the first request, found none");
   }
-  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+  EXPECT_FALSE(std::filesystem::exists(detail::AtomicOutputFile::temp_path_for(path)));
   EXPECT_FALSE(std::filesystem::exists(path));
 
   NativeRequestTraceWriter empty(path);
@@ -121,7 +122,8 @@ TEST(RequestNative, UnwritableDirectoryIsAnInputError) {
   TempDir dir;
   const auto path = dir.path("no/such/dir/out.csv");
   EXPECT_EQ(error_of([&] { NativeRequestTraceWriter writer(path); }),
-            path + ".tmp: cannot write request trace: No such file or directory");
+            detail::AtomicOutputFile::temp_path_for(path) +
+                ": cannot write request trace: No such file or directory");
 }
 
 }  // namespace

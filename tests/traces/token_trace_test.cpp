@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "exitsim/core/error.hpp"
+#include "exitsim/traces/atomic_output.hpp"
 #include "support/test_files.hpp"
 
 namespace exitsim::traces {
@@ -76,7 +77,7 @@ TEST(TokenTrace, RoundTripsEveryField) {
     writer.finish();
     EXPECT_EQ(writer.rows_written(), 3);
   }
-  EXPECT_FALSE(fs::exists(path + ".tmp"));
+  EXPECT_FALSE(fs::exists(detail::AtomicOutputFile::temp_path_for(path)));
   const std::string text = read_file(path);
   EXPECT_TRUE(text.starts_with(k_head)) << text;
   EXPECT_NE(text.find(",,full_depth,"), std::string::npos) << "NaN score is an empty field";
@@ -98,10 +99,10 @@ TEST(TokenTrace, UnfinishedWriterLeavesNoFile) {
   {
     TokenTraceWriter writer(path);
     writer.write({.request_id = 1, .policy = "confidence"});
-    EXPECT_TRUE(fs::exists(path + ".tmp"));
+    EXPECT_TRUE(fs::exists(detail::AtomicOutputFile::temp_path_for(path)));
   }
   EXPECT_FALSE(fs::exists(path));
-  EXPECT_FALSE(fs::exists(path + ".tmp"));
+  EXPECT_FALSE(fs::exists(detail::AtomicOutputFile::temp_path_for(path)));
 }
 
 TEST(TokenTrace, WriterToMissingDirectoryNamesTheFile) {
@@ -110,7 +111,7 @@ TEST(TokenTrace, WriterToMissingDirectoryNamesTheFile) {
     FAIL() << "expected an InputError";
   } catch (const InputError& e) {
     EXPECT_EQ(e.where().file, "/nonexistent-exitsim-dir/t.csv");
-    EXPECT_NE(std::string(e.what()).find("cannot create /nonexistent-exitsim-dir/t.csv.tmp"),
+    EXPECT_NE(std::string(e.what()).find("cannot create /nonexistent-exitsim-dir/t.csv.exitsim-"),
               std::string::npos)
         << e.what();
   }

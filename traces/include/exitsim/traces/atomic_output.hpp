@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <vector>
 
 #include "exitsim/core/error.hpp"
 
@@ -12,8 +13,12 @@
 // instead of growing their own; it stays in `detail` because it is plumbing, not a trace format.
 namespace exitsim::traces::detail {
 
-// Writes to `<path>.tmp` and renames it to `path` in finish(), so that a run that fails midway
-// never leaves a truncated file that a later step would read as complete.
+// Writes to `<path>.exitsim-<pid>.tmp` beside it and renames it to `path` in finish(), so that a
+// run that fails midway never leaves a truncated file that a later step would read as complete.
+// Crash safety: SIGINT, SIGTERM and SIGHUP remove every temporary file still open before the
+// process ends as the signal would have ended it; a file left by a run killed outright (kill -9)
+// carries its pid, and the next output into that folder removes it once that process is gone,
+// and says so.
 class AtomicOutputFile {
  public:
   // The I/O step that failed, for the error hook.
@@ -22,8 +27,8 @@ class AtomicOutputFile {
   // and write (possibly 0 when the stream set none), the file system's error for rename.
   using ErrorHook = InputError (*)(const AtomicOutputFile& file, Step step, std::error_code reason);
 
-  // The default hook: "<path>: cannot create <path>.tmp: <reason>", "<path>: cannot write
-  // <path>.tmp", "<path>: cannot rename <path>.tmp: <reason>".
+  // The default hook: "<path>: cannot create <temp>: <reason>", "<path>: cannot write
+  // <temp>", "<path>: cannot rename <temp>: <reason>".
   static InputError default_error(const AtomicOutputFile& file, Step step, std::error_code reason);
 
   // Throws the hook's InputError when the temporary file cannot be created.
@@ -40,10 +45,13 @@ class AtomicOutputFile {
   bool finished() const { return finished_; }
   const std::string& path() const { return path_; }
   const std::string& temp_path() const { return temp_path_; }
+  // The temporary file this process writes for `path`.
+  static std::string temp_path_for(const std::string& path);
 
  private:
   std::string path_;
   std::string temp_path_;
+  int signal_slot_ = -1;  // where the signal handler finds temp_path_; -1: not registered
   ErrorHook on_error_;
   std::ofstream out_;
   bool finished_ = false;
@@ -56,5 +64,24 @@ namespace exitsim::traces {
 // Writes `content` to `path` all at once through AtomicOutputFile: either the whole file appears
 // or, on an InputError, nothing does.
 void write_file_atomically(const std::string& path, std::string_view content);
+
+// A folder this run created for its outputs: while held, SIGINT, SIGTERM and SIGHUP remove it if
+// it is empty (after removing the temporary files in it). Release once the run keeps its outputs.
+class CreatedDirectoryGuard {
+ public:
+  explicit CreatedDirectoryGuard(std::string path);
+  ~CreatedDirectoryGuard();
+  CreatedDirectoryGuard(const CreatedDirectoryGuard&) = delete;
+  CreatedDirectoryGuard& operator=(const CreatedDirectoryGuard&) = delete;
+  void release();
+
+ private:
+  std::string path_;
+  int slot_ = -1;
+};
+
+// Removes the temporary files of exitsim runs that are no longer running from `dir`; returns
+// their paths (each is also named on stderr as a note). Called by every AtomicOutputFile.
+std::vector<std::string> remove_stale_temporaries(const std::string& dir);
 
 }  // namespace exitsim::traces
