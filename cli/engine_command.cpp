@@ -8,6 +8,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <utility>
 
 #include "commands.hpp"
 #include "engine_support.hpp"
@@ -179,6 +180,16 @@ void run_eval(const EvalArgs& args) {
   if (options.strategies.empty())
     options.strategies.push_back(recursive ? policy::SyncStrategy::skip_kv
                                            : policy::SyncStrategy::state_copy);
+  if (std::cmp_less(corpus.size(), options.context + options.window)) {
+    // The evaluation's own check names no file; the user gave one.
+    const std::string& source = args.model.text.empty() ? args.model.token_ids : args.model.text;
+    throw InputError({source, 0, 0, args.model.text.empty() ? "--token-ids" : "--text"},
+                     expected_found(fmt::format("an evaluation text of at least {} tokens "
+                                                "(--context {} + --window {})",
+                                                options.context + options.window, options.context,
+                                                options.window),
+                                    fmt::format("{} tokens", corpus.size())));
+  }
   const auto results = engine::evaluate_quality(*loaded->model, corpus, settings, options);
   const engine::QualityTable table = engine::quality_table_of(results);
   std::ostringstream text;

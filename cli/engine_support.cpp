@@ -81,7 +81,11 @@ std::vector<std::int32_t> ModelOptions::corpus(const engine::ModelConfig& config
     throw InputError({config.config_file, 0, 0, "tokenizer"},
                      "this model's tokenizer is not run here: give --token-ids instead of --text");
   }
-  return engine::ByteTokenizer{}.encode(engine::read_text_file(text));
+  std::vector<std::int32_t> tokens = engine::ByteTokenizer{}.encode(engine::read_text_file(text));
+  if (tokens.empty())
+    throw InputError({text, 0, 0, "--text"},
+                     expected_found("a text to take prompts from", "an empty file"));
+  return tokens;
 }
 
 std::unique_ptr<LoadedModel> load_model(const ModelOptions& options) {

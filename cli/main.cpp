@@ -36,7 +36,9 @@ int main(int argc, char** argv) {
   } catch (const CLI::Success& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    app.exit(e);
+    // One line, like every other error (CLI11's own print adds a second).
+    fmt::print(stderr, "exitsim: error: {} (exitsim --help, or a command's --help, for usage)\n",
+               e.what());
     return k_exit_usage_error;
   } catch (const exitsim::InputError& e) {
     std::fflush(stdout);

@@ -237,7 +237,13 @@ void run_validate(const ValidateArgs& args) {
     // How far the profile's precision alone moves each figure: the same run priced lower and
     // higher by the same-batch median error (by 1 + e either way, so that any error keeps
     // prices positive).
-    if (const auto& same = results.back().same_batches; same && same->median_ape > 0) {
+    // Prices off by more than 100% have no precision left to show: no band then (said below).
+    const auto& same = results.back().same_batches;
+    std::string no_band;
+    if (same && same->median_ape > 1.0) {
+      no_band = fmt::format("  no price band: the same-batch error {:.0f}% is over 100%\n",
+                            100 * same->median_ape);
+    } else if (same && same->median_ape > 0) {
       const double change = same->median_ape;
       const auto lower =
           simulate_same(options, args, profile, token_trace, kv_blocks, 1.0 / (1.0 + change));
@@ -245,7 +251,7 @@ void run_validate(const ValidateArgs& args) {
           simulate_same(options, args, profile, token_trace, kv_blocks, 1.0 + change);
       analysis::add_price_band(results.back(), change, lower.first, upper.first);
     }
-    fmt::print("{}", analysis::format_validation(std::span(&results.back(), 1)));
+    fmt::print("{}{}", analysis::format_validation(std::span(&results.back(), 1)), no_band);
   }
   speed.end_us = engine::speed_probe(*loaded->model).median_us;
   fmt::print("speed      {}\n", speed.describe());

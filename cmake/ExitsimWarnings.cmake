@@ -13,6 +13,15 @@ endif()
 if(EXITSIM_WERROR)
   target_compile_options(exitsim_build_flags INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-Werror>)
 endif()
+if(EXITSIM_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "EXITSIM_FUZZ needs clang (libFuzzer): use the fuzz preset")
+  endif()
+  # Coverage for libFuzzer in every exitsim library; the harnesses link its driver.
+  target_compile_options(exitsim_build_flags INTERFACE
+    $<$<COMPILE_LANGUAGE:CXX>:-fsanitize=fuzzer-no-link>)
+  set(EXITSIM_SANITIZE ON)
+endif()
 if(EXITSIM_SANITIZE)
   target_compile_options(exitsim_build_flags INTERFACE
     $<$<COMPILE_LANGUAGE:CXX>:-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all>)

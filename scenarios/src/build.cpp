@@ -212,6 +212,10 @@ void check_sweep(Scenario& s, const Node& root, const std::string& source) {
   if (sweep == nullptr || sweep->kind != Node::Kind::list)
     return;
   const std::vector<std::string> paths = scalar_paths();
+  // The scenario each value is tried in, without its sweep: copied per value, it must not carry
+  // the value lists along (that made checking N values take N^2 time).
+  Node base = root;
+  std::erase_if(base.entries, [](const Node::Entry& e) { return e.key == "sweep"; });
   for (std::size_t i = 0; i < sweep->items.size(); ++i) {
     const Node& row = sweep->items[i];
     const Node& key_node = *row.find("key");
@@ -240,8 +244,7 @@ void check_sweep(Scenario& s, const Node& root, const std::string& source) {
       const std::string value_field = fmt::format("sweep[{}].values[{}]", i, j);
       const Resolved parsed = parse_value(*def, value, value_field);
       s.sweep[i].values[j] = canonical_text(parsed.value);
-      Node point = root;
-      std::erase_if(point.entries, [](const Node::Entry& e) { return e.key == "sweep"; });
+      Node point = base;
       set_path(point, key, value, value.loc);
       try {
         resolve_point(point, source);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -135,11 +136,23 @@ std::vector<std::vector<std::int32_t>> read_token_id_file(const std::string& pat
 }
 
 std::string read_text_file(const std::string& path) {
+  // Evaluation texts and prompt corpora are megabytes; /dev/zero or a mistaken disk image must
+  // not be read until memory runs out.
+  constexpr std::size_t k_max_text_bytes = std::size_t{1} << 30;
   std::ifstream in = open_input(path, "text file");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string text;
+  std::array<char, 1 << 16> chunk{};
+  while (text.size() <= k_max_text_bytes && in) {
+    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    text.append(chunk.data(), static_cast<std::size_t>(in.gcount()));
+  }
   if (in.bad()) {
     throw InputError(SourceLocation{path, 0, 0, ""},
                      fmt::format("cannot read the text file: {}", std::strerror(errno)));
+  }
+  if (text.size() > k_max_text_bytes) {
+    throw InputError(SourceLocation{path, 0, 0, ""},
+                     expected_found("a text file of at most 1 GiB", "a larger file"));
   }
   return text;
 }

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -108,6 +110,15 @@ ModelWeights load_model_weights(const ModelConfig& config) {
   detail::size_containers(config, w);
   detail::walk_tensors(config, w, [&](const TensorSpec& spec, auto& target, detail::Init) {
     const std::vector<float> values = source.file_of(spec.name).read_floats(spec.name, spec.shape);
+    // A NaN or infinite weight decodes without complaint and fails much later, far from its
+    // cause (an internal error of the quality table): refused here, naming file and tensor.
+    if (const auto bad =
+            std::find_if(values.begin(), values.end(), [](float v) { return !std::isfinite(v); });
+        bad != values.end()) {
+      throw InputError({source.file_of(spec.name).path(), 0, 0, spec.name},
+                       expected_found("finite model weights",
+                                      fmt::format("{} at element {}", *bad, bad - values.begin())));
+    }
     detail::resize_target(target, spec);
     const auto out = detail::target_values(target);
     std::copy(values.begin(), values.end(), out.begin());
