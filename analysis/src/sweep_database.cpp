@@ -85,8 +85,7 @@ std::string other_tables(sqlite3* db, const std::string& path) {
 }
 
 bool has_runs_table(sqlite3* db, const std::string& path) {
-  Statement runs(db, "SELECT COUNT(*) FROM sqlite_master WHERE type='table' AND name='runs'",
-                 path);
+  Statement runs(db, "SELECT COUNT(*) FROM sqlite_master WHERE type='table' AND name='runs'", path);
   return sqlite3_step(runs.get()) == SQLITE_ROW && sqlite3_column_int64(runs.get(), 0) > 0;
 }
 
@@ -96,33 +95,30 @@ SweepDatabase::SweepDatabase(const std::string& path, Access access)
     : impl_(std::make_unique<Impl>()) {
   impl_->path = path;
   const bool read_only = access == Access::read_only;
-  const int flags =
-      read_only ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+  const int flags = read_only ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
   if (sqlite3_open_v2(path.c_str(), &impl_->db, flags, nullptr) != SQLITE_OK) {
     const std::string found = impl_->db != nullptr ? sqlite3_errmsg(impl_->db) : "no database";
     sqlite3_close(impl_->db);
     impl_->db = nullptr;
-    throw InputError({path, 0, 0, ""},
-                     expected_found(read_only ? "a readable SQLite database"
-                                              : "a writable SQLite database",
-                                    found));
+    throw InputError({path, 0, 0, ""}, expected_found(read_only ? "a readable SQLite database"
+                                                                : "a writable SQLite database",
+                                                      found));
   }
   sqlite3_busy_timeout(impl_->db, 10000);  // shards of one sweep may share the file
   // Another application's database is not taken over, and report reads without writing.
   if (!has_runs_table(impl_->db, path)) {
     const std::string others = other_tables(impl_->db, path);
     if (read_only || !others.empty()) {
-      throw InputError({path, 0, 0, ""},
-                       expected_found(read_only ? "a sweep database of `exitsim sweep` (table runs)"
-                                                : "a sweep database or a new file",
-                                      others.empty() ? "no runs table"
-                                                     : "a database of other tables (" + others +
-                                                           ")"));
+      throw InputError(
+          {path, 0, 0, ""},
+          expected_found(
+              read_only ? "a sweep database of `exitsim sweep` (table runs)"
+                        : "a sweep database or a new file",
+              others.empty() ? "no runs table" : "a database of other tables (" + others + ")"));
     }
   }
   if (read_only) {
-    Statement probe(impl_->db, fmt::format("SELECT {} FROM runs LIMIT 0", k_columns).c_str(),
-                    path);
+    Statement probe(impl_->db, fmt::format("SELECT {} FROM runs LIMIT 0", k_columns).c_str(), path);
     return;
   }
   impl_->writable = true;
