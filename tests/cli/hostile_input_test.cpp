@@ -236,4 +236,21 @@ TEST_F(CrashSafety, TheNextRunRemovesWhatAKilledRunLeft) {
   EXPECT_EQ(entries(out), (std::vector<std::string>{"requests.csv", "summary.json"}));
 }
 
+// D21: a NUL after a JSON object ended the text for nlohmann, so what followed was ignored; a
+// BurstGPT header naming a column twice was read from its first place.
+TEST_F(Cli, BytesAReaderWouldIgnoreAreRefused) {
+  const fs::path mooncake =
+      file("m.jsonl", std::string("{\"timestamp\": 0, \"input_length\": 10, \"output_length\": "
+                                  "5}\0garbage\n",
+                                  65));
+  expect_one_line_error(run("trace inspect '" + mooncake.string() + "'"),
+                        mooncake.string() + ":1:", "expected a JSON object, found a NUL byte");
+  const fs::path burst = file("b.csv",
+                              "Timestamp,Model,Request tokens,Request tokens,Response tokens,"
+                              "Total tokens,Log Type\n5,ChatGPT,472,9,18,490,Conversation log\n");
+  expect_one_line_error(run("trace inspect '" + burst.string() + "'"), burst.string() + ":1:1:",
+                        "expected each column named once, found \"Request tokens\" as columns 3 "
+                        "and 4");
+}
+
 }  // namespace

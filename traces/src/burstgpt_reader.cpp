@@ -1,6 +1,8 @@
 // BurstGPT traces: Timestamp (seconds, relative), Session ID, Elapsed time, Model,
 // Request tokens, Response tokens, Total tokens, Log Type. Columns are found by name, so a
 // reordered or extended export still reads.
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include "exitsim/core/error.hpp"
@@ -41,6 +43,17 @@ class BurstGptSource final : public RowSource {
                        expected_found(std::string(k_expected_header), quoted_line(header)));
     }
     columns_ = split_header(header);
+    // A column named twice would be read from its first place without a word: refused.
+    for (std::size_t i = 0; i < columns_.size(); ++i) {
+      for (std::size_t j = 0; j < i; ++j) {
+        if (columns_[i] == columns_[j]) {
+          throw InputError(
+              SourceLocation{path, 1, 1, ""},
+              expected_found("each column named once", fmt::format("\"{}\" as columns {} and {}",
+                                                                   columns_[i], j + 1, i + 1)));
+        }
+      }
+    }
     time_ = *find_column(columns_, k_burstgpt_time);
     request_ = *find_column(columns_, k_burstgpt_request);
     response_ = *find_column(columns_, k_burstgpt_response);

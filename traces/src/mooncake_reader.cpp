@@ -55,6 +55,10 @@ class MooncakeSource final : public RowSource {
  private:
   std::optional<ParsedRow> parse(std::string_view line, const RowContext& where) override {
     json object;
+    // nlohmann stops at a NUL as at the end: bytes after one would be ignored without a word.
+    if (const std::size_t nul = line.find('\0'); nul != std::string_view::npos)
+      fail_at(where, static_cast<std::int64_t>(nul) + 1, "",
+              expected_found("a JSON object", "a NUL byte"));
     try {
       object = json::parse(line);
     } catch (const json::parse_error& error) {

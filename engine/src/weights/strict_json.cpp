@@ -48,6 +48,11 @@ std::string json_quoted(std::string_view key) {
 
 nlohmann::json parse_strict_json(std::string_view text, const std::string& file,
                                  const std::string& field, int max_depth) {
+  // nlohmann stops at a NUL as at the end: bytes after one would be ignored without a word.
+  if (const std::size_t nul = text.find('\0'); nul != std::string_view::npos) {
+    throw InputError({file, 0, 0, field},
+                     expected_found("JSON text", fmt::format("a NUL byte at offset {}", nul)));
+  }
   std::vector<std::set<std::string>> open_objects;
   const auto check = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
     using Event = nlohmann::json::parse_event_t;
