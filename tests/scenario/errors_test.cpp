@@ -7,18 +7,12 @@
 
 #include "exitsim/core/error.hpp"
 #include "exitsim/scenario/load.hpp"
+#include "support/scenario_error.hpp"
 
 namespace exitsim::scenario {
 namespace {
 
-std::string error_of(const std::string& yaml, const std::vector<std::string>& set = {}) {
-  try {
-    load_scenario_text(yaml, "s.yaml", set);
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using test_support::error_of;
 
 struct BadInput {
   const char* name;

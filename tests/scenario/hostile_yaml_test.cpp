@@ -8,18 +8,12 @@
 
 #include "exitsim/core/error.hpp"
 #include "exitsim/scenario/load.hpp"
+#include "support/scenario_error.hpp"
 
 namespace exitsim::scenario {
 namespace {
 
-std::string error_of(const std::string& yaml, const std::vector<std::string>& set = {}) {
-  try {
-    load_scenario_text(yaml, "s.yaml", set);
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using test_support::error_of;
 
 // D1: an alias of the mapping it is in made yaml-cpp's node graph a cycle; converting it recursed
 // until the stack overflowed (SIGSEGV), in files and in --set values alike.
