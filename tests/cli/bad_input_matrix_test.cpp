@@ -136,3 +136,96 @@ TEST_F(Cli, EveryRequestTraceFormatRefusesEveryBadInputOnOneLineAndLeavesNothing
 }
 
 }  // namespace
+
+namespace {
+
+// The same breaks in the versioned CSV files exitsim writes and reads back: op traces (through
+// `trace chrome`) and cost tables (through `simulate --out`).
+struct VersionedFile {
+  std::string name;
+  std::string version;            // first line
+  std::string header;             // column line
+  std::vector<std::string> rows;  // valid rows
+  std::string row_with;           // a valid row with "{}" where a number goes
+  std::function<std::string(const fs::path& in, const fs::path& out)> command;
+};
+
+std::string with_value(const std::string& row, const std::string& value) {
+  std::string out = row;
+  out.replace(out.find("{}"), 2, value);
+  return out;
+}
+
+TEST_F(Cli, VersionedCsvFilesRefuseEveryBadInputOnOneLineAndLeaveNothing) {
+  const std::vector<VersionedFile> files = {
+      {"op trace",
+       "# exitsim-op-trace v1\n",
+       "name,kind,device,stream,start_ns,duration_ns,batch_tokens,context_tokens,depth,recursion,"
+       "step_id,correlation_id\n",
+       {"embed,other,cpu,0,100,50,74,0,-1,0,1,1\n", "qkv_proj,gemm,cpu,0,200,80,74,10,0,0,1,2\n"},
+       "mlp,gemm,cpu,0,300,{},74,10,0,0,1,3\n",
+       [](const fs::path& in, const fs::path& out) {
+         return "trace chrome '" + in.string() + "' --out '" + (out / "trace.json").string() + "'";
+       }},
+      {"cost table",
+       "# exitsim-cost-table v1\n",
+       "op,batch,time_us\n",
+       {"layer,1,100\n", "layer,111,200\n", "lm_head,1,801\n", "embedding,1,839\n"},
+       "layer,200,{}\n",
+       [](const fs::path& in, const fs::path& out) {
+         return "simulate --set workload.requests=10 --set cost_model.kind=table --set "
+                "'cost_model.profile=" +
+                in.string() + "' --out '" + out.string() + "'";
+       }},
+  };
+  for (const VersionedFile& f : files) {
+    std::string rows;
+    for (const std::string& row : f.rows)
+      rows += row;
+    const std::string good = f.version + f.header + rows;
+    const auto with = [&](const std::string& value) {
+      return good + with_value(f.row_with, value);
+    };
+    std::string crlf;
+    for (const char c : good)
+      crlf += c == '\n' ? std::string("\r\n") : std::string(1, c);
+    const std::vector<Variant> cases = {
+        {"empty", false, ""},
+        {"version only", false, f.version},
+        {"other version", false,
+         "# exitsim-" + f.version.substr(10, f.version.size() - 13) + "v9\n" + f.header + rows},
+        {"wrong header", false, f.version + "X" + f.header.substr(1) + rows},
+        {"truncated", false, good + f.row_with.substr(0, f.row_with.find("{}"))},
+        {"non-numeric", false, with("abc")},
+        {"NaN", false, with("nan")},
+        {"overflow", false, with("99999999999999999999")},
+        {"embedded NUL", false,
+         with(std::string("3\0"
+                          "9",
+                          3))},
+        {"huge line", false, with(std::string(17 << 20, '7'))},
+        {"valid", true, good},
+        {"BOM", true, "\xEF\xBB\xBF" + good},
+        {"CRLF", true, crlf},
+    };
+    for (const Variant& v : cases) {
+      SCOPED_TRACE(f.name + ": " + v.category);
+      const fs::path in = file("input.csv", v.text);
+      const fs::path out = dir_ / "out";
+      fs::create_directories(out);
+      const Result r = run(f.command(in, out));
+      if (v.accepted) {
+        EXPECT_EQ(r.exit_code, 0) << r.err;
+      } else {
+        EXPECT_EQ(r.exit_code, 1) << r.err;
+        EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+        EXPECT_EQ(r.err.rfind("exitsim: error: " + in.string() + ":", 0), 0U) << r.err;
+        EXPECT_LE(r.err.size(), 1100U);
+        EXPECT_TRUE(fs::is_empty(out)) << "output left behind";
+      }
+      fs::remove_all(out);
+    }
+  }
+}
+
+}  // namespace
