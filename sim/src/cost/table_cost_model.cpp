@@ -63,11 +63,7 @@ void read_version(Reader& reader) {
   if (!reader.next_line())
     reader.fail_at_end("version",
                        expected_found("\"" + std::string(k_version_line) + "\"", "end of file"));
-  std::string_view got = trim(reader.line());
-  // A UTF-8 byte-order mark (an editor's) is accepted, as every other exitsim CSV accepts it.
-  constexpr std::string_view k_utf8_bom = "\xEF\xBB\xBF";
-  if (got.starts_with(k_utf8_bom))
-    got.remove_prefix(k_utf8_bom.size());
+  const std::string_view got = trim(reader.line());
   if (got != k_version_line) {
     reader.fail(1, "version",
                 expected_found("\"" + std::string(k_version_line) + "\"", quote_field(got)));
