@@ -28,6 +28,13 @@ void split_csv_fields(std::string_view line, std::vector<CsvField>& out) {
   }
 }
 
+std::string_view without_utf8_bom(std::string_view first_line) {
+  constexpr std::string_view k_utf8_bom = "\xEF\xBB\xBF";
+  if (first_line.starts_with(k_utf8_bom))
+    first_line.remove_prefix(k_utf8_bom.size());
+  return first_line;
+}
+
 std::string quote_field(std::string_view text) {
   if (text.empty())
     return "an empty field";

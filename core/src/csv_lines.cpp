@@ -19,11 +19,8 @@ bool CsvLineReader::next_line() {
   ++line_number_;
   if (!line_.empty() && line_.back() == '\r')
     line_.pop_back();
-  // A UTF-8 byte-order mark (an editor's) is accepted, as request traces accept it: refused, the
-  // message showed two lines that looked the same.
-  constexpr std::string_view k_utf8_bom = "\xEF\xBB\xBF";
-  if (line_number_ == 1 && line_.starts_with(k_utf8_bom))
-    line_.erase(0, k_utf8_bom.size());
+  if (line_number_ == 1)
+    line_ = std::string(without_utf8_bom(line_));
   return true;
 }
 

@@ -53,6 +53,14 @@ std::vector<Format> formats() {
   };
 }
 
+// `text` with CRLF line ends.
+std::string with_crlf(const std::string& text) {
+  std::string crlf;
+  for (const char c : text)
+    crlf += c == '\n' ? std::string("\r\n") : std::string(1, c);
+  return crlf;
+}
+
 struct Variant {
   std::string category;
   bool accepted;
@@ -83,13 +91,7 @@ std::vector<Variant> variants(const Format& f) {
                               3))},
       {"huge line", false, with_input(std::string(17 << 20, '7'))},
       {"BOM", true, "\xEF\xBB\xBF" + good},
-      {"CRLF", true,
-       [&] {
-         std::string crlf;
-         for (const char c : good)
-           crlf += c == '\n' ? std::string("\r\n") : std::string(1, c);
-         return crlf;
-       }()},
+      {"CRLF", true, with_crlf(good)},
   };
   if (!f.header.empty()) {
     out.push_back({"header only", false, f.header});
@@ -186,9 +188,6 @@ TEST_F(Cli, VersionedCsvFilesRefuseEveryBadInputOnOneLineAndLeaveNothing) {
     const auto with = [&](const std::string& value) {
       return good + with_value(f.row_with, value);
     };
-    std::string crlf;
-    for (const char c : good)
-      crlf += c == '\n' ? std::string("\r\n") : std::string(1, c);
     const std::vector<Variant> cases = {
         {"empty", false, ""},
         {"version only", false, f.version},
@@ -206,7 +205,7 @@ TEST_F(Cli, VersionedCsvFilesRefuseEveryBadInputOnOneLineAndLeaveNothing) {
         {"huge line", false, with(std::string(17 << 20, '7'))},
         {"valid", true, good},
         {"BOM", true, "\xEF\xBB\xBF" + good},
-        {"CRLF", true, crlf},
+        {"CRLF", true, with_crlf(good)},
     };
     for (const Variant& v : cases) {
       SCOPED_TRACE(f.name + ": " + v.category);

@@ -2,7 +2,6 @@
 // refused on one line naming the place, before it can exhaust the stack, the memory or the time.
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <string>
 #include <vector>
 
@@ -37,10 +36,9 @@ TEST(HostileYaml, NestedAliasesAreRefusedBeforeAnyExpansion) {
       laughs += (i > 0 ? ", *a" : "*a") + std::to_string(level - 1);
     laughs += "]\n";
   }
-  const auto start = std::chrono::steady_clock::now();
+  // Refused at the first anchor, line 1, while reading: nothing was expanded (10^9 would-be
+  // nodes would not fit in memory).
   EXPECT_EQ(error_of(laughs).find("s.yaml:1:5: expected a value without an anchor"), 0U);
-  // Refused while reading, not after expanding: well under a second for 10^9 would-be nodes.
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
 }
 
 // D2: a leading comma made yaml-cpp's LoadAll append empty documents until memory ran out.

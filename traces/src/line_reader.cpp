@@ -5,13 +5,13 @@
 #include <filesystem>
 #include <system_error>
 
+#include "exitsim/core/csv_fields.hpp"
 #include "exitsim/core/error.hpp"
 
 namespace exitsim::traces {
 namespace {
 
 constexpr std::size_t k_chunk_bytes = std::size_t{64} << 10;
-constexpr std::string_view k_utf8_bom = "\xEF\xBB\xBF";
 
 [[noreturn]] void fail_open(const std::string& path, const std::string& reason) {
   throw InputError(SourceLocation{path, 0, 0, ""}, "cannot open request trace: " + reason);
@@ -81,8 +81,8 @@ bool LineReader::next(std::string_view& line) {
   if (!line_.empty() && line_.back() == '\r')
     line_.pop_back();
   line = line_;
-  if (line_number_ == 1 && line.starts_with(k_utf8_bom))
-    line.remove_prefix(k_utf8_bom.size());
+  if (line_number_ == 1)
+    line = without_utf8_bom(line);
   return true;
 }
 

@@ -103,11 +103,7 @@ void CsvRecordReader::expect_preamble(std::string_view version_line,
   if (!read_physical_line(first)) {
     throw error(0, "version", expected_found(shown(version_line), "an empty file"));
   }
-  // A UTF-8 byte-order mark (an editor's) is accepted, as request traces accept it: refused, the
-  // message showed two lines that looked the same.
-  constexpr std::string_view k_utf8_bom = "\xEF\xBB\xBF";
-  if (first.starts_with(k_utf8_bom))
-    first.erase(0, k_utf8_bom.size());
+  first = std::string(without_utf8_bom(first));
   if (first != version_line) {
     std::string message = expected_found(shown(version_line), shown(first));
     // Same format, other version: say so, rather than leave the user comparing two lines.

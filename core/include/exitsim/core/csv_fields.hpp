@@ -17,6 +17,10 @@ struct CsvField {
 // formats that use this (request traces, exit tables, cost tables) never quote their fields.
 void split_csv_fields(std::string_view line, std::vector<CsvField>& out);
 
+// The text without a leading UTF-8 byte-order mark (an editor's), which every exitsim CSV
+// accepts on its first line: refused, the message showed two lines that looked the same.
+std::string_view without_utf8_bom(std::string_view first_line);
+
 // How a field's text appears in an "expected X, found Y" message: quoted and cut to 60 bytes
 // (with "..." when cut), or "an empty field".
 std::string quote_field(std::string_view text);
