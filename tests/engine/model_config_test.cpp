@@ -127,6 +127,13 @@ TEST(ModelConfig, WrongTypesAndRangesNameTheKey) {
             "-1");
   EXPECT_EQ(tiny_error(tiny_with("\"rms_eps\": 1e-5", "\"rms_eps\": 0")),
             "exitsim.json: rms_eps: expected a positive number, found the number 0");
+  // A float field holds neither 1e300 (it was "found inf") nor 1e-300 (it became 0).
+  for (const auto& [eps, shown] : {std::pair{"1e300", "1e+300"}, std::pair{"1e-300", "1e-300"}}) {
+    EXPECT_EQ(tiny_error(tiny_with("\"rms_eps\": 1e-5", std::string("\"rms_eps\": ") + eps)),
+              std::string("exitsim.json: rms_eps: expected a positive number a float holds, from "
+                          "1.2e-38 to 3.4e+38, found the number ") +
+                  shown);
+  }
   EXPECT_EQ(tiny_error(tiny_with("\"routers\": false", "\"routers\": 0")),
             "exitsim.json: routers: expected true or false, found the number 0");
   EXPECT_EQ(tiny_error(tiny_with("\"lora_rank\": []", "\"lora_rank\": [1, \"2\"]")),

@@ -103,6 +103,23 @@ TEST(RequestAzure, MalformedRowsNameFileLineColumnAndField) {
         "\"2400-01-01 00:00:00\"");
 }
 
+TEST(RequestAzure, ArrivalsReachTheLastNanosecondInt64HoldsAndNoFurther) {
+  TempDir dir;
+  // 1970-01-01 plus INT64_MAX ns is 2262-04-11 23:47:16.854775807; Azure times have 100 ns steps.
+  const auto path = dir.write("a.csv", k_header +
+                                           "1970-01-01 00:00:00,1,1\n"
+                                           "2262-04-11 23:47:16.8547758,1,1\n");
+  const auto result = read_all(path);
+  ASSERT_EQ(result.requests.size(), 2U);
+  EXPECT_EQ(result.requests[1].arrival, 9'223'372'036'854'775'800);
+  const auto past = dir.write("p.csv", k_header +
+                                           "1970-01-01 00:00:00,1,1\n"
+                                           "2262-04-11 23:47:16.8547759,1,1\n");
+  EXPECT_EQ(error_of(past), past +
+                                ":3:1: TIMESTAMP: expected a time within 292 years of the first "
+                                "request's, found \"2262-04-11 23:47:16.8547759\"");
+}
+
 TEST(RequestAzure, SkipBadRowsCountsAndContinues) {
   TempDir dir;
   const auto path = dir.write("a.csv", k_header +

@@ -38,6 +38,18 @@ TEST(RequestMooncake, ArrivalsAreRelativeToTheFirstRow) {
   EXPECT_EQ(result.requests[1].arrival, 500 * k_ns_per_ms);
 }
 
+TEST(RequestMooncake, AcceptsTheDocumentedMaximumAndMinusZero) {
+  TempDir dir;
+  const auto path =
+      dir.write("m.jsonl",
+                "{\"timestamp\": -0, \"input_length\": 1, \"output_length\": 1}\n"
+                "{\"timestamp\": 9223372036854, \"input_length\": 1, \"output_length\": 1}\n");
+  const auto result = read_all(path);
+  ASSERT_EQ(result.requests.size(), 2U);
+  EXPECT_EQ(result.requests[0].arrival, 0);
+  EXPECT_EQ(result.requests[1].arrival, 9223372036854 * k_ns_per_ms);
+}
+
 TEST(RequestMooncake, MalformedLines) {
   TempDir dir;
   const std::string good = "{\"timestamp\": 10, \"input_length\": 5, \"output_length\": 5}\n";

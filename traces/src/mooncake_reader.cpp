@@ -101,8 +101,10 @@ class MooncakeSource final : public RowSource {
       }
       ns = static_cast<std::int64_t>(ms) * k_ns_per_ms;
     } else if (value.is_number_integer()) {
-      // Unsigned integers were handled above, so this one is negative.
-      fail_at(where, 0, "timestamp", expected_found(expected, time_text_));
+      // Unsigned integers were handled above, so this one is negative or "-0", which is 0.
+      if (value.get<std::int64_t>() != 0) {
+        fail_at(where, 0, "timestamp", expected_found(expected, time_text_));
+      }
     } else if (value.is_number_float()) {
       const auto ms = value.get<double>();
       if (!(ms >= 0.0 && ms <= static_cast<double>(k_max_ms))) {

@@ -1,5 +1,6 @@
 #include "row_source.hpp"
 
+#include <optional>
 #include <utility>
 
 #include "exitsim/core/error.hpp"
@@ -7,10 +8,21 @@
 namespace exitsim::traces {
 namespace {
 
-// Arrivals are int64 nanoseconds relative to the first request; this bounds the span so the
-// conversion from (seconds, nanos) cannot overflow (about 292 years).
-constexpr std::int64_t k_max_span_seconds = 9'223'372'035;
 constexpr std::int64_t k_ns_per_s = 1'000'000'000;
+
+// Arrivals are int64 nanoseconds relative to the first request, so a trace spans at most
+// INT64_MAX ns (about 292 years); the Mooncake maximum of 9223372036854 ms is just inside.
+std::optional<std::int64_t> span_ns(const Timestamp& first, const Timestamp& time) {
+  std::int64_t seconds = 0;
+  std::int64_t seconds_ns = 0;
+  std::int64_t span = 0;
+  if (__builtin_sub_overflow(time.seconds, first.seconds, &seconds) ||
+      __builtin_mul_overflow(seconds, k_ns_per_s, &seconds_ns) ||
+      __builtin_add_overflow(seconds_ns, time.nanos - first.nanos, &span)) {
+    return std::nullopt;
+  }
+  return span;
+}
 
 bool is_blank_line(std::string_view line) {
   return line.find_first_not_of(" \t") == std::string_view::npos;
@@ -113,13 +125,13 @@ RequestDescriptor RowSource::accept(const ParsedRow& row, const RowContext& wher
                              std::string(row.time_text)));
     }
     const Timestamp first = first_time_.value_or(*row.time);
-    const std::int64_t seconds = row.time->seconds - first.seconds;
-    if (seconds > k_max_span_seconds) {
+    const std::optional<std::int64_t> arrival = span_ns(first, *row.time);
+    if (!arrival) {
       fail_at(where, row.time_column, naming_.time_field,
               expected_found("a time within 292 years of the first request's",
                              std::string(row.time_text)));
     }
-    request.arrival = seconds * k_ns_per_s + (row.time->nanos - first.nanos);
+    request.arrival = *arrival;
   }
 
   std::uint64_t id = static_cast<std::uint64_t>(accepted_);

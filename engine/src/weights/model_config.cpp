@@ -165,7 +165,7 @@ ModelConfig parse_exitsim_config(std::string_view text, const std::string& file,
   if (depth == nullptr)
     throw reader.error("depth", "an object", "none");
   shape.depth = parse_depth(*depth, file);
-  config.rms_eps = static_cast<float>(reader.positive_number("rms_eps", 1e-5));
+  config.rms_eps = reader.positive_float("rms_eps", 1e-5F);
   config.rope_theta = reader.positive_number("rope_theta", 10000.0);
   config.max_positions = reader.integer("max_positions", 1, k_max_dimension, 4096);
   config.routers = reader.boolean("routers", false);
@@ -231,7 +231,7 @@ ModelConfig parse_hf_llama_config(std::string_view text, const std::string& file
   shape.depth =
       DepthStructure::plain(static_cast<int>(reader.integer("num_hidden_layers", 1, k_max_layers)));
   // LlamaConfig's own defaults for the keys older configs leave out.
-  config.rms_eps = static_cast<float>(reader.positive_number("rms_norm_eps", 1e-6));
+  config.rms_eps = reader.positive_float("rms_norm_eps", 1e-6F);
   config.rope_theta = reader.positive_number("rope_theta", 10000.0);
   config.max_positions = reader.integer("max_position_embeddings", 1, k_max_dimension, 2048);
   config.routers = false;

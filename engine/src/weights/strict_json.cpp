@@ -181,6 +181,17 @@ double ObjectReader::positive_number(std::string_view key, std::optional<double>
   return number;
 }
 
+float ObjectReader::positive_float(std::string_view key, float fallback) const {
+  const double number = positive_number(key, fallback);
+  constexpr auto lowest = static_cast<double>(std::numeric_limits<float>::min());
+  constexpr auto highest = static_cast<double>(std::numeric_limits<float>::max());
+  if (number < lowest || number > highest) {
+    throw error(key, fmt::format("a positive number a float holds, from {:.2g} to {:.2g}", lowest, highest),
+                describe_json(*find(key)));
+  }
+  return static_cast<float>(number);
+}
+
 bool ObjectReader::boolean(std::string_view key, std::optional<bool> fallback) const {
   const nlohmann::json* value = find(key);
   if (value == nullptr) {

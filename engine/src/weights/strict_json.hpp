@@ -57,6 +57,8 @@ class ObjectReader {
   std::int64_t integer(std::string_view key, std::int64_t lo, std::int64_t hi,
                        std::optional<std::int64_t> fallback = std::nullopt) const;
   double positive_number(std::string_view key, std::optional<double> fallback = std::nullopt) const;
+  // A positive number a float holds without turning into 0 or inf (for float-typed fields).
+  float positive_float(std::string_view key, float fallback) const;
   bool boolean(std::string_view key, std::optional<bool> fallback = std::nullopt) const;
   std::string string(std::string_view key,
                      std::optional<std::string> fallback = std::nullopt) const;
