@@ -95,6 +95,52 @@ TEST(FitOp, ARegimeItsFitMissesByFarBecomesItsMean) {
       << untrusted.back();
 }
 
+// D6: a short run's attention calls had two shapes of batch (256-token prefills, all at one
+// context, and 8-sequence decodes at growing context). B x C is then a combination of 1, B and C
+// on those calls; fitted anyway it took coefficients of 1e15 that cancel on the calls and price a
+// batch of 64 at years. It is left out, named, and the price of an unseen shape stays sane.
+TEST(FitOp, ATermTheCallsDoNotDetermineIsLeftOutAndNamed) {
+  std::vector<OpSample> samples;
+  for (int i = 0; i < 8; ++i)
+    samples.push_back({256.0, 4224.0, 900.0 + 7.0 * (i % 3)});
+  for (int i = 0; i < 40; ++i) {
+    const double context = 8.0 * (33 + i % 8);
+    samples.push_back({8.0, context, 20.0 + 0.05 * context + 0.3 * (i % 5)});
+  }
+  const sim::OpFit fit = fit_op("attention", "attention", samples, {.match_total = false});
+  EXPECT_EQ(fit.undetermined_terms, std::vector<std::string>{"batch x context"});
+  for (const auto& regime : fit.regimes)
+    EXPECT_EQ(regime.coefficients[3], 0.0);
+  const double unseen = fit.predict_us(64, 2000);
+  EXPECT_GT(unseen, 1.0);
+  EXPECT_LT(unseen, 2000.0);
+  sim::CostProfile profile;
+  profile.ops = {fit};
+  const std::vector<std::string> untrusted = untrusted_fits(profile);
+  ASSERT_EQ(untrusted.size(), 1U);
+  EXPECT_NE(untrusted[0].find("attention: its calls do not determine the batch x context term"),
+            std::string::npos)
+      << untrusted[0];
+
+  // The step residual's case: every step emitted 8 tokens, so B x C = 8 B exactly.
+  std::vector<OpSample> steps;
+  for (int b = 1; b <= 30; ++b)
+    steps.push_back({double(b * 8), 8.0, 100.0 + 1.5 * b * 8 + 0.2 * (b % 4)});
+  const sim::OpFit residual = fit_op("step.residual", "step", steps, {.match_total = false});
+  EXPECT_EQ(residual.undetermined_terms, std::vector<std::string>{"batch x context"});
+  EXPECT_NEAR(residual.predict_us(1000, 64), 100.0 + 1.5 * 1000, 20.0);
+
+  // Calls over enough shapes determine every term, and nothing is named.
+  std::vector<OpSample> grid;
+  for (int b = 1; b <= 16; ++b) {
+    for (int c : {64, 512, 4096})
+      grid.push_back({double(b), double(c), 5.0 + 0.5 * b + 0.001 * c + 0.0001 * b * c});
+  }
+  const sim::OpFit full = fit_op("attention", "attention", grid, {.match_total = false});
+  EXPECT_TRUE(full.undetermined_terms.empty());
+  EXPECT_NEAR(full.regimes[0].coefficients[3], 0.0001, 1e-8);
+}
+
 TEST(UntrustedFits, NameTheOpAndTheFigure) {
   sim::OpFit good;
   good.name = "qkv_proj";
@@ -288,6 +334,7 @@ TEST(Calibrate, EveryFieldOfAProfileRoundTrips) {
   op.measured_by = "grid";
   op.in_situ_scale = 1.09;
   op.in_situ_median_ape = 0.035;
+  op.undetermined_terms = {"context", "batch x context"};
   profile.source.build = "g++ 12.2.0, optimised";
   profile.source.speed_probe_us = 287.5;
   profile.step_variability.assign(21, 1.0);
@@ -301,6 +348,7 @@ TEST(Calibrate, EveryFieldOfAProfileRoundTrips) {
   EXPECT_EQ(read.measured_by, "grid");
   EXPECT_DOUBLE_EQ(read.in_situ_scale, 1.09);
   EXPECT_DOUBLE_EQ(read.in_situ_median_ape, 0.035);
+  EXPECT_EQ(read.undetermined_terms, op.undetermined_terms);
   EXPECT_EQ(back.source.build, "g++ 12.2.0, optimised");
   EXPECT_DOUBLE_EQ(back.source.speed_probe_us, 287.5);
   EXPECT_EQ(back.step_variability, profile.step_variability);
@@ -334,6 +382,17 @@ TEST(CostProfile, ReadNamesTheKeyPathOfABadValue) {
   EXPECT_NE(error.find("bad.json"), std::string::npos) << error;
   EXPECT_NE(error.find("ops[0].regimes: expected a value, found none"), std::string::npos) << error;
   EXPECT_NE(error_of([&] { sim::CostProfile::read(dir.path("missing.json")); }).find("missing"),
+            std::string::npos);
+  sim::CostProfile with_terms = calibrate(traces);
+  for (sim::OpFit& op : with_terms.ops)
+    op.undetermined_terms = {"batch"};
+  with_terms.write(dir.path("terms.json"));
+  std::string terms = test_support::read_file(dir.path("terms.json"));
+  terms.replace(terms.find("\"batch\""), 7, "\"depth\"");
+  dir.write("terms.json", terms);
+  EXPECT_NE(error_of([&] { sim::CostProfile::read(dir.path("terms.json")); })
+                .find("ops[0].undetermined_terms: expected a list of \"batch\", \"context\" or "
+                      "\"batch x context\", found [\"depth\"]"),
             std::string::npos);
 }
 

@@ -113,6 +113,49 @@ TEST(CalibratedCostModel, CountsPricesOutsideTheCalibratedBatchRange) {
             "range [1, 8] (largest 16): extrapolated, not measured");
 }
 
+// D6: a fit gone wild off its calls (attention at 1e13-1e15 per pair from a short run) priced an
+// iteration at years, past the int64 clock: an internal error. The op is named instead.
+TEST(CalibratedCostModel, AnOpPricedPastAnyIterationIsNamed) {
+  CostProfile profile = profile_of(tiny());
+  for (OpFit& op : profile.ops) {
+    if (op.name == ops::attention) {
+      op.regimes.front().coefficients = {1, 0.1, -2.9e13, 2.9e12};
+      op.batch_max_seen = 8;
+    }
+  }
+  const CalibratedCostModel model(profile, "p.json", tiny());
+  const std::vector<BatchEntry> batch(16, BatchEntry{1, 9, 4, true});
+  const std::string error = [&] {
+    try {
+      model.iteration_cost(batch);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  }();
+  EXPECT_NE(error.find("p.json: cost_model.profile: expected op prices under 1e+09 us, found"),
+            std::string::npos)
+      << error;
+  EXPECT_NE(error.find("us for attention at batch 16 and context 160 (its calls had batches 1 to 8)"),
+            std::string::npos)
+      << error;
+}
+
+// A term the calibration's calls did not determine was fitted without; pricing with it says so.
+TEST(CalibratedCostModel, NamesTheTermsItsCalibrationLeftOut) {
+  CostProfile profile = profile_of(tiny(), true);
+  for (OpFit& op : profile.ops) {
+    if (op.name == ops::attention)
+      op.undetermined_terms = {"batch x context"};
+  }
+  const CalibratedCostModel model(profile, "p.json", tiny());
+  EXPECT_TRUE(model.notes().empty());
+  model.iteration_cost(std::vector{BatchEntry{1, 9, 4, true}});
+  EXPECT_EQ(model.notes(),
+            std::vector<std::string>{"cost_model.profile: attention: its calibration's calls did "
+                                     "not determine the batch x context term; priced without it"});
+}
+
 TEST(CalibratedCostModel, NamesItsStandInsAndRefusesOtherModels) {
   const CalibratedCostModel without(profile_of(tiny()), "p.json", tiny());
   ASSERT_EQ(without.fallbacks().size(), 1U);

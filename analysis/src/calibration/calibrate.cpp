@@ -209,6 +209,12 @@ std::vector<std::string> untrusted_fits(const sim::CostProfile& profile) {
       out.push_back(fmt::format("{}: fitted on {} calls (fewer than {})", op.name, op.samples,
                                 k_min_trusted_samples));
     }
+    for (const std::string& term : op.undetermined_terms) {
+      out.push_back(fmt::format(
+          "{}: its calls do not determine the {} term (too few distinct shapes), so it is fitted "
+          "without it and prices other shapes by a guess; measure more batch sizes and contexts",
+          op.name, term));
+    }
     for (const sim::OpFit::Regime& regime : op.regimes) {
       if (regime.mean_of_calls) {
         out.push_back(fmt::format(

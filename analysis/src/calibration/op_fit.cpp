@@ -4,6 +4,7 @@
 
 #include <Eigen/Dense>
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <set>
@@ -61,6 +62,62 @@ LeastSquares solve(std::span<const OpSample* const> samples, const std::vector<i
   LeastSquares out;
   for (Eigen::Index j = 0; j < cols; ++j)
     out.coefficients[static_cast<std::size_t>(columns[static_cast<std::size_t>(j)])] = solution(j);
+  return out;
+}
+
+// The model's terms, by feature column (the constant needs no name).
+constexpr std::array<std::string_view, 4> k_term_names = {"", "batch", "context",
+                                                          "batch x context"};
+
+struct DeterminedTerms {
+  std::vector<int> columns;               // always 0 first, then the terms the calls determine
+  std::vector<std::string> undetermined;  // terms the calls vary in but do not determine
+};
+
+// The feature columns the samples determine, tried in order: a column is kept when it raises the
+// rank of the (distinct, column-normalised) design. A column the data does not vary in is
+// collinear with the constant and left out silently, as there is nothing to fit. One the data
+// varies in but that is a combination of the others (batch x context where every prefill call
+// had one context; batch x context = 8 batch where every step emitted 8 tokens) is left out and
+// named: fitting it gave coefficients of 1e15 that cancel on the calls seen and price any other
+// shape at years.
+DeterminedTerms determined_terms(std::span<const OpSample* const> samples,
+                                 const std::vector<int>& candidates) {
+  std::set<std::array<double, 4>> distinct;
+  for (const OpSample* s : samples)
+    distinct.insert(features(*s));
+  const auto rows = static_cast<Eigen::Index>(distinct.size());
+  Eigen::MatrixXd design(rows, 4);
+  Eigen::Index row = 0;
+  for (const auto& x : distinct) {
+    for (Eigen::Index j = 0; j < 4; ++j)
+      design(row, j) = x[static_cast<std::size_t>(j)];
+    ++row;
+  }
+  for (Eigen::Index j = 0; j < 4; ++j) {
+    const double largest = design.col(j).cwiseAbs().maxCoeff();
+    if (largest > 0)
+      design.col(j) /= largest;
+  }
+  const auto rank_of = [&](const std::vector<int>& columns) {
+    Eigen::MatrixXd chosen(rows, static_cast<Eigen::Index>(columns.size()));
+    for (std::size_t j = 0; j < columns.size(); ++j)
+      chosen.col(static_cast<Eigen::Index>(j)) = design.col(columns[j]);
+    Eigen::ColPivHouseholderQR<Eigen::MatrixXd> qr(chosen);
+    qr.setThreshold(1e-9);
+    return static_cast<std::size_t>(qr.rank());
+  };
+  DeterminedTerms out{{0}, {}};
+  for (const int column : candidates) {
+    const double first = design(0, column);
+    const bool varies = (design.col(column).array() != first).any();
+    std::vector<int> trial = out.columns;
+    trial.push_back(column);
+    if (rank_of(trial) == trial.size())
+      out.columns = std::move(trial);
+    else if (varies)
+      out.undetermined.emplace_back(k_term_names[static_cast<std::size_t>(column)]);
+  }
   return out;
 }
 
@@ -207,18 +264,10 @@ sim::OpFit fit_op(const std::string& name, const std::string& kind,
     fit.context_max_seen = std::max(fit.context_max_seen, static_cast<std::int64_t>(s.context));
   }
 
-  // Only the features the data varies in: a constant column would be collinear with c0.
-  const auto varies = [&](int column) {
-    const double first = features(*train.front())[static_cast<std::size_t>(column)];
-    return std::any_of(train.begin(), train.end(), [&](const OpSample* s) {
-      return features(*s)[static_cast<std::size_t>(column)] != first;
-    });
-  };
-  std::vector<int> columns = {0};
-  for (int column : uses_context(kind) ? std::vector<int>{1, 2, 3} : std::vector<int>{1}) {
-    if (varies(column))
-      columns.push_back(column);
-  }
+  const DeterminedTerms terms =
+      determined_terms(train, uses_context(kind) ? std::vector<int>{1, 2, 3} : std::vector<int>{1});
+  const std::vector<int>& columns = terms.columns;
+  fit.undetermined_terms = terms.undetermined;
   std::sort(train.begin(), train.end(),
             [](const OpSample* a, const OpSample* b) { return a->batch < b->batch; });
   const LeastSquares single = robust_solve(train, columns);

@@ -101,7 +101,19 @@ double CalibratedCostModel::price(const OpFit* op, double batch, double context)
     ++use.beyond_context;
     use.largest_context = std::max(use.largest_context, context);
   }
-  return op->predict_us(batch, context);
+  const double us = op->predict_us(batch, context);
+  // One op's price past a whole iteration's bound is a fit gone wild off its calls: name it.
+  if (!std::isfinite(us) || us > k_max_iteration_us) {
+    throw InputError(
+        {profile_path_, 0, 0, "cost_model.profile"},
+        expected_found(fmt::format("op prices under {:g} us", k_max_iteration_us),
+                       fmt::format("{:.4g} us for {} at batch {:g} and context {:g} (its calls "
+                                   "had batches {} to {}): its fit extrapolates far beyond what "
+                                   "was measured; calibrate from runs that cover these batches",
+                                   us, op->name, batch, context, op->batch_min_seen,
+                                   op->batch_max_seen)));
+  }
+  return us;
 }
 
 std::vector<std::string> CalibratedCostModel::notes() const {
@@ -121,6 +133,14 @@ std::vector<std::string> CalibratedCostModel::notes() const {
           "cost_model.profile: {}: {} of {} distinct calls priced beyond the most attention "
           "context measured ({} pairs; largest {:g}): extrapolated, not measured",
           op.name, use.beyond_context, use.calls, op.context_max_seen, use.largest_context));
+    }
+    for (const std::string& term : op.undetermined_terms) {
+      if (use.calls > 0) {
+        out.push_back(fmt::format(
+            "cost_model.profile: {}: its calibration's calls did not determine the {} term; "
+            "priced without it",
+            op.name, term));
+      }
     }
     for (std::size_t r = 0; r < op.regimes.size(); ++r) {
       if (op.regimes[r].mean_of_calls && use.calls > 0) {

@@ -80,6 +80,19 @@ class ProfileReader {
     return value.get<std::int64_t>();
   }
 
+  std::vector<std::string> terms(const json& object, const std::string& at) const {
+    const json& list = object.at("undetermined_terms");
+    std::vector<std::string> out;
+    const auto known = [](const json& t) {
+      return t.is_string() && (t == "batch" || t == "context" || t == "batch x context");
+    };
+    if (!list.is_array() || !std::all_of(list.begin(), list.end(), known))
+      fail(at, "a list of \"batch\", \"context\" or \"batch x context\"", list.dump());
+    for (const json& t : list)
+      out.push_back(t.get<std::string>());
+    return out;
+  }
+
   OpFit op(const json& value, const std::string& at) const {
     OpFit fit;
     fit.name = text(value, at, "name");
@@ -106,6 +119,8 @@ class ProfileReader {
       fit.in_situ_scale = number(value, at, "in_situ_scale");
     if (value.contains("in_situ_median_ape"))
       fit.in_situ_median_ape = number(value, at, "in_situ_median_ape");
+    if (value.contains("undetermined_terms"))
+      fit.undetermined_terms = terms(value, at + ".undetermined_terms");
     const json& regimes = member(value, at, "regimes");
     if (!regimes.is_array() || regimes.empty())
       fail(at + ".regimes", "a non-empty list of regimes", regimes.dump());
@@ -245,6 +260,8 @@ void CostProfile::write(const std::string& path) const {
                   {"regimes", regimes}};
     if (op.context_max_seen >= 0)
       entry["context_max_seen"] = op.context_max_seen;
+    if (!op.undetermined_terms.empty())
+      entry["undetermined_terms"] = op.undetermined_terms;
     list.push_back(std::move(entry));
   }
   root["ops"] = list;

@@ -45,6 +45,9 @@ struct OpFit {
   // applied), and the fit's median absolute percentage error on those calls; -1: no traces.
   double in_situ_scale = 1;
   double in_situ_median_ape = -1;
+  // Terms of c0 + c1 B + c2 C + c3 B C the calls varied in but did not determine ("batch",
+  // "context", "batch x context"): fitted without them, so the fit is not to trust off its calls.
+  std::vector<std::string> undetermined_terms{};
 
   // Never negative: a fit may dip below zero outside the data.
   double predict_us(double batch, double context) const;
