@@ -136,8 +136,9 @@ TEST(CalibratedCostModel, AnOpPricedPastAnyIterationIsNamed) {
   EXPECT_NE(error.find("p.json: cost_model.profile: expected op prices under 1e+09 us, found"),
             std::string::npos)
       << error;
-  EXPECT_NE(error.find("us for attention at batch 16 and context 160 (its calls had batches 1 to 8)"),
-            std::string::npos)
+  EXPECT_NE(
+      error.find("us for attention at batch 16 and context 160 (its calls had batches 1 to 8)"),
+      std::string::npos)
       << error;
 }
 

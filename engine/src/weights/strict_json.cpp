@@ -186,8 +186,9 @@ float ObjectReader::positive_float(std::string_view key, float fallback) const {
   constexpr auto lowest = static_cast<double>(std::numeric_limits<float>::min());
   constexpr auto highest = static_cast<double>(std::numeric_limits<float>::max());
   if (number < lowest || number > highest) {
-    throw error(key, fmt::format("a positive number a float holds, from {:.2g} to {:.2g}", lowest, highest),
-                describe_json(*find(key)));
+    throw error(
+        key, fmt::format("a positive number a float holds, from {:.2g} to {:.2g}", lowest, highest),
+        describe_json(*find(key)));
   }
   return static_cast<float>(number);
 }

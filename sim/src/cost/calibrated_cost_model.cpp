@@ -106,12 +106,12 @@ double CalibratedCostModel::price(const OpFit* op, double batch, double context)
   if (!std::isfinite(us) || us > k_max_iteration_us) {
     throw InputError(
         {profile_path_, 0, 0, "cost_model.profile"},
-        expected_found(fmt::format("op prices under {:g} us", k_max_iteration_us),
-                       fmt::format("{:.4g} us for {} at batch {:g} and context {:g} (its calls "
-                                   "had batches {} to {}): its fit extrapolates far beyond what "
-                                   "was measured; calibrate from runs that cover these batches",
-                                   us, op->name, batch, context, op->batch_min_seen,
-                                   op->batch_max_seen)));
+        expected_found(
+            fmt::format("op prices under {:g} us", k_max_iteration_us),
+            fmt::format("{:.4g} us for {} at batch {:g} and context {:g} (its calls "
+                        "had batches {} to {}): its fit extrapolates far beyond what "
+                        "was measured; calibrate from runs that cover these batches",
+                        us, op->name, batch, context, op->batch_min_seen, op->batch_max_seen)));
   }
   return us;
 }
