@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <utility>
 
@@ -28,6 +29,7 @@
 #include "exitsim/traces/atomic_output.hpp"
 #include "exitsim/traces/chrome_trace.hpp"
 #include "exitsim/traces/op_trace.hpp"
+#include "exitsim/traces/staged_output_directory.hpp"
 #include "exitsim/traces/token_trace.hpp"
 #include "scenario_options.hpp"
 
@@ -105,15 +107,29 @@ void run_engine(const RunArgs& args) {
     return;
   const std::string out = args.out.empty() ? s.outputs.dir : args.out;
   check_output_directory(out, "outputs.dir");
-  if (!args.profile.empty())
-    create_output_directory(args.profile, "--profile");
-  create_output_directory(out, args.out.empty() ? "outputs.dir" : "--out");
+  // Both folders are written beside their place and moved in once every file is written.
+  // One folder for both when --profile names the output folder itself.
+  std::error_code ec;
+  const bool profile_in_out =
+      !args.profile.empty() && std::filesystem::weakly_canonical(args.profile, ec) ==
+                                   std::filesystem::weakly_canonical(out, ec);
+  std::optional<traces::StagedOutputDirectory> profile_dir;
+  if (!args.profile.empty() && !profile_in_out)
+    profile_dir.emplace(args.profile, "--profile");
+  traces::StagedOutputDirectory out_dir(out, args.out.empty() ? "outputs.dir" : "--out");
   write_token_trace(run, s.exit_policy.kind,
-                    (std::filesystem::path(out) / "token_trace.csv").string());
+                    (std::filesystem::path(out_dir.staging()) / "token_trace.csv").string());
+  const std::size_t ops = profiler.size() + device_rows.size();
+  if (!args.profile.empty()) {
+    write_profile(profiler, run, *loaded->model,
+                  profile_dir ? profile_dir->staging() : out_dir.staging(), conditions,
+                  std::move(device_rows));
+  }
+  if (profile_dir)
+    profile_dir->commit();
+  out_dir.commit();
   fmt::print("wrote      {}/token_trace.csv\n", out);
   if (!args.profile.empty()) {
-    const std::size_t ops = profiler.size() + device_rows.size();
-    write_profile(profiler, run, *loaded->model, args.profile, conditions, std::move(device_rows));
     fmt::print("speed      probe {:.1f} us before the run, {:.1f} us after ({:+.1f}%)\n",
                conditions.probe_start.median_us, conditions.probe_end.median_us,
                100 * (conditions.probe_end.median_us / conditions.probe_start.median_us - 1));

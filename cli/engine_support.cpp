@@ -350,19 +350,9 @@ void check_output_directory(const std::string& path, const std::string& option) 
   }
 }
 
-void create_output_directory(const std::string& path, const std::string& option) {
-  std::error_code error;
-  std::filesystem::create_directories(path, error);
-  if (error) {
-    throw InputError({path, 0, 0, option},
-                     expected_found("a directory that can be created", error.message()));
-  }
-}
-
 void write_profile(const profiler::HostProfiler& profiler, const engine::EngineRun& run,
                    const engine::Backend& backend, const std::string& dir,
                    const RunConditions& conditions, std::vector<traces::OpTraceRow> device_rows) {
-  create_output_directory(dir, "--profile");
   write_run_description(backend, conditions, (std::filesystem::path(dir) / "run.json").string());
   write_steps(run, (std::filesystem::path(dir) / "steps.csv").string());
   const std::string csv = (std::filesystem::path(dir) / "op_trace.csv").string();

@@ -87,8 +87,6 @@ std::string omp_wait_policy();
 // Refuses, before any work, an output folder that cannot be made: one of its existing ancestors
 // (or the path itself) is not a directory. `option` names it ("--out").
 void check_output_directory(const std::string& path, const std::string& option);
-// Creates the folder, or says in one line why it cannot.
-void create_output_directory(const std::string& path, const std::string& option);
 // The build that measured: compiler, optimisation and sanitizers ("g++ 12.2.0, optimised"). A
 // debug or sanitized build times the engine several times slower: run.json and the profile
 // record it, and `validate` refuses a profile of another build.

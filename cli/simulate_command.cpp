@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <optional>
 
 #include "commands.hpp"
 #include "exitsim/core/error.hpp"
@@ -13,6 +14,7 @@
 #include "exitsim/sim/simulator.hpp"
 #include "exitsim/sim/workload/workload.hpp"
 #include "exitsim/traces/atomic_output.hpp"
+#include "exitsim/traces/staged_output_directory.hpp"
 #include "scenario_options.hpp"
 
 namespace exitsim::cli {
@@ -75,57 +77,6 @@ void print_setup(const scenario::Scenario& s) {
       g.cost_model.kind, s.exit_policy.kind, s.sync.strategy);
 }
 
-// Removes the folders this run created for its outputs (the target and any missing parents) on
-// failure, or on SIGINT/SIGTERM/SIGHUP, when they are left empty, so a failed or interrupted run
-// leaves nothing behind.
-class OutputDirectory {
- public:
-  explicit OutputDirectory(std::string path) : path_(std::move(path)) {
-    if (path_.empty())
-      return;
-    // The folders about to be made, deepest first.
-    std::error_code error;
-    for (std::filesystem::path at = std::filesystem::absolute(path_, error);
-         !at.empty() && !std::filesystem::exists(at, error) && at != at.parent_path();
-         at = at.parent_path()) {
-      made_.push_back(at.string());
-    }
-    std::filesystem::create_directories(path_, error);
-    if (error) {
-      remove_empty_made();
-      throw InputError({path_, 0, 0, "--out"},
-                       expected_found("a directory that can be created", error.message()));
-    }
-    for (const std::string& dir : made_)
-      guards_.push_back(std::make_unique<traces::CreatedDirectoryGuard>(dir));
-  }
-  ~OutputDirectory() {
-    if (!kept_)
-      remove_empty_made();
-  }
-  void keep() {
-    kept_ = true;
-    for (const auto& guard : guards_)
-      guard->release();
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  void remove_empty_made() {
-    for (const std::string& dir : made_) {
-      std::error_code ignored;
-      if (!std::filesystem::is_empty(dir, ignored) || ignored)
-        break;
-      std::filesystem::remove(dir, ignored);
-    }
-  }
-
-  std::string path_;
-  std::vector<std::string> made_;  // deepest first
-  std::vector<std::unique_ptr<traces::CreatedDirectoryGuard>> guards_;
-  bool kept_ = false;
-};
-
 struct SimulateArgs {
   ScenarioOptions scenario;
   std::string out_dir;  // overrides outputs.dir
@@ -167,8 +118,13 @@ void simulate(const SimulateArgs& args) {
   }
   std::fflush(stdout);
 
-  OutputDirectory out(args.no_output ? "" : (args.out_dir.empty() ? s.outputs.dir : args.out_dir));
-  const sim::SimulationConfig config = sim::simulation_config_from(s, out.path());
+  // Outputs are written beside the folder and moved into it when the run succeeds.
+  std::optional<traces::StagedOutputDirectory> out;
+  if (!args.no_output) {
+    out.emplace(args.out_dir.empty() ? s.outputs.dir : args.out_dir,
+                args.out_dir.empty() ? "outputs.dir" : "--out");
+  }
+  const sim::SimulationConfig config = sim::simulation_config_from(s, out ? out->staging() : "");
   const auto workload = sim::make_workload(s.workload, s.seed);
 
   sim::ProgressCallback progress;
@@ -187,13 +143,14 @@ void simulate(const SimulateArgs& args) {
   if (args.baseline) {
     print_speedup(result.summary, run_full_depth_baseline(s).summary);
   }
-  if (!out.path().empty()) {
+  if (out) {
     if (s.outputs.summary_json) {
-      traces::write_file_atomically((std::filesystem::path(out.path()) / "summary.json").string(),
-                                    sim::summary_to_json(result.summary));
+      traces::write_file_atomically(
+          (std::filesystem::path(out->staging()) / "summary.json").string(),
+          sim::summary_to_json(result.summary));
     }
-    fmt::print("outputs in {}/\n", out.path());
-    out.keep();
+    out->commit();
+    fmt::print("outputs in {}/\n", out->target());
   }
 }
 

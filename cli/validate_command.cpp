@@ -20,6 +20,7 @@
 #include "exitsim/sim/simulator.hpp"
 #include "exitsim/sim/workload/workload.hpp"
 #include "exitsim/traces/atomic_output.hpp"
+#include "exitsim/traces/staged_output_directory.hpp"
 #include "exitsim/traces/token_trace.hpp"
 
 namespace exitsim::cli {
@@ -197,7 +198,9 @@ void run_validate(const ValidateArgs& args) {
                                     "from runs of this exitsim)",
                                     "none"));
   }
-  create_output_directory(args.out, "--out");
+  // Written beside the folder, moved into it once validation.json is written.
+  traces::StagedOutputDirectory out(args.out, "--out");
+  const std::filesystem::path staging(out.staging());
 
   analysis::SpeedCheck speed;
   speed.calibration_us = profile.source.speed_probe_us;
@@ -215,8 +218,7 @@ void run_validate(const ValidateArgs& args) {
     options.overrides.push_back("sync.strategy=" + strategy);
     const scenario::Scenario s = options.load();
     const std::vector<engine::EngineRequest> requests = engine_requests(s, corpus);
-    const std::string token_trace =
-        (std::filesystem::path(args.out) / (strategy + "_token_trace.csv")).string();
+    const std::string token_trace = (staging / (strategy + "_token_trace.csv")).string();
     const engine::EngineOptions options_measured = measured_options(s, requests);
     warm_up_engine(*loaded->model, requests, options_measured, warmup);
     const sim::CalibratedCostModel priced(profile, args.profile, loaded->config.shape);
@@ -255,13 +257,15 @@ void run_validate(const ValidateArgs& args) {
   }
   speed.end_us = engine::speed_probe(*loaded->model).median_us;
   fmt::print("speed      {}\n", speed.describe());
-  const std::string csv = (std::filesystem::path(args.out) / "validation.csv").string();
+  const std::string csv = (staging / "validation.csv").string();
   traces::write_file_atomically(csv, analysis::validation_csv(results));
-  const std::string json = (std::filesystem::path(args.out) / "validation.json").string();
+  const std::string json = (staging / "validation.json").string();
   const analysis::ValidationConditions conditions{loaded->model->hardware(), args.repeat, warmup,
                                                   omp_wait_policy(), speed};
   traces::write_file_atomically(json, analysis::validation_json(results, conditions));
-  fmt::print("wrote      {} and validation.json\n", csv);
+  out.commit();
+  fmt::print("wrote      {} and validation.json\n",
+             (std::filesystem::path(args.out) / "validation.csv").string());
 }
 
 }  // namespace

@@ -233,7 +233,7 @@ TEST_F(Cli, UnusableOutputDirectoryIsAUserError) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.err,
             "exitsim: error: " + blocker.string() +
-                ": --out: expected a directory that can be created, found Not a directory\n");
+                ": --out: expected a directory that can be created, found a file\n");
 }
 
 }  // namespace

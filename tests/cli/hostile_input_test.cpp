@@ -181,19 +181,22 @@ TEST_F(Cli, ReportReadsWithoutWritingAndRefusesEmptyInputs) {
 }
 
 // Point 4 of issue 19 and D19: an interrupted simulate left hundreds of MB of .tmp files (and
-// the folders it made). SIGINT and SIGTERM now remove them; a kill -9 cannot, so the temporary
-// files carry the run's pid and the next run into the folder removes them and says so.
+// the folders it made). Outputs are now written in a staging folder beside the target
+// (`<out>.exitsim-<pid>.tmp`) and moved in when the run succeeds. SIGINT and SIGTERM remove the
+// staging folder; a kill -9 cannot, so it carries the run's pid and the next run beside it
+// removes it and says so. Either way the target holds no file of the interrupted run.
 class CrashSafety : public Cli {
  protected:
-  // Starts a long simulate into `out`, waits until its temporary file exists, sends `signal` and
-  // waits for the run to end; 0 when the temporary file was there before the signal.
+  // Starts a long simulate into `out`, waits until a temporary file exists in its staging
+  // folder, sends `signal` and waits for the run to end; 0 when the file was there before the
+  // signal.
   int interrupt(const fs::path& out, const std::string& signal) const {
     const std::string command =
         "cd '" + std::string(EXITSIM_SOURCE_DIR) + "' && ('" + std::string(EXITSIM_CLI_PATH) +
         "' simulate --set workload.requests=3000000 --set outputs.timeline=true --out '" +
         out.string() + "' > /dev/null 2>&1 & pid=$!; seen=1; for i in $(seq 1 200); do ls '" +
-        out.string() + "' 2>/dev/null | grep -q exitsim- && { seen=0; break; }; sleep 0.05; " +
-        "done; kill -" + signal + " $pid; wait $pid; exit $seen)";
+        out.string() + "'.exitsim-$pid.tmp 2>/dev/null | grep -q exitsim- && { seen=0; break; }; " +
+        "sleep 0.05; done; kill -" + signal + " $pid; wait $pid; exit $seen)";
     const int status = std::system(command.c_str());
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   }
@@ -212,28 +215,55 @@ TEST_F(CrashSafety, SigintAndSigtermLeaveNothingBehind) {
     ASSERT_EQ(interrupt(out, signal), 0);
     EXPECT_FALSE(fs::exists(dir_ / "made")) << signal;  // the folders it made, emptied, removed
   }
-  // A folder that was there before is kept, emptied of the run's temporary files.
+  // A folder that was there before is kept as it was, and nothing is left beside it.
   const fs::path kept = dir_ / "kept";
   fs::create_directories(kept);
   file("kept/mine.txt", "a user's file");
   ASSERT_EQ(interrupt(kept, "TERM"), 0);
   EXPECT_EQ(entries(kept), std::vector<std::string>{"mine.txt"});
+  EXPECT_EQ(entries(dir_), std::vector<std::string>{"kept"});
 }
 
 TEST_F(CrashSafety, TheNextRunRemovesWhatAKilledRunLeft) {
   const fs::path out = dir_ / "out";
   ASSERT_EQ(interrupt(out, "KILL"), 0);
-  const std::vector<std::string> left = entries(out);
-  ASSERT_FALSE(left.empty());
-  for (const std::string& name : left)
-    EXPECT_NE(name.find(".exitsim-"), std::string::npos) << name;
+  EXPECT_FALSE(fs::exists(out));  // nothing of the run in the target
+  std::vector<std::string> left;
+  for (const std::string& name : entries(dir_)) {
+    if (name.starts_with("out.exitsim-"))
+      left.push_back(name);
+  }
+  ASSERT_EQ(left.size(), 1U);
   const Result next = run("simulate --set workload.requests=20 --out '" + out.string() + "'");
   ASSERT_EQ(next.exit_code, 0) << next.err;
-  EXPECT_NE(next.err.find("exitsim: note: removed " + (out / left.front()).string() +
+  EXPECT_NE(next.err.find("exitsim: note: removed " + (dir_ / left.front()).string() +
                           ", left by an interrupted run (pid "),
             std::string::npos)
       << next.err;
   EXPECT_EQ(entries(out), (std::vector<std::string>{"requests.csv", "summary.json"}));
+  EXPECT_FALSE(fs::exists(dir_ / left.front()));
+}
+
+// Per-file renames left a killed run's finished files beside an older run's: a folder of two
+// runs. Killed midway, a run now leaves the folder byte for byte as the older run left it; a
+// run that succeeds replaces its own files and leaves the user's alone.
+TEST_F(CrashSafety, AKilledRunLeavesTheOlderRunsOutputsWhole) {
+  const fs::path out = dir_ / "out";
+  const Result first = run("simulate --set workload.requests=20 --out '" + out.string() + "'");
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  file("out/mine.txt", "a user's file");
+  const std::string requests = slurp(out / "requests.csv");
+  const std::string summary = slurp(out / "summary.json");
+  ASSERT_EQ(interrupt(out, "KILL"), 0);
+  EXPECT_EQ(entries(out), (std::vector<std::string>{"mine.txt", "requests.csv", "summary.json"}));
+  EXPECT_EQ(slurp(out / "requests.csv"), requests);
+  EXPECT_EQ(slurp(out / "summary.json"), summary);
+
+  const Result again = run("simulate --set workload.requests=30 --out '" + out.string() + "'");
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(entries(out), (std::vector<std::string>{"mine.txt", "requests.csv", "summary.json"}));
+  EXPECT_NE(slurp(out / "requests.csv"), requests);
+  EXPECT_EQ(slurp(out / "mine.txt"), "a user's file");
 }
 
 // D21: a NUL after a JSON object ended the text for nlohmann, so what followed was ignored; a

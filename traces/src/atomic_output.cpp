@@ -1,7 +1,9 @@
 #include "exitsim/traces/atomic_output.hpp"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -10,6 +12,7 @@
 #include <cerrno>
 #include <charconv>
 #include <csignal>
+#include <cstdint>
 #include <filesystem>
 #include <stdexcept>
 #include <utility>
@@ -39,10 +42,54 @@ std::array<std::atomic<const char*>, k_signal_slots> g_open_temporaries{};
 constexpr int k_directory_slots = 8;
 std::array<std::atomic<const char*>, k_directory_slots> g_created_directories{};
 
+// Staging folders of this run's outputs: emptied and removed by the handler.
+constexpr int k_staging_slots = 4;
+std::array<std::atomic<const char*>, k_staging_slots> g_staging_directories{};
+
+// getdents64's record (the kernel's layout; glibc has no async-signal-safe readdir).
+struct KernelDirent {
+  std::uint64_t inode;
+  std::int64_t offset;
+  unsigned short length;
+  unsigned char type;
+  char name[1];
+};
+
+// Unlinks the files of `dir` and removes it, with async-signal-safe calls only. Passes repeat
+// while they remove something, since unlinking during a listing may hide later entries.
+void empty_and_remove(const char* dir) {
+  alignas(8) static char buffer[8192];
+  for (int pass = 0; pass < 64; ++pass) {
+    const int fd = ::open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+      return;
+    bool removed = false;
+    for (long got; (got = ::syscall(SYS_getdents64, fd, buffer, sizeof buffer)) > 0;) {
+      for (long at = 0; at < got;) {
+        const auto* entry = reinterpret_cast<const KernelDirent*>(buffer + at);
+        const bool dots =
+            entry->name[0] == '.' &&
+            (entry->name[1] == '\0' || (entry->name[1] == '.' && entry->name[2] == '\0'));
+        if (!dots && ::unlinkat(fd, entry->name, 0) == 0)
+          removed = true;
+        at += entry->length;
+      }
+    }
+    ::close(fd);
+    if (!removed)
+      break;
+  }
+  ::rmdir(dir);
+}
+
 extern "C" void remove_temporaries_and_reraise(int signal_number) {
   for (std::atomic<const char*>& slot : g_open_temporaries) {
     if (const char* path = slot.load(); path != nullptr)
       ::unlink(path);
+  }
+  for (std::atomic<const char*>& slot : g_staging_directories) {
+    if (const char* path = slot.load(); path != nullptr)
+      empty_and_remove(path);
   }
   for (std::atomic<const char*>& slot : g_created_directories) {
     if (const char* path = slot.load(); path != nullptr)
@@ -84,6 +131,19 @@ void unregister_temporary(int slot) {
   if (slot >= 0)
     g_open_temporaries[static_cast<std::size_t>(slot)].store(nullptr);
 }
+
+}  // namespace
+
+int register_staging_directory(const char* path) {
+  return register_in(g_staging_directories, path);
+}
+
+void unregister_staging_directory(int slot) {
+  if (slot >= 0)
+    g_staging_directories[static_cast<std::size_t>(slot)].store(nullptr);
+}
+
+namespace {
 
 // The pid in "<name>.exitsim-<pid>.tmp", or 0 when `name` is not such a file.
 pid_t temporary_owner(const std::string& name) {
@@ -205,7 +265,8 @@ std::vector<std::string> remove_stale_temporaries(const std::string& dir) {
     if (owner == 0 || owner == ::getpid() || detail::process_running(owner))
       continue;
     std::error_code removing;
-    if (std::filesystem::remove(it->path(), removing)) {
+    // A staging folder (StagedOutputDirectory) goes with what the dead run had written in it.
+    if (std::filesystem::remove_all(it->path(), removing) > 0 && !removing) {
       removed.push_back(it->path().string());
       fmt::print(stderr, "exitsim: note: removed {}, left by an interrupted run (pid {})\n",
                  it->path().string(), owner);

@@ -57,6 +57,11 @@ class AtomicOutputFile {
   bool finished_ = false;
 };
 
+// Staging folders (StagedOutputDirectory) the signal handler empties and removes; -1: no slot
+// was free (the next run's stale sweep still finds the folder).
+int register_staging_directory(const char* path);
+void unregister_staging_directory(int slot);
+
 }  // namespace exitsim::traces::detail
 
 namespace exitsim::traces {
@@ -80,8 +85,9 @@ class CreatedDirectoryGuard {
   int slot_ = -1;
 };
 
-// Removes the temporary files of exitsim runs that are no longer running from `dir`; returns
-// their paths (each is also named on stderr as a note). Called by every AtomicOutputFile.
+// Removes the temporary files and staging folders of exitsim runs that are no longer running
+// from `dir`; returns their paths (each is also named on stderr as a note). Called by every
+// AtomicOutputFile and StagedOutputDirectory.
 std::vector<std::string> remove_stale_temporaries(const std::string& dir);
 
 }  // namespace exitsim::traces
