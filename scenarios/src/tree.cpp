@@ -5,6 +5,7 @@
 #include <yaml-cpp/parser.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <optional>
 #include <sstream>
 
@@ -160,6 +161,21 @@ class TreeBuilder : public YAML::EventHandler {
 std::optional<Node> parse_one_document(std::string_view text, const std::string& file,
                                        const SourceLocation& start,
                                        const SourceLocation& error_place) {
+  // YAML allows no NUL byte, and yaml-cpp misreads one: a leading NUL made the file UTF-16, a
+  // later one an "unknown escape character", and one inside quotes was kept in the value.
+  if (const std::size_t nul = text.find('\0'); nul != std::string_view::npos) {
+    SourceLocation where = error_place;
+    if (file != "--set") {
+      const std::string_view before = text.substr(0, nul);
+      const std::size_t line_start = before.rfind('\n');
+      where = SourceLocation{
+          file, static_cast<std::int64_t>(std::count(before.begin(), before.end(), '\n')) + 1,
+          static_cast<std::int64_t>(line_start == std::string_view::npos ? nul + 1
+                                                                         : nul - line_start),
+          ""};
+    }
+    throw InputError(where, expected_found("YAML text", "a NUL byte"));
+  }
   std::istringstream stream{std::string(text)};
   YAML::Parser parser(stream);
   TreeBuilder builder(file, start, error_place);
@@ -178,7 +194,10 @@ std::optional<Node> parse_one_document(std::string_view text, const std::string&
     SourceLocation where = error_place;
     if (file != "--set")
       where = SourceLocation{file, e.mark.line + 1, e.mark.column + 1, ""};
-    throw InputError(where, file == "--set" ? "invalid YAML value: " + e.msg : e.msg);
+    // yaml-cpp's own words ("end of map flow not found") name the fault, not what was wanted.
+    throw InputError(
+        where, expected_found(file == "--set" ? "a well-formed YAML value" : "well-formed YAML",
+                              "a syntax error (" + e.msg + ")"));
   }
   return std::move(builder.root());
 }

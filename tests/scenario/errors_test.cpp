@@ -165,7 +165,8 @@ const BadInput k_bad_inputs[] = {
     {"DuplicateKey", "seed: 1\nname: a\nseed: 2\n",
      "s.yaml:3:1: duplicate key \"seed\" (first given on line 1)"},
     {"MalformedYaml", "scheduler:\n  max_running: [1,\n",
-     "s.yaml:3:1: end of sequence flow not found"},
+     "s.yaml:3:1: expected well-formed YAML, found a syntax error (end of sequence flow not "
+     "found)"},
     {"NotAMapping", "- a\n- b\n",
      "s.yaml:1:1: expected a mapping of scenario sections (name: ..., model: ...), found a list"},
     {"ScalarDocument", "hello\n",
@@ -207,7 +208,8 @@ TEST(BadOverride, PathBelowAValue) {
 
 TEST(BadOverride, MalformedValue) {
   EXPECT_EQ(error_of("", {"sweep=[1,"}),
-            "--set: sweep: invalid YAML value: end of sequence flow not found");
+            "--set: sweep: expected a well-formed YAML value, found a syntax error (end of "
+            "sequence flow not found)");
 }
 
 TEST(BadOverride, GroupKeyOutsideItsSections) {

@@ -177,13 +177,14 @@ TEST(TokenTrace, MalformedRowsNameLineAndColumn) {
   EXPECT_EQ(read_error(k_head + "1,2,3,4,0.5,confidence,0,99999999999999999999\n"),
             "t.csv:3:26: time_ns: expected a non-negative integer that fits in 64 bits, found "
             "\"99999999999999999999\"");
-  EXPECT_EQ(read_error(k_head + "1,2,3,4,0.5,\"confidence,0,1\n"),
-            "t.csv:3:13: unterminated quoted field at end of file");
+  EXPECT_EQ(
+      read_error(k_head + "1,2,3,4,0.5,\"confidence,0,1\n"),
+      "t.csv:3:13: expected a closing quote for this quoted field, found the end of the file");
   EXPECT_EQ(read_error(k_head + "1,2,3,4,0.5,\"conf\"x,0,1\n"),
             "t.csv:3:19: expected ',' after a closing quote, found \"x\"");
   EXPECT_EQ(read_error(k_head + "1,2,3,4,0.5,con\"f,0,1\n"),
-            "t.csv:3:13: a quote inside an unquoted field (quote the whole field and double the "
-            "quote)");
+            "t.csv:3:13: expected a quote only inside a quoted field (quote the whole field and "
+            "double the quote), found one in an unquoted field");
 }
 
 TEST(TokenTrace, ReaderOfMissingFileNamesIt) {

@@ -69,4 +69,8 @@ std::optional<TokenTraceRow> TokenTraceReader::next() {
   return row;
 }
 
+std::int64_t TokenTraceReader::line() const {
+  return csv_->record_line();
+}
+
 }  // namespace exitsim::traces

@@ -157,7 +157,9 @@ bool CsvRecordReader::next(std::vector<CsvField>& fields) {
           field.text.append(line_, pos, std::string::npos);
           field.text += '\n';
           if (!read_physical_line(line_)) {
-            throw error(field.column, "", "unterminated quoted field at end of file");
+            throw error(
+                field.column, "",
+                expected_found("a closing quote for this quoted field", "the end of the file"));
           }
           pos = 0;
           continue;
@@ -179,9 +181,10 @@ bool CsvRecordReader::next(std::vector<CsvField>& fields) {
       const std::size_t comma = std::min(line_.find(',', pos), line_.size());
       field.text.assign(line_, pos, comma - pos);
       if (field.text.find('"') != std::string::npos) {
-        throw error(
-            field.column, "",
-            "a quote inside an unquoted field (quote the whole field and double the quote)");
+        throw error(field.column, "",
+                    expected_found("a quote only inside a quoted field (quote the whole field "
+                                   "and double the quote)",
+                                   "one in an unquoted field"));
       }
       pos = comma;
     }

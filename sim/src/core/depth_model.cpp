@@ -23,11 +23,27 @@ policy::SyncStrategy strategy_from(const scenario::SyncConfig& sync) {
   return *strategy;
 }
 
-policy::ExitLookup token_trace_lookup(const std::string& path) {
+// Every row is checked against the model when the trace is read, so that a trace of another
+// model is refused naming its line whatever the workload replays (a token the run never reaches
+// went unchecked), and a trace without rows, which would replay nothing, is refused.
+policy::ExitLookup token_trace_lookup(const std::string& path, const DepthStructure& depth) {
+  const auto last_exit = static_cast<int>(depth.effective_exit_points().size()) - 1;
   auto exits = std::make_shared<std::map<std::pair<std::uint64_t, std::int64_t>, int>>();
   traces::TokenTraceReader reader(path);
-  while (auto row = reader.next())
+  while (auto row = reader.next()) {
+    if (row->exit_point > last_exit) {
+      throw InputError({path, reader.line(), 0, "exit_point"},
+                       expected_found(fmt::format("an exit point index in [0, {}] (the model has "
+                                                  "{} exit points)",
+                                                  last_exit, last_exit + 1),
+                                      std::to_string(row->exit_point)));
+    }
     (*exits)[{row->request_id, row->position}] = row->exit_point;
+  }
+  if (exits->empty()) {
+    throw InputError({path, 0, 0, ""},
+                     expected_found("at least one token row to replay", "a header and no rows"));
+  }
   return [exits](RequestId request, std::int64_t position) -> std::optional<int> {
     const auto found = exits->find({request.value, position});
     if (found == exits->end())
@@ -44,7 +60,7 @@ policy::ExitPolicyParams exit_params(const scenario::ExitPolicyConfig& config,
     params.probabilities = measured_exit_distribution(config, strategy, depth);
     params.position_buckets.clear();
   } else if (config.kind == "replay") {
-    params.replay_lookup = token_trace_lookup(config.token_trace);
+    params.replay_lookup = token_trace_lookup(config.token_trace, depth);
   }
   return params;
 }

@@ -158,6 +158,9 @@ class ProfileReader {
       fail("cost_model.profile", "a readable cost profile", "a path that cannot be opened");
     const std::string content((std::istreambuf_iterator<char>(in)),
                               std::istreambuf_iterator<char>());
+    // nlohmann stops at a NUL as at the end: bytes after one would be ignored without a word.
+    if (const std::size_t nul = content.find('\0'); nul != std::string::npos)
+      fail("", "a JSON cost profile", fmt::format("a NUL byte at byte {}", nul + 1));
     json root;
     try {
       root = json::parse(content);

@@ -78,6 +78,8 @@ class TokenTraceReader {
   TokenTraceReader& operator=(const TokenTraceReader&) = delete;
 
   std::optional<TokenTraceRow> next();
+  // The line the row next() last returned starts on (1-based), for errors about its values.
+  std::int64_t line() const;
 
  private:
   std::unique_ptr<detail::CsvRecordReader> csv_;
