@@ -54,8 +54,10 @@ void run_report(const ReportArgs& args) {
     in.profile = sim::CostProfile::read(args.profile);
   if (!args.validation.empty())
     in.validation_json = read_whole(args.validation, "--validation");
+  in.validation_path = args.validation;
   if (!args.plan.empty())
     in.plan_json = read_whole(args.plan, "--plan");
+  in.plan_path = args.plan;
   if (args.quality_metric == "agreement") {
     in.quality_objective = {"top1_agreement", true};
   } else if (args.quality_metric != "nll") {

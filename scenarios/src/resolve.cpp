@@ -278,6 +278,13 @@ void set_path(Node& root, const std::string& path, Node value, const SourceLocat
           near.empty() ? "expected " + one_of(names) : fmt::format("did you mean \"{}\"?", near);
       fail(key_loc, path, fmt::format("unknown key \"{}\"; {}", name, hint));
     }
+    // A section the file left empty becomes one; a list or a value the file gave where a
+    // section belongs stays the file's error, not silently replaced by the command line's key.
+    if (node->kind == Node::Kind::scalar || node->kind == Node::Kind::list) {
+      SourceLocation at = node->loc;
+      at.field = parent;
+      throw InputError(at, expected_found("a mapping", describe(*node)));
+    }
     if (node->kind != Node::Kind::map) {
       *node = Node{};
       node->kind = Node::Kind::map;

@@ -59,6 +59,43 @@ TEST_F(Cli, JsonNumberOverflowNamesTheFile) {
                         "expected valid JSON, found number overflow parsing '1e400'");
 }
 
+// A NUL ended the text for nlohmann, so a JSON input with bytes after one was read as its part
+// before it: calibrate wrote a profile from such a run.json, and report took such a plan. Each
+// names its file now (report named only --plan before).
+TEST_F(Cli, JsonInputsWithANulByteAreRefusedNamingTheFile) {
+  const std::string with_nul = std::string("{\"format\": \"exitsim-plan v1\"}\0garbage", 38);
+  const fs::path plan = file("plan.json", with_nul);
+  const fs::path db = dir_ / "s.db";
+  ASSERT_EQ(run("sweep --set 'sweep=[{key: seed, values: [1]}]' --set workload.requests=5 --db '" +
+                db.string() + "'")
+                .exit_code,
+            0);
+  expect_one_line_error(run("report --db '" + db.string() + "' --plan '" + plan.string() +
+                            "' -o '" + (dir_ / "r.html").string() + "'"),
+                        plan.string() + ":", "expected JSON, found a NUL byte at byte 30");
+  const fs::path other = file("other.json", "{\"format\": \"x\"}");
+  expect_one_line_error(run("report --db '" + db.string() + "' --validation '" + other.string() +
+                            "' -o '" + (dir_ / "r.html").string() + "'"),
+                        other.string() + ":",
+                        "--validation: format: expected \"exitsim-validation v1\"");
+  EXPECT_FALSE(fs::exists(dir_ / "r.html"));
+
+  const std::string model = random_model_and_text("the quick brown fox jumps over it. ", 40);
+  ASSERT_EQ(run("engine run " + model +
+                " --threads 1 --set workload.requests=2 --set "
+                "'workload.input_tokens={dist: fixed, value: 8}' --set "
+                "'workload.output_tokens={dist: fixed, value: 4}' --profile '" +
+                (dir_ / "prof").string() + "' --out '" + (dir_ / "run").string() + "'")
+                .exit_code,
+            0);
+  const fs::path run_json = dir_ / "prof" / "run.json";
+  file("prof/run.json", slurp(run_json) + std::string("\0{}", 3));
+  expect_one_line_error(run("calibrate '" + (dir_ / "prof" / "op_trace.csv").string() + "' -o '" +
+                            (dir_ / "p.json").string() + "' --force"),
+                        run_json.string() + ":", "expected JSON, found a NUL byte at byte");
+  EXPECT_FALSE(fs::exists(dir_ / "p.json"));
+}
+
 // D4: per-op prices past int64 nanoseconds wrapped to 1 ns; the run reported 0 ms TPOT, exit 0.
 TEST_F(Cli, PricesBeyondAnyIterationAreRefusedNotWrapped) {
   const fs::path table = file("t.csv",

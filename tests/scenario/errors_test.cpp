@@ -206,6 +206,19 @@ TEST(BadOverride, PathBelowAValue) {
             "--set: seed.x: \"seed\" is integer, not a section; set it as a whole");
 }
 
+// A --set below a section the file gave as a list or a value used to replace it silently, so a
+// scenario the loader refuses alone ran once any key of that section was set.
+TEST(BadOverride, BelowASectionTheFileGaveAsAListOrValue) {
+  EXPECT_EQ(error_of("workload: [1, 2]\n", {"workload.requests=10"}),
+            "s.yaml:1:11: workload: expected a mapping, found a list");
+  EXPECT_EQ(error_of("workload: 5\n", {"workload.requests=10"}),
+            "s.yaml:1:11: workload: expected a mapping, found \"5\"");
+  EXPECT_EQ(error_of("name: x\n", {"workload=5", "workload.requests=10"}),
+            "--set: workload: expected a mapping, found \"5\"");
+  // A section the file left empty takes the key.
+  EXPECT_EQ(error_of("workload:\n", {"workload.requests=10"}), "no error");
+}
+
 TEST(BadOverride, MalformedValue) {
   EXPECT_EQ(error_of("", {"sweep=[1,"}),
             "--set: sweep: expected a well-formed YAML value, found a syntax error (end of "

@@ -15,6 +15,7 @@
 #include "exitsim/analysis/calibrate.hpp"
 #include "exitsim/core/error.hpp"
 #include "exitsim/traces/engine_ops.hpp"
+#include "exitsim/traces/json_document.hpp"
 #include "exitsim/traces/op_grid.hpp"
 #include "exitsim/traces/op_trace.hpp"
 #include "parts.hpp"
@@ -46,16 +47,7 @@ sim::ProfileSource read_run_description(const std::string& op_trace_path) {
                                     "no readable file"));
   }
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  nlohmann::json root;
-  try {
-    root = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw InputError({path, 0, 0, ""},
-                     expected_found("JSON", fmt::format("invalid JSON at byte {}", e.byte)));
-  } catch (const nlohmann::json::exception& e) {  // 1e400: nlohmann's out_of_range
-    throw InputError({path, 0, 0, ""}, expected_found("JSON numbers within the range of a double",
-                                                      library_message(e)));
-  }
+  const nlohmann::json root = traces::parse_json_document(text, path, "JSON");
   sim::ProfileSource source;
   const auto field = [&](const char* key) {
     if (!root.is_object() || !root.contains(key) || !root[key].is_string())

@@ -13,6 +13,7 @@
 #include "exitsim/analysis/svg_chart.hpp"
 #include "exitsim/core/error.hpp"
 #include "exitsim/traces/engine_ops.hpp"
+#include "exitsim/traces/json_document.hpp"
 #include "report_parts.hpp"
 
 namespace exitsim::analysis {
@@ -53,20 +54,13 @@ double run_metric(const RunMetrics& m, const std::string& name) {
   return it->second;
 }
 
-json parse_input(const std::string& text, const char* what, const char* format) {
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw InputError({what, 0, 0, ""},
-                     expected_found("JSON", fmt::format("invalid JSON at byte {}", e.byte)));
-  } catch (const json::exception& e) {  // 1e400: nlohmann's out_of_range
-    throw InputError({what, 0, 0, ""}, expected_found("JSON numbers within the range of a double",
-                                                      library_message(e)));
-  }
+json parse_input(const std::string& text, const std::string& path, const char* what,
+                 const char* format) {
+  const std::string file = path.empty() ? std::string(what) : path;
+  const json j = traces::parse_json_document(text, file, "JSON");
   if (!j.is_object() || !j.contains("format") || j["format"] != format)
     throw InputError(
-        {what, 0, 0, "format"},
+        {file, 0, 0, path.empty() ? "format" : std::string(what) + ": format"},
         expected_found(fmt::format("\"{}\"", format),
                        j.is_object() && j.contains("format") ? j["format"].dump() : "none"));
   return j;
@@ -333,7 +327,7 @@ Report build_report(const ReportInputs& in) {
     r.notes.push_back("no capacity plan: give --plan with the JSON of `exitsim plan -o`");
     body += section("Capacity", empty_note(r.notes.back()));
   } else {
-    const json plan_doc = parse_input(in.plan_json, "--plan", "exitsim-plan v1");
+    const json plan_doc = parse_input(in.plan_json, in.plan_path, "--plan", "exitsim-plan v1");
     std::vector<std::pair<std::string, double>> bars;
     std::vector<std::vector<std::string>> rows;
     for (const json& c : plan_doc["candidates"]) {
@@ -391,7 +385,8 @@ Report build_report(const ReportInputs& in) {
     r.notes.push_back("no validation: give --validation with `exitsim validate`'s JSON");
     body += section("Validation against the engine", empty_note(r.notes.back()));
   } else {
-    const json v = parse_input(in.validation_json, "--validation", "exitsim-validation v1");
+    const json v = parse_input(in.validation_json, in.validation_path, "--validation",
+                               "exitsim-validation v1");
     body += validation_section(v);
     out["validation"] = v;
   }

@@ -10,6 +10,7 @@
 
 #include "exitsim/core/error.hpp"
 #include "exitsim/traces/atomic_output.hpp"
+#include "exitsim/traces/json_document.hpp"
 
 namespace exitsim::sim {
 
@@ -158,17 +159,7 @@ class ProfileReader {
       fail("cost_model.profile", "a readable cost profile", "a path that cannot be opened");
     const std::string content((std::istreambuf_iterator<char>(in)),
                               std::istreambuf_iterator<char>());
-    // nlohmann stops at a NUL as at the end: bytes after one would be ignored without a word.
-    if (const std::size_t nul = content.find('\0'); nul != std::string::npos)
-      fail("", "a JSON cost profile", fmt::format("a NUL byte at byte {}", nul + 1));
-    json root;
-    try {
-      root = json::parse(content);
-    } catch (const json::parse_error& e) {
-      fail("", "a JSON cost profile", fmt::format("invalid JSON at byte {}", e.byte));
-    } catch (const json::exception& e) {  // 1e400: nlohmann's out_of_range
-      fail("", "JSON numbers within the range of a double", library_message(e));
-    }
+    const json root = traces::parse_json_document(content, path_, "a JSON cost profile");
     if (!root.is_object() || !root.contains("format") || root["format"] != CostProfile::k_format)
       fail("format", fmt::format("\"{}\"", CostProfile::k_format),
            root.is_object() && root.contains("format") ? root["format"].dump() : "none");

@@ -20,6 +20,9 @@ struct ReportInputs {
   std::optional<sim::CostProfile> profile;
   std::string validation_json;  // `exitsim validate`'s validation.json ("" = none)
   std::string plan_json;        // `exitsim plan`'s JSON ("" = none)
+  // The files they were read from, for messages ("" = name the option only).
+  std::string validation_path{};
+  std::string plan_path{};
   Objective quality_objective{"nll_per_token", false};  // or {"top1_agreement", true}
   // "sustainable_load" (the plan's capacity per replica within the SLOs) or
   // "sustainable_tokens_per_s" (the output tokens/s at it) take the run's efficiency from the
