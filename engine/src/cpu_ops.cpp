@@ -95,15 +95,6 @@ Matrix embed_rows(const Matrix& embedding, std::span<const std::int32_t> tokens)
   return x;
 }
 
-std::vector<float> rotary_inv_freq(std::int64_t head_dim, double theta) {
-  std::vector<float> inv_freq(static_cast<std::size_t>(head_dim / 2));
-  for (std::size_t j = 0; j < inv_freq.size(); ++j) {
-    inv_freq[j] = static_cast<float>(
-        std::pow(theta, -2.0 * static_cast<double>(j) / static_cast<double>(head_dim)));
-  }
-  return inv_freq;
-}
-
 void rotate_rows(float* x, std::int64_t rows, std::int64_t row_stride, std::int64_t heads,
                  std::int64_t head_dim, std::span<const float> inv_freq,
                  std::span<const std::int32_t> positions) {

@@ -21,8 +21,7 @@ Steps steps_of(const KvProjectShape& shape) {
       .rotary = {.rows = shape.rows,
                  .heads = shape.n_kv_heads,
                  .head_dim = shape.head_dim,
-                 .row_stride = 2 * width,
-                 .theta = shape.theta},
+                 .row_stride = 2 * width},
       .write = {
           .rows = shape.rows, .k_stride = 2 * width, .v_stride = 2 * width, .pool = shape.pool}};
 }
@@ -57,34 +56,35 @@ void kv_project_gemm(const CublasHandle& handle, const T* h, const T* w_qkv, T* 
 }
 
 template <StorageType T>
-void kv_project_store(const std::int32_t* positions, const std::int32_t* slots, T* scratch, T* pool,
-                      std::int32_t* pool_positions, const KvProjectShape& shape,
-                      cudaStream_t stream) {
+void kv_project_store(const std::int32_t* positions, const float* inv_freq,
+                      const std::int32_t* slots, T* scratch, T* pool, std::int32_t* pool_positions,
+                      const KvProjectShape& shape, cudaStream_t stream) {
   kv_project_scratch(shape);
   if (shape.rows == 0)
     return;
   const Steps steps = steps_of(shape);
-  rotary(scratch, positions, steps.rotary, stream);
+  rotary(scratch, positions, inv_freq, steps.rotary, stream);
   kv_write(scratch, scratch + shape.pool.kv_width, slots, positions, pool, pool_positions,
            steps.write, stream);
 }
 
 template <StorageType T>
 void kv_project(const CublasHandle& handle, const T* h, const T* w_qkv,
-                const std::int32_t* positions, const std::int32_t* slots, T* scratch, T* pool,
-                std::int32_t* pool_positions, const KvProjectShape& shape, cudaStream_t stream) {
+                const std::int32_t* positions, const float* inv_freq, const std::int32_t* slots,
+                T* scratch, T* pool, std::int32_t* pool_positions, const KvProjectShape& shape,
+                cudaStream_t stream) {
   kv_project_gemm(handle, h, w_qkv, scratch, shape, stream);
-  kv_project_store(positions, slots, scratch, pool, pool_positions, shape, stream);
+  kv_project_store(positions, inv_freq, slots, scratch, pool, pool_positions, shape, stream);
 }
 
-#define EXITSIM_KV_PROJECT(T)                                                                    \
-  template void kv_project<T>(const CublasHandle&, const T*, const T*, const std::int32_t*,      \
-                              const std::int32_t*, T*, T*, std::int32_t*, const KvProjectShape&, \
-                              cudaStream_t);                                                     \
-  template void kv_project_gemm<T>(const CublasHandle&, const T*, const T*, T*,                  \
-                                   const KvProjectShape&, cudaStream_t);                         \
-  template void kv_project_store<T>(const std::int32_t*, const std::int32_t*, T*, T*,            \
-                                    std::int32_t*, const KvProjectShape&, cudaStream_t);
+#define EXITSIM_KV_PROJECT(T)                                                                   \
+  template void kv_project<T>(const CublasHandle&, const T*, const T*, const std::int32_t*,     \
+                              const float*, const std::int32_t*, T*, T*, std::int32_t*,         \
+                              const KvProjectShape&, cudaStream_t);                             \
+  template void kv_project_gemm<T>(const CublasHandle&, const T*, const T*, T*,                 \
+                                   const KvProjectShape&, cudaStream_t);                        \
+  template void kv_project_store<T>(const std::int32_t*, const float*, const std::int32_t*, T*, \
+                                    T*, std::int32_t*, const KvProjectShape&, cudaStream_t);
 EXITSIM_KV_PROJECT(float)
 EXITSIM_KV_PROJECT(__half)
 EXITSIM_KV_PROJECT(__nv_bfloat16)

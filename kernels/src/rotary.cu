@@ -9,15 +9,14 @@ namespace {
 constexpr std::int64_t k_max_threads = 256;
 
 template <typename T>
-__global__ void rotary_kernel(T* x, const std::int32_t* __restrict__ positions, int heads,
-                              int head_dim, long long row_stride, double theta) {
+__global__ void rotary_kernel(T* x, const std::int32_t* __restrict__ positions,
+                              const float* __restrict__ table, int heads, int head_dim,
+                              long long row_stride) {
   extern __shared__ float inv_freq[];
   const int half = head_dim / 2;
-  // The CPU engine rounds a double pow to float; doing the same keeps fp32 results bit-close.
-  for (int j = threadIdx.x; j < half; j += blockDim.x) {
-    inv_freq[j] = static_cast<float>(
-        pow(theta, -2.0 * static_cast<double>(j) / static_cast<double>(head_dim)));
-  }
+  // The host computed the table (engine::rotary_inv_freq), so the CPU and GPU angles agree.
+  for (int j = threadIdx.x; j < half; j += blockDim.x)
+    inv_freq[j] = table[j];
   __syncthreads();
   const long long row = blockIdx.x;
   const float position = static_cast<float>(positions[row]);
@@ -48,7 +47,6 @@ LaunchConfig rotary_launch(const RotaryShape& shape) {
   detail::require(detail::fits_int(shape.heads * shape.head_dim), name, "row too wide");
   detail::require(shape.row_stride == 0 || shape.row_stride >= shape.heads * shape.head_dim, name,
                   "row_stride shorter than a row");
-  detail::require(shape.theta > 0.0, name, "theta must be positive");
   LaunchConfig config;
   config.grid_x = static_cast<std::uint32_t>(shape.rows);
   config.threads = detail::threads_for(shape.heads * shape.head_dim / 2, k_max_threads);
@@ -57,21 +55,25 @@ LaunchConfig rotary_launch(const RotaryShape& shape) {
 }
 
 template <StorageType T>
-void rotary(T* x, const std::int32_t* positions, const RotaryShape& shape, cudaStream_t stream) {
+void rotary(T* x, const std::int32_t* positions, const float* inv_freq, const RotaryShape& shape,
+            cudaStream_t stream) {
   const LaunchConfig config = rotary_launch(shape);
   if (config.empty())
     return;
+  detail::require(inv_freq != nullptr, "rotary", "no frequency table");
   const std::int64_t stride =
       shape.row_stride == 0 ? shape.heads * shape.head_dim : shape.row_stride;
   rotary_kernel<T><<<config.grid_x, config.threads, config.shared_bytes, stream>>>(
-      x, positions, static_cast<int>(shape.heads), static_cast<int>(shape.head_dim),
-      static_cast<long long>(stride), shape.theta);
+      x, positions, inv_freq, static_cast<int>(shape.heads), static_cast<int>(shape.head_dim),
+      static_cast<long long>(stride));
   check_cuda(cudaGetLastError(), "rotary launch");
 }
 
-template void rotary<float>(float*, const std::int32_t*, const RotaryShape&, cudaStream_t);
-template void rotary<__half>(__half*, const std::int32_t*, const RotaryShape&, cudaStream_t);
-template void rotary<__nv_bfloat16>(__nv_bfloat16*, const std::int32_t*, const RotaryShape&,
-                                    cudaStream_t);
+template void rotary<float>(float*, const std::int32_t*, const float*, const RotaryShape&,
+                            cudaStream_t);
+template void rotary<__half>(__half*, const std::int32_t*, const float*, const RotaryShape&,
+                             cudaStream_t);
+template void rotary<__nv_bfloat16>(__nv_bfloat16*, const std::int32_t*, const float*,
+                                    const RotaryShape&, cudaStream_t);
 
 }  // namespace exitsim::kernels

@@ -6,6 +6,8 @@
 #include <fstream>
 #include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "exitsim/core/error.hpp"
 
@@ -111,8 +113,8 @@ TEST(ModelConfig, UnknownKeysAreErrorsWithASuggestion) {
             "\"recursions\"?");
   EXPECT_EQ(tiny_error(tiny_with("\"routers\"", "\"xyzzy\"")),
             "exitsim.json: xyzzy: unknown key \"xyzzy\"; expected one of format, name, d_model, "
-            "n_heads, n_kv_heads, head_dim, ffn_dim, vocab, rms_eps, rope_theta, max_positions, "
-            "tied_embeddings, depth, routers, tokenizer, weights");
+            "n_heads, n_kv_heads, head_dim, ffn_dim, vocab, rms_eps, rope_theta, rope_scaling, "
+            "max_positions, tied_embeddings, depth, routers, tokenizer, weights");
 }
 
 TEST(ModelConfig, WrongTypesAndRangesNameTheKey) {
@@ -198,9 +200,9 @@ TEST(ModelConfig, HuggingFaceLlamaLoadsAsAPlainModel) {
 
 TEST(ModelConfig, HuggingFaceFeaturesWeDoNotRunAreRefused) {
   EXPECT_EQ(llama_error(llama_with("\"rope_scaling\": null",
-                                   "\"rope_scaling\": {\"rope_type\": \"llama3\"}")),
-            "config.json: rope_scaling: expected null (scaled rotary embeddings are not "
-            "supported), found the object {\"rope_type\":\"llama3\"}");
+                                   "\"rope_scaling\": {\"rope_type\": \"yarn\"}")),
+            "config.json: rope_scaling.rope_type: expected \"llama3\" (or a null rope_scaling), "
+            "found the string \"yarn\"");
   EXPECT_EQ(llama_error(llama_with("\"attention_bias\": false", "\"attention_bias\": true")),
             "config.json: attention_bias: expected false (biases are not supported), found true");
   EXPECT_EQ(llama_error(llama_with("\"attention_bias\": false", "\"mlp_bias\": true")),
@@ -216,6 +218,197 @@ TEST(ModelConfig, HuggingFaceFeaturesWeDoNotRunAreRefused) {
   EXPECT_EQ(llama_error(llama_with("\"hidden_size\": 64", "\"hidden_size\": 66")),
             "config.json: head_dim: expected a value, as hidden_size (66) is not a multiple of "
             "num_attention_heads (4), found none");
+}
+
+// Llama 3.1 8B's config.json as published (less its token ids).
+const char* const k_llama31 = R"({"architectures": ["LlamaForCausalLM"], "attention_bias": false,
+  "attention_dropout": 0.0, "hidden_act": "silu", "hidden_size": 4096,
+  "initializer_range": 0.02, "intermediate_size": 14336, "max_position_embeddings": 131072,
+  "mlp_bias": false, "model_type": "llama", "num_attention_heads": 32, "num_hidden_layers": 32,
+  "num_key_value_heads": 8, "pretraining_tp": 1, "rms_norm_eps": 1e-05,
+  "rope_scaling": {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                   "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+  "rope_theta": 500000.0, "tie_word_embeddings": false, "torch_dtype": "bfloat16",
+  "transformers_version": "4.43.0.dev0", "use_cache": true, "vocab_size": 128256})";
+
+const char* const k_llama3_scaling =
+    R"("rope_scaling": {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                   "original_max_position_embeddings": 8192, "rope_type": "llama3"})";
+
+// k_llama31 with its rope_scaling object replaced by `scaling`.
+std::string llama31_with_scaling(const std::string& scaling) {
+  std::string text = k_llama31;
+  const std::size_t at = text.find(k_llama3_scaling);
+  EXPECT_NE(at, std::string::npos);
+  return text.replace(at, std::string(k_llama3_scaling).size(),
+                      "\"rope_scaling\": {" + scaling + "}");
+}
+
+const RopeScaling k_llama31_scaling{.kind = RopeScalingKind::llama3,
+                                    .factor = 8.0,
+                                    .low_freq_factor = 1.0,
+                                    .high_freq_factor = 4.0,
+                                    .original_max_position_embeddings = 8192};
+
+TEST(ModelConfig, HuggingFaceLlama31LoadsWithItsRopeScaling) {
+  const ModelConfig c = parse_hf_llama_config(k_llama31, "config.json", "models/llama-3.1-8b");
+  EXPECT_EQ(c.rope_scaling, k_llama31_scaling);
+  EXPECT_EQ(c.rope_theta, 500000.0);
+  EXPECT_EQ(c.max_positions, 131072);
+  EXPECT_EQ(c.shape.head_dim, 128);
+  EXPECT_EQ(c.shape.n_kv_heads, 8);
+  // Older transformers spell the type key "type"; some configs carry both spellings.
+  const std::string numbers =
+      R"("factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+         "original_max_position_embeddings": 8192)";
+  for (const std::string& type : {std::string(R"("type": "llama3")"),
+                                  std::string(R"("type": "llama3", "rope_type": "llama3")")}) {
+    SCOPED_TRACE(type);
+    EXPECT_EQ(parse_hf_llama_config(llama31_with_scaling(numbers + ", " + type), "config.json", "x")
+                  .rope_scaling,
+              k_llama31_scaling);
+  }
+  // Llama 3.2's factor 32, as a whole-number JSON value.
+  EXPECT_EQ(parse_hf_llama_config(llama31_with_scaling(
+                                      R"("factor": 32, "low_freq_factor": 1, "high_freq_factor": 4,
+                                         "original_max_position_embeddings": 8192,
+                                         "rope_type": "llama3")"),
+                                  "config.json", "x")
+                .rope_scaling.factor,
+            32.0);
+  // And from a model directory, as the CLI loads it.
+  const std::filesystem::path dir = model_dir("llama31");
+  write(dir / "config.json", k_llama31);
+  EXPECT_EQ(load_model_config(dir).rope_scaling, k_llama31_scaling);
+  // Without rope_scaling (or with null) there is no scaling.
+  EXPECT_EQ(parse_hf_llama_config(k_llama, "config.json", "x").rope_scaling, RopeScaling{});
+}
+
+TEST(ModelConfig, HuggingFaceRopeScalingErrorsAreOneLineAndNameTheField) {
+  const std::string numbers = R"("factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                                 "original_max_position_embeddings": 8192)";
+  // Every other scaling transformers knows changes the frequencies (or the attention) in its own
+  // way, and is refused naming the key that says which; so is "default" (a null rope_scaling says
+  // that) and any other spelling.
+  for (const char* type : {"linear", "dynamic", "yarn", "longrope", "su", "default", "Llama3"}) {
+    SCOPED_TRACE(type);
+    EXPECT_EQ(llama_error(llama31_with_scaling(numbers + ", \"rope_type\": \"" + type + "\"")),
+              std::string("config.json: rope_scaling.rope_type: expected \"llama3\" (or a null "
+                          "rope_scaling), found the string \"") +
+                  type + "\"");
+  }
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"("type": "linear", "factor": 8.0)",
+       "config.json: rope_scaling.type: expected \"llama3\" (or a null rope_scaling), found the "
+       "string \"linear\""},
+      {numbers,
+       "config.json: rope_scaling.rope_type: expected \"llama3\" (or a null rope_scaling), found "
+       "none"},
+      {numbers + R"(, "rope_type": 3)",
+       "config.json: rope_scaling.rope_type: expected \"llama3\" (or a null rope_scaling), found "
+       "the number 3"},
+      {numbers + R"(, "rope_type": "llama3", "type": "linear")",
+       "config.json: rope_scaling.type: expected the same as rope_type (\"llama3\"), found the "
+       "string \"linear\""},
+      {numbers + R"(, "rope_type": "llama3", "beta_fast": 32)",
+       "config.json: rope_scaling.beta_fast: unknown key \"beta_fast\"; expected one of "
+       "rope_type, factor, low_freq_factor, high_freq_factor, original_max_position_embeddings, "
+       "type"},
+      {R"("rope_type": "llama3", "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+          "original_max_position_embeddings": 8192)",
+       "config.json: rope_scaling.factor: expected a positive number, found none"},
+      {R"("rope_type": "llama3", "factor": "8", "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+          "original_max_position_embeddings": 8192)",
+       "config.json: rope_scaling.factor: expected a positive number, found the string \"8\""},
+      {R"("rope_type": "llama3", "factor": -8, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+          "original_max_position_embeddings": 8192)",
+       "config.json: rope_scaling.factor: expected a positive number, found the number -8"},
+      {R"("rope_type": "llama3", "factor": 0.5, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+          "original_max_position_embeddings": 8192)",
+       "config.json: rope_scaling.factor: expected a number >= 1 (it divides the low "
+       "frequencies), found 0.5"},
+      {R"("rope_type": "llama3", "factor": 8.0, "low_freq_factor": 0, "high_freq_factor": 4.0,
+          "original_max_position_embeddings": 8192)",
+       "config.json: rope_scaling.low_freq_factor: expected a positive number, found the number "
+       "0"},
+      {R"("rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": null,
+          "original_max_position_embeddings": 8192)",
+       "config.json: rope_scaling.high_freq_factor: expected a positive number, found none"},
+      {R"("rope_type": "llama3", "factor": 8.0, "low_freq_factor": 4.0, "high_freq_factor": 4.0,
+          "original_max_position_embeddings": 8192)",
+       "config.json: rope_scaling.high_freq_factor: expected a number above low_freq_factor (4), "
+       "found 4"},
+      {R"("rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 0.5,
+          "original_max_position_embeddings": 8192)",
+       "config.json: rope_scaling.high_freq_factor: expected a number above low_freq_factor (1), "
+       "found 0.5"},
+      {R"("rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+          "original_max_position_embeddings": 0)",
+       "config.json: rope_scaling.original_max_position_embeddings: expected an integer in [1, "
+       "16777216], found the number 0"},
+      {R"("rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+          "original_max_position_embeddings": 8192.5)",
+       "config.json: rope_scaling.original_max_position_embeddings: expected an integer in [1, "
+       "16777216], found the number 8192.5"},
+      {R"("rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0)",
+       "config.json: rope_scaling.original_max_position_embeddings: expected an integer in [1, "
+       "16777216], found none"},
+  };
+  for (const auto& [scaling, message] : cases) {
+    SCOPED_TRACE(scaling);
+    const std::string error = llama_error(llama31_with_scaling(scaling));
+    EXPECT_EQ(error, message);
+    EXPECT_EQ(error.find('\n'), std::string::npos);
+  }
+  EXPECT_EQ(llama_error(llama_with("\"rope_scaling\": null", "\"rope_scaling\": \"llama3\"")),
+            "config.json: rope_scaling: expected an object, found the string \"llama3\"");
+}
+
+TEST(ModelConfig, ExitsimJsonRoundTripsRopeScaling) {
+  const std::string scaled =
+      tiny_with("\"max_positions\": 4096",
+                R"("rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                          "high_freq_factor": 4.0, "original_max_position_embeddings": 1024},
+         "max_positions": 4096)");
+  const ModelConfig c = parse_exitsim_config(scaled, "exitsim.json", "models/tiny");
+  RopeScaling want = k_llama31_scaling;
+  want.original_max_position_embeddings = 1024;
+  EXPECT_EQ(c.rope_scaling, want);
+  const std::string text = model_config_json(c);
+  EXPECT_NE(text.find(R"("rope_scaling": {
+    "rope_type": "llama3",
+    "factor": 8.0,
+    "low_freq_factor": 1.0,
+    "high_freq_factor": 4.0,
+    "original_max_position_embeddings": 1024
+  },)"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(parse_exitsim_config(text, "exitsim.json", "models/tiny"), c);
+  // Written only when there is one.
+  const ModelConfig plain = parse_exitsim_config(k_tiny, "exitsim.json", "models/tiny");
+  EXPECT_EQ(plain.rope_scaling, RopeScaling{});
+  EXPECT_EQ(model_config_json(plain).find("rope_scaling"), std::string::npos);
+
+  // Our own format is strict: one spelling of the type key, no null, the same checks.
+  const auto scaled_with = [&](const std::string& from, const std::string& to) {
+    std::string text_with = scaled;
+    return text_with.replace(text_with.find(from), from.size(), to);
+  };
+  EXPECT_EQ(tiny_error(scaled_with("\"rope_type\"", "\"type\"")),
+            "exitsim.json: rope_scaling.rope_type: expected \"llama3\" (or no rope_scaling), found "
+            "none");
+  EXPECT_EQ(tiny_error(scaled_with("\"llama3\"", "\"yarn\"")),
+            "exitsim.json: rope_scaling.rope_type: expected \"llama3\" (or no rope_scaling), found "
+            "the string \"yarn\"");
+  EXPECT_EQ(tiny_error(scaled_with("\"factor\"", "\"factr\"")),
+            "exitsim.json: rope_scaling.factr: unknown key \"factr\"; did you mean \"factor\"?");
+  EXPECT_EQ(tiny_error(scaled_with("\"factor\": 8.0", "\"factor\": 0.25")),
+            "exitsim.json: rope_scaling.factor: expected a number >= 1 (it divides the low "
+            "frequencies), found 0.25");
+  EXPECT_EQ(tiny_error(tiny_with("\"max_positions\": 4096",
+                                 "\"rope_scaling\": null, \"max_positions\": 4096")),
+            "exitsim.json: rope_scaling: expected an object, found null");
 }
 
 TEST(ModelConfig, LoadPrefersExitsimJsonAndAppliesExitLayers) {

@@ -1,6 +1,7 @@
 // The GPU backend end to end: the shipped tiny model decodes the same tokens on the GPU as on the
-// CPU (fp32), under every strategy the loop runs, and a profiled run's CUPTI trace attributes
-// every kernel to an engine op. Without a device: the backend refuses with a clear message.
+// CPU (fp32), under every strategy the loop runs (also with Llama 3.1's rotary scaling), and a
+// profiled run's CUPTI trace attributes every kernel to an engine op. Without a device: the
+// backend refuses with a clear message.
 #include "exitsim/engine/cuda_model.hpp"
 
 #include <gtest/gtest.h>
@@ -186,6 +187,36 @@ TEST_F(CudaModelTest, PerRecursionLoraMatchesTheCpuBackend) {
       (on_cpu - logits_through_layers(CpuModel(config_, weights_), k_prompt)).cwiseAbs().maxCoeff(),
       1e-3f);
   for (const char* strategy : {"depthwise", "state_copy"}) {
+    const EngineRun a = Engine(cpu, options_for(strategy)).run(requests());
+    const EngineRun b = Engine(gpu, options_for(strategy)).run(requests());
+    EXPECT_EQ(b.outputs, a.outputs) << strategy;
+  }
+}
+
+// Llama 3.1's rotary frequency scaling reaches the kernels through the table the CPU backend
+// rotates with (rotary_inv_freq, uploaded once): the trained tiny model (head_dim 32, theta 10000)
+// scaled as if its original context were 64 positions (frequencies 0-1 kept, 2-4 blended, 5-15
+// divided by 8), through layer calls and through the engine under state_copy (rotary in the
+// K/V-only projection).
+TEST_F(CudaModelTest, RopeScalingMatchesTheCpuBackend) {
+  ModelConfig config = config_;
+  config.rope_scaling = {.kind = RopeScalingKind::llama3,
+                         .factor = 8.0,
+                         .low_freq_factor = 1.0,
+                         .high_freq_factor = 4.0,
+                         .original_max_position_embeddings = 64};
+  const CpuModel cpu(config, weights_);
+  const Matrix on_cpu = logits_through_layers(cpu, k_prompt);
+  // The scaling changes what the model computes on this prompt: the test would notice the GPU
+  // ignoring it. (Checked with or without a device.)
+  EXPECT_GT(
+      (on_cpu - logits_through_layers(CpuModel(config_, weights_), k_prompt)).cwiseAbs().maxCoeff(),
+      1e-2f);
+  if (!kernels::cuda_device_available())
+    GTEST_SKIP() << "no CUDA device: " << kernels::cuda_unavailable_reason();
+  const CudaModel gpu(config, weights_);
+  EXPECT_LT((on_cpu - logits_through_layers(gpu, k_prompt)).cwiseAbs().maxCoeff(), 1e-3f);
+  for (const char* strategy : {"full_depth", "state_copy"}) {
     const EngineRun a = Engine(cpu, options_for(strategy)).run(requests());
     const EngineRun b = Engine(gpu, options_for(strategy)).run(requests());
     EXPECT_EQ(b.outputs, a.outputs) << strategy;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "exitsim/engine/kv_cache.hpp"
+#include "exitsim/engine/rope.hpp"
 #include "exitsim/kernels/kv_project.hpp"
 #include "kernels/support/device_buffer.hpp"
 #include "kernels/support/reference.hpp"
@@ -139,7 +140,6 @@ TYPED_TEST(KvWriteKernel, KvProjectMatchesTheCpuEngineKvOnly) {
                              .q_dim = q_dim,
                              .n_kv_heads = n_kv_heads,
                              .head_dim = head_dim,
-                             .theta = 10000.0,
                              .pool = {.kv_width = kv_width, .block_size = 4, .total_blocks = 3}};
   const auto h = testing::random_values<T>(static_cast<std::size_t>(rows * d_model), rng);
   const auto w_qkv =
@@ -153,20 +153,22 @@ TYPED_TEST(KvWriteKernel, KvProjectMatchesTheCpuEngineKvOnly) {
   const std::vector<double> kv_exact =
       testing::gemm_reference(h, w_kv, rows, 2 * kv_width, d_model);
   std::vector<float> kv(kv_exact.begin(), kv_exact.end());
-  testing::rotary_reference(kv, rows, n_kv_heads, head_dim, 2 * kv_width, positions, shape.theta);
+  const std::vector<float> inv_freq = engine::rotary_inv_freq(head_dim, 10000.0);
+  testing::rotary_reference(kv, rows, n_kv_heads, head_dim, 2 * kv_width, positions, inv_freq);
 
   const CublasHandle handle;
   DeviceBuffer<T> dh(testing::to_storage<T>(h));
   DeviceBuffer<T> dw(testing::to_storage<T>(w_qkv));
   DeviceBuffer<std::int32_t> dpositions(positions);
+  DeviceBuffer<float> dinv_freq(inv_freq);
   DeviceBuffer<std::int32_t> dslots(slots);
   DeviceBuffer<T> dscratch(static_cast<std::size_t>(kv_project_scratch(shape)));
   DeviceBuffer<T> dpool(testing::to_storage<T>(
       std::vector<float>(static_cast<std::size_t>(shape.pool.elements()), 0.0f)));
   DeviceBuffer<std::int32_t> dpool_positions(
       std::vector<std::int32_t>(static_cast<std::size_t>(shape.pool.slots()), -1));
-  kv_project(handle, dh.get(), dw.get(), dpositions.get(), dslots.get(), dscratch.get(),
-             dpool.get(), dpool_positions.get(), shape);
+  kv_project(handle, dh.get(), dw.get(), dpositions.get(), dinv_freq.get(), dslots.get(),
+             dscratch.get(), dpool.get(), dpool_positions.get(), shape);
   testing::synchronize();
   const std::vector<float> pool = testing::to_floats(dpool.download());
   const std::vector<std::int32_t> pool_positions = dpool_positions.download();

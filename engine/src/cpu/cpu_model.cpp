@@ -81,7 +81,7 @@ void store_kv(std::span<const LayerRow> rows, const Matrix& k, const Matrix& v, 
 CpuModel::CpuModel(const ModelConfig& config, const ModelWeights& weights)
     : config_(config),
       weights_(weights),
-      inv_freq_(rotary_inv_freq(config.shape.head_dim, config.rope_theta)) {}
+      inv_freq_(rotary_inv_freq(config.shape.head_dim, config.rope_theta, config.rope_scaling)) {}
 
 LayerSource CpuModel::source_of(int executed_layer) const {
   return layer_source(depth(), executed_layer);

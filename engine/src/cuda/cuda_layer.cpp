@@ -187,12 +187,11 @@ void CudaModel::layer(int layer, HiddenStates& states, std::span<const StateSlot
       auto timed = op(ops::rotary, OpKind::elementwise);
       // q and k are adjacent in a q|k|v row and share head_dim: their n_heads + n_kv_heads
       // heads rotate in one launch.
-      kernels::rotary<T>(qkv, positions,
+      kernels::rotary<T>(qkv, positions, d.inv_freq.get(),
                          {.rows = n,
                           .heads = m.n_heads + m.n_kv_heads,
                           .head_dim = m.head_dim,
-                          .row_stride = qkv_width,
-                          .theta = config_.rope_theta},
+                          .row_stride = qkv_width},
                          d.stream);
     }
     {
@@ -290,7 +289,6 @@ void CudaModel::kv_only(int layer, const HiddenStates& states,
                                         .q_dim = m.n_heads * m.head_dim,
                                         .n_kv_heads = m.n_kv_heads,
                                         .head_dim = m.head_dim,
-                                        .theta = config_.rope_theta,
                                         .pool = d.pool_shape};
   float* x = d.x.reserve(static_cast<std::size_t>(n * m.d_model));
   CallInts ints;
@@ -317,8 +315,9 @@ void CudaModel::kv_only(int layer, const HiddenStates& states,
       add_lora(d, w, 2, recursions, adapter, h, m.d_model, scratch + kv_width, kv_width, n, 0,
                2 * kv_width);
     }
-    kernels::kv_project_store<T>(ints.at(positions_part), ints.at(slots_part), scratch,
-                                 d.pool.get<T>(), d.pool_positions.get(), project, d.stream);
+    kernels::kv_project_store<T>(ints.at(positions_part), d.inv_freq.get(), ints.at(slots_part),
+                                 scratch, d.pool.get<T>(), d.pool_positions.get(), project,
+                                 d.stream);
   });
 }
 

@@ -12,6 +12,7 @@
 
 #include "cuda/device.hpp"
 #include "exitsim/core/error.hpp"
+#include "exitsim/engine/rope.hpp"
 #include "exitsim/kernels/attention.hpp"
 #include "exitsim/kernels/compaction.hpp"
 #include "exitsim/kernels/cuda_check.hpp"
@@ -122,6 +123,9 @@ CudaModel::CudaModel(const ModelConfig& config, const ModelWeights& weights, int
   d->lm_head.upload(stacked({&weights.lm_head}), storage);
   for (const Router& r : weights.routers)
     d->routers.emplace_back(span_of(r.weight));
+  const std::vector<float> inv_freq =
+      rotary_inv_freq(config.shape.head_dim, config.rope_theta, config.rope_scaling);
+  d->inv_freq.upload(inv_freq);
   // cudaMemcpy from pageable memory may return before the data lands, and the model's stream
   // does not wait for the legacy default stream the uploads ran on.
   kernels::check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize (weights)");

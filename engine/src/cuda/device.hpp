@@ -101,6 +101,8 @@ struct CudaModel::Device {
   DeviceArray<float> embedding, final_norm;
   StorageArray lm_head;
   std::vector<DeviceArray<float>> routers;
+  // Rotary's head_dim / 2 frequencies: rotary_inv_freq's table, the one the CPU backend uses.
+  DeviceArray<float> inv_freq;
 
   // The K/V pool, slot for slot the host KvCache's (grown to the largest pool seen).
   kernels::KvPoolShape pool_shape;

@@ -6,6 +6,7 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <span>
 #include <string>
 #include <system_error>
 
@@ -87,6 +88,49 @@ std::string hf_field(const std::string& field) {
   return field;
 }
 
+// The "rope_scaling" object of either config (absent, or null in config.json: no scaling). Only
+// Llama 3.1's "llama3" scaling is run; its four numbers are required, as transformers requires
+// them, and any other key is refused, since it could only change the numerics. config.json may
+// spell the type key "type" (older transformers) or write both spellings.
+RopeScaling parse_rope_scaling(const ObjectReader& top, bool hugging_face) {
+  const json* value = top.object("rope_scaling");
+  if (value == nullptr)
+    return {};
+  const ObjectReader reader(*value, top.file(), top.field("rope_scaling."), hugging_face);
+  std::string type_key = "rope_type";
+  const json* type = reader.find(type_key);
+  if (const json* legacy = hugging_face ? reader.find("type") : nullptr; legacy != nullptr) {
+    if (type == nullptr) {
+      type_key = "type";
+      type = legacy;
+    } else if (*legacy != *type) {
+      throw reader.error("type", fmt::format("the same as rope_type ({})", type->dump()),
+                         describe_json(*legacy));
+    }
+  }
+  if (type == nullptr || *type != "llama3") {
+    throw reader.error(
+        type_key,
+        hugging_face ? "\"llama3\" (or a null rope_scaling)" : "\"llama3\" (or no rope_scaling)",
+        type == nullptr ? "none" : describe_json(*type));
+  }
+  static const std::array<std::string, 6> known = {"rope_type",
+                                                   "factor",
+                                                   "low_freq_factor",
+                                                   "high_freq_factor",
+                                                   "original_max_position_embeddings",
+                                                   "type"};
+  reader.reject_unknown(std::span(known).first(hugging_face ? 6 : 5));
+  RopeScaling scaling;
+  scaling.kind = RopeScalingKind::llama3;
+  scaling.factor = reader.positive_number("factor");
+  scaling.low_freq_factor = reader.positive_number("low_freq_factor");
+  scaling.high_freq_factor = reader.positive_number("high_freq_factor");
+  scaling.original_max_position_embeddings =
+      reader.integer("original_max_position_embeddings", 1, k_max_dimension);
+  return scaling;
+}
+
 // Doubles print in their shortest round-trip form ("1e-05"), not as the float's exact value.
 double shortest_double(float value) {
   return std::stod(fmt::format("{}", value));
@@ -124,6 +168,28 @@ void validate_model_config(const ModelConfig& config) {
     throw fail("rope_theta",
                expected_found("a positive number", fmt::format("{}", config.rope_theta)));
   }
+  if (const RopeScaling& s = config.rope_scaling; s.kind == RopeScalingKind::llama3) {
+    if (!(s.factor >= 1) || !std::isfinite(s.factor)) {
+      throw fail("rope_scaling.factor", expected_found("a number >= 1 (it divides the low "
+                                                       "frequencies)",
+                                                       fmt::format("{}", s.factor)));
+    }
+    if (!(s.low_freq_factor > 0) || !std::isfinite(s.low_freq_factor)) {
+      throw fail("rope_scaling.low_freq_factor",
+                 expected_found("a positive number", fmt::format("{}", s.low_freq_factor)));
+    }
+    if (!(s.high_freq_factor > s.low_freq_factor) || !std::isfinite(s.high_freq_factor)) {
+      throw fail(
+          "rope_scaling.high_freq_factor",
+          expected_found(fmt::format("a number above low_freq_factor ({})", s.low_freq_factor),
+                         fmt::format("{}", s.high_freq_factor)));
+    }
+    if (s.original_max_position_embeddings < 1) {
+      throw fail("rope_scaling.original_max_position_embeddings",
+                 expected_found("a positive integer",
+                                fmt::format("{}", s.original_max_position_embeddings)));
+    }
+  }
   if (config.max_positions < 1) {
     throw fail("max_positions",
                expected_found("a positive integer", fmt::format("{}", config.max_positions)));
@@ -136,10 +202,10 @@ ModelConfig parse_exitsim_config(std::string_view text, const std::string& file,
                                  const std::filesystem::path& dir) {
   const json root = parse_object(text, file);
   const ObjectReader reader(root, file, "");
-  static const std::array<std::string, 16> known = {
-      "format",  "name",    "d_model",   "n_heads",    "n_kv_heads",    "head_dim",
-      "ffn_dim", "vocab",   "rms_eps",   "rope_theta", "max_positions", "tied_embeddings",
-      "depth",   "routers", "tokenizer", "weights"};
+  static const std::array<std::string, 17> known = {
+      "format",          "name",  "d_model", "n_heads",    "n_kv_heads",   "head_dim",
+      "ffn_dim",         "vocab", "rms_eps", "rope_theta", "rope_scaling", "max_positions",
+      "tied_embeddings", "depth", "routers", "tokenizer",  "weights"};
   reader.reject_unknown(known);
   const json* format = reader.find("format");
   if (format == nullptr || *format != k_model_format_v1) {
@@ -167,6 +233,7 @@ ModelConfig parse_exitsim_config(std::string_view text, const std::string& file,
   shape.depth = parse_depth(*depth, file);
   config.rms_eps = reader.positive_float("rms_eps", 1e-5F);
   config.rope_theta = reader.positive_number("rope_theta", 10000.0);
+  config.rope_scaling = parse_rope_scaling(reader, /*hugging_face=*/false);
   config.max_positions = reader.integer("max_positions", 1, k_max_dimension, 4096);
   config.routers = reader.boolean("routers", false);
   config.tokenizer = parse_tokenizer(reader);
@@ -192,10 +259,7 @@ ModelConfig parse_hf_llama_config(std::string_view text, const std::string& file
     throw reader.error("model_type", "\"llama\" (or architectures containing \"LlamaForCausalLM\")",
                        type == nullptr ? "none" : describe_json(*type));
   }
-  if (reader.find("rope_scaling") != nullptr) {
-    throw reader.error("rope_scaling", "null (scaled rotary embeddings are not supported)",
-                       describe_json(*reader.find("rope_scaling")));
-  }
+  const RopeScaling rope_scaling = parse_rope_scaling(reader, /*hugging_face=*/true);
   for (const char* key : {"attention_bias", "mlp_bias"}) {
     if (reader.boolean(key, false))
       throw reader.error(key, "false (biases are not supported)", "true");
@@ -233,6 +297,7 @@ ModelConfig parse_hf_llama_config(std::string_view text, const std::string& file
   // LlamaConfig's own defaults for the keys older configs leave out.
   config.rms_eps = reader.positive_float("rms_norm_eps", 1e-6F);
   config.rope_theta = reader.positive_number("rope_theta", 10000.0);
+  config.rope_scaling = rope_scaling;
   config.max_positions = reader.integer("max_position_embeddings", 1, k_max_dimension, 2048);
   config.routers = false;
   config.tokenizer = TokenizerKind::ids;
@@ -273,28 +338,33 @@ ModelConfig load_model_config(const std::filesystem::path& dir,
 std::string model_config_json(const ModelConfig& config) {
   const ModelShape& shape = config.shape;
   const DepthStructure& depth = shape.depth;
-  const nlohmann::ordered_json out = {{"format", k_model_format_v1},
-                                      {"name", shape.name},
-                                      {"d_model", shape.d_model},
-                                      {"n_heads", shape.n_heads},
-                                      {"n_kv_heads", shape.n_kv_heads},
-                                      {"head_dim", shape.head_dim},
-                                      {"ffn_dim", shape.ffn_dim},
-                                      {"vocab", shape.vocab},
-                                      {"rms_eps", shortest_double(config.rms_eps)},
-                                      {"rope_theta", config.rope_theta},
-                                      {"max_positions", config.max_positions},
-                                      {"tied_embeddings", shape.tied_embeddings},
-                                      {"depth",
-                                       {{"prelude", depth.prelude_layers},
-                                        {"block", depth.block_layers},
-                                        {"recursions", depth.recursions},
-                                        {"coda", depth.coda_layers},
-                                        {"lora_rank", depth.lora_rank},
-                                        {"exit_points", depth.exit_points}}},
-                                      {"routers", config.routers},
-                                      {"tokenizer", to_string(config.tokenizer)},
-                                      {"weights", config.weights}};
+  nlohmann::ordered_json out = {{"format", k_model_format_v1},
+                                {"name", shape.name},
+                                {"d_model", shape.d_model},
+                                {"n_heads", shape.n_heads},
+                                {"n_kv_heads", shape.n_kv_heads},
+                                {"head_dim", shape.head_dim},
+                                {"ffn_dim", shape.ffn_dim},
+                                {"vocab", shape.vocab},
+                                {"rms_eps", shortest_double(config.rms_eps)},
+                                {"rope_theta", config.rope_theta}};
+  // Written only when there is one, so an unscaled model's file reads as it always has.
+  if (const RopeScaling& s = config.rope_scaling; s.kind != RopeScalingKind::none) {
+    out["rope_scaling"] = {
+        {"rope_type", to_string(s.kind)},
+        {"factor", s.factor},
+        {"low_freq_factor", s.low_freq_factor},
+        {"high_freq_factor", s.high_freq_factor},
+        {"original_max_position_embeddings", s.original_max_position_embeddings}};
+  }
+  out["max_positions"] = config.max_positions;
+  out["tied_embeddings"] = shape.tied_embeddings;
+  out["depth"] = {{"prelude", depth.prelude_layers}, {"block", depth.block_layers},
+                  {"recursions", depth.recursions},  {"coda", depth.coda_layers},
+                  {"lora_rank", depth.lora_rank},    {"exit_points", depth.exit_points}};
+  out["routers"] = config.routers;
+  out["tokenizer"] = to_string(config.tokenizer);
+  out["weights"] = config.weights;
   return out.dump(2) + "\n";
 }
 

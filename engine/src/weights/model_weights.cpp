@@ -19,7 +19,7 @@ namespace exitsim::engine {
 namespace {
 
 // Tensors a checkpoint may carry that are not weights: Hugging Face once saved the rotary
-// frequencies as a buffer, and they are recomputed from rope_theta anyway.
+// frequencies as a buffer, and they are recomputed from rope_theta and rope_scaling anyway.
 bool is_ignored_buffer(const std::string& name) {
   return name.ends_with(".rotary_emb.inv_freq");
 }

@@ -1,5 +1,6 @@
 #include "support_model.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace exitsim::engine::test_support {
@@ -71,13 +72,29 @@ Md linear(const Md& x, const Matrix& w, const LinearLora* lora) {
   return y;
 }
 
-void rope(Md& m, std::int64_t heads, std::int64_t head_dim, double theta) {
+// Llama 3.1's frequency scaling, written from the number of turns a frequency makes within the
+// original context rather than from its wavelength (as the engine's rope.cpp does): many turns
+// (more than high_freq_factor) keep it, fewer than low_freq_factor divide it by the factor, and
+// in between the kept share grows linearly with the turns.
+double scaled_frequency(double freq, const RopeScaling& s) {
+  if (s.kind != RopeScalingKind::llama3)
+    return freq;
+  const double turns = static_cast<double>(s.original_max_position_embeddings) * freq /
+                       (2.0 * 3.14159265358979323846);
+  const double kept =
+      std::clamp((turns - s.low_freq_factor) / (s.high_freq_factor - s.low_freq_factor), 0.0, 1.0);
+  return freq * (kept + (1.0 - kept) / s.factor);
+}
+
+void rope(Md& m, std::int64_t heads, std::int64_t head_dim, double theta,
+          const RopeScaling& scaling) {
   const std::int64_t half = head_dim / 2;
   for (Eigen::Index t = 0; t < m.rows(); ++t) {
     for (std::int64_t h = 0; h < heads; ++h) {
       for (std::int64_t j = 0; j < half; ++j) {
-        const double freq =
-            std::pow(theta, -2.0 * static_cast<double>(j) / static_cast<double>(head_dim));
+        const double freq = scaled_frequency(
+            std::pow(theta, -2.0 * static_cast<double>(j) / static_cast<double>(head_dim)),
+            scaling);
         const double angle = static_cast<double>(t) * freq;
         const double a = m(t, h * head_dim + j);
         const double b = m(t, h * head_dim + j + half);
@@ -119,8 +136,8 @@ ReferencePass reference_forward(const ModelConfig& config, const ModelWeights& w
     Md q = linear(h, w.wq, adapter(0));
     Md k = linear(h, w.wk, adapter(1));
     const Md v = linear(h, w.wv, adapter(2));
-    rope(q, s.n_heads, s.head_dim, config.rope_theta);
-    rope(k, s.n_kv_heads, s.head_dim, config.rope_theta);
+    rope(q, s.n_heads, s.head_dim, config.rope_theta, config.rope_scaling);
+    rope(k, s.n_kv_heads, s.head_dim, config.rope_theta, config.rope_scaling);
     out.keys.push_back(k.cast<float>());
     out.values.push_back(v.cast<float>());
     Md attention = Md::Zero(n, s.n_heads * s.head_dim);

@@ -2,7 +2,8 @@
 
 // A small random model for engine tests and the reference forward pass they compare against:
 // written here, independently of the engine's CPU backend (whole-sequence causal attention, no
-// K/V cache, every operation in double), so the engine is checked against plain arithmetic.
+// K/V cache, every operation in double), so the engine is checked against plain arithmetic. It
+// applies the config's rope_scaling with its own formulation of the llama3 scaling.
 
 #include <cstdint>
 #include <vector>

@@ -13,9 +13,8 @@ std::size_t at(std::int64_t i) {
 
 void rotary_reference(std::vector<float>& x, std::int64_t rows, std::int64_t heads,
                       std::int64_t head_dim, std::int64_t row_stride,
-                      std::span<const std::int32_t> positions, double theta) {
-  engine::rotate_rows(x.data(), rows, row_stride, heads, head_dim,
-                      engine::rotary_inv_freq(head_dim, theta), positions);
+                      std::span<const std::int32_t> positions, std::span<const float> inv_freq) {
+  engine::rotate_rows(x.data(), rows, row_stride, heads, head_dim, inv_freq, positions);
 }
 
 std::vector<float> swiglu_reference(const std::vector<float>& gate, const std::vector<float>& up,

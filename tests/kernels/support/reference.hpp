@@ -12,10 +12,11 @@
 
 namespace exitsim::kernels::testing {
 
-// In place, rows `row_stride` apart: engine::rotate_rows.
+// In place, rows `row_stride` apart: engine::rotate_rows with the frequency table `inv_freq`
+// (engine::rotary_inv_freq's, which the kernel is handed too).
 void rotary_reference(std::vector<float>& x, std::int64_t rows, std::int64_t heads,
                       std::int64_t head_dim, std::int64_t row_stride,
-                      std::span<const std::int32_t> positions, double theta);
+                      std::span<const std::int32_t> positions, std::span<const float> inv_freq);
 
 // silu(gate) * up, rows `in_stride` apart in gate and up, out contiguous.
 std::vector<float> swiglu_reference(const std::vector<float>& gate, const std::vector<float>& up,

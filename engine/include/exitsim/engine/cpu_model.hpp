@@ -66,7 +66,7 @@ class CpuModel final : public Backend {
 
   const ModelConfig& config_;
   const ModelWeights& weights_;
-  std::vector<float> inv_freq_;  // rotary frequencies, head_dim / 2 of them
+  std::vector<float> inv_freq_;  // rotary frequencies (rotary_inv_freq), head_dim / 2 of them
 };
 
 }  // namespace exitsim::engine

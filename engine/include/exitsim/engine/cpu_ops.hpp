@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "exitsim/engine/kv_cache.hpp"
+#include "exitsim/engine/rope.hpp"
 
 // Reference implementations of the engine's numerics on the CPU. The GPU kernels are tested
 // against these, so they favour accuracy (double accumulation) over speed.
@@ -43,11 +44,9 @@ Top2Confidence head_summary(std::span<const float> logits, bool probabilities);
 // Rows of the embedding table for the tokens. Throws std::out_of_range for an id outside it.
 Matrix embed_rows(const Matrix& embedding, std::span<const std::int32_t> tokens);
 
-// Rotary frequencies theta^(-2j / head_dim), j < head_dim / 2, rounded to float.
-std::vector<float> rotary_inv_freq(std::int64_t head_dim, double theta);
-
 // Rotary position embedding in place on `rows` rows of `heads` heads, rows `row_stride` floats
-// apart: value j of a head pairs with value j + head_dim / 2, at angle position * inv_freq[j].
+// apart: value j of a head pairs with value j + head_dim / 2, at angle position * inv_freq[j]
+// (inv_freq: rotary_inv_freq's table, rope.hpp), the product and the rotation in float.
 void rotate_rows(float* x, std::int64_t rows, std::int64_t row_stride, std::int64_t heads,
                  std::int64_t head_dim, std::span<const float> inv_freq,
                  std::span<const std::int32_t> positions);

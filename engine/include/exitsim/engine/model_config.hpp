@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "exitsim/core/model_shape.hpp"
+#include "exitsim/engine/rope.hpp"
 
 // What a model directory describes besides its tensors: dimensions, depth structure, numerics
 // settings and where the weights are. Two layouts load (docs/engine_model_format.md):
@@ -30,6 +31,7 @@ struct ModelConfig {
   ModelShape shape;  // dtype fp32: the CPU engine computes in fp32 whatever the file holds
   float rms_eps = 1e-5f;
   double rope_theta = 10000.0;
+  RopeScaling rope_scaling = {};  // Llama 3.1's "llama3" frequency scaling, or none
   std::int64_t max_positions = 4096;
   bool routers = false;  // one linear router (d_model -> 1, with bias) per recursion
   TokenizerKind tokenizer = TokenizerKind::bytes;

@@ -19,7 +19,6 @@ struct KvProjectShape {
   std::int64_t q_dim = 0;  // n_heads * head_dim: the q rows of the fused weight, skipped
   std::int64_t n_kv_heads = 0;
   std::int64_t head_dim = 0;
-  double theta = 10000.0;
   KvPoolShape pool;  // pool.kv_width must be n_kv_heads * head_dim
 };
 
@@ -29,12 +28,13 @@ std::int64_t kv_project_scratch(const KvProjectShape& shape);
 
 // `h`: the attention-normed hidden rows [rows, d_model] (the caller runs rms_norm first, as
 // kv_only does); `w_qkv`: [q_dim + 2 * kv_width, d_model], rows q then k then v as the engine's
-// wq, wk, wv stacked. `positions` and `slots` are as for kv_write; `scratch` holds
-// kv_project_scratch(shape) elements. All on `stream`.
+// wq, wk, wv stacked. `positions` and `slots` are as for kv_write; `inv_freq` is rotary's
+// frequency table (head_dim / 2 floats on the device); `scratch` holds kv_project_scratch(shape)
+// elements. All on `stream`.
 template <StorageType T>
 void kv_project(const CublasHandle& handle, const T* h, const T* w_qkv,
-                const std::int32_t* positions, const std::int32_t* slots, T* scratch, T* pool,
-                std::int32_t* pool_positions, const KvProjectShape& shape,
+                const std::int32_t* positions, const float* inv_freq, const std::int32_t* slots,
+                T* scratch, T* pool, std::int32_t* pool_positions, const KvProjectShape& shape,
                 cudaStream_t stream = nullptr);
 
 // kv_project's two halves, for a caller that adds to K|V between them (per-recursion LoRA on the
@@ -44,8 +44,8 @@ template <StorageType T>
 void kv_project_gemm(const CublasHandle& handle, const T* h, const T* w_qkv, T* scratch,
                      const KvProjectShape& shape, cudaStream_t stream = nullptr);
 template <StorageType T>
-void kv_project_store(const std::int32_t* positions, const std::int32_t* slots, T* scratch, T* pool,
-                      std::int32_t* pool_positions, const KvProjectShape& shape,
-                      cudaStream_t stream = nullptr);
+void kv_project_store(const std::int32_t* positions, const float* inv_freq,
+                      const std::int32_t* slots, T* scratch, T* pool, std::int32_t* pool_positions,
+                      const KvProjectShape& shape, cudaStream_t stream = nullptr);
 
 }  // namespace exitsim::kernels
