@@ -24,10 +24,17 @@ double gib(std::int64_t bytes) {
   return static_cast<double>(bytes) / static_cast<double>(1 << 30);
 }
 
-sim::KvCapacity kv_capacity(const ModelShape& m, const HardwareSpec& h,
-                            const scenario::SchedulerConfig& scheduler) {
-  return sim::derive_kv_capacity(
-      m, h, {scheduler.block_size, scheduler.kv_blocks, scheduler.memory_reserve_fraction});
+sim::KvCapacity kv_capacity(const scenario::ReplicaGroup& g) {
+  return sim::derive_kv_capacity(g.model.shape, g.hardware.spec,
+                                 {g.scheduler.block_size, g.scheduler.kv_blocks,
+                                  g.scheduler.memory_reserve_fraction, 0, g.parallel.tensor});
+}
+
+// "h100-sxm" or "4 x h100-sxm (TP 4)": what one replica runs on.
+std::string replica_hardware(const scenario::ReplicaGroup& g) {
+  if (g.parallel.gpus() == 1)
+    return g.hardware.spec.name;
+  return fmt::format("{} x {} (TP {})", g.parallel.gpus(), g.hardware.spec.name, g.parallel.tensor);
 }
 
 // One line per replica group, for clusters whose replicas differ.
@@ -38,11 +45,11 @@ void print_groups(const scenario::Scenario& s) {
     const ModelShape& m = g.model.shape;
     const HardwareSpec& h = g.hardware.spec;
     fmt::print(
-        "group {:<4} {} x {} ({:.2f} GiB), model {} ({}), scheduler {} (max_running {}, "
+        "group {:<4} {} x {} ({:.2f} GiB each), model {} ({}), scheduler {} (max_running {}, "
         "max_batched_tokens {}), {} KV blocks, cost model {}\n",
-        i, g.count, h.name, gib(h.memory_bytes), m.name, to_string(m.dtype), g.scheduler.kind,
-        g.scheduler.max_running, g.scheduler.max_batched_tokens,
-        kv_capacity(m, h, g.scheduler).blocks, g.cost_model.kind);
+        i, g.count, replica_hardware(g), gib(h.memory_bytes), m.name, to_string(m.dtype),
+        g.scheduler.kind, g.scheduler.max_running, g.scheduler.max_batched_tokens,
+        kv_capacity(g).blocks, g.cost_model.kind);
   }
   fmt::print("serving    router {}, exit policy {}, synchronization {}\n", s.cluster.router,
              s.exit_policy.kind, s.sync.strategy);
@@ -58,7 +65,7 @@ void print_setup(const scenario::Scenario& s) {
   const scenario::ReplicaGroup& g = s.replica_groups.front();
   const ModelShape& m = g.model.shape;
   const HardwareSpec& h = g.hardware.spec;
-  const sim::KvCapacity kv = kv_capacity(m, h, g.scheduler);
+  const sim::KvCapacity kv = kv_capacity(g);
   fmt::print(
       "model      {}: {:.3f} B parameters ({:.2f} GiB {}), depth {} layers ({} unique), "
       "exit points {}\n",
@@ -66,10 +73,19 @@ void print_setup(const scenario::Scenario& s) {
       to_string(m.dtype), m.depth.full_depth(), m.depth.unique_layers(),
       m.depth.effective_exit_points());
   fmt::print("hardware   {} x {}: {:.1f} TFLOP/s {}, {:.2f} TB/s, {:.2f} GiB each\n",
-             s.cluster.replicas, h.name, h.peak_flops_for(m.dtype) / 1e12, to_string(m.dtype),
-             h.memory_bandwidth / 1e12, gib(h.memory_bytes));
-  fmt::print("kv memory  {} blocks x {} tokens = {} tokens per replica ({} KiB per token)\n",
-             kv.blocks, kv.block_size, kv.tokens(), kv.kv_bytes_per_token / 1024);
+             s.cluster.replicas, replica_hardware(g), h.peak_flops_for(m.dtype) / 1e12,
+             to_string(m.dtype), h.memory_bandwidth / 1e12, gib(h.memory_bytes));
+  if (g.parallel.gpus() > 1) {
+    fmt::print(
+        "parallel   tensor {}: {} GPUs per replica, {} in all; collectives over {:.0f} GB/s per "
+        "direction, {:.1f} us per ring step; {:.2f} GiB of weights per GPU\n",
+        g.parallel.tensor, g.parallel.gpus(), s.cluster.replicas * g.parallel.gpus(),
+        h.interconnect.link_bandwidth / 1e9, to_microseconds(h.interconnect.link_latency),
+        gib(kv.weight_bytes));
+  }
+  fmt::print("kv memory  {} blocks x {} tokens = {} tokens per replica ({} KiB per token{})\n",
+             kv.blocks, kv.block_size, kv.tokens(), kv.kv_bytes_per_token / 1024,
+             g.parallel.gpus() > 1 ? " per GPU" : "");
   fmt::print(
       "serving    router {}, scheduler {} (max_running {}, max_batched_tokens {}), cost "
       "model {}, exit policy {}, synchronization {}\n",

@@ -118,9 +118,23 @@ constexpr double k_tera = 1e12;
 constexpr double k_giga = 1e9;
 constexpr std::int64_t k_gib = std::int64_t{1} << 30;
 
+// The link to the other GPUs of a node: per-direction bandwidth (the datasheets' bidirectional
+// figure halved) and the latency of one ring step.
+struct Link {
+  double gb_s_per_direction;
+  double step_latency_us;
+  int gpus_per_node;
+};
+
+// NVLink and PCIe datasheets give bandwidth, not latency. A ring step is a hop plus a
+// synchronisation; NCCL's small-message all-reduce over 8 NVLink GPUs takes about 10-15 us,
+// i.e. about 1 us for each of its 14 steps; over PCIe through the host bridge, about twice that.
+constexpr double k_nvlink_step_us = 1.0;
+constexpr double k_pcie_step_us = 2.0;
+
 HardwareSpec make_hardware(std::string name, double fp32_tflops, double bf16_tflops,
                            double fp8_tflops, double int8_tops, double bandwidth_gb_s,
-                           std::int64_t memory_bytes) {
+                           std::int64_t memory_bytes, Link link) {
   HardwareSpec h;
   h.name = std::move(name);
   h.set_peak_flops(DType::fp32, fp32_tflops * k_tera);
@@ -132,6 +146,10 @@ HardwareSpec make_hardware(std::string name, double fp32_tflops, double bf16_tfl
   h.memory_bytes = memory_bytes;
   // A typical CUDA kernel launch as seen from the host, when not hidden by CUDA graphs.
   h.launch_overhead = 4 * k_ns_per_us;
+  h.interconnect.link_bandwidth = link.gb_s_per_direction * k_giga;
+  h.interconnect.link_latency =
+      static_cast<TimeNs>(link.step_latency_us * static_cast<double>(k_ns_per_us));
+  h.interconnect.gpus_per_node = link.gpus_per_node;
   return h;
 }
 
@@ -141,17 +159,22 @@ HardwareSpec make_hardware(std::string name, double fp32_tflops, double bf16_tfl
 const std::vector<HardwareSpec>& hardware_presets() {
   static const std::vector<HardwareSpec> presets = {
       // NVIDIA H100 SXM5 datasheet: FP32 66.9, BF16 989.4, FP8 1978.9, INT8 1978.9 TOPS;
-      // 80 GB HBM3 at 3.35 TB/s.
-      make_hardware("h100-sxm", 66.9, 989.4, 1978.9, 1978.9, 3350, 80 * k_gib),
-      // NVIDIA H200 SXM datasheet: same compute as H100 SXM; 141 GB HBM3e at 4.8 TB/s.
-      make_hardware("h200", 66.9, 989.4, 1978.9, 1978.9, 4800, std::int64_t{141'000'000'000}),
+      // 80 GB HBM3 at 3.35 TB/s; NVLink 4 at 900 GB/s (450 each way), 8 per HGX node.
+      make_hardware("h100-sxm", 66.9, 989.4, 1978.9, 1978.9, 3350, 80 * k_gib,
+                    {450, k_nvlink_step_us, 8}),
+      // NVIDIA H200 SXM datasheet: same compute as H100 SXM; 141 GB HBM3e at 4.8 TB/s; NVLink 4
+      // at 900 GB/s, 8 per HGX node.
+      make_hardware("h200", 66.9, 989.4, 1978.9, 1978.9, 4800, std::int64_t{141'000'000'000},
+                    {450, k_nvlink_step_us, 8}),
       // NVIDIA A100 datasheet (SXM4 40GB): FP32 19.5, BF16 312, INT8 624; HBM2 1,555 GB/s. No FP8.
-      make_hardware("a100-40gb", 19.5, 312, 0, 624, 1555, 40 * k_gib),
-      // NVIDIA A100 80GB SXM4: same compute; HBM2e 2,039 GB/s.
-      make_hardware("a100-80gb", 19.5, 312, 0, 624, 2039, 80 * k_gib),
+      // NVLink 3 at 600 GB/s (300 each way), 8 per HGX node.
+      make_hardware("a100-40gb", 19.5, 312, 0, 624, 1555, 40 * k_gib, {300, k_nvlink_step_us, 8}),
+      // NVIDIA A100 80GB SXM4: same compute and NVLink; HBM2e 2,039 GB/s.
+      make_hardware("a100-80gb", 19.5, 312, 0, 624, 2039, 80 * k_gib, {300, k_nvlink_step_us, 8}),
       // NVIDIA L40S datasheet: FP32 91.6, BF16 362.05, FP8 733, INT8 733 TOPS;
-      // 48 GB GDDR6 at 864 GB/s.
-      make_hardware("l40s", 91.6, 362.05, 733, 733, 864, 48 * k_gib),
+      // 48 GB GDDR6 at 864 GB/s; no NVLink: PCIe Gen4 x16 at 64 GB/s (32 each way), 8 per
+      // server in the OEM reference designs.
+      make_hardware("l40s", 91.6, 362.05, 733, 733, 864, 48 * k_gib, {32, k_pcie_step_us, 8}),
   };
   return presets;
 }

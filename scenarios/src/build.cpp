@@ -6,6 +6,7 @@
 
 #include "embedded.hpp"
 #include "exitsim/core/model_validation.hpp"
+#include "exitsim/core/parallel.hpp"
 #include "exitsim/core/presets.hpp"
 #include "exitsim/core/suggest.hpp"
 #include "groups.hpp"
@@ -40,6 +41,15 @@ void check_model(const Scenario& s, const Resolution& r) {
     fail_key(r, fmt::format("hardware.peak_tflops.{}", to_string(dtype)),
              expected_found(
                  fmt::format("a positive peak for the model's dtype {}", to_string(dtype)), "0"));
+  }
+  if (const auto problem = find_parallel_problem(s.model.shape, s.parallel, s.hardware.spec)) {
+    fail_key(r, "parallel." + problem->field, problem->message);
+  }
+  if (s.parallel.tensor > 1 && !(s.hardware.spec.interconnect.link_bandwidth > 0)) {
+    fail_key(r, "hardware.link_bandwidth_gbps",
+             expected_found(
+                 fmt::format("a positive link bandwidth for parallel.tensor {}", s.parallel.tensor),
+                 "0"));
   }
 }
 

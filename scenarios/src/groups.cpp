@@ -17,7 +17,8 @@ namespace {
 const std::string k_groups = "cluster.groups";
 
 // Only what a replica is made of may differ; the workload, policies and SLOs are the cluster's.
-const std::vector<std::string> k_group_sections = {"model", "hardware", "cost_model", "scheduler"};
+const std::vector<std::string> k_group_sections = {"model", "hardware", "cost_model", "scheduler",
+                                                   "parallel"};
 
 [[noreturn]] void fail_at(SourceLocation where, const std::string& field,
                           const std::string& message) {
@@ -51,8 +52,8 @@ void check_group_section(const std::string& key, const SourceLocation& loc,
   }
   if (find_key(first) != nullptr) {
     fail_at(loc, field,
-            fmt::format("{}: only model, hardware, cost_model and scheduler keys may differ "
-                        "between replica groups",
+            fmt::format("{}: only model, hardware, cost_model, scheduler and parallel keys may "
+                        "differ between replica groups",
                         key));
   }
   const std::string near = nearest_match(first, k_group_sections);
@@ -97,6 +98,7 @@ Scenario with_group(const Scenario& base, const ReplicaGroup& group) {
   s.hardware = group.hardware;
   s.cost_model = group.cost_model;
   s.scheduler = group.scheduler;
+  s.parallel = group.parallel;
   return s;
 }
 
@@ -147,8 +149,8 @@ void resolve_replica_groups(Scenario& s, const Resolution& r, const Node& root,
   s.replica_groups.clear();
   const Resolved* groups = r.get(k_groups);
   if (groups == nullptr || groups->records.empty()) {
-    s.replica_groups.push_back(
-        ReplicaGroup{s.cluster.replicas, s.model, s.hardware, s.cost_model, s.scheduler, {}});
+    s.replica_groups.push_back(ReplicaGroup{
+        s.cluster.replicas, s.model, s.hardware, s.cost_model, s.scheduler, s.parallel, {}});
     return;
   }
   if (const Resolved* replicas = r.get("cluster.replicas");
@@ -186,6 +188,7 @@ void resolve_replica_groups(Scenario& s, const Resolution& r, const Node& root,
                        resolved.hardware,
                        resolved.cost_model,
                        resolved.scheduler,
+                       resolved.parallel,
                        {}};
     group.overrides = canonical_overrides(s, group);
     total += group.count;

@@ -52,9 +52,20 @@ bool renders_groups(const Scenario& s) {
 
 std::vector<KeyDef> cluster_keys() {
   return {
+      Key("parallel", Type::section,
+          "How many GPUs one replica spans (docs/cost_model.md, \"Tensor parallelism\")."),
+      Key("parallel.tensor", Type::integer,
+          "Tensor-parallel degree: each layer split Megatron-style across this many GPUs of one "
+          "node (heads, MLP width and vocabulary sharded; two all-reduces per layer over the "
+          "node's link). Must divide the heads and the MLP width, and divide or be a multiple of "
+          "the K/V heads (then replicated).")
+          .range(1, 64)
+          .def(std::int64_t{1})
+          .bind(field(&Scenario::parallel, &ParallelSpec::tensor)),
       Key("cluster", Type::section, "Replicas behind a global router."),
       Key("cluster.replicas", Type::integer,
-          "Number of identical model replicas (one accelerator each); not given with groups.")
+          "Number of identical model replicas (each on parallel.tensor GPUs); not given with "
+          "groups.")
           .range(1, static_cast<double>(k_max_replicas))
           .def(std::int64_t{1})
           .bind(replicas_binding()),
@@ -75,7 +86,7 @@ std::vector<KeyDef> cluster_keys() {
           .def(std::int64_t{1}),
       Key(k_groups + ".set", Type::string_list,
           "Overrides in --set form (\"key.path=value\", the value YAML) of keys under model, "
-          "hardware, cost_model and scheduler; [] = the scenario as written.")
+          "hardware, cost_model, scheduler and parallel; [] = the scenario as written.")
           .def(std::vector<std::string>{}),
   };
 }

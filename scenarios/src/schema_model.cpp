@@ -224,6 +224,37 @@ std::vector<KeyDef> hardware_keys() {
                         [](const Scenario& s) {
                           return loaded(to_microseconds(s.hardware.spec.launch_overhead));
                         }}),
+      Key("hardware.link_bandwidth_gbps", Type::number,
+          "Bandwidth of the link to the node's other GPUs, per direction, in GB/s (NVLink 4: 450 "
+          "of its 900 GB/s total; PCIe Gen4 x16: 32); what tensor parallelism's collectives "
+          "move over. 0 = none (a single-GPU card).")
+          .range(0, std::nullopt)
+          .from_preset_or(p, 0.0)
+          .bind(Binding{
+              [](Scenario& s, const Resolved& r) {
+                s.hardware.spec.interconnect.link_bandwidth = std::get<double>(r.value) * k_giga;
+              },
+              [](const Scenario& s) {
+                return loaded(unscale(s.hardware.spec.interconnect.link_bandwidth, k_giga));
+              }}),
+      Key("hardware.link_latency_us", Type::number,
+          "Latency of one step of a ring collective over that link (a hop and a "
+          "synchronisation), in microseconds.")
+          .range(0, 1e6)
+          .from_preset_or(p, 0.0)
+          .bind(Binding{[](Scenario& s, const Resolved& r) {
+                          s.hardware.spec.interconnect.link_latency =
+                              from_microseconds(std::get<double>(r.value));
+                        },
+                        [](const Scenario& s) {
+                          return loaded(to_microseconds(s.hardware.spec.interconnect.link_latency));
+                        }}),
+      Key("hardware.gpus_per_node", Type::integer,
+          "GPUs one node joins by that link: the most a tensor-parallel replica may span.")
+          .range(1, 64)
+          .from_preset_or(p, std::int64_t{1})
+          .bind(field(&Scenario::hardware, &HardwareConfig::spec, &HardwareSpec::interconnect,
+                      &Interconnect::gpus_per_node)),
       Key("cost_model", Type::section, "How the simulator prices each operation."),
       Key("cost_model.kind", Type::enumeration,
           "roofline: from hardware and model shape; calibrated: per-op models fitted from op "

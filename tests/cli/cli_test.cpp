@@ -231,9 +231,8 @@ TEST_F(Cli, UnusableOutputDirectoryIsAUserError) {
   const fs::path blocker = file("a_file", "not a directory");
   const Result r = run("simulate --set workload.requests=5 --out '" + blocker.string() + "'");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.err,
-            "exitsim: error: " + blocker.string() +
-                ": --out: expected a directory that can be created, found a file\n");
+  EXPECT_EQ(r.err, "exitsim: error: " + blocker.string() +
+                       ": --out: expected a directory that can be created, found a file\n");
 }
 
 }  // namespace

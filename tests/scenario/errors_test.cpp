@@ -127,8 +127,8 @@ const BadInput k_bad_inputs[] = {
      "s.yaml:3:5: sweep[0].value: unknown key \"value\"; did you mean \"values\"?"},
     {"GroupKeyOutsideItsSections",
      "cluster:\n  groups:\n    - count: 2\n      set: [\"workload.requests=5\"]\n",
-     "s.yaml:4:13: cluster.groups[0].set[0]: workload.requests: only model, hardware, cost_model "
-     "and scheduler keys may differ between replica groups"},
+     "s.yaml:4:13: cluster.groups[0].set[0]: workload.requests: only model, hardware, "
+     "cost_model, scheduler and parallel keys may differ between replica groups"},
     {"GroupUnknownKeyWithSuggestion",
      "cluster:\n  groups:\n    - count: 1\n    - set: [\"scheduler.kind=static\", "
      "\"scheduler.max_runing=4\"]\n",
@@ -227,8 +227,8 @@ TEST(BadOverride, MalformedValue) {
 
 TEST(BadOverride, GroupKeyOutsideItsSections) {
   EXPECT_EQ(error_of("", {R"(cluster.groups=[{count: 1, set: ["seed=1"]}])"}),
-            "--set: cluster.groups[0].set[0]: seed: only model, hardware, cost_model and "
-            "scheduler keys may differ between replica groups");
+            "--set: cluster.groups[0].set[0]: seed: only model, hardware, cost_model, scheduler "
+            "and parallel keys may differ between replica groups");
 }
 
 TEST(BadFile, MissingFile) {

@@ -182,3 +182,59 @@ sweep:
 
 }  // namespace
 }  // namespace exitsim::scenario
+
+namespace exitsim::scenario {
+namespace {
+
+std::string load_error(const std::string& yaml, const std::vector<std::string>& set) {
+  try {
+    load_scenario_text(yaml, "s.yaml", set);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+// A 70B-class model needs several GPUs per replica: groups may differ in parallel.tensor, the
+// hardware presets carry their links, and both survive rendering.
+TEST(ParallelReplicas, GroupsMayDifferInTensorParallelismAndRoundTrip) {
+  const Scenario s = load_scenario_text(R"(
+parallel:
+  tensor: 2
+cluster:
+  groups:
+    - count: 2
+    - count: 1
+      set: ["hardware.preset=l40s", "parallel.tensor=4"]
+)",
+                                        "tp.yaml");
+  EXPECT_EQ(s.parallel.tensor, 2);
+  ASSERT_EQ(s.replica_groups.size(), 2U);
+  EXPECT_EQ(s.replica_groups[0].parallel.tensor, 2);
+  EXPECT_EQ(s.replica_groups[1].parallel.tensor, 4);
+  EXPECT_EQ(s.replica_groups[1].hardware.spec.interconnect.link_bandwidth, 32e9);
+  EXPECT_EQ(s.hardware.spec.interconnect.link_bandwidth, 450e9);
+  EXPECT_EQ(s.hardware.spec.interconnect.gpus_per_node, 8);
+  EXPECT_EQ(s.replica_groups[1].overrides,
+            (std::vector<std::string>{"hardware={preset: l40s}", "parallel.tensor=4"}));
+  expect_round_trip(s);
+}
+
+TEST(ParallelReplicas, ShardsTheModelCannotTakeAreRefusedNamingTheKey) {
+  EXPECT_EQ(load_error("", {"parallel.tensor=3"}),
+            "--set: parallel.tensor: expected a divisor of the 32 attention heads of llama-3-8b, "
+            "found 3");
+  EXPECT_EQ(load_error("", {"parallel.tensor=2", "hardware.link_bandwidth_gbps=0"}),
+            "--set: hardware.link_bandwidth_gbps: expected a positive link bandwidth for "
+            "parallel.tensor 2, found 0");
+  EXPECT_EQ(load_error("parallel:\n  tensor: 16\n", {}),
+            "s.yaml:2:11: parallel.tensor: expected at most the 8 GPUs of one h100-sxm node (TP "
+            "all-reduces twice per layer over the node's link), found 16");
+  EXPECT_EQ(
+      load_error("cluster:\n  groups:\n    - set: [\"parallel.tensor=5\"]\n", {}),
+      "s.yaml:3:13: cluster.groups[0]: parallel.tensor: expected a divisor of the 32 attention "
+      "heads of llama-3-8b, found 5");
+}
+
+}  // namespace
+}  // namespace exitsim::scenario

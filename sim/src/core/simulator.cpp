@@ -227,7 +227,8 @@ SimulationConfig simulation_config_from(const scenario::Scenario& s,
                            group.scheduler,
                            s.exit_policy,
                            s.sync,
-                           s.seed};
+                           s.seed,
+                           group.parallel};
     config.replicas.insert(config.replicas.end(), static_cast<std::size_t>(group.count), spec);
   }
   const auto router = policy::parse_replica_router(s.cluster.router);

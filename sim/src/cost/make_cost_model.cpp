@@ -1,5 +1,7 @@
 #include "exitsim/sim/cost/make_cost_model.hpp"
 
+#include <fmt/format.h>
+
 #include "exitsim/core/error.hpp"
 #include "exitsim/sim/cost/calibrated_cost_model.hpp"
 #include "exitsim/sim/cost/roofline.hpp"
@@ -8,10 +10,22 @@
 namespace exitsim::sim {
 
 std::unique_ptr<CostModel> make_cost_model(const scenario::CostModelConfig& config,
-                                           const ModelShape& model, const HardwareSpec& hardware) {
+                                           const ModelShape& model, const HardwareSpec& hardware,
+                                           ParallelSpec parallel) {
   if (config.kind == "roofline") {
     return std::make_unique<RooflineCostModel>(
-        model, hardware, RooflineEfficiency{config.flops_efficiency, config.bandwidth_efficiency});
+        model, hardware, RooflineEfficiency{config.flops_efficiency, config.bandwidth_efficiency},
+        parallel);
+  }
+  if (parallel.tensor > 1) {
+    // A profile or table times one engine on one device; a sharded layer and its collectives
+    // were never measured, and pricing them from single-GPU data would be a guess.
+    throw InputError({config.profile, 0, 0, "parallel.tensor"},
+                     expected_found(fmt::format("1 with cost_model.kind {} (its measurements are "
+                                                "of one GPU; use the roofline for tensor "
+                                                "parallelism)",
+                                                config.kind),
+                                    fmt::format("{}", parallel.tensor)));
   }
   if (config.kind == "table") {
     if (config.profile.empty()) {

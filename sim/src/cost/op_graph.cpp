@@ -36,6 +36,10 @@ std::string_view to_string(OpKind kind) {
       return "lm_head";
     case OpKind::sampling:
       return "sampling";
+    case OpKind::tp_all_reduce:
+      return "tp_all_reduce";
+    case OpKind::logits_gather:
+      return "logits_gather";
     case OpKind::host_op:
       return "host_op";
   }

@@ -188,6 +188,7 @@ struct RooflineCostModel::GraphTotals {
   double total = 0;
   double compute = 0;
   double memory = 0;
+  double communication = 0;
   double overhead = 0;
   double flops = 0;
   double bytes = 0;
@@ -201,6 +202,16 @@ struct RooflineCostModel::GraphTotals {
   Priced p;
   if (!(x[at(params.launch_if)] > 0))
     return p;
+  if (params.collective) {
+    double link_bytes = 0;
+    for (std::size_t i = 0; i < params.used_terms; ++i)
+      link_bytes += params.terms[i].bytes * x[at(params.terms[i].feature)];
+    p.launched = true;
+    p.communication = true;
+    p.body_ns = link_bytes * ns_per_link_byte_ + params.latency_ns;
+    p.duration_ns = p.body_ns + launch_ns_;
+    return p;
+  }
   double flops = 0;
   double bytes = params.fixed_bytes;
   // Only the used terms: most ops have one or two of the four.
@@ -249,12 +260,21 @@ IterationCost measured_cost(double microseconds, const IterationCost& counted,
 }
 
 RooflineCostModel::RooflineCostModel(const ModelShape& model, const HardwareSpec& hardware,
-                                     RooflineEfficiency efficiency)
-    : layer_graph_(roofline_ops::build_layer_graph()),
-      head_graph_(roofline_ops::build_head_graph()) {
+                                     RooflineEfficiency efficiency, ParallelSpec parallel)
+    : layer_graph_(roofline_ops::build_layer_graph(parallel.tensor > 1)),
+      head_graph_(roofline_ops::build_head_graph(parallel.tensor > 1)) {
   if (const auto problem = find_shape_problem(model)) {
     throw InputError({"", 0, 0, "model." + problem->field}, problem->message);
   }
+  if (const auto problem = find_parallel_problem(model, parallel, hardware)) {
+    throw InputError({"", 0, 0, "parallel." + problem->field}, problem->message);
+  }
+  if (parallel.tensor > 1 && !(hardware.interconnect.link_bandwidth > 0)) {
+    throw InputError({"", 0, 0, "hardware.link_bandwidth_gbps"},
+                     expected_found("a positive link bandwidth for tensor parallelism",
+                                    fmt::format("{} B/s", hardware.interconnect.link_bandwidth)));
+  }
+  const TensorShard shard = TensorShard::of(model, parallel.tensor);
   check_fraction(efficiency.flops, "cost_model.flops_efficiency");
   check_fraction(efficiency.bandwidth, "cost_model.bandwidth_efficiency");
   const double peak = hardware.peak_flops_for(model.dtype);
@@ -275,6 +295,11 @@ RooflineCostModel::RooflineCostModel(const ModelShape& model, const HardwareSpec
   }
   ns_per_flop_ = 1e9 / (peak * efficiency.flops);
   ns_per_byte_ = 1e9 / (hardware.memory_bandwidth * efficiency.bandwidth);
+  // Collectives reach the link's bandwidth as memory-bound kernels reach HBM's: the same
+  // efficiency stands for both (a ring's busbw is about 80% of NVLink's peak in NCCL's tests).
+  ns_per_link_byte_ =
+      parallel.tensor > 1 ? 1e9 / (hardware.interconnect.link_bandwidth * efficiency.bandwidth) : 0;
+  const double step_latency_ns = as_double(hardware.interconnect.link_latency);
   launch_ns_ = as_double(hardware.launch_overhead);
   layout_ = StackLayout(model.depth);
   stacked_depth_ = model.depth.stacked_depth();
@@ -291,15 +316,20 @@ RooflineCostModel::RooflineCostModel(const ModelShape& model, const HardwareSpec
     variant_of_layer[static_cast<std::size_t>(l)] = static_cast<int>(it - ranks.begin());
   }
   variants_ = static_cast<int>(ranks.size());
+  const auto params_of = [&](OpKind kind, int rank) {
+    if (kind == OpKind::tp_all_reduce || kind == OpKind::logits_gather)
+      return roofline_ops::collective_op(kind, model, shard, step_latency_ns);
+    if (kind == OpKind::final_norm || kind == OpKind::lm_head || kind == OpKind::sampling)
+      return roofline_ops::head_op(kind, model, shard);
+    return roofline_ops::layer_op(kind, model, rank, shard);
+  };
   for (const int rank : ranks) {
-    for (int v = 0; v < layer_graph_.size(); ++v) {
-      layer_params_.push_back(roofline_ops::layer_op(layer_graph_.op(v).kind, model, rank));
-    }
-    kv_params_.push_back(roofline_ops::layer_op(OpKind::kv_projection, model, rank));
+    for (int v = 0; v < layer_graph_.size(); ++v)
+      layer_params_.push_back(params_of(layer_graph_.op(v).kind, rank));
+    kv_params_.push_back(roofline_ops::layer_op(OpKind::kv_projection, model, rank, shard));
   }
-  for (int v = 0; v < head_graph_.size(); ++v) {
-    head_params_.push_back(roofline_ops::head_op(head_graph_.op(v).kind, model));
-  }
+  for (int v = 0; v < head_graph_.size(); ++v)
+    head_params_.push_back(params_of(head_graph_.op(v).kind, 0));
   // The token-only ops: all they read (launch_if and their terms) is the token count and the
   // K/V reuse features, which add_graph() requires to be zero for a lookup.
   const auto ops = static_cast<std::size_t>(layer_graph_.size());
@@ -384,7 +414,8 @@ void RooflineCostModel::add_graph(const OpGraph& graph, const OpParams* params,
   }
   // Plain arrays, left uninitialised: only the first n entries are written and read.
   std::array<double, k_max_graph_ops> body;
-  std::array<std::uint8_t, k_max_graph_ops> kind;  // 0 not launched, 1 memory-, 2 compute-bound
+  // 0 not launched, 1 memory-, 2 compute-bound, 3 a collective
+  std::array<std::uint8_t, k_max_graph_ops> kind;
   std::array<double, k_max_graph_ops> duration;
   double flops = 0;
   double bytes = 0;
@@ -399,7 +430,7 @@ void RooflineCostModel::add_graph(const OpGraph& graph, const OpParams* params,
   for (std::size_t v = 0; v < n; ++v) {
     const Priced p = tabled != nullptr && token_only_[v] != 0 ? tabled[v] : price(params[v], x);
     body[v] = p.body_ns;
-    kind[v] = p.launched ? (p.compute_bound ? 2 : 1) : 0;
+    kind[v] = p.launched ? (p.communication ? 3 : p.compute_bound ? 2 : 1) : 0;
     duration[v] = p.duration_ns;
     flops += p.flops;
     bytes += p.bytes;
@@ -408,8 +439,7 @@ void RooflineCostModel::add_graph(const OpGraph& graph, const OpParams* params,
     end = next;
   }
   double length = 0;
-  double compute = 0;
-  double memory = 0;
+  std::array<double, 4> part{};  // by kind
   double overhead = 0;
   if (chain) {
     // The walk adds the parts from the sink back to the source; ops of zero duration it may
@@ -419,7 +449,7 @@ void RooflineCostModel::add_graph(const OpGraph& graph, const OpParams* params,
       if (kind[v] == 0)
         continue;
       overhead += launch_ns_;
-      (kind[v] == 2 ? compute : memory) += body[v];
+      part[kind[v]] += body[v];
     }
   } else {
     std::array<double, k_max_graph_ops> finish;
@@ -433,12 +463,13 @@ void RooflineCostModel::add_graph(const OpGraph& graph, const OpParams* params,
       if (kind[vi] == 0)
         continue;
       overhead += launch_ns_;
-      (kind[vi] == 2 ? compute : memory) += body[vi];
+      part[kind[vi]] += body[vi];
     }
   }
   totals.total += repeat * length;
-  totals.compute += repeat * compute;
-  totals.memory += repeat * memory;
+  totals.compute += repeat * part[2];
+  totals.memory += repeat * part[1];
+  totals.communication += repeat * part[3];
   totals.overhead += repeat * overhead;
   totals.flops += repeat * flops;
   totals.bytes += repeat * bytes;
@@ -799,7 +830,8 @@ IterationCost RooflineCostModel::iteration_cost(std::span<const BatchEntry> batc
   cost.total = std::llround(totals.total);
   cost.overhead = std::llround(totals.overhead);
   cost.compute_bound = std::llround(totals.compute);
-  cost.memory_bound = cost.total - cost.compute_bound - cost.overhead;
+  cost.communication = std::llround(totals.communication);
+  cost.memory_bound = cost.total - cost.compute_bound - cost.communication - cost.overhead;
   if (cost.memory_bound < 0) {  // rounding when nothing on the path is memory-bound
     cost.compute_bound += cost.memory_bound;
     cost.memory_bound = 0;
@@ -816,8 +848,9 @@ std::vector<OpCost> RooflineCostModel::op_breakdown(std::span<const BatchEntry> 
                               const BatchFeatures& masked, int layer) {
     for (int v = 0; v < graph.size(); ++v) {
       const Priced p = price(params[v], x);
-      ops.push_back({graph.op(v).kind, layer, p.launched, p.compute_bound, p.duration_ns, p.flops,
-                     p.bytes, p.launched ? flops_of(params[v], masked) : 0.0});
+      ops.push_back({graph.op(v).kind, layer, p.launched, p.compute_bound, p.communication,
+                     p.duration_ns, p.flops, p.bytes,
+                     p.launched ? flops_of(params[v], masked) : 0.0});
     }
   };
   WorkCounts all{};
@@ -846,7 +879,7 @@ std::vector<OpCost> RooflineCostModel::op_breakdown(std::span<const BatchEntry> 
     const BatchFeatures x = reached.features();
     emit_graph(layer_graph_, &layer_params_[variant * n_ops], x, masked.features(), l);
     const Priced kv = price(kv_params_[variant], x);
-    ops.push_back({OpKind::kv_projection, l, kv.launched, kv.compute_bound, kv.duration_ns,
+    ops.push_back({OpKind::kv_projection, l, kv.launched, kv.compute_bound, false, kv.duration_ns,
                    kv.flops, kv.bytes, 0.0});
   }
   BatchFeatures all_x = all.features();

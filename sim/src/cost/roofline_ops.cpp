@@ -15,14 +15,15 @@ struct Dims {
   bool gated;
 };
 
-Dims dims_of(const ModelShape& m) {
+// One GPU's dimensions: the shard's heads, K/V heads, MLP width and vocabulary; d_model whole.
+Dims dims_of(const ModelShape& m, const TensorShard& shard) {
   return {as_double(m.d_model),
-          as_double(m.n_heads * m.head_dim),
-          as_double(m.n_kv_heads * m.head_dim),
-          as_double(m.ffn_dim),
-          as_double(m.vocab),
+          as_double(shard.heads * m.head_dim),
+          as_double(shard.kv_heads * m.head_dim),
+          as_double(shard.ffn),
+          as_double(shard.vocab),
           as_double(bytes_per_element(m.dtype)),
-          as_double(m.kv_bytes_per_token_per_layer()),
+          as_double(shard.kv_bytes_per_token_per_layer(m)),
           m.mlp == MlpKind::gated};
 }
 
@@ -88,8 +89,8 @@ OpParams kv_projection(const Dims& s, double rank) {
 
 }  // namespace
 
-OpParams layer_op(OpKind kind, const ModelShape& model, int rank_int) {
-  const Dims s = dims_of(model);
+OpParams layer_op(OpKind kind, const ModelShape& model, int rank_int, const TensorShard& shard) {
+  const Dims s = dims_of(model, shard);
   const double rank = rank_int;
   switch (kind) {
     case OpKind::input_norm:
@@ -125,14 +126,16 @@ OpParams layer_op(OpKind kind, const ModelShape& model, int rank_int) {
     case OpKind::final_norm:
     case OpKind::lm_head:
     case OpKind::sampling:
+    case OpKind::tp_all_reduce:
+    case OpKind::logits_gather:
     case OpKind::host_op:
       break;
   }
   throw std::logic_error("layer_op: not a layer op");
 }
 
-OpParams head_op(OpKind kind, const ModelShape& model) {
-  const Dims s = dims_of(model);
+OpParams head_op(OpKind kind, const ModelShape& model, const TensorShard& shard) {
+  const Dims s = dims_of(model, shard);
   switch (kind) {
     case OpKind::final_norm:
       return norm(s);
@@ -145,9 +148,11 @@ OpParams head_op(OpKind kind, const ModelShape& model) {
       return p;
     }
     case OpKind::sampling: {
-      // Softmax and a sampling scan over fp32 logits: two passes over vocab per emitting token.
+      // Softmax and a sampling scan over fp32 logits: two passes over the whole vocabulary per
+      // emitting token, on the one GPU the logits were gathered to.
+      const double vocab = as_double(model.vocab);
       OpParams p;
-      p.add(BatchFeature::emitting, 5 * s.vocab, 2 * s.vocab * 4);
+      p.add(BatchFeature::emitting, 5 * vocab, 2 * vocab * 4);
       p.launch_if = BatchFeature::emitting;
       return p;
     }
@@ -157,9 +162,35 @@ OpParams head_op(OpKind kind, const ModelShape& model) {
   throw std::logic_error("head_op: not a head op");
 }
 
+OpParams collective_op(OpKind kind, const ModelShape& model, const TensorShard& shard,
+                       double step_latency_ns) {
+  const double p = shard.degree;
+  const double dtype_bytes = as_double(bytes_per_element(model.dtype));
+  OpParams params;
+  params.collective = true;
+  switch (kind) {
+    case OpKind::tp_all_reduce:
+      // Reduce-scatter then all-gather around the ring: each GPU sends 2(p-1)/p of the
+      // activations (tokens x d_model) in 2(p-1) steps.
+      params.add(BatchFeature::tokens, 0, 2 * (p - 1) / p * as_double(model.d_model) * dtype_bytes);
+      params.latency_ns = 2 * (p - 1) * step_latency_ns;
+      return params;
+    case OpKind::logits_gather:
+      // The p vocabulary shards of each emitting token's logits to one GPU: (p-1)/p of the row
+      // arrives there, in p-1 steps.
+      params.add(BatchFeature::emitting, 0, (p - 1) / p * as_double(model.vocab) * dtype_bytes);
+      params.latency_ns = (p - 1) * step_latency_ns;
+      params.launch_if = BatchFeature::emitting;
+      return params;
+    default:
+      break;
+  }
+  throw std::logic_error("collective_op: not a collective");
+}
+
 // The two attention kernels depend only on the QKV projection (they serve disjoint sequences);
 // sharing stream 0 serialises them, as in engines that launch both.
-OpGraph build_layer_graph() {
+OpGraph build_layer_graph(bool tensor_parallel) {
   OpGraph g;
   const int in_norm = g.add_op(OpKind::input_norm);
   const int qkv = g.add_op(OpKind::qkv_projection);
@@ -175,21 +206,37 @@ OpGraph build_layer_graph() {
   g.add_dependency(qkv, decode);
   g.add_dependency(prefill, out);
   g.add_dependency(decode, out);
-  g.add_dependency(out, post_norm);
   g.add_dependency(post_norm, gate_up);
   g.add_dependency(gate_up, act);
   g.add_dependency(act, down);
+  if (tensor_parallel) {
+    // The row-parallel GEMMs leave partial sums: the residual add (in the next norm) waits for
+    // their all-reduce. The MLP's feeds the next layer, so the layer ends with it.
+    const int attention_sum = g.add_op(OpKind::tp_all_reduce, 1);
+    g.add_dependency(out, attention_sum);
+    g.add_dependency(attention_sum, post_norm);
+    const int mlp_sum = g.add_op(OpKind::tp_all_reduce, 1);
+    g.add_dependency(down, mlp_sum);
+  } else {
+    g.add_dependency(out, post_norm);
+  }
   g.finalize();
   return g;
 }
 
-OpGraph build_head_graph() {
+OpGraph build_head_graph(bool tensor_parallel) {
   OpGraph g;
   const int norm_op = g.add_op(OpKind::final_norm);
   const int head = g.add_op(OpKind::lm_head);
   const int sample = g.add_op(OpKind::sampling);
   g.add_dependency(norm_op, head);
-  g.add_dependency(head, sample);
+  if (tensor_parallel) {
+    const int gather = g.add_op(OpKind::logits_gather, 1);
+    g.add_dependency(head, gather);
+    g.add_dependency(gather, sample);
+  } else {
+    g.add_dependency(head, sample);
+  }
   g.finalize();
   return g;
 }

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "exitsim/core/error.hpp"
+#include "exitsim/core/parallel.hpp"
 
 namespace exitsim::sim {
 namespace {
@@ -19,9 +20,10 @@ KvCapacity derive_kv_capacity(const ModelShape& model, const HardwareSpec& hardw
                               const KvCapacityRequest& request) {
   KvCapacity capacity;
   capacity.block_size = request.block_size;
-  capacity.weight_bytes = model.weight_bytes();
+  const TensorShard shard = TensorShard::of(model, request.tensor);
+  capacity.weight_bytes = shard.weight_bytes(model);
   const int kv_layers = request.kv_layers > 0 ? request.kv_layers : model.depth.full_depth();
-  capacity.kv_bytes_per_token = model.kv_bytes_per_token_per_layer() * kv_layers;
+  capacity.kv_bytes_per_token = shard.kv_bytes_per_token_per_layer(model) * kv_layers;
   capacity.reserve_bytes = static_cast<std::int64_t>(
       std::llround(static_cast<double>(hardware.memory_bytes) * request.memory_reserve_fraction));
   const std::int64_t free_bytes =
@@ -49,11 +51,15 @@ KvCapacity derive_kv_capacity(const ModelShape& model, const HardwareSpec& hardw
   if (free_bytes < block_bytes) {
     throw InputError(
         {"", 0, 0, "model"},
-        fmt::format("{} needs {:.2f} GiB of weights plus a {:.2f} GiB reserve, but {} has {:.2f} "
-                    "GiB: no room for KV cache (use a larger accelerator, a smaller dtype, or "
-                    "lower scheduler.memory_reserve_fraction)",
-                    model.name, gib(capacity.weight_bytes), gib(capacity.reserve_bytes),
-                    hardware.name, gib(hardware.memory_bytes)));
+        fmt::format("{} needs {:.2f} GiB of weights{} plus a {:.2f} GiB reserve, but {} has "
+                    "{:.2f} GiB: no room for KV cache (use more GPUs per replica with "
+                    "parallel.tensor, a larger accelerator, a smaller dtype, or lower "
+                    "scheduler.memory_reserve_fraction)",
+                    model.name, gib(capacity.weight_bytes),
+                    request.tensor > 1
+                        ? fmt::format(" per GPU at parallel.tensor {}", request.tensor)
+                        : std::string(),
+                    gib(capacity.reserve_bytes), hardware.name, gib(hardware.memory_bytes)));
   }
   capacity.blocks = free_bytes / block_bytes;
   return capacity;

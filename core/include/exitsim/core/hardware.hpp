@@ -9,6 +9,18 @@
 
 namespace exitsim {
 
+// How an accelerator reaches the others of its node: the link tensor parallelism's collectives
+// run over (NVLink on SXM boards, PCIe otherwise).
+struct Interconnect {
+  // Per direction, per GPU (NVLink 4's 900 GB/s "total" is 450 each way): a ring collective moves
+  // its bytes one way around the ring.
+  double link_bandwidth = 0;  // bytes/s
+  TimeNs link_latency = 0;    // per step of a ring collective (synchronisation and hop)
+  int gpus_per_node = 1;
+
+  friend bool operator==(const Interconnect&, const Interconnect&) = default;
+};
+
 // One accelerator, as a roofline cost model sees it.
 struct HardwareSpec {
   std::string name;
@@ -17,6 +29,7 @@ struct HardwareSpec {
   double memory_bandwidth = 0;  // bytes/s
   std::int64_t memory_bytes = 0;
   TimeNs launch_overhead = 0;  // per kernel launch
+  Interconnect interconnect;
 
   double peak_flops_for(DType t) const { return peak_flops[static_cast<std::size_t>(t)]; }
   void set_peak_flops(DType t, double flops) { peak_flops[static_cast<std::size_t>(t)] = flops; }

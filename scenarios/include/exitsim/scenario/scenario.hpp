@@ -7,6 +7,7 @@
 
 #include "exitsim/core/hardware.hpp"
 #include "exitsim/core/model_shape.hpp"
+#include "exitsim/core/parallel.hpp"
 
 namespace exitsim::scenario {
 
@@ -161,6 +162,7 @@ struct ReplicaGroup {
   HardwareConfig hardware;
   CostModelConfig cost_model;
   SchedulerConfig scheduler;
+  ParallelSpec parallel;
   // What differs from the top-level sections, as "key.path=value" assignments in canonical form
   // (presets expanded, as render_resolved_yaml writes them); empty when nothing does.
   std::vector<std::string> overrides;
@@ -213,6 +215,7 @@ struct Scenario {
   ExitPolicyConfig exit_policy;
   SyncConfig sync;
   SchedulerConfig scheduler;
+  ParallelSpec parallel;  // the GPUs each replica spans (groups may differ)
   ClusterConfig cluster;
   // Never empty in a loaded scenario; what the simulator builds replicas from, in order.
   std::vector<ReplicaGroup> replica_groups;

@@ -8,11 +8,13 @@
 namespace exitsim::sim {
 
 // How much paged KV memory one replica has: device memory minus weights minus a reserve for
-// activations and workspace, cut into blocks of `block_size` tokens.
+// activations and workspace, cut into blocks of `block_size` tokens. Under tensor parallelism
+// the figures are one GPU's (its shard of the weights, its K/V heads of each token): every GPU
+// of the replica holds its share of every block, so the replica holds as many tokens as one GPU.
 struct KvCapacity {
-  std::int64_t weight_bytes = 0;
+  std::int64_t weight_bytes = 0;  // per GPU
   std::int64_t reserve_bytes = 0;
-  std::int64_t kv_bytes_per_token = 0;  // all layers that store K/V for a full-depth token
+  std::int64_t kv_bytes_per_token = 0;  // per GPU, all layers that store K/V for a full-depth token
   std::int64_t block_size = 0;          // tokens per block
   std::int64_t blocks = 0;
   std::int64_t tokens() const { return blocks * block_size; }
@@ -23,6 +25,7 @@ struct KvCapacityRequest {
   std::int64_t explicit_blocks = 0;  // > 0 overrides the derivation
   double memory_reserve_fraction = 0.1;
   int kv_layers = 0;  // layers storing K/V per token; 0 = every layer of the full depth
+  int tensor = 1;     // parallel.tensor: GPUs the replica's weights and K/V heads are split over
 };
 
 // Throws InputError (field "model") when the weights and the reserve do not fit in device memory

@@ -23,7 +23,8 @@ struct ReplicaSpec {
   scenario::SchedulerConfig scheduler;
   scenario::ExitPolicyConfig exit_policy;  // kind "none": static depth
   scenario::SyncConfig sync;
-  std::uint64_t seed = 0;  // the replica's exit draws come from streams seeded with it
+  std::uint64_t seed = 0;   // the replica's exit draws come from streams seeded with it
+  ParallelSpec parallel{};  // the GPUs the replica spans
 };
 
 using StepObserver = std::function<void(int replica, const policy::StepTrace&)>;

@@ -74,6 +74,7 @@ struct IterationCost {
   TimeNs compute_bound = 0;  // part of `total` spent in ops limited by FLOP/s
   TimeNs memory_bound = 0;   // part limited by memory bandwidth
   TimeNs overhead = 0;       // kernel-launch overhead on the critical path
+  TimeNs communication = 0;  // part spent in tensor-parallel collectives (their link time)
   double flops = 0;          // executed FLOPs (all ops)
   double bytes = 0;          // bytes moved (all ops)
   // Part of `flops` spent on layers above an entry's useful depth (batch_sync's masked riders):

@@ -4,6 +4,7 @@
 
 #include "exitsim/core/hardware.hpp"
 #include "exitsim/core/model_shape.hpp"
+#include "exitsim/core/parallel.hpp"
 #include "exitsim/scenario/scenario.hpp"
 #include "exitsim/sim/cost/cost_model.hpp"
 
@@ -15,8 +16,11 @@ namespace exitsim::sim {
 // have been measured on `hardware` (by name) and the model's shape. Throws InputError for a
 // malformed or unreadable table or profile, a profile of other hardware or another model, for
 // efficiencies outside (0, 1], and for hardware without a peak for the model's dtype or without
-// memory bandwidth.
+// memory bandwidth. `parallel`: the roofline prices one GPU's shard and the collectives; a
+// measured model (table, calibrated) prices only what it measured, a single GPU, so it refuses
+// parallel.tensor above 1.
 std::unique_ptr<CostModel> make_cost_model(const scenario::CostModelConfig& config,
-                                           const ModelShape& model, const HardwareSpec& hardware);
+                                           const ModelShape& model, const HardwareSpec& hardware,
+                                           ParallelSpec parallel = {});
 
 }  // namespace exitsim::sim

@@ -23,6 +23,12 @@ enum class OpKind : std::uint8_t {
   final_norm,
   lm_head,  // logits of the tokens that emit
   sampling,
+  // Tensor parallelism's collectives, on their own stream (docs/cost_model.md, "Tensor
+  // parallelism"): the all-reduce of a layer's partial sums after the attention output
+  // projection and after the MLP's down projection, and the gather of the vocab-parallel LM
+  // head's logits to the GPU that samples.
+  tp_all_reduce,
+  logits_gather,
   // A measured op no simulator op stands for (rotary, K/V writes, embedding, routers, probes,
   // compaction): in graphs built from op traces only; cost models never price it.
   host_op,

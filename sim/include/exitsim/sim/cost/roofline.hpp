@@ -9,6 +9,7 @@
 
 #include "exitsim/core/hardware.hpp"
 #include "exitsim/core/model_shape.hpp"
+#include "exitsim/core/parallel.hpp"
 #include "exitsim/sim/cost/cost_model.hpp"
 #include "exitsim/sim/cost/op_graph.hpp"
 #include "exitsim/sim/cost/stack_work.hpp"
@@ -36,6 +37,10 @@ struct OpParams {
   std::size_t used_terms = 0;
   double fixed_bytes = 0;  // weights, read once per launch
   BatchFeature launch_if = BatchFeature::tokens;
+  // A collective of the tensor-parallel group: its bytes are what one GPU sends over the link
+  // (not memory traffic), priced bytes / link bandwidth + latency_ns, with no FLOPs.
+  bool collective = false;
+  double latency_ns = 0;
 
   // Adds to the coefficients of `feature`. Throws std::logic_error past k_max_terms features.
   void add(BatchFeature feature, double flops, double bytes);
@@ -47,7 +52,8 @@ struct OpCost {
   int layer = -1;  // executed-layer index (stack then coda); -1 for the head ops
   bool launched = false;
   bool compute_bound = false;
-  double duration_ns = 0;  // including launch overhead when launched
+  bool communication = false;  // a collective over the link
+  double duration_ns = 0;      // including launch overhead when launched
   double flops = 0;
   double bytes = 0;
   double masked_flops = 0;  // part of `flops` on layers above entries' useful depth
@@ -57,12 +63,16 @@ struct OpCost {
 // bytes / (bandwidth x bandwidth efficiency)) + launch overhead, and the iteration costs the
 // longest path through its op graph: a per-layer template (identical for every layer, so it is
 // built and sorted once) evaluated per group of layers that see the same batch, then the head.
+// Under tensor parallelism every op is one GPU's shard (TensorShard) and the graphs gain the
+// collectives on stream 1, each priced as a ring over the node's link: an all-reduce of N bytes
+// sends 2(p-1)/p N in 2(p-1) steps, a gather (p-1)/p N in p-1 steps.
 class RooflineCostModel final : public CostModel {
  public:
   // Throws InputError for efficiencies outside (0, 1], a hardware spec without a peak for the
   // model's dtype or without bandwidth, or an inconsistent model shape.
+  // Also for a tensor-parallel degree `find_parallel_problem` refuses.
   RooflineCostModel(const ModelShape& model, const HardwareSpec& hardware,
-                    RooflineEfficiency efficiency);
+                    RooflineEfficiency efficiency, ParallelSpec parallel = {});
 
   std::string name() const override { return "roofline"; }
   // Allocation-free. Entries with no query tokens are ignored; depths are clamped to
@@ -87,6 +97,7 @@ class RooflineCostModel final : public CostModel {
     double bytes = 0;
     bool launched = false;
     bool compute_bound = false;
+    bool communication = false;
   };
   // Layer groups of up to this many tokens take the prices of their token-only ops from
   // token_prices_.
@@ -136,6 +147,7 @@ class RooflineCostModel final : public CostModel {
   int coda_layers_ = 0;
   double ns_per_flop_ = 0;
   double ns_per_byte_ = 0;
+  double ns_per_link_byte_ = 0;
   double launch_ns_ = 0;
 };
 
