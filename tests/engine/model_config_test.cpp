@@ -201,8 +201,15 @@ TEST(ModelConfig, HuggingFaceLlamaLoadsAsAPlainModel) {
 TEST(ModelConfig, HuggingFaceFeaturesWeDoNotRunAreRefused) {
   EXPECT_EQ(llama_error(llama_with("\"rope_scaling\": null",
                                    "\"rope_scaling\": {\"rope_type\": \"yarn\"}")),
-            "config.json: rope_scaling.rope_type: expected \"llama3\" (or a null rope_scaling), "
+            "config.json: rope_scaling.rope_type: expected \"llama3\" or \"default\" (or a null "
+            "rope_scaling), "
             "found the string \"yarn\"");
+  // transformers v5's rope_parameters holds rope_theta and the scaling: read as an unknown key,
+  // it left theta at 10000 and the scaling off.
+  EXPECT_EQ(llama_error(llama_with("\"rope_scaling\": null",
+                                   "\"rope_parameters\": {\"rope_theta\": 500000.0}")),
+            "config.json: rope_parameters: expected none (write rope_theta and rope_scaling at "
+            "the top level, as transformers 4 does), found the object {\"rope_theta\":500000.0}");
   EXPECT_EQ(llama_error(llama_with("\"attention_bias\": false", "\"attention_bias\": true")),
             "config.json: attention_bias: expected false (biases are not supported), found true");
   EXPECT_EQ(llama_error(llama_with("\"attention_bias\": false", "\"mlp_bias\": true")),
@@ -284,28 +291,40 @@ TEST(ModelConfig, HuggingFaceLlama31LoadsWithItsRopeScaling) {
   EXPECT_EQ(parse_hf_llama_config(k_llama, "config.json", "x").rope_scaling, RopeScaling{});
 }
 
+// transformers writes {"rope_type": "default"} for plain rotary embeddings: no scaling, as null.
+TEST(ModelConfig, HuggingFaceDefaultRopeTypeIsNoScaling) {
+  const ModelConfig plain =
+      parse_hf_llama_config(llama31_with_scaling(R"("rope_type": "default")"), "config.json", "x");
+  EXPECT_EQ(plain.rope_scaling.kind, RopeScalingKind::none);
+  EXPECT_EQ(llama_error(llama31_with_scaling(R"("rope_type": "default", "factor": 8.0)")),
+            "config.json: rope_scaling.factor: unknown key \"factor\"; expected one of rope_type, "
+            "type");
+}
+
 TEST(ModelConfig, HuggingFaceRopeScalingErrorsAreOneLineAndNameTheField) {
   const std::string numbers = R"("factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
                                  "original_max_position_embeddings": 8192)";
   // Every other scaling transformers knows changes the frequencies (or the attention) in its own
-  // way, and is refused naming the key that says which; so is "default" (a null rope_scaling says
-  // that) and any other spelling.
-  for (const char* type : {"linear", "dynamic", "yarn", "longrope", "su", "default", "Llama3"}) {
+  // way, and is refused naming the key that says which; so is any other spelling.
+  for (const char* type : {"linear", "dynamic", "yarn", "longrope", "su", "Llama3"}) {
     SCOPED_TRACE(type);
     EXPECT_EQ(llama_error(llama31_with_scaling(numbers + ", \"rope_type\": \"" + type + "\"")),
-              std::string("config.json: rope_scaling.rope_type: expected \"llama3\" (or a null "
-                          "rope_scaling), found the string \"") +
+              std::string("config.json: rope_scaling.rope_type: expected \"llama3\" or "
+                          "\"default\" (or a null rope_scaling), found the string \"") +
                   type + "\"");
   }
   const std::vector<std::pair<std::string, std::string>> cases = {
       {R"("type": "linear", "factor": 8.0)",
-       "config.json: rope_scaling.type: expected \"llama3\" (or a null rope_scaling), found the "
+       "config.json: rope_scaling.type: expected \"llama3\" or \"default\" (or a null "
+       "rope_scaling), found the "
        "string \"linear\""},
       {numbers,
-       "config.json: rope_scaling.rope_type: expected \"llama3\" (or a null rope_scaling), found "
+       "config.json: rope_scaling.rope_type: expected \"llama3\" or \"default\" (or a null "
+       "rope_scaling), found "
        "none"},
       {numbers + R"(, "rope_type": 3)",
-       "config.json: rope_scaling.rope_type: expected \"llama3\" (or a null rope_scaling), found "
+       "config.json: rope_scaling.rope_type: expected \"llama3\" or \"default\" (or a null "
+       "rope_scaling), found "
        "the number 3"},
       {numbers + R"(, "rope_type": "llama3", "type": "linear")",
        "config.json: rope_scaling.type: expected the same as rope_type (\"llama3\"), found the "

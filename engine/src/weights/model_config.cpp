@@ -108,11 +108,17 @@ RopeScaling parse_rope_scaling(const ObjectReader& top, bool hugging_face) {
                          describe_json(*legacy));
     }
   }
+  // transformers writes {"rope_type": "default"} for unscaled rotary embeddings.
+  if (hugging_face && type != nullptr && *type == "default") {
+    static const std::array<std::string, 2> only_type = {"rope_type", "type"};
+    reader.reject_unknown(only_type);
+    return {};
+  }
   if (type == nullptr || *type != "llama3") {
-    throw reader.error(
-        type_key,
-        hugging_face ? "\"llama3\" (or a null rope_scaling)" : "\"llama3\" (or no rope_scaling)",
-        type == nullptr ? "none" : describe_json(*type));
+    throw reader.error(type_key,
+                       hugging_face ? "\"llama3\" or \"default\" (or a null rope_scaling)"
+                                    : "\"llama3\" (or no rope_scaling)",
+                       type == nullptr ? "none" : describe_json(*type));
   }
   static const std::array<std::string, 6> known = {"rope_type",
                                                    "factor",
@@ -258,6 +264,14 @@ ModelConfig parse_hf_llama_config(std::string_view text, const std::string& file
     const json* type = reader.find("model_type");
     throw reader.error("model_type", "\"llama\" (or architectures containing \"LlamaForCausalLM\")",
                        type == nullptr ? "none" : describe_json(*type));
+  }
+  // transformers v5 moves rope_theta and the scaling into "rope_parameters"; read as an unknown
+  // key it would leave theta at its default and the scaling off: silently other numerics.
+  if (const json* parameters = reader.find("rope_parameters"); parameters != nullptr) {
+    throw reader.error("rope_parameters",
+                       "none (write rope_theta and rope_scaling at the top level, as "
+                       "transformers 4 does)",
+                       describe_json(*parameters));
   }
   const RopeScaling rope_scaling = parse_rope_scaling(reader, /*hugging_face=*/true);
   for (const char* key : {"attention_bias", "mlp_bias"}) {
