@@ -2,6 +2,8 @@
 #include <fmt/core.h>
 
 #include <CLI/CLI.hpp>
+#include <charconv>
+#include <cmath>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -10,6 +12,7 @@
 
 #include "commands.hpp"
 #include "exitsim/analysis/plan.hpp"
+#include "exitsim/core/error.hpp"
 #include "exitsim/traces/atomic_output.hpp"
 #include "scenario_options.hpp"
 
@@ -22,8 +25,31 @@ struct PlanArgs {
   analysis::PlanOptions options;
   double target_rate = 0;
   double trace_scale = 0;
+  std::vector<std::string> gpu_hour_prices;  // "P" or "NAME=P"
   std::string out;
 };
+
+// "--gpu-hour-price 2.5" prices every accelerator; "--gpu-hour-price h100-sxm=2.5" one of them.
+void parse_gpu_hour_prices(const std::vector<std::string>& given, analysis::PlanOptions& options) {
+  for (const std::string& entry : given) {
+    const std::size_t eq = entry.find('=');
+    const std::string name = eq == std::string::npos ? "" : entry.substr(0, eq);
+    const std::string number = eq == std::string::npos ? entry : entry.substr(eq + 1);
+    double price = 0;
+    const auto [end, error] = std::from_chars(number.data(), number.data() + number.size(), price);
+    if (error != std::errc() || end != number.data() + number.size() || !(price >= 0) ||
+        !std::isfinite(price) || (eq != std::string::npos && name.empty())) {
+      throw InputError({"", 0, 0, "--gpu-hour-price"},
+                       expected_found("a price per GPU-hour >= 0, or NAME=PRICE for one "
+                                      "accelerator (hardware.name)",
+                                      "\"" + entry + "\""));
+    }
+    if (name.empty())
+      options.gpu_hour_price = price;
+    else
+      options.gpu_hour_prices[name] = price;
+  }
+}
 
 void run_plan(PlanArgs& args) {
   args.options.scenario_file = args.scenario.file;
@@ -32,16 +58,20 @@ void run_plan(PlanArgs& args) {
     args.options.target_rate = args.target_rate;
   if (args.trace_scale != 0)
     args.options.trace_scale = args.trace_scale;
+  parse_gpu_hour_prices(args.gpu_hour_prices, args.options);
   const analysis::Plan plan = analysis::plan_capacity(args.options);
-  fmt::print("{:<48} {:>12} {:>11} {:>11} {:>11} {:>9} {:>10}\n", "candidate", "max load",
-             "saturation", "TPOT p99", "TTFT p99", "replicas", "cost/h");
+  fmt::print("{:<48} {:>18} {:>12} {:>11} {:>11} {:>11} {:>9} {:>5} {:>10}\n", "candidate",
+             "replica", "max load", "saturation", "TPOT p99", "TTFT p99", "replicas", "GPUs",
+             "cost/h");
   for (const analysis::CandidatePlan& c : plan.candidates) {
     fmt::print(
-        "{:<48} {:>12} {:>11.4g} {:>8.2f} ms {:>8.1f} ms {:>9} {:>10.2f}\n",
+        "{:<48} {:>18} {:>12} {:>11.4g} {:>8.2f} ms {:>8.1f} ms {:>9} {:>5} {:>10.2f}\n",
         c.point.key.empty() ? "(scenario)" : c.point.key,
+        fmt::format("{} x {}", c.gpus_per_replica, c.hardware),
         fmt::format("{}{:.4g}", c.max_load_is_lower_bound ? ">=" : "", c.max_load_per_replica),
         c.saturation_load, c.steady_at_max_rate.tpot_p99_ms, c.steady_at_max_rate.ttft_p99_ms,
-        c.replicas > 0 ? std::to_string(c.replicas) : "-", c.cost_per_hour);
+        c.replicas > 0 ? std::to_string(c.replicas) : "-",
+        c.gpus > 0 ? std::to_string(c.gpus) : "-", c.cost_per_hour);
   }
   if (!plan.candidates.empty()) {
     fmt::print("load       {} per replica\n", plan.candidates.front().load_key);
@@ -94,8 +124,9 @@ void add_plan_command(CLI::App& app) {
   command->add_option("--target-rate", args->target_rate, "Requests/s to serve (synthetic)");
   command->add_option("--trace-scale", args->trace_scale,
                       "Serve the replayed trace at k times its rate (workload.source: trace)");
-  command->add_option("--gpu-hour-price", args->options.gpu_hour_price,
-                      "Price of one replica-hour, for cost figures");
+  command->add_option("--gpu-hour-price", args->gpu_hour_prices,
+                      "Price of one GPU-hour, for cost figures: P for every accelerator, or "
+                      "NAME=P per accelerator (hardware.name; repeat for each candidate's)");
   command->add_option("--attainment", args->options.min_attainment,
                       "Fraction of requests that must meet every SLO (default 0.9)");
   command->add_option("--max-replicas", args->options.max_replicas, "Most replicas to try");

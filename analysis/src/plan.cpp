@@ -10,6 +10,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
+#include <tuple>
 
 #include "exitsim/analysis/steady_state.hpp"
 #include "exitsim/core/error.hpp"
@@ -20,6 +21,18 @@
 namespace exitsim::analysis {
 
 namespace {
+
+// The scenario of one candidate (the sweep point's overrides, then `extra`), without its sweep.
+scenario::Scenario load_point(const PlanOptions& options, const SweepPoint& point,
+                              const std::vector<std::string>& extra) {
+  std::vector<std::string> overrides = options.overrides;
+  overrides.insert(overrides.end(), point.overrides.begin(), point.overrides.end());
+  overrides.push_back("sweep=[]");
+  overrides.insert(overrides.end(), extra.begin(), extra.end());
+  return options.scenario_file.empty()
+             ? scenario::load_default_scenario(overrides)
+             : scenario::load_scenario_file(options.scenario_file, overrides);
+}
 
 class Planner {
  public:
@@ -34,6 +47,10 @@ class Planner {
     CandidatePlan c;
     c.point = point;
     c.load_key = load_key_;
+    const scenario::Scenario s = load_point(options_, point, {});
+    c.hardware = s.hardware.spec.name;
+    c.gpus_per_replica = s.parallel.gpus();
+    c.gpu_hour_price = price_of(c.hardware);
     measure_saturation(c);
     find_max_load(c);
     const std::optional<double> target = trace_ ? options_.trace_scale : options_.target_rate;
@@ -41,9 +58,16 @@ class Planner {
     // more replicas cannot help.
     if (target && c.max_load_per_replica > 0)
       find_replicas(c, *target);
-    c.cost_per_million_tokens_at_capacity =
-        per_million_tokens(options_.gpu_hour_price, c.steady_at_max_rate.output_tokens_per_s);
+    c.cost_per_million_tokens_at_capacity = per_million_tokens(
+        c.gpus_per_replica * c.gpu_hour_price, c.steady_at_max_rate.output_tokens_per_s);
     return c;
+  }
+
+  // The price of one GPU-hour of `hardware` (checked in plan_capacity: every candidate's is
+  // there when prices are given by name).
+  double price_of(const std::string& hardware) const {
+    const auto it = options_.gpu_hour_prices.find(hardware);
+    return it != options_.gpu_hour_prices.end() ? it->second : options_.gpu_hour_price;
   }
 
  private:
@@ -59,16 +83,9 @@ class Planner {
     std::vector<sim::RequestRecord> requests;
   };
 
-  Finished simulate(const SweepPoint& point, std::vector<std::string> extra,
+  Finished simulate(const SweepPoint& point, const std::vector<std::string>& extra,
                     CandidatePlan& c) const {
-    std::vector<std::string> overrides = options_.overrides;
-    overrides.insert(overrides.end(), point.overrides.begin(), point.overrides.end());
-    overrides.push_back("sweep=[]");
-    overrides.insert(overrides.end(), extra.begin(), extra.end());
-    const scenario::Scenario s =
-        options_.scenario_file.empty()
-            ? scenario::load_default_scenario(overrides)
-            : scenario::load_scenario_file(options_.scenario_file, overrides);
+    const scenario::Scenario s = load_point(options_, point, extra);
     const auto workload = sim::make_workload(s.workload, s.seed);
     sim::SimulationConfig config = sim::simulation_config_from(s, "");
     Finished out;
@@ -204,8 +221,9 @@ class Planner {
       o = fewer;
     }
     c.replicas = n;
+    c.gpus = n * c.gpus_per_replica;
     c.at_target = o.metrics;
-    c.cost_per_hour = n * options_.gpu_hour_price;
+    c.cost_per_hour = c.gpus * c.gpu_hour_price;
     c.cost_per_million_tokens = per_million_tokens(c.cost_per_hour, o.steady.output_tokens_per_s);
   }
 
@@ -232,11 +250,13 @@ std::string recommend(const Plan& plan, const PlanOptions& options, bool has_tar
       continue;
     }
     const CandidatePlan& best = plan.candidates[*chosen];
-    const bool better =
-        has_target
-            ? (c.replicas < best.replicas ||
-               (c.replicas == best.replicas && c.max_load_per_replica > best.max_load_per_replica))
-            : c.max_load_per_replica > best.max_load_per_replica;
+    // Fewest GPUs, then cheapest, then the most capacity per GPU.
+    const auto per_gpu = [](const CandidatePlan& x) {
+      return x.max_load_per_replica / x.gpus_per_replica;
+    };
+    const bool better = has_target ? std::tuple(c.gpus, c.cost_per_hour, -per_gpu(c)) <
+                                         std::tuple(best.gpus, best.cost_per_hour, -per_gpu(best))
+                                   : per_gpu(c) > per_gpu(best);
     if (better)
       chosen = i;
   }
@@ -250,19 +270,21 @@ std::string recommend(const Plan& plan, const PlanOptions& options, bool has_tar
   const CandidatePlan& c = plan.candidates[*chosen];
   const std::string what = c.point.key.empty() ? "the scenario as given" : c.point.key;
   const char* at_least = c.max_load_is_lower_bound ? ">= " : "";
+  const std::string gpus =
+      c.gpus_per_replica == 1 ? c.hardware : fmt::format("{} x {}", c.gpus_per_replica, c.hardware);
   if (has_target) {
     return fmt::format(
-        "{}: {} replica{}{} ({} = {}{:.3g} per replica{})", what, c.replicas,
-        c.replicas == 1 ? "" : "s",
-        options.gpu_hour_price > 0 ? fmt::format(", {:.2f} per hour, {:.3f} per million tokens",
-                                                 c.cost_per_hour, c.cost_per_million_tokens)
-                                   : "",
+        "{}: {} GPU{} ({} replica{} of {}){} ({} = {}{:.3g} per replica{})", what, c.gpus,
+        c.gpus == 1 ? "" : "s", c.replicas, c.replicas == 1 ? "" : "s", gpus,
+        c.gpu_hour_price > 0 ? fmt::format(", {:.2f} per hour, {:.3f} per million tokens",
+                                           c.cost_per_hour, c.cost_per_million_tokens)
+                             : "",
         c.load_key, at_least, c.max_load_per_replica,
         c.max_load_is_lower_bound ? ": the SLOs held at every load tried" : " at most");
   }
   return fmt::format(
-      "{}: {} = {}{:.3g} per replica within the SLOs{}", what, c.load_key, at_least,
-      c.max_load_per_replica,
+      "{}: {} = {}{:.3g} per replica of {} within the SLOs{}", what, c.load_key, at_least,
+      c.max_load_per_replica, gpus,
       c.max_load_is_lower_bound ? " (a lower bound: the SLOs held at every load tried)" : "");
 }
 
@@ -299,8 +321,29 @@ Plan plan_capacity(const PlanOptions& options) {
         expected_found("a fraction in (0, 1]", fmt::format("{}", options.min_attainment)));
   }
 
+  for (const auto& [name, price] : options.gpu_hour_prices) {
+    if (!(price >= 0 && std::isfinite(price))) {
+      throw InputError({"", 0, 0, "--gpu-hour-price"},
+                       expected_found("a price >= 0", fmt::format("{}={}", name, price)));
+    }
+  }
   const Planner planner(options, base);
   const std::vector<SweepPoint> points = sweep_points(base.sweep);
+  // Prices by accelerator must cover every candidate's, or its cost would silently be 0.
+  if (!options.gpu_hour_prices.empty()) {
+    for (const SweepPoint& point : points) {
+      const std::string hardware = load_point(options, point, {}).hardware.spec.name;
+      if (!options.gpu_hour_prices.contains(hardware)) {
+        std::string given;
+        for (const auto& [name, price] : options.gpu_hour_prices)
+          given += (given.empty() ? "" : ", ") + name;
+        throw InputError({"", 0, 0, "--gpu-hour-price"},
+                         expected_found(fmt::format("a price for {} (candidate {})", hardware,
+                                                    point.key.empty() ? "(scenario)" : point.key),
+                                        "prices for " + given + " only"));
+      }
+    }
+  }
   Plan plan;
   plan.candidates.resize(points.size());
   std::atomic<std::size_t> next{0};
@@ -338,17 +381,19 @@ std::string plan_csv(const Plan& plan) {
       "candidate,load_key,max_load_per_replica,tpot_p99_ms_at_max,ttft_p99_ms_at_max,replicas,"
       "cost_per_hour,cost_per_million_tokens,simulations,recommended,max_load_is_lower_bound,"
       "saturation_load,output_tokens_per_s_at_max,cost_per_million_tokens_at_capacity,"
-      "steady_window_too_short\n";
+      "steady_window_too_short,hardware,gpus_per_replica,gpus,gpu_hour_price\n";
   for (std::size_t i = 0; i < plan.candidates.size(); ++i) {
     const CandidatePlan& c = plan.candidates[i];
     out += fmt::format(
-        "\"{}\",{},{:.6g},{:.6g},{:.6g},{},{:.6g},{:.6g},{},{},{},{:.6g},{:.6g},{:.6g},{}\n",
+        "\"{}\",{},{:.6g},{:.6g},{:.6g},{},{:.6g},{:.6g},{},{},{},{:.6g},{:.6g},{:.6g},{},{},{},{},"
+        "{:.6g}\n",
         c.point.key, c.load_key, c.max_load_per_replica, c.steady_at_max_rate.tpot_p99_ms,
         c.steady_at_max_rate.ttft_p99_ms, c.replicas, c.cost_per_hour, c.cost_per_million_tokens,
         c.simulations, plan.recommended == i ? "yes" : "no",
         c.max_load_is_lower_bound ? "yes" : "no", c.saturation_load,
         c.steady_at_max_rate.output_tokens_per_s, c.cost_per_million_tokens_at_capacity,
-        c.steady_at_max_rate.window_too_short ? "yes" : "no");
+        c.steady_at_max_rate.window_too_short ? "yes" : "no", c.hardware, c.gpus_per_replica,
+        c.gpus, c.gpu_hour_price);
   }
   return out;
 }
@@ -373,6 +418,10 @@ std::string plan_json(const Plan& plan) {
          {"saturation_load", c.saturation_load},
          {"saturation_requests", c.saturation_requests},
          {"replicas", c.replicas},
+         {"hardware", c.hardware},
+         {"gpus_per_replica", c.gpus_per_replica},
+         {"gpus", c.gpus},
+         {"gpu_hour_price", c.gpu_hour_price},
          {"cost_per_hour", c.cost_per_hour},
          {"cost_per_million_tokens", c.cost_per_million_tokens},
          {"cost_per_million_tokens_at_capacity", c.cost_per_million_tokens_at_capacity},

@@ -1,7 +1,9 @@
 #include "exitsim/analysis/plan.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 
 #include "support/test_files.hpp"
@@ -44,7 +46,8 @@ TEST(PlanCapacity, ACapacityTheSlosNeverBoundIsMarkedALowerBound) {
   EXPECT_EQ(plan.candidates[0].saturation_load, 0.0);
   EXPECT_TRUE(plan.candidates[0].max_load_is_lower_bound);
   EXPECT_DOUBLE_EQ(plan.candidates[0].max_load_per_replica, 4.0 * 4096);  // start x 2^12
-  EXPECT_NE(plan.recommendation.find(">= 1.64e+04 per replica within the SLOs (a lower bound"),
+  EXPECT_NE(plan.recommendation.find(
+                ">= 1.64e+04 per replica of h100-sxm within the SLOs (a lower bound"),
             std::string::npos)
       << plan.recommendation;
   EXPECT_NE(plan_csv(plan).find(",yes,yes,0,"), std::string::npos);  // recommended, bound
@@ -92,6 +95,57 @@ TEST(PlanCapacity, FindsEachCandidatesCapacityAndTheReplicasForATarget) {
   const Plan again = plan_capacity(o);
   EXPECT_EQ(again.candidates[0].max_load_per_replica, small.max_load_per_replica);
   EXPECT_EQ(again.candidates[1].replicas, large.replicas);
+}
+
+// Candidates on 1, 2 and 4 GPUs per replica of two accelerators at their own prices: the plan
+// counts GPUs (replicas x parallel.tensor) and their cost, and recommends the fewest GPUs, then
+// the cheapest. At a 6 ms TPOT SLO one H100 cannot serve llama-3-8b at all (7.5 ms per token).
+TEST(PlanCapacity, CountsGpusAndRecommendsTheFewestThenTheCheapest) {
+  TempDir dir;
+  PlanOptions o = options_for(dir,
+                              "workload:\n  requests: 200\n"
+                              "slo:\n  ttft_ms: 2000\n  tpot_ms: 6\n"
+                              "sweep:\n  - key: parallel.tensor\n    values: [1, 2, 4]\n"
+                              "  - key: hardware.preset\n    values: [h100-sxm, h200]\n");
+  o.target_rate = 12;
+  o.gpu_hour_prices = {{"h100-sxm", 2.5}, {"h200", 3.5}};
+  const Plan plan = plan_capacity(o);
+  ASSERT_EQ(plan.candidates.size(), 6U);
+  int fewest = 0;
+  for (const CandidatePlan& c : plan.candidates) {
+    SCOPED_TRACE(c.point.key);
+    EXPECT_EQ(c.gpus, c.replicas * c.gpus_per_replica);
+    EXPECT_DOUBLE_EQ(c.gpu_hour_price, c.hardware == "h200" ? 3.5 : 2.5);
+    EXPECT_DOUBLE_EQ(c.cost_per_hour, c.gpus * c.gpu_hour_price);
+    if (c.gpus > 0 && (fewest == 0 || c.gpus < fewest))
+      fewest = c.gpus;
+  }
+  EXPECT_EQ(plan.candidates[0].gpus_per_replica, 1);
+  EXPECT_EQ(plan.candidates[0].replicas, 0);  // TP 1 on an H100 misses the TPOT SLO
+  EXPECT_EQ(plan.candidates[4].gpus_per_replica, 4);
+  ASSERT_TRUE(plan.recommended.has_value());
+  const CandidatePlan& chosen = plan.candidates[*plan.recommended];
+  EXPECT_EQ(chosen.gpus, fewest);
+  for (const CandidatePlan& c : plan.candidates) {
+    if (c.gpus == fewest) {
+      EXPECT_LE(chosen.cost_per_hour, c.cost_per_hour) << c.point.key;
+    }
+  }
+  // The candidates differ in GPUs, so the choice is not a tie.
+  EXPECT_NE(std::count_if(plan.candidates.begin(), plan.candidates.end(),
+                          [&](const CandidatePlan& c) { return c.gpus == fewest; }),
+            6);
+  EXPECT_NE(plan.recommendation.find(fmt::format("{} GPUs (", fewest)), std::string::npos)
+      << plan.recommendation;
+  EXPECT_NE(plan_csv(plan).find(",hardware,gpus_per_replica,gpus,gpu_hour_price\n"),
+            std::string::npos);
+
+  // A price by name must cover every candidate's accelerator, or its cost would read 0.
+  o.gpu_hour_prices = {{"h100-sxm", 2.5}};
+  EXPECT_NE(error_of([&] {
+              plan_capacity(o);
+            }).find("--gpu-hour-price: expected a price for h200 (candidate "),
+            std::string::npos);
 }
 
 TEST(PlanCapacity, SaysSoWhenNothingMeetsTheSlos) {

@@ -156,12 +156,13 @@ TEST(Report, TheVerdictPicksTheBestConfigurationWithinTheQualityBudget) {
     candidates += (candidates.empty() ? "" : ",") +
                   fmt::format(
                       "{{\"candidate\": \"{}\", \"max_load_per_replica\": {}, "
-                      "\"output_tokens_per_s_at_max\": 1, \"replicas\": {}, \"cost_per_hour\": 6, "
+                      "\"output_tokens_per_s_at_max\": 1, \"replicas\": {}, \"gpus\": {}, "
+                      "\"cost_per_hour\": 6, "
                       "\"cost_per_million_tokens\": {}, \"load_key\": \"rate\", "
                       "\"cost_per_million_tokens_at_capacity\": {}, "
                       "\"tpot_p99_ms_at_max\": 1.5, \"recommended\": false}}",
-                      run.point.key, capacity, capacity == 10 ? 4 : 3, capacity == 10 ? 0.7 : 0.5,
-                      6 / capacity);
+                      run.point.key, capacity, capacity == 10 ? 4 : 3, capacity == 10 ? 8 : 6,
+                      capacity == 10 ? 0.7 : 0.5, 6 / capacity);
   }
   in.plan_json = "{\"format\": \"exitsim-plan v1\", \"recommendation\": \"r\", \"candidates\": [" +
                  candidates + "]}";
@@ -177,7 +178,8 @@ TEST(Report, TheVerdictPicksTheBestConfigurationWithinTheQualityBudget) {
             std::string::npos)
       << within.verdict;
   EXPECT_NE(within.verdict.find("(1.200x full depth)"), std::string::npos) << within.verdict;
-  EXPECT_NE(within.verdict.find("it needs 3 replica(s) (3 GPU(s)), 6 per hour, 0.5 per million "
+  // Replicas of parallel.tensor 2: 6 GPUs for 3 replicas.
+  EXPECT_NE(within.verdict.find("it needs 3 replica(s) (6 GPU(s)), 6 per hour, 0.5 per million "
                                 "output tokens (full depth: 4 replica(s), 0.7 per million"),
             std::string::npos)
       << within.verdict;

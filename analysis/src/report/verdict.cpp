@@ -22,11 +22,13 @@ std::string plan_sentence(const PlanView& plan, const std::string& key,
     return "";
   const json* full = full_depth_key != nullptr ? plan.find(*full_depth_key) : nullptr;
   const int replicas = c->value("replicas", 0);
+  // A plan of an exitsim before tensor parallelism has no "gpus": one GPU per replica then.
+  const int gpus = c->value("gpus", replicas);
   std::string text = replicas > 0
                          ? fmt::format(
                                " For the plan's target it needs {} replica(s) ({} GPU(s)), {} "
                                "per hour, {} per million output tokens",
-                               replicas, replicas, fmt_number(c->value("cost_per_hour", 0.0)),
+                               replicas, gpus, fmt_number(c->value("cost_per_hour", 0.0)),
                                fmt_number(c->value("cost_per_million_tokens", 0.0)))
                          : std::string(" The plan found no replica count meeting its target");
   const int full_replicas = full != nullptr ? full->value("replicas", 0) : 0;

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstddef>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -24,7 +25,11 @@ struct PlanOptions {
   // (workload.source: trace); neither: only the per-replica capacity is found.
   std::optional<double> target_rate;
   std::optional<double> trace_scale;
-  double gpu_hour_price = 0;  // per replica-hour; 0 = no cost figures
+  // Price of one GPU-hour: `default_gpu_hour_price` for every accelerator, or per accelerator
+  // (hardware.name) in `gpu_hour_prices`, which then must name every candidate's; neither = no
+  // cost figures. A replica of parallel.tensor GPUs costs that many GPU-hours an hour.
+  double gpu_hour_price = 0;
+  std::map<std::string, double> gpu_hour_prices;
   // The backlogged run that measures saturation throughput has at least this many requests
   // (synthetic workloads; a trace replays what it holds): fewer see mostly its fill and drain.
   std::size_t saturation_min_requests = 4000;
@@ -35,6 +40,11 @@ struct PlanOptions {
 
 struct CandidatePlan {
   SweepPoint point;
+  // What one replica of the candidate runs on: its accelerator (hardware.name), the GPUs it
+  // spans (parallel.tensor) and the price of one of them per hour (0: no prices given).
+  std::string hardware;
+  int gpus_per_replica = 1;
+  double gpu_hour_price = 0;
   // The highest load one replica sustains within the SLOs, and the run at it; 0 when even the
   // lowest load tried misses them. The load is the arrival rate in requests/s (synthetic
   // workloads) or the trace's rate scale (replayed traces), as `load_key` says.
@@ -55,8 +65,9 @@ struct CandidatePlan {
   // For the target (rate or scaled trace): the fewest replicas that meet the SLOs, and the run
   // there; 0 when none up to max_replicas does or there is no target.
   int replicas = 0;
+  int gpus = 0;  // replicas x gpus_per_replica
   RunMetrics at_target;
-  double cost_per_hour = 0;  // replicas x price
+  double cost_per_hour = 0;  // gpus x gpu_hour_price
   // Per million output tokens at the target's steady-state token rate (what the target's
   // requests ask for per second, the drain's tail excluded), and of one replica at its capacity.
   double cost_per_million_tokens = 0;
@@ -70,7 +81,9 @@ struct Plan {
 };
 
 // Throws InputError when the scenario has no SLO (every rate would qualify), when a target rate
-// is given for a trace workload or a trace scale for a synthetic one, and for bad options.
+// is given for a trace workload or a trace scale for a synthetic one, and for bad options. The
+// recommendation is the candidate that meets the target with the fewest GPUs, then the lowest
+// cost per hour, then the most capacity per GPU.
 Plan plan_capacity(const PlanOptions& options);
 
 // The plan as CSV (one row per candidate) and as JSON (what `exitsim report` reads).
