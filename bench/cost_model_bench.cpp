@@ -27,6 +27,15 @@ const RooflineCostModel& llama_on_h100() {
   return model;
 }
 
+// The same model on one replica of 8 H100s: every layer gains two all-reduces on a second
+// stream, which takes the graph walk off its one-stream fast path.
+const RooflineCostModel& llama_on_8_h100() {
+  static const RooflineCostModel model(*exitsim::find_model_preset("llama-3-8b"),
+                                       *exitsim::find_hardware_preset("h100-sxm"), {0.7, 0.85},
+                                       exitsim::ParallelSpec{8});
+  return model;
+}
+
 const RooflineCostModel& recursive_on_h100() {
   static const RooflineCostModel model = [] {
     exitsim::ModelShape m = *exitsim::find_model_preset("llama-3-8b");
@@ -134,6 +143,14 @@ void decode(benchmark::State& state) {
   report(state);
 }
 BENCHMARK(decode)->Arg(1)->Arg(16)->Arg(256);
+
+void decode_tp8(benchmark::State& state) {
+  const std::vector<BatchEntry> batch = decode_batch(state.range(0));
+  for (auto _ : state)
+    benchmark::DoNotOptimize(llama_on_8_h100().iteration_cost(batch));
+  report(state);
+}
+BENCHMARK(decode_tp8)->Arg(1)->Arg(16)->Arg(256);
 
 void mixed_prefill(benchmark::State& state) {
   const std::vector<BatchEntry> batch = mixed_prefill_batch();

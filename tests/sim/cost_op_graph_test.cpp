@@ -117,9 +117,16 @@ const RooflineCostModel& llama_on_h100() {
   return model;
 }
 
-TEST(CostOpGraph, SingleStreamIsDetected) {
+TEST(CostOpGraph, SingleStreamAndChainsAreDetected) {
   EXPECT_TRUE(diamond(0).single_stream());
   EXPECT_FALSE(diamond(1).single_stream());
+  // A diamond's two middle ops on one stream are chained by its order; on two, they are not.
+  EXPECT_TRUE(diamond(0).chain());
+  EXPECT_FALSE(diamond(1).chain());
+  const RooflineCostModel tp(*find_model_preset("llama-3-8b"), *find_hardware_preset("h100-sxm"),
+                             {0.7, 0.85}, ParallelSpec{2});
+  EXPECT_FALSE(tp.layer_graph().single_stream());
+  EXPECT_TRUE(tp.layer_graph().chain());
   EXPECT_TRUE(llama_on_h100().layer_graph().single_stream());
   EXPECT_TRUE(llama_on_h100().head_graph().single_stream());
   OpGraph empty;
@@ -127,19 +134,22 @@ TEST(CostOpGraph, SingleStreamIsDetected) {
   EXPECT_FALSE(empty.single_stream());
 }
 
-// The roofline model's chain shortcut for a single-stream graph (RooflineCostModel::add_graph):
-// with non-negative durations, each of which moves the running end or is zero, the longest path
-// is the running sum in insertion order, bit for bit, and the walk back from its sink passes
-// every op of non-zero duration (so sums over the path, in walk order, equal sums over those ops
-// from the last to the first).
-TEST(CostOpGraph, ChainPathMatchesTheWalkOnOneStream) {
+// The roofline model's chain shortcut (RooflineCostModel::add_graph), for a single-stream graph
+// and for a tensor-parallel layer that hands over to its all-reduces on stream 1: with
+// non-negative durations, each of which moves the running end or is zero, the longest path is
+// the running sum in topological order, bit for bit, and the walk back from its sink passes every
+// op of non-zero duration (so sums over the path, in walk order, equal sums over those ops from
+// the last to the first).
+TEST(CostOpGraph, ChainPathMatchesTheWalk) {
   std::mt19937 rng(7);
   std::uniform_real_distribution<double> length(0.0, 5000.0);
   std::uniform_int_distribution<int> percent(1, 100);
+  const RooflineCostModel tp(*find_model_preset("llama-3-8b"), *find_hardware_preset("h100-sxm"),
+                             {0.7, 0.85}, ParallelSpec{4});
   const std::vector<OpGraph> graphs = {llama_on_h100().layer_graph(), llama_on_h100().head_graph(),
-                                       diamond(0)};
+                                       tp.layer_graph(), tp.head_graph()};
   for (const OpGraph& g : graphs) {
-    ASSERT_TRUE(g.single_stream());
+    ASSERT_TRUE(g.chain());
     const auto n = static_cast<std::size_t>(g.size());
     for (int trial = 0; trial < 2000; ++trial) {
       std::vector<double> duration(n);
@@ -147,7 +157,8 @@ TEST(CostOpGraph, ChainPathMatchesTheWalkOnOneStream) {
         d = percent(rng) <= 30 ? 0.0 : length(rng);
       double end = 0;
       bool chain = true;
-      for (const double d : duration) {
+      for (const int v : g.topological_order()) {
+        const double d = duration[static_cast<std::size_t>(v)];
         const double next = end + d;
         chain = chain && d >= 0 && (d == 0 || next > end);
         end = next;
@@ -163,8 +174,8 @@ TEST(CostOpGraph, ChainPathMatchesTheWalkOnOneStream) {
       for (const int v : e.path)
         walk += duration[static_cast<std::size_t>(v)];
       double reverse = 0;
-      for (std::size_t v = n; v-- > 0;)
-        reverse += duration[v];
+      for (std::size_t i = n; i-- > 0;)
+        reverse += duration[static_cast<std::size_t>(g.topological_order()[i])];
       EXPECT_EQ(walk, reverse);
       for (std::size_t v = 0; v < n; ++v) {
         if (duration[v] > 0) {

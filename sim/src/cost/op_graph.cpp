@@ -107,6 +107,11 @@ void OpGraph::finalize() {
   single_stream_ = !ops_.empty() && std::all_of(ops_.begin(), ops_.end(), [&](const OpNode& node) {
     return node.stream == ops_.front().stream;
   });
+  chain_ = !ops_.empty();
+  for (std::size_t i = 1; i < order_.size(); ++i) {
+    chain_ = chain_ &&
+             std::binary_search(edges_.begin(), edges_.end(), std::pair{order_[i - 1], order_[i]});
+  }
   finalized_ = true;
 }
 

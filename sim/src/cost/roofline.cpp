@@ -419,15 +419,18 @@ void RooflineCostModel::add_graph(const OpGraph& graph, const OpParams* params,
   std::array<double, k_max_graph_ops> duration;
   double flops = 0;
   double bytes = 0;
-  // On one stream every op waits for the one added before it, so while durations are
+  // In a chain every op waits for the one before it in topological order (on one stream, or
+  // handed between streams as a TP layer's all-reduces are), so while durations are
   // non-negative each op ends at the previous end plus its duration: the longest path is that
   // running sum, and it holds every launched op. `chain` stays true while that argument gives
-  // the same doubles as the graph walk below (CostOpGraph.ChainPathMatchesTheWalkOnOneStream): no
-  // negative or NaN part, and every op of non-zero duration moves the end (one absorbed by rounding
-  // would leave the walk's path).
-  bool chain = graph.single_stream() && launch_ns_ >= 0;
+  // the same doubles as the graph walk below (CostOpGraph.ChainPathMatchesTheWalk): no negative
+  // or NaN part, and every op of non-zero duration moves the end (one absorbed by rounding would
+  // leave the walk's path). Ops are priced in topological order, so the sum is the walk's.
+  const std::vector<int>& order = graph.topological_order();
+  bool chain = graph.chain() && launch_ns_ >= 0;
   double end = 0;
-  for (std::size_t v = 0; v < n; ++v) {
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto v = static_cast<std::size_t>(order[i]);
     const Priced p = tabled != nullptr && token_only_[v] != 0 ? tabled[v] : price(params[v], x);
     body[v] = p.body_ns;
     kind[v] = p.launched ? (p.communication ? 3 : p.compute_bound ? 2 : 1) : 0;
@@ -445,7 +448,8 @@ void RooflineCostModel::add_graph(const OpGraph& graph, const OpParams* params,
     // The walk adds the parts from the sink back to the source; ops of zero duration it may
     // skip add zero.
     length = end;
-    for (std::size_t v = n; v-- > 0;) {
+    for (std::size_t i = n; i-- > 0;) {
+      const auto v = static_cast<std::size_t>(order[i]);
       if (kind[v] == 0)
         continue;
       overhead += launch_ns_;

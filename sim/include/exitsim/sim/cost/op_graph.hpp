@@ -70,6 +70,10 @@ class OpGraph {
   // Every op on one stream: the stream order then chains all ops in insertion order (which is
   // the topological order). False for an empty graph; set by finalize().
   bool single_stream() const { return single_stream_; }
+  // Every op waits for the one before it in topological order (a single stream, or a chain that
+  // hands over between streams, as a tensor-parallel layer does to its all-reduces): the longest
+  // path is then the sum of every duration. False for an empty graph; set by finalize().
+  bool chain() const { return chain_; }
 
   // Longest path through the DAG where op v takes duration[v]. Fills finish[v] (when v ends if it
   // starts as soon as all its predecessors have ended) and via[v] (the predecessor its start
@@ -84,6 +88,7 @@ class OpGraph {
   std::vector<int> pred_begin_;  // predecessors of v: preds_[pred_begin_[v] .. pred_begin_[v+1])
   std::vector<int> preds_;
   bool single_stream_ = false;
+  bool chain_ = false;
   bool finalized_ = false;
 };
 
