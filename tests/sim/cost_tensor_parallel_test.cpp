@@ -10,18 +10,15 @@
 #include "exitsim/core/presets.hpp"
 #include "exitsim/sim/cost/roofline.hpp"
 #include "exitsim/sim/kv_capacity.hpp"
+#include "support/presets.hpp"
 
 namespace exitsim::sim {
 namespace {
 
 const ModelShape& llama() {
-  static const ModelShape m = *find_model_preset("llama-3-8b");
-  return m;
+  return test_support::llama_3_8b();
 }
-const HardwareSpec& h100() {
-  static const HardwareSpec h = *find_hardware_preset("h100-sxm");
-  return h;
-}
+using test_support::h100;
 constexpr RooflineEfficiency k_efficiency{0.7, 0.85};
 
 RooflineCostModel at_degree(int tensor) {
