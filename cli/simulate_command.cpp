@@ -72,6 +72,10 @@ void print_setup(const scenario::Scenario& s) {
       m.name, static_cast<double>(m.parameter_count()) / 1e9, gib(m.weight_bytes()),
       to_string(m.dtype), m.depth.full_depth(), m.depth.unique_layers(),
       m.depth.effective_exit_points());
+  if (m.is_moe()) {
+    fmt::print("experts    {} per layer, top-{}: {:.3f} B parameters active per token\n", m.experts,
+               m.experts_per_token, static_cast<double>(m.active_parameters_per_token()) / 1e9);
+  }
   fmt::print("hardware   {} x {}: {:.1f} TFLOP/s {}, {:.2f} TB/s, {:.2f} GiB each\n",
              s.cluster.replicas, replica_hardware(g), h.peak_flops_for(m.dtype) / 1e12,
              to_string(m.dtype), h.memory_bandwidth / 1e12, gib(h.memory_bytes));

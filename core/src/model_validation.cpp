@@ -26,6 +26,20 @@ std::optional<ShapeProblem> find_shape_problem(const ModelShape& shape) {
                    expected_found(fmt::format("a divisor of n_heads ({})", shape.n_heads),
                                   fmt::format("{}", shape.n_kv_heads)));
   }
+  if (shape.experts < 0) {
+    return problem("experts", expected_found("an integer >= 0 (0 = a dense MLP)",
+                                             fmt::format("{}", shape.experts)));
+  }
+  if (shape.experts == 0 && shape.experts_per_token != 0) {
+    return problem("experts_per_token", expected_found("0 for a dense MLP (experts is 0)",
+                                                       fmt::format("{}", shape.experts_per_token)));
+  }
+  if (shape.experts > 0 &&
+      (shape.experts_per_token < 1 || shape.experts_per_token > shape.experts)) {
+    return problem("experts_per_token",
+                   expected_found(fmt::format("an integer in [1, {}] (the experts)", shape.experts),
+                                  fmt::format("{}", shape.experts_per_token)));
+  }
   const DepthStructure& d = shape.depth;
   const std::pair<const char*, int> counts[] = {{"depth.prelude", d.prelude_layers},
                                                 {"depth.block", d.block_layers},
@@ -56,6 +70,13 @@ std::optional<ShapeProblem> find_shape_problem(const ModelShape& shape) {
   for (int rank : d.lora_rank) {
     if (rank < 0)
       return problem("depth.lora_rank", expected_found("ranks >= 0", fmt::format("{}", rank)));
+    // Which experts an adapter would sit on is not defined; nothing models it.
+    if (rank > 0 && shape.is_moe()) {
+      return problem("depth.lora_rank",
+                     expected_found("rank 0 on a mixture of experts (LoRA on experts is not "
+                                    "modelled)",
+                                    fmt::format("{}", rank)));
+    }
   }
   int previous = 0;
   for (int point : d.exit_points) {

@@ -22,7 +22,10 @@ std::int64_t TensorShard::weight_bytes(const ModelShape& model) const {
   const std::int64_t q = heads * model.head_dim;
   const std::int64_t kv = kv_heads * model.head_dim;
   const std::int64_t mlp_matrices = model.mlp == MlpKind::gated ? 3 : 2;
-  const std::int64_t layer = d * q + 2 * d * kv + q * d + mlp_matrices * d * ffn + 2 * d;
+  // A mixture's experts are each split like the dense MLP; its router is replicated.
+  const std::int64_t mlps = model.is_moe() ? model.experts : 1;
+  const std::int64_t layer = d * q + 2 * d * kv + q * d + mlps * mlp_matrices * d * ffn +
+                             model.router_parameters() + 2 * d;
   std::int64_t total = model.depth.unique_layers() * layer;
   for (const int rank : model.depth.lora_rank) {
     // Adapters shard with their linears: the sharded side of each is split, the other is not.

@@ -32,6 +32,13 @@ ModelShape make_model(std::string name, const ShapeArgs& a) {
   return m;
 }
 
+// `base` as a mixture of `experts` MLPs of its ffn_dim, `top_k` of them per token.
+ModelShape with_experts(ModelShape base, std::int64_t experts, std::int64_t top_k) {
+  base.experts = experts;
+  base.experts_per_token = top_k;
+  return base;
+}
+
 // `base` with another name and depth structure (a recursive or early-exit variant of it).
 ModelShape with_depth(ModelShape base, std::string name, DepthStructure depth) {
   base.name = std::move(name);
@@ -80,6 +87,40 @@ const std::vector<ModelShape>& model_presets() {
       make_model("tinyllama-1.1b", {2048, 32, 4, 64, 5632, 32000, 22, 2048, MlpKind::gated, false}),
       // EleutherAI/pythia-1b: 16 layers, 8 heads of 256, GELU MLP 8192, 50304 vocab, untied.
       make_model("pythia-1b", {2048, 8, 8, 256, 8192, 50304, 16, 2048, MlpKind::plain, false}),
+      // The models people serve. Context windows are config.json's max_position_embeddings.
+      // meta-llama/Llama-3.1-8B: Llama-3-8B's shape with llama3 RoPE scaling to 131072.
+      make_model("llama-3.1-8b",
+                 {4096, 32, 8, 128, 14336, 128256, 32, 131072, MlpKind::gated, false}),
+      // meta-llama/Llama-3.1-70B: 80 layers, GQA 64/8, SwiGLU 28672, 128256 vocab.
+      make_model("llama-3.1-70b",
+                 {8192, 64, 8, 128, 28672, 128256, 80, 131072, MlpKind::gated, false}),
+      // meta-llama/Llama-3.1-405B: 126 layers, GQA 128/8, SwiGLU 53248, 128256 vocab. (The
+      // first config.json of the release said 16 K/V heads; the current one and the Llama 3
+      // paper, Table 3, say 8.)
+      make_model("llama-3.1-405b",
+                 {16384, 128, 8, 128, 53248, 128256, 126, 131072, MlpKind::gated, false}),
+      // Qwen/Qwen2.5-7B-Instruct: 28 layers, GQA 28/4, SwiGLU 18944, 152064 vocab, untied. Its
+      // config.json says 32768 positions (YaRN to 131072 is opt-in; the base model's config
+      // says 131072). The biases of Q, K and V (28 x 4608 = 129,024 weights, 0.002%) are not
+      // counted: ModelShape has no biases, and reading them is negligible.
+      make_model("qwen2.5-7b", {3584, 28, 4, 128, 18944, 152064, 28, 32768, MlpKind::gated, false}),
+      // Qwen/Qwen2.5-72B-Instruct: 80 layers, GQA 64/8, SwiGLU 29568, 152064 vocab, untied,
+      // 32768 positions; Q/K/V biases (80 x 10240 = 819,200 weights) not counted either.
+      make_model("qwen2.5-72b",
+                 {8192, 64, 8, 128, 29568, 152064, 80, 32768, MlpKind::gated, false}),
+      // mistralai/Mistral-7B-v0.3: 32 layers, GQA 32/8, SwiGLU 14336, 32768 vocab, no sliding
+      // window (v0.1's was 4096).
+      make_model("mistral-7b", {4096, 32, 8, 128, 14336, 32768, 32, 32768, MlpKind::gated, false}),
+      // mistralai/Mixtral-8x7B-v0.1: Mistral-7B's attention, 8 SwiGLU experts of 14336, top-2,
+      // 32000 vocab.
+      with_experts(make_model("mixtral-8x7b",
+                              {4096, 32, 8, 128, 14336, 32000, 32, 32768, MlpKind::gated, false}),
+                   8, 2),
+      // mistralai/Mixtral-8x22B-Instruct-v0.1: 56 layers, GQA 48/8, 8 SwiGLU experts of 16384,
+      // top-2, 32768 vocab, 65536 positions.
+      with_experts(make_model("mixtral-8x22b",
+                              {6144, 48, 8, 128, 16384, 32768, 56, 65536, MlpKind::gated, false}),
+                   8, 2),
   };
   static const std::vector<ModelShape> all = [] {
     std::vector<ModelShape> out = presets;

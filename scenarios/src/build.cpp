@@ -2,9 +2,12 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <filesystem>
 #include <numeric>
+#include <system_error>
 
 #include "embedded.hpp"
+#include "exitsim/core/hf_config.hpp"
 #include "exitsim/core/model_validation.hpp"
 #include "exitsim/core/parallel.hpp"
 #include "exitsim/core/presets.hpp"
@@ -268,6 +271,20 @@ void check_sweep(Scenario& s, const Node& root, const std::string& source) {
   }
 }
 
+// model.hf_config's shape. A file that is not there is the scenario's error (at the key);
+// what is wrong inside it is the file's (at its key).
+ModelShape read_model_config(const Resolution& r, const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    fail_key(r, "model.hf_config",
+             expected_found("the path of a Hugging Face config.json file",
+                            fmt::format("\"{}\" ({})", path,
+                                        std::filesystem::exists(path, ec) ? "not a regular file"
+                                                                          : "no such file")));
+  }
+  return read_hf_config(path);
+}
+
 }  // namespace
 
 Scenario build_scenario(const Resolution& r) {
@@ -275,6 +292,10 @@ Scenario build_scenario(const Resolution& r) {
   if (const Resolved* p = r.get("model.preset");
       p != nullptr && std::holds_alternative<std::string>(p->value)) {
     s.model.shape = *find_model_preset(std::get<std::string>(p->value));
+  }
+  if (const Resolved* h = r.get("model.hf_config");
+      h != nullptr && std::holds_alternative<std::string>(h->value)) {
+    s.model.shape = read_model_config(r, std::get<std::string>(h->value));
   }
   if (const Resolved* p = r.get("hardware.preset");
       p != nullptr && std::holds_alternative<std::string>(p->value)) {
@@ -285,6 +306,10 @@ Scenario build_scenario(const Resolution& r) {
     if (def != nullptr && def->bind.store)
       def->bind.store(s, value);
   }
+  // The config.json replaced the preset's shape (as --set model.hf_config does on a scenario
+  // with a preset): the shape is no longer the preset's.
+  if (!s.model.hf_config.empty())
+    s.model.preset.clear();
   unclamp_empirical(s.workload.input_tokens, r, "workload.input_tokens");
   unclamp_empirical(s.workload.output_tokens, r, "workload.output_tokens");
   check_model(s, r);

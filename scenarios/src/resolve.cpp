@@ -101,7 +101,9 @@ class Resolver {
 
   std::string missing_reason(const KeyDef& def) const {
     if (def.default_kind == DefaultKind::from_preset) {
-      return fmt::format(" (needed when {} is null)", def.preset_key);
+      const std::string sources = shape_sources(def.preset_key);
+      return fmt::format(" (needed when {} {} null)", sources,
+                         sources == def.preset_key ? "is" : "are");
     }
     for (const KeyDef* k = &def; k != nullptr; k = find_key(k->parent())) {
       if (!k->when.empty()) {
@@ -111,9 +113,32 @@ class Resolver {
     return "";
   }
 
+  // The preset, or another source of the section's shape (model.hf_config), is given.
   bool has_preset(const std::string& preset_key) const {
-    const Resolved* r = out_.get(preset_key);
-    return r != nullptr && std::holds_alternative<std::string>(r->value);
+    const auto names_one = [&](const std::string& key) {
+      const Resolved* r = out_.get(key);
+      return r != nullptr && std::holds_alternative<std::string>(r->value);
+    };
+    if (names_one(preset_key))
+      return true;
+    const KeyDef* preset = find_key(preset_key);
+    for (const KeyDef* sibling : children_of(preset != nullptr ? preset->parent() : "")) {
+      if (sibling->shape_source && names_one(sibling->path))
+        return true;
+    }
+    return false;
+  }
+
+  // "model.preset", or "model.preset and model.hf_config": what must be null for a key that
+  // defaults from them to be required.
+  static std::string shape_sources(const std::string& preset_key) {
+    std::string names = preset_key;
+    const KeyDef* preset = find_key(preset_key);
+    for (const KeyDef* sibling : children_of(preset != nullptr ? preset->parent() : "")) {
+      if (sibling->shape_source)
+        names += " and " + sibling->path;
+    }
+    return names;
   }
 
   // `anchor` is the nearest mapping that exists in the document: a missing key of an absent

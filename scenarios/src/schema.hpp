@@ -86,8 +86,11 @@ struct KeyDef {
   bool nullable = false;             // null is a valid value (no SLO, no preset)
   Condition when;
   bool defines_shape = false;  // giving it turns off the section's default preset
-  std::string preset_key;      // the preset a from_preset default reads
-  Binding bind;                // empty for sections and for record children
+  // A non-null value supplies the section's shape as its preset does (model.hf_config): keys
+  // that default from the preset take it from there instead.
+  bool shape_source = false;
+  std::string preset_key;  // the preset a from_preset default reads
+  Binding bind;            // empty for sections and for record children
 
   std::string name() const;    // last path segment
   std::string parent() const;  // "" for top-level keys

@@ -73,6 +73,12 @@ class Key {
     def_.defines_shape = true;
     return *this;
   }
+  Key& shape_source() {
+    def_.shape_source = true;
+    def_.defines_shape = true;
+    def_.nullable = true;
+    return *this;
+  }
   Key& bind(Binding b) {
     def_.bind = std::move(b);
     return *this;

@@ -76,6 +76,24 @@ std::vector<KeyDef> model_keys() {
           .allowed(model_preset_names())
           .preset("llama-3-8b")
           .bind(preset_binding(&Scenario::model)),
+      Key("model.hf_config", Type::string,
+          "Path of a Hugging Face config.json (model_type llama, qwen2, mistral, mixtral, gemma "
+          "or gemma2) to read the shape from instead of a preset: dimensions, layers, context "
+          "window (max_position_embeddings), tied embeddings, dtype (torch_dtype) and Mixtral's "
+          "experts. Explicit shape keys below override its values. Not read, so not priced: "
+          "Q/K/V biases, sliding windows (attention is priced over the whole context), RoPE "
+          "scaling; quantized checkpoints are refused. It replaces model.preset's shape when "
+          "both are given. Relative paths are relative to the working directory.")
+          .def(Value{})
+          .shape_source()
+          .bind(Binding{[](Scenario& s, const Resolved& r) {
+                          const auto* path = std::get_if<std::string>(&r.value);
+                          s.model.hf_config = path ? *path : std::string{};
+                        },
+                        [](const Scenario& s) {
+                          const std::string& path = s.model.hf_config;
+                          return loaded(path.empty() ? Value{} : Value{path});
+                        }}),
       Key("model.name", Type::string, "Model name shown in outputs.")
           .from_preset_or(p, std::string("custom"))
           .bind(shape_field(&ModelShape::name)),
@@ -129,6 +147,20 @@ std::vector<KeyDef> model_keys() {
           .range(0, 1e9)
           .from_preset_or(p, std::int64_t{0})
           .bind(shape_field(&ModelShape::max_context)),
+      Key("model.experts", Type::integer,
+          "Mixture of experts: MLPs per layer, each of ffn_dim, with a router (d_model x experts) "
+          "choosing experts_per_token of them per token (Mixtral: 8). 0 = a dense MLP. All experts "
+          "are in memory; a batch reads the expected number of distinct experts its tokens are "
+          "routed to (uniform routing; docs/cost_model.md).")
+          .range(0, 65536)
+          .from_preset_or(p, std::int64_t{0})
+          .bind(shape_field(&ModelShape::experts)),
+      Key("model.experts_per_token", Type::integer,
+          "Experts each token is routed to (top-k; Mixtral: 2): in [1, experts], 0 for a dense "
+          "model.")
+          .range(0, 65536)
+          .from_preset_or(p, std::int64_t{0})
+          .bind(shape_field(&ModelShape::experts_per_token)),
       Key("model.depth", Type::section,
           "Depth structure: prelude layers, a shared block applied `recursions` times, coda "
           "layers. A plain L-layer model is prelude = L, recursions = 0."),

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "exitsim/core/model_validation.hpp"
 #include "exitsim/core/presets.hpp"
 
 namespace exitsim {
@@ -33,8 +34,15 @@ INSTANTIATE_TEST_SUITE_P(
     testing::Values(PublishedCount{"llama-3-8b", 8.03e9}, PublishedCount{"llama-2-7b", 6.74e9},
                     PublishedCount{"smollm-135m", 134.5e6}, PublishedCount{"smollm-360m", 361.8e6},
                     PublishedCount{"smollm-1.7b", 1.711e9}, PublishedCount{"gemma-2b", 2.506e9},
-                    PublishedCount{"tinyllama-1.1b", 1.100e9},
-                    PublishedCount{"pythia-1b", 1.012e9}),
+                    PublishedCount{"tinyllama-1.1b", 1.100e9}, PublishedCount{"pythia-1b", 1.012e9},
+                    // The served models' cards (Hugging Face's count where the card rounds
+                    // to the model's name): Llama 3.1 8B 8.03B, 70B 70.6B, 405B 406B; Qwen2.5
+                    // 7.61B and 72.7B; Mistral 7B v0.3 7.25B; Mixtral 46.7B and 141B, all
+                    // experts counted.
+                    PublishedCount{"llama-3.1-8b", 8.03e9}, PublishedCount{"llama-3.1-70b", 70.6e9},
+                    PublishedCount{"llama-3.1-405b", 406e9}, PublishedCount{"qwen2.5-7b", 7.61e9},
+                    PublishedCount{"qwen2.5-72b", 72.7e9}, PublishedCount{"mistral-7b", 7.25e9},
+                    PublishedCount{"mixtral-8x7b", 46.7e9}, PublishedCount{"mixtral-8x22b", 141e9}),
     [](const testing::TestParamInfo<PublishedCount>& param_info) {
       std::string name = param_info.param.preset;
       for (char& c : name) {
@@ -43,6 +51,99 @@ INSTANTIATE_TEST_SUITE_P(
       }
       return name;
     });
+
+TEST(ModelShape, MixtralActiveParametersMatchTheCardsAndCountTopKExpertsPerLayer) {
+  // Mistral AI's announcements: Mixtral 8x7B uses 12.9B of its 46.7B parameters per token,
+  // 8x22B 39B of 141B.
+  const ModelShape small = preset("mixtral-8x7b");
+  const ModelShape large = preset("mixtral-8x22b");
+  EXPECT_NEAR(static_cast<double>(small.active_parameters_per_token()) / 12.9e9, 1.0, 0.01);
+  EXPECT_NEAR(static_cast<double>(large.active_parameters_per_token()) / 39e9, 1.0, 0.01);
+  // All 8 experts are held, 2 per layer run: the difference is 6 experts in each of 32 layers.
+  EXPECT_EQ(small.parameter_count() - small.active_parameters_per_token(),
+            32 * 6 * small.mlp_parameters());
+  EXPECT_EQ(small.mlp_parameters(), 3 * 4096 * 14336);
+  EXPECT_EQ(small.router_parameters(), 4096 * 8);
+  // With one expert and no router it would be Mistral 7B's shape (Mixtral has 32000 tokens).
+  ModelShape dense = small;
+  dense.experts = 0;
+  dense.experts_per_token = 0;
+  dense.vocab = 32768;
+  EXPECT_EQ(dense.parameter_count(), preset("mistral-7b").parameter_count());
+  EXPECT_EQ(dense.active_parameters_per_token(), dense.parameter_count());
+  EXPECT_EQ(small.weight_bytes(), 2 * small.parameter_count());
+}
+
+TEST(ModelShape, ServedPresetsKeepTheirConfigContextWindowsAndShapes) {
+  EXPECT_EQ(preset("llama-3.1-8b").max_context, 131072);
+  EXPECT_EQ(preset("llama-3.1-70b").max_context, 131072);
+  EXPECT_EQ(preset("llama-3.1-405b").max_context, 131072);
+  EXPECT_EQ(preset("qwen2.5-7b").max_context, 32768);
+  EXPECT_EQ(preset("qwen2.5-72b").max_context, 32768);
+  EXPECT_EQ(preset("mistral-7b").max_context, 32768);
+  EXPECT_EQ(preset("mixtral-8x7b").max_context, 32768);
+  EXPECT_EQ(preset("mixtral-8x22b").max_context, 65536);
+  // Llama 3.1 8B is Llama 3 8B with a longer context.
+  ModelShape llama31 = preset("llama-3.1-8b");
+  llama31.name = "llama-3-8b";
+  llama31.max_context = 8192;
+  EXPECT_EQ(llama31, preset("llama-3-8b"));
+  for (const char* name : {"llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b", "qwen2.5-7b",
+                           "qwen2.5-72b", "mistral-7b"}) {
+    EXPECT_FALSE(preset(name).is_moe()) << name;
+    EXPECT_FALSE(preset(name).tied_embeddings) << name;
+  }
+  EXPECT_EQ(preset("mixtral-8x22b").experts, 8);
+  EXPECT_EQ(preset("mixtral-8x22b").experts_per_token, 2);
+  // Llama 3.1 405B: 8 K/V heads of 128 in bf16 are 4 KiB per token per layer.
+  EXPECT_EQ(preset("llama-3.1-405b").kv_bytes_per_token_per_layer(), 4096);
+}
+
+TEST(ModelShape, ExpectedDistinctExpertsGrowFromTopKToAllExperts) {
+  // One token reads exactly its top-k; a batch reads at most all experts.
+  EXPECT_DOUBLE_EQ(expected_distinct_experts(8, 2, 1), 2.0);
+  // 8 x (1 - 0.75^4) for four tokens.
+  EXPECT_DOUBLE_EQ(expected_distinct_experts(8, 2, 4), 8 * (1 - 0.31640625));
+  EXPECT_NEAR(expected_distinct_experts(8, 2, 256), 8.0, 1e-12);
+  // Top-k = all experts: every token reads every expert.
+  EXPECT_DOUBLE_EQ(expected_distinct_experts(8, 8, 1), 8.0);
+  EXPECT_EQ(expected_distinct_experts(0, 0, 16), 0.0);
+  EXPECT_EQ(expected_distinct_experts(8, 2, 0), 0.0);
+}
+
+TEST(ModelShape, ExpertCountsAreValidated) {
+  ModelShape m = preset("mixtral-8x7b");
+  EXPECT_FALSE(find_shape_problem(m).has_value());
+  m.experts_per_token = 9;
+  auto problem = find_shape_problem(m);
+  ASSERT_TRUE(problem.has_value());
+  EXPECT_EQ(problem->field, "experts_per_token");
+  EXPECT_EQ(problem->message, "expected an integer in [1, 8] (the experts), found 9");
+  m.experts_per_token = 0;
+  problem = find_shape_problem(m);
+  ASSERT_TRUE(problem.has_value());
+  EXPECT_EQ(problem->message, "expected an integer in [1, 8] (the experts), found 0");
+  m.experts = 0;
+  m.experts_per_token = 2;
+  problem = find_shape_problem(m);
+  ASSERT_TRUE(problem.has_value());
+  EXPECT_EQ(problem->field, "experts_per_token");
+  EXPECT_EQ(problem->message, "expected 0 for a dense MLP (experts is 0), found 2");
+  m.experts = -1;
+  problem = find_shape_problem(m);
+  ASSERT_TRUE(problem.has_value());
+  EXPECT_EQ(problem->field, "experts");
+  // A recursive mixture may share its block, but not carry LoRA adapters.
+  m = preset("mixtral-8x7b");
+  m.depth = DepthStructure{};
+  m.depth.block_layers = 16;
+  m.depth.recursions = 2;
+  EXPECT_FALSE(find_shape_problem(m).has_value());
+  m.depth.lora_rank = {0, 8};
+  problem = find_shape_problem(m);
+  ASSERT_TRUE(problem.has_value());
+  EXPECT_EQ(problem->field, "depth.lora_rank");
+}
 
 TEST(ModelShape, KvBytesPerTokenUseKvHeadsAndDtype) {
   // Llama-3-8B: 8 KV heads x 128 dims x (K and V) x 2 bytes = 4 KiB per token per layer.

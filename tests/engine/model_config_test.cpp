@@ -169,6 +169,29 @@ TEST(ModelConfig, InconsistentShapes) {
             "exitsim.json: routers: expected false for a model without recursions, found true");
 }
 
+// The simulator prices mixtures of experts (a preset such as mixtral-8x7b); the engine runs dense
+// MLPs only, so a mixture's shape is refused rather than built with one MLP a layer.
+TEST(ModelConfig, MixtureOfExpertsShapesAreRefusedNamingTheExperts) {
+  ModelConfig config;
+  config.config_file = "m/exitsim.json";
+  config.shape.name = "moe";
+  config.shape.d_model = 64;
+  config.shape.n_heads = 4;
+  config.shape.n_kv_heads = 2;
+  config.shape.head_dim = 16;
+  config.shape.ffn_dim = 128;
+  config.shape.vocab = 300;
+  config.shape.depth = DepthStructure::plain(2);
+  config.shape.experts = 8;
+  config.shape.experts_per_token = 2;
+  EXPECT_EQ(error_of([&] { validate_model_config(config); }),
+            "m/exitsim.json: experts: expected 0 (the engine runs dense MLPs; mixtures of "
+            "experts are simulated only), found 8");
+  config.shape.experts = 0;
+  config.shape.experts_per_token = 0;
+  EXPECT_EQ(error_of([&] { validate_model_config(config); }), "<no InputError>");
+}
+
 TEST(ModelConfig, MalformedJson) {
   EXPECT_EQ(tiny_error("[1]"), "exitsim.json: expected a JSON object, found the array [1]");
   EXPECT_EQ(tiny_error(tiny_with("\"name\": \"tiny-recursive\"", "\"vocab\": 300")),

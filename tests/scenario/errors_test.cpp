@@ -56,7 +56,9 @@ const BadInput k_bad_inputs[] = {
      "found \"poison\"; did you mean \"poisson\"?"},
     {"BadPreset", "model:\n  preset: llama-3-9b\n",
      "s.yaml:2:11: model.preset: expected one of llama-3-8b, llama-2-7b, smollm-135m, "
-     "smollm-360m, smollm-1.7b, gemma-2b, tinyllama-1.1b, pythia-1b, mor-smollm-135m-r2, "
+     "smollm-360m, smollm-1.7b, gemma-2b, tinyllama-1.1b, pythia-1b, llama-3.1-8b, "
+     "llama-3.1-70b, llama-3.1-405b, qwen2.5-7b, qwen2.5-72b, mistral-7b, mixtral-8x7b, "
+     "mixtral-8x22b, mor-smollm-135m-r2, "
      "mor-smollm-135m-r3, mor-smollm-135m-r4, mor-smollm-360m-r2, mor-smollm-360m-r3, "
      "mor-smollm-360m-r4, mor-smollm-1.7b-r2, mor-smollm-1.7b-r3, mor-smollm-1.7b-r4, "
      "rrt-gemma-1b, rrt-gemma-1b-lora64, layerskip-llama-2-7b or null, found \"llama-3-9b\"; "
@@ -95,8 +97,16 @@ const BadInput k_bad_inputs[] = {
      "s.yaml:2:3: workload.trace.path: missing required key \"path\" (needed when "
      "workload.source is trace)"},
     {"ExplicitModelNeedsShape", "model:\n  d_model: 64\n",
-     "s.yaml:2:3: model.n_heads: missing required key \"n_heads\" (needed when model.preset is "
-     "null)"},
+     "s.yaml:2:3: model.n_heads: missing required key \"n_heads\" (needed when model.preset and "
+     "model.hf_config are null)"},
+    {"TopKAboveExperts", "model:\n  preset: mixtral-8x7b\n  experts_per_token: 9\n",
+     "s.yaml:3:22: model.experts_per_token: expected an integer in [1, 8] (the experts), found "
+     "9"},
+    {"TopKOnADenseModel", "model:\n  preset: mistral-7b\n  experts_per_token: 2\n",
+     "s.yaml:3:22: model.experts_per_token: expected 0 for a dense MLP (experts is 0), found 2"},
+    {"HfConfigNotThere", "model:\n  hf_config: no/such/config.json\n",
+     "s.yaml:2:14: model.hf_config: expected the path of a Hugging Face config.json file, found "
+     "\"no/such/config.json\" (no such file)"},
     {"HeadsNotDivisible", "model:\n  preset: llama-3-8b\n  n_kv_heads: 5\n",
      "s.yaml:3:15: model.n_kv_heads: expected a divisor of n_heads (32), found 5"},
     {"LoraRankPerRecursion",

@@ -162,6 +162,11 @@ void validate_model_config(const ModelConfig& config) {
   }
   if (shape.mlp != MlpKind::gated)
     throw fail("mlp", expected_found("a gated (SwiGLU) MLP", "a plain one"));
+  if (shape.is_moe()) {
+    throw fail("experts", expected_found("0 (the engine runs dense MLPs; mixtures of experts are "
+                                         "simulated only)",
+                                         fmt::format("{}", shape.experts)));
+  }
   if (config.tokenizer == TokenizerKind::bytes && shape.vocab < 256) {
     throw fail("vocab", expected_found("at least 256 for the \"bytes\" tokenizer",
                                        fmt::format("{}", shape.vocab)));

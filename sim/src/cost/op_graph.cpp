@@ -24,6 +24,8 @@ std::string_view to_string(OpKind kind) {
       return "output_projection";
     case OpKind::post_attention_norm:
       return "post_attention_norm";
+    case OpKind::moe_router:
+      return "moe_router";
     case OpKind::mlp_gate_up:
       return "mlp_gate_up";
     case OpKind::mlp_activation:

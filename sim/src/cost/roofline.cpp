@@ -221,6 +221,10 @@ struct RooflineCostModel::GraphTotals {
     flops += term.flops * amount;
     bytes += term.bytes * amount;
   }
+  if (params.routed_weight_bytes != 0) {
+    bytes += params.routed_weight_bytes *
+             (1 - std::pow(params.expert_miss, x[at(BatchFeature::tokens)]));
+  }
   const double compute_ns = flops * ns_per_flop_;
   const double memory_ns = bytes * ns_per_byte_;
   p.launched = true;
@@ -261,7 +265,7 @@ IterationCost measured_cost(double microseconds, const IterationCost& counted,
 
 RooflineCostModel::RooflineCostModel(const ModelShape& model, const HardwareSpec& hardware,
                                      RooflineEfficiency efficiency, ParallelSpec parallel)
-    : layer_graph_(roofline_ops::build_layer_graph(parallel.tensor > 1)),
+    : layer_graph_(roofline_ops::build_layer_graph(parallel.tensor > 1, model.is_moe())),
       head_graph_(roofline_ops::build_head_graph(parallel.tensor > 1)) {
   if (const auto problem = find_shape_problem(model)) {
     throw InputError({"", 0, 0, "model." + problem->field}, problem->message);
@@ -330,8 +334,9 @@ RooflineCostModel::RooflineCostModel(const ModelShape& model, const HardwareSpec
   }
   for (int v = 0; v < head_graph_.size(); ++v)
     head_params_.push_back(params_of(head_graph_.op(v).kind, 0));
-  // The token-only ops: all they read (launch_if and their terms) is the token count and the
-  // K/V reuse features, which add_graph() requires to be zero for a lookup.
+  // The token-only ops: all they read (launch_if and their terms; a mixture's routed weights
+  // depend on the token count alone) is the token count and the K/V reuse features, which
+  // add_graph() requires to be zero for a lookup.
   const auto ops = static_cast<std::size_t>(layer_graph_.size());
   for (std::size_t op = 0; op < ops; ++op) {
     bool only = true;

@@ -13,9 +13,11 @@ double as_double(std::int64_t v) {
 struct Dims {
   double d_model, q_width, kv_width, ffn, vocab, dtype_bytes, kv_bytes;
   bool gated;
+  double experts, top_k;  // 0 and 0 for a dense MLP
 };
 
-// One GPU's dimensions: the shard's heads, K/V heads, MLP width and vocabulary; d_model whole.
+// One GPU's dimensions: the shard's heads, K/V heads, MLP width (of each expert) and vocabulary;
+// d_model and the experts whole.
 Dims dims_of(const ModelShape& m, const TensorShard& shard) {
   return {as_double(m.d_model),
           as_double(shard.heads * m.head_dim),
@@ -24,7 +26,9 @@ Dims dims_of(const ModelShape& m, const TensorShard& shard) {
           as_double(shard.vocab),
           as_double(bytes_per_element(m.dtype)),
           as_double(shard.kv_bytes_per_token_per_layer(m)),
-          m.mlp == MlpKind::gated};
+          m.mlp == MlpKind::gated,
+          as_double(m.experts),
+          as_double(m.experts_per_token)};
 }
 
 // A GEMM of T tokens by an (in x out) weight, with `lora` extra adapter weights folded into the
@@ -33,6 +37,19 @@ OpParams linear(double in, double out, double lora, double dtype_bytes) {
   OpParams p;
   p.add(BatchFeature::tokens, 2 * (in * out + lora), (in + out) * dtype_bytes);
   p.fixed_bytes = (in * out + lora) * dtype_bytes;
+  return p;
+}
+
+// A mixture of experts' (in x out) linear, run for every token's top-k experts as one grouped
+// GEMM (fused MoE kernels): FLOPs and activations of top_k experts per token, and the weights of
+// the experts the batch is routed to, read once each. Which experts those are is not known, so
+// they are the expected distinct experts of T tokens under uniform routing: the share
+// 1 - (1 - top_k / experts)^T of all experts' weights (OpParams::routed_weight_bytes).
+OpParams expert_linear(const Dims& s, double in, double out) {
+  OpParams p;
+  p.add(BatchFeature::tokens, s.top_k * 2 * in * out, s.top_k * (in + out) * s.dtype_bytes);
+  p.routed_weight_bytes = s.experts * in * out * s.dtype_bytes;
+  p.expert_miss = 1 - s.top_k / s.experts;
   return p;
 }
 
@@ -108,20 +125,31 @@ OpParams layer_op(OpKind kind, const ModelShape& model, int rank_int, const Tens
                        BatchFeature::decode_kv, BatchFeature::kv_reuse_decode);
     case OpKind::output_projection:
       return linear(s.q_width, s.d_model, rank * (s.q_width + s.d_model), s.dtype_bytes);
+    case OpKind::moe_router:
+      // Replicated under TP (each GPU routes its tokens itself); the top-k selection is folded
+      // into the same launch.
+      return linear(s.d_model, s.experts, 0, s.dtype_bytes);
     case OpKind::mlp_gate_up: {
       const double matrices = s.gated ? 2 : 1;
+      // A mixture has no LoRA (find_shape_problem).
+      if (s.experts > 0)
+        return expert_linear(s, s.d_model, matrices * s.ffn);
       return linear(s.d_model, matrices * s.ffn, matrices * rank * (s.d_model + s.ffn),
                     s.dtype_bytes);
     }
     case OpKind::mlp_activation: {
       // Element-wise: SiLU(gate) * up reads two values and writes one; GELU reads one. The FLOP
-      // counts are nominal (the op is memory-bound by a wide margin).
+      // counts are nominal (the op is memory-bound by a wide margin). A mixture runs it for
+      // each of a token's top_k experts.
+      const double per_token = s.experts > 0 ? s.top_k : 1;
       OpParams p;
-      p.add(BatchFeature::tokens, (s.gated ? 5 : 8) * s.ffn,
-            (s.gated ? 3 : 2) * s.ffn * s.dtype_bytes);
+      p.add(BatchFeature::tokens, per_token * (s.gated ? 5 : 8) * s.ffn,
+            per_token * (s.gated ? 3 : 2) * s.ffn * s.dtype_bytes);
       return p;
     }
     case OpKind::mlp_down:
+      if (s.experts > 0)
+        return expert_linear(s, s.ffn, s.d_model);
       return linear(s.ffn, s.d_model, rank * (s.ffn + s.d_model), s.dtype_bytes);
     case OpKind::final_norm:
     case OpKind::lm_head:
@@ -190,7 +218,7 @@ OpParams collective_op(OpKind kind, const ModelShape& model, const TensorShard& 
 
 // The two attention kernels depend only on the QKV projection (they serve disjoint sequences);
 // sharing stream 0 serialises them, as in engines that launch both.
-OpGraph build_layer_graph(bool tensor_parallel) {
+OpGraph build_layer_graph(bool tensor_parallel, bool mixture_of_experts) {
   OpGraph g;
   const int in_norm = g.add_op(OpKind::input_norm);
   const int qkv = g.add_op(OpKind::qkv_projection);
@@ -198,6 +226,7 @@ OpGraph build_layer_graph(bool tensor_parallel) {
   const int decode = g.add_op(OpKind::attention_decode);
   const int out = g.add_op(OpKind::output_projection);
   const int post_norm = g.add_op(OpKind::post_attention_norm);
+  const int router = mixture_of_experts ? g.add_op(OpKind::moe_router) : -1;
   const int gate_up = g.add_op(OpKind::mlp_gate_up);
   const int act = g.add_op(OpKind::mlp_activation);
   const int down = g.add_op(OpKind::mlp_down);
@@ -206,7 +235,12 @@ OpGraph build_layer_graph(bool tensor_parallel) {
   g.add_dependency(qkv, decode);
   g.add_dependency(prefill, out);
   g.add_dependency(decode, out);
-  g.add_dependency(post_norm, gate_up);
+  if (router >= 0) {
+    g.add_dependency(post_norm, router);
+    g.add_dependency(router, gate_up);
+  } else {
+    g.add_dependency(post_norm, gate_up);
+  }
   g.add_dependency(gate_up, act);
   g.add_dependency(act, down);
   if (tensor_parallel) {

@@ -18,11 +18,12 @@ OpParams head_op(OpKind kind, const ModelShape& model, const TensorShard& shard)
 OpParams collective_op(OpKind kind, const ModelShape& model, const TensorShard& shard,
                        double step_latency_ns);
 
-// One transformer layer; with `tensor_parallel`, its two all-reduces on stream 1. The K/V-only
+// One transformer layer; with `mixture_of_experts`, the router between the post-attention norm
+// and the MLP; with `tensor_parallel`, its two all-reduces on stream 1. The K/V-only
 // projection of state_copy is not in it: it reads hidden states copied at exits, depends on
 // nothing in the layer, and runs after it on stream 0, so it adds its duration to the layer's
 // path (priced apart, only for layers that have such tokens).
-OpGraph build_layer_graph(bool tensor_parallel);
+OpGraph build_layer_graph(bool tensor_parallel, bool mixture_of_experts);
 OpGraph build_head_graph(bool tensor_parallel);
 
 }  // namespace exitsim::sim::roofline_ops

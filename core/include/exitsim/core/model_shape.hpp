@@ -64,19 +64,42 @@ struct ModelShape {
   // Longest sequence (prompt + output tokens) the model serves: its trained position range
   // (max_position_embeddings). 0 = unlimited.
   std::int64_t max_context = 0;
+  // Mixture of experts (Mixtral): each layer's MLP is `experts` MLPs of width ffn_dim each, and a
+  // router (a d_model x experts linear) sends every token to `experts_per_token` (top-k) of them.
+  // experts = 0 is a dense MLP (experts_per_token 0 too).
+  std::int64_t experts = 0;
+  std::int64_t experts_per_token = 0;
   DepthStructure depth;
 
-  // Weights of one transformer layer (attention + MLP + norms), in elements.
+  bool is_moe() const { return experts > 0; }
+  // Weights of one MLP (one expert of a mixture), in elements.
+  std::int64_t mlp_parameters() const;
+  // The router of one layer (d_model x experts); 0 for a dense model.
+  std::int64_t router_parameters() const;
+  // Weights of one transformer layer (attention + MLP, every expert and the router of a
+  // mixture, + norms), in elements.
   std::int64_t layer_parameters() const;
   // LoRA adapters of one layer at the given rank (on every linear of the layer).
   std::int64_t lora_parameters(int rank) const;
   // All weights: unique layers, LoRA, embedding, LM head (once if tied), final norm.
   std::int64_t parameter_count() const;
+  // The weights one token's forward pass at full depth uses, shared weights once: all of
+  // parameter_count() but the experts a mixture does not route it to (experts - experts_per_token
+  // per unique layer). Equal to parameter_count() for a dense model.
+  std::int64_t active_parameters_per_token() const;
   std::int64_t weight_bytes() const;
   // K and V of one token at one layer.
   std::int64_t kv_bytes_per_token_per_layer() const;
 
   friend bool operator==(const ModelShape&, const ModelShape&) = default;
 };
+
+// Expected number of distinct experts a batch of `tokens` tokens reads when each token is routed
+// to `top_k` of `experts` experts, every set of top_k equally likely and tokens independent
+// (uniform routing): an expert is missed by one token with probability 1 - top_k / experts, so
+// by all of them with (1 - top_k / experts)^tokens, and
+//   E[distinct] = experts x (1 - (1 - top_k / experts)^tokens).
+// 0 for a dense model (experts 0).
+double expected_distinct_experts(std::int64_t experts, std::int64_t top_k, double tokens);
 
 }  // namespace exitsim

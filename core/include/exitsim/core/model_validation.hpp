@@ -16,8 +16,10 @@ struct ShapeProblem {
 
 // The first inconsistency of a shape, checked in field order, or nullopt when the shape is one
 // the engine and the simulator can run: positive dimensions, n_heads a multiple of n_kv_heads,
-// a shared block exactly when there are recursions, at least one layer, one LoRA rank per
-// recursion (or none), exit points strictly ascending within [1, stacked depth].
+// experts >= 0 with experts_per_token in [1, experts] (0 for a dense model), a shared block
+// exactly when there are recursions, at least one layer, one LoRA rank per recursion (or none;
+// only rank 0 on a mixture of experts), exit points strictly ascending within [1, stacked
+// depth].
 std::optional<ShapeProblem> find_shape_problem(const ModelShape& shape);
 
 }  // namespace exitsim

@@ -22,7 +22,9 @@ struct ParallelSpec {
 // - attention heads split `degree` ways (QKV column-parallel, O row-parallel);
 // - K/V heads split when `degree` divides them, else replicated so that each GPU holds the one
 //   K/V head its query heads read (degree a multiple of n_kv_heads, e.g. 8 GPUs for 8B's 8);
-// - the MLP's hidden dimension split (gate/up column-parallel, down row-parallel);
+// - the MLP's hidden dimension split (gate/up column-parallel, down row-parallel); in a mixture
+//   of experts every expert's, the same way (each GPU holds 1/degree of every expert; expert
+//   parallelism, whole experts per GPU, is not modelled), and the router replicated;
 // - the vocabulary split for the embedding and the LM head, padded up to a multiple of degree;
 // - norms replicated.
 struct TensorShard {

@@ -19,6 +19,8 @@ namespace exitsim::scenario {
 
 struct ModelConfig {
   std::string preset;  // "" when the shape was given explicitly
+  // The Hugging Face config.json the shape was read from ("" = none); explicit keys override it.
+  std::string hf_config;
   ModelShape shape;
 
   friend bool operator==(const ModelConfig&, const ModelConfig&) = default;

@@ -17,7 +17,9 @@ enum class OpKind : std::uint8_t {
   attention_decode,     // paged attention of decode tokens
   output_projection,    // attention output GEMM
   post_attention_norm,  // fused residual add + RMSNorm before the MLP
-  mlp_gate_up,          // gate and up as one GEMM (gated MLP), or up only (plain MLP)
+  moe_router,           // mixture of experts: the router GEMM (d_model x experts) and its top-k
+  mlp_gate_up,          // gate and up as one GEMM (gated MLP), or up only (plain MLP); of a
+                        // mixture, every token's top-k experts in one grouped GEMM
   mlp_activation,       // SiLU(gate) * up, or GELU(up)
   mlp_down,             // down projection GEMM
   final_norm,

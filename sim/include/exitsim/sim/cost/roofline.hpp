@@ -36,6 +36,13 @@ struct OpParams {
   std::array<Term, k_max_terms> terms{};  // unused terms have zero coefficients
   std::size_t used_terms = 0;
   double fixed_bytes = 0;  // weights, read once per launch
+  // A mixture of experts' MLP: the weights of all its experts (one GPU's shard of each), of
+  // which a batch of T tokens reads the expected distinct experts' share,
+  // 1 - expert_miss^T, with expert_miss = 1 - top_k / experts (uniform routing;
+  // expected_distinct_experts). The one term not linear in the features: it depends on the
+  // token count alone.
+  double routed_weight_bytes = 0;
+  double expert_miss = 1;
   BatchFeature launch_if = BatchFeature::tokens;
   // A collective of the tensor-parallel group: its bytes are what one GPU sends over the link
   // (not memory traffic), priced bytes / link bandwidth + latency_ns, with no FLOPs.
@@ -63,6 +70,8 @@ struct OpCost {
 // bytes / (bandwidth x bandwidth efficiency)) + launch overhead, and the iteration costs the
 // longest path through its op graph: a per-layer template (identical for every layer, so it is
 // built and sorted once) evaluated per group of layers that see the same batch, then the head.
+// A mixture of experts' layer adds the router and prices its MLP as the experts its tokens are
+// routed to: weights of the expected distinct experts, FLOPs of top_k experts per token.
 // Under tensor parallelism every op is one GPU's shard (TensorShard) and the graphs gain the
 // collectives on stream 1, each priced as a ring over the node's link: an all-reduce of N bytes
 // sends 2(p-1)/p N in 2(p-1) steps, a gather (p-1)/p N in p-1 steps.
