@@ -74,8 +74,10 @@ std::optional<ShapeProblem> find_parallel_problem(const ModelShape& model,
   }
   if (model.ffn_dim % p != 0) {
     return problem(
-        "tensor", expected_found(
-                      fmt::format("a divisor of the MLP's {} hidden units", model.ffn_dim), found));
+        "tensor",
+        expected_found(fmt::format("a divisor of {}'s {} hidden units",
+                                   model.experts > 0 ? "each expert" : "the MLP", model.ffn_dim),
+                       found));
   }
   return std::nullopt;
 }

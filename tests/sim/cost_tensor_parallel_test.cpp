@@ -163,6 +163,14 @@ TEST(TensorParallel, ShardsThatDoNotDivideAreRefusedNamingTheDegree) {
   EXPECT_EQ(error(*find_model_preset("smollm-360m"), 3, h100()),
             "parallel.tensor: expected a divisor or a multiple of the 5 K/V heads of smollm-360m "
             "(K/V heads are split, or replicated one per GPU), found 3");
+  ModelShape odd = llama();
+  odd.ffn_dim = 14337;
+  EXPECT_EQ(error(odd, 2, h100()),
+            "parallel.tensor: expected a divisor of the MLP's 14337 hidden units, found 2");
+  odd.experts = 8;
+  odd.experts_per_token = 2;
+  EXPECT_EQ(error(odd, 2, h100()),
+            "parallel.tensor: expected a divisor of each expert's 14337 hidden units, found 2");
   HardwareSpec lone = h100();
   lone.interconnect.link_bandwidth = 0;
   EXPECT_EQ(error(llama(), 2, lone),
