@@ -109,10 +109,13 @@ void run_engine(const RunArgs& args) {
   check_output_directory(out, "outputs.dir");
   // Both folders are written beside their place and moved in once every file is written.
   // One folder for both when --profile names the output folder itself.
-  std::error_code ec;
-  const bool profile_in_out =
-      !args.profile.empty() && std::filesystem::weakly_canonical(args.profile, ec) ==
-                                   std::filesystem::weakly_canonical(out, ec);
+  // Two paths that cannot be resolved are not taken for one (both would read as empty).
+  std::error_code profile_error;
+  std::error_code out_error;
+  const bool profile_in_out = !args.profile.empty() &&
+                              std::filesystem::weakly_canonical(args.profile, profile_error) ==
+                                  std::filesystem::weakly_canonical(out, out_error) &&
+                              !profile_error && !out_error;
   std::optional<traces::StagedOutputDirectory> profile_dir;
   if (!args.profile.empty() && !profile_in_out)
     profile_dir.emplace(args.profile, "--profile");
