@@ -541,6 +541,28 @@ TEST_F(Cli, ReportRendersInHeadlessChromium) {
   EXPECT_GT(fs::file_size(png), 40'000U);
 }
 
+// A rank that cannot read the sweep tells the others, and every rank stops with an error instead
+// of waiting for it (rank 0's failure to create the database used to leave rank 1 in a barrier
+// for ever). `timeout` turns a hang into a failure.
+TEST_F(Cli, SweepOverMpiRanksStopsEveryRankWhenOneCannotReadTheDatabase) {
+  if (std::system("command -v mpirun >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "mpirun is not installed (apt-get install openmpi-bin libopenmpi-dev)";
+  const fs::path scenario = file("sweep.yaml",
+                                 "workload:\n  requests: 20\n"
+                                 "sweep:\n  - key: scheduler.max_running\n    values: [2, 8]\n");
+  const fs::path out = dir_ / "mpi.txt";
+  const std::string mpirun =
+      "ASAN_OPTIONS=detect_leaks=0 timeout 120 mpirun -x ASAN_OPTIONS --allow-run-as-root "
+      "--oversubscribe -np 2 '" +
+      std::string(EXITSIM_CLI_PATH) + "' sweep '" + scenario.string() + "' --db '" +
+      (dir_ / "missing" / "mpi.db").string() + "' >'" + out.string() + "' 2>&1";
+  const int status = std::system(mpirun.c_str());
+  ASSERT_NE(status, 0) << slurp(out);
+  EXPECT_NE(WEXITSTATUS(status), 124) << "the ranks hung: " << slurp(out);
+  EXPECT_NE(slurp(out).find("expected a writable SQLite database"), std::string::npos)
+      << slurp(out);
+}
+
 TEST_F(Cli, SweepRunsOverTwoMpiRanks) {
   if (std::system("command -v mpirun >/dev/null 2>&1") != 0)
     GTEST_SKIP() << "mpirun is not installed (apt-get install openmpi-bin libopenmpi-dev)";

@@ -2,6 +2,8 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,11 +32,40 @@ std::string receive_text(MPI_Status& status) {
   return text;
 }
 
+// Whether any rank failed: every rank learns it at once, so that none waits in a barrier for a
+// rank that has already given up (a worker that could not read the database used to leave rank 0
+// waiting for ever).
+bool any_rank_failed(bool failed_here) {
+  int here = failed_here ? 1 : 0;
+  int any = 0;
+  MPI_Allreduce(&here, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  return any != 0;
+}
+
+// The pending points as this rank reads them (`read`), or the error that stopped it; then every
+// rank agrees whether all could. Throws this rank's error, or says another rank failed.
+PendingPoints read_on_every_rank(const SweepOptions& options,
+                                 const std::function<PendingPoints()>& read) {
+  PendingPoints pending;
+  std::optional<InputError> error;
+  try {
+    pending = read();
+  } catch (const InputError& e) {
+    error = e;
+  }
+  if (any_rank_failed(error.has_value())) {
+    if (error)
+      throw *error;
+    throw InputError({options.database, 0, 0, "sweep"},
+                     "expected every MPI rank to read the sweep, found one that could not (its "
+                     "error is on its own output)");
+  }
+  return pending;
+}
+
 // Rank 0: hands out points to whoever asks and stores what comes back.
-std::size_t coordinate(const SweepOptions& options, int ranks) {
-  SweepDatabase database(options.database);
-  const PendingPoints pending = pending_points(options, database);
-  MPI_Barrier(MPI_COMM_WORLD);  // every rank has read the same database
+std::size_t coordinate(const SweepOptions& options, int ranks, SweepDatabase& database,
+                       const PendingPoints& pending) {
   SweepProgress progress;
   progress.total = pending.todo.size();
   progress.skipped = pending.skipped;
@@ -76,13 +107,13 @@ std::size_t coordinate(const SweepOptions& options, int ranks) {
 // Other ranks: ask, run, send back, until told there is no more.
 void work(const SweepOptions& options) {
   // Every rank computes the same pending list (the database is read before rank 0 writes
-  // anything new, and the points are in index order), so an index names a point.
-  PendingPoints pending;
-  {
-    SweepDatabase database(options.database);
-    pending = pending_points(options, database);
-  }
-  MPI_Barrier(MPI_COMM_WORLD);
+  // anything new, and the points are in index order), so an index names a point. Rank 0 has the
+  // database open and in WAL mode by now: a worker only reads it, and never competes for the
+  // journal-mode change (which SQLite refuses as busy without waiting).
+  const PendingPoints pending = read_on_every_rank(options, [&] {
+    const SweepDatabase database(options.database, SweepDatabase::Access::read_only);
+    return pending_points(options, database);
+  });
   send_text("", 0, k_ready);
   for (;;) {
     long long assign = -1;
@@ -121,10 +152,22 @@ std::optional<std::size_t> run_sweep_mpi(const SweepOptions& options) {
     if (ranks == 1) {
       made = run_sweep(options);
     } else if (rank == 0) {
-      // Rank 0 opens (creates) the database before the others read it.
-      { SweepDatabase create(options.database); }
+      // Rank 0 opens (creates) the database and reads it before the others read it.
+      std::optional<SweepDatabase> database;
+      std::optional<InputError> error;
+      try {
+        database.emplace(options.database);
+      } catch (const InputError& e) {
+        error = e;
+      }
       MPI_Barrier(MPI_COMM_WORLD);
-      made = coordinate(options, ranks);
+      if (error) {
+        any_rank_failed(true);
+        throw *error;
+      }
+      const PendingPoints pending =
+          read_on_every_rank(options, [&] { return pending_points(options, *database); });
+      made = coordinate(options, ranks, *database, pending);
     } else {
       MPI_Barrier(MPI_COMM_WORLD);
       work(options);
