@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -152,6 +153,47 @@ TEST_F(BadFileMatrix, ScenarioYamlRefusesEveryBadInputOnOneLineAndLeavesNothing)
     return "simulate " + quoted(in) + " --out " + quoted(out);
   });
   EXPECT_EQ(refusals, 18);
+}
+
+// Hugging Face config.json files (model.hf_config), through `simulate --set model.hf_config=FILE
+// --out DIR`: Mistral-7B's, which fits one H100, and the ways a download can go wrong.
+TEST_F(BadFileMatrix, HuggingFaceConfigsRefuseEveryBadInputOnOneLineAndLeaveNothing) {
+  std::ifstream seed(std::string(EXITSIM_SOURCE_DIR) + "/fuzz/corpus/hf_config/mistral.json");
+  const std::string good((std::istreambuf_iterator<char>(seed)), std::istreambuf_iterator<char>());
+  ASSERT_NE(good.find("\"hidden_size\": 4096"), std::string::npos);
+  const auto with_width = [&](const std::string& width) {
+    return replaced(good, "\"hidden_size\": 4096", "\"hidden_size\": " + width);
+  };
+  const std::vector<Case> cases = {
+      accepted("valid", good),
+      accepted("BOM", k_bom + good),
+      accepted("CRLF", with_crlf(good)),
+      refused("not an object", "[1, 2]", "expected a JSON object, found [1,2]"),
+      refused("truncated", good.substr(0, good.size() / 2),
+              "expected valid JSON, found parse error"),
+      refused("non-numeric", with_width("\"big\""),
+              "hidden_size: expected an integer in [1, 16777216], found \"big\""),
+      refused("negative", with_width("-4096"), "hidden_size: expected an integer in [1, 16777216]"),
+      refused("integer overflow", with_width("99999999999999999999"),
+              "hidden_size: expected an integer in [1, 16777216], found 1e+20"),
+      refused("NaN", with_width("NaN"), "expected valid JSON, found parse error"),
+      refused("unknown architecture",
+              replaced(good, "\"model_type\": \"mistral\"", "\"model_type\": \"gpt2\""),
+              "model_type: expected one of llama, qwen2, mistral, mixtral, gemma, gemma2, found "
+              "\"gpt2\""),
+      refused("duplicate key",
+              replaced(good, "\"vocab_size\"", "\"vocab_size\": 5, \"vocab_size\""),
+              "expected each key once per object, found the key \"vocab_size\" twice"),
+      refused("embedded NUL", replaced(good, "4096", k_nul_in_39),
+              "expected JSON text, found a NUL byte"),
+      refused("huge", good + std::string(17 << 20, ' '), "expected at most 16777216 bytes, found"),
+  };
+  const fs::path in = dir_ / "config.json";
+  const int refusals = check(cases, in, [&](const fs::path& out) {
+    return "simulate --set model.hf_config=" + quoted(in) + " --set workload.requests=5 --out " +
+           quoted(out);
+  });
+  EXPECT_EQ(refusals, 10);
 }
 
 // Token (exit) traces, replayed by `simulate` (exit_policy.kind replay, a model with four exit
