@@ -27,14 +27,45 @@ double gib(std::int64_t bytes) {
 sim::KvCapacity kv_capacity(const scenario::ReplicaGroup& g) {
   return sim::derive_kv_capacity(g.model.shape, g.hardware.spec,
                                  {g.scheduler.block_size, g.scheduler.kv_blocks,
-                                  g.scheduler.memory_reserve_fraction, 0, g.parallel.tensor});
+                                  g.scheduler.memory_reserve_fraction, 0, g.parallel});
 }
 
 // "h100-sxm" or "4 x h100-sxm (TP 4)": what one replica runs on.
 std::string replica_hardware(const scenario::ReplicaGroup& g) {
   if (g.parallel.gpus() == 1)
     return g.hardware.spec.name;
-  return fmt::format("{} x {} (TP {})", g.parallel.gpus(), g.hardware.spec.name, g.parallel.tensor);
+  if (g.parallel.pipeline == 1) {
+    return fmt::format("{} x {} (TP {})", g.parallel.gpus(), g.hardware.spec.name,
+                       g.parallel.tensor);
+  }
+  return fmt::format("{} x {} (TP {}, PP {})", g.parallel.gpus(), g.hardware.spec.name,
+                     g.parallel.tensor, g.parallel.pipeline);
+}
+
+// The split of a multi-GPU replica: its links, and its pipeline stages and their schedule.
+void print_parallel(const scenario::ReplicaGroup& g, std::int64_t replicas,
+                    const sim::KvCapacity& kv) {
+  const ParallelSpec& p = g.parallel;
+  const Interconnect& link = g.hardware.spec.interconnect;
+  fmt::print(
+      "parallel   tensor {}, pipeline {}: {} GPUs per replica, {} in all; node link {:.0f} GB/s "
+      "per direction, {:.1f} us per step; {:.2f} GiB of weights per GPU{}\n",
+      p.tensor, p.pipeline, p.gpus(), replicas * p.gpus(), link.link_bandwidth / 1e9,
+      to_microseconds(link.link_latency), gib(kv.weight_bytes),
+      p.pipeline > 1 ? fmt::format(" (stage {}, the fullest)", kv.binding_stage) : std::string());
+  if (p.pipeline == 1)
+    return;
+  std::string layers;
+  for (const PipelineStage& stage : split_pipeline(g.model.shape.depth.full_depth(), p.pipeline))
+    layers += fmt::format("{}{}", layers.empty() ? "" : "+", stage.layers());
+  const bool network = p.gpus() > link.gpus_per_node;
+  fmt::print(
+      "pipeline   layers per stage {}; up to {} micro-batches cycle through the stages (vLLM "
+      "virtual engines); hand-offs over the node link{}\n",
+      layers, p.pipeline,
+      network ? fmt::format(" and, between nodes, {:.0f} GB/s with {:.1f} us per send",
+                            link.node_link_bandwidth / 1e9, to_microseconds(link.node_link_latency))
+              : std::string());
 }
 
 // One line per replica group, for clusters whose replicas differ.
@@ -79,14 +110,8 @@ void print_setup(const scenario::Scenario& s) {
   fmt::print("hardware   {} x {}: {:.1f} TFLOP/s {}, {:.2f} TB/s, {:.2f} GiB each\n",
              s.cluster.replicas, replica_hardware(g), h.peak_flops_for(m.dtype) / 1e12,
              to_string(m.dtype), h.memory_bandwidth / 1e12, gib(h.memory_bytes));
-  if (g.parallel.gpus() > 1) {
-    fmt::print(
-        "parallel   tensor {}: {} GPUs per replica, {} in all; collectives over {:.0f} GB/s per "
-        "direction, {:.1f} us per ring step; {:.2f} GiB of weights per GPU\n",
-        g.parallel.tensor, g.parallel.gpus(), s.cluster.replicas * g.parallel.gpus(),
-        h.interconnect.link_bandwidth / 1e9, to_microseconds(h.interconnect.link_latency),
-        gib(kv.weight_bytes));
-  }
+  if (g.parallel.gpus() > 1)
+    print_parallel(g, s.cluster.replicas, kv);
   fmt::print("kv memory  {} blocks x {} tokens = {} tokens per replica ({} KiB per token{})\n",
              kv.blocks, kv.block_size, kv.tokens(), kv.kv_bytes_per_token / 1024,
              g.parallel.gpus() > 1 ? " per GPU" : "");

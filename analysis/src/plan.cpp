@@ -49,6 +49,8 @@ class Planner {
     c.load_key = load_key_;
     const scenario::Scenario s = load_point(options_, point, {});
     c.hardware = s.hardware.spec.name;
+    c.tensor = s.parallel.tensor;
+    c.pipeline = s.parallel.pipeline;
     c.gpus_per_replica = s.parallel.gpus();
     c.gpu_hour_price = price_of(c.hardware);
     measure_saturation(c);
@@ -270,8 +272,10 @@ std::string recommend(const Plan& plan, const PlanOptions& options, bool has_tar
   const CandidatePlan& c = plan.candidates[*chosen];
   const std::string what = c.point.key.empty() ? "the scenario as given" : c.point.key;
   const char* at_least = c.max_load_is_lower_bound ? ">= " : "";
-  const std::string gpus =
+  std::string gpus =
       c.gpus_per_replica == 1 ? c.hardware : fmt::format("{} x {}", c.gpus_per_replica, c.hardware);
+  if (c.pipeline > 1)
+    gpus += fmt::format(" (TP {}, PP {})", c.tensor, c.pipeline);
   if (has_target) {
     return fmt::format(
         "{}: {} GPU{} ({} replica{} of {}){} ({} = {}{:.3g} per replica{})", what, c.gpus,
@@ -381,19 +385,19 @@ std::string plan_csv(const Plan& plan) {
       "candidate,load_key,max_load_per_replica,tpot_p99_ms_at_max,ttft_p99_ms_at_max,replicas,"
       "cost_per_hour,cost_per_million_tokens,simulations,recommended,max_load_is_lower_bound,"
       "saturation_load,output_tokens_per_s_at_max,cost_per_million_tokens_at_capacity,"
-      "steady_window_too_short,hardware,gpus_per_replica,gpus,gpu_hour_price\n";
+      "steady_window_too_short,hardware,gpus_per_replica,gpus,gpu_hour_price,tensor,pipeline\n";
   for (std::size_t i = 0; i < plan.candidates.size(); ++i) {
     const CandidatePlan& c = plan.candidates[i];
     out += fmt::format(
         "\"{}\",{},{:.6g},{:.6g},{:.6g},{},{:.6g},{:.6g},{},{},{},{:.6g},{:.6g},{:.6g},{},{},{},{},"
-        "{:.6g}\n",
+        "{:.6g},{},{}\n",
         c.point.key, c.load_key, c.max_load_per_replica, c.steady_at_max_rate.tpot_p99_ms,
         c.steady_at_max_rate.ttft_p99_ms, c.replicas, c.cost_per_hour, c.cost_per_million_tokens,
         c.simulations, plan.recommended == i ? "yes" : "no",
         c.max_load_is_lower_bound ? "yes" : "no", c.saturation_load,
         c.steady_at_max_rate.output_tokens_per_s, c.cost_per_million_tokens_at_capacity,
         c.steady_at_max_rate.window_too_short ? "yes" : "no", c.hardware, c.gpus_per_replica,
-        c.gpus, c.gpu_hour_price);
+        c.gpus, c.gpu_hour_price, c.tensor, c.pipeline);
   }
   return out;
 }
@@ -419,6 +423,8 @@ std::string plan_json(const Plan& plan) {
          {"saturation_requests", c.saturation_requests},
          {"replicas", c.replicas},
          {"hardware", c.hardware},
+         {"tensor", c.tensor},
+         {"pipeline", c.pipeline},
          {"gpus_per_replica", c.gpus_per_replica},
          {"gpus", c.gpus},
          {"gpu_hour_price", c.gpu_hour_price},

@@ -17,7 +17,35 @@ TensorShard TensorShard::of(const ModelShape& model, int degree) {
   return shard;
 }
 
+std::vector<PipelineStage> split_pipeline(int layers, int stages) {
+  std::vector<int> counts(static_cast<std::size_t>(stages), layers / stages);
+  const int remainder = layers % stages;
+  // The remainder goes to the stages before the last, nearest it first.
+  for (int i = 0; i < remainder; ++i)
+    ++counts[static_cast<std::size_t>(stages - 2 - i)];
+  std::vector<PipelineStage> split;
+  int first = 0;
+  for (int s = 0; s < stages; ++s) {
+    const int last = first + counts[static_cast<std::size_t>(s)];
+    split.push_back({first, last, s == 0, s == stages - 1});
+    first = last;
+  }
+  return split;
+}
+
+bool hand_off_crosses_nodes(int stage, const ParallelSpec& parallel, int gpus_per_node) {
+  // Stage s holds GPUs [s x TP, (s + 1) x TP); the next stage starts a node when its first GPU
+  // is a multiple of the node's size.
+  const std::int64_t next_first = std::int64_t{stage + 1} * parallel.tensor;
+  return gpus_per_node > 0 && next_first % gpus_per_node == 0;
+}
+
 std::int64_t TensorShard::weight_bytes(const ModelShape& model) const {
+  return weight_bytes(model, {0, model.depth.full_depth(), true, true});
+}
+
+std::int64_t TensorShard::weight_bytes(const ModelShape& model, const PipelineStage& stage) const {
+  const DepthStructure& depth = model.depth;
   const std::int64_t d = model.d_model;
   const std::int64_t q = heads * model.head_dim;
   const std::int64_t kv = kv_heads * model.head_dim;
@@ -26,22 +54,80 @@ std::int64_t TensorShard::weight_bytes(const ModelShape& model) const {
   const std::int64_t mlps = model.is_moe() ? model.experts : 1;
   const std::int64_t layer = d * q + 2 * d * kv + q * d + mlps * mlp_matrices * d * ffn +
                              model.router_parameters() + 2 * d;
-  std::int64_t total = model.depth.unique_layers() * layer;
-  for (const int rank : model.depth.lora_rank) {
-    // Adapters shard with their linears: the sharded side of each is split, the other is not.
-    const std::int64_t r = rank;
-    const std::int64_t attention = r * (d + q) + 2 * r * (d + kv) + r * (q + d);
-    total += model.depth.block_layers * (attention + mlp_matrices * r * (d + ffn));
+  // The unique layers the stage executes: the prelude's and coda's once each, the shared
+  // block's once per block position any of its recursions reaches here.
+  std::vector<bool> block_position(static_cast<std::size_t>(depth.block_layers), false);
+  std::int64_t unique = 0;
+  std::int64_t lora = 0;
+  for (int l = stage.first; l < stage.last; ++l) {
+    const int in_block = l - depth.prelude_layers;
+    if (in_block < 0 || l >= depth.stacked_depth()) {
+      ++unique;
+      continue;
+    }
+    const auto position = static_cast<std::size_t>(in_block % depth.block_layers);
+    if (!block_position[position]) {
+      block_position[position] = true;
+      ++unique;
+    }
+    // Adapters are per recursion: each executed block layer carries its recursion's. They shard
+    // with their linears: the sharded side of each is split, the other is not.
+    const auto recursion = static_cast<std::size_t>(in_block / depth.block_layers);
+    if (recursion < depth.lora_rank.size()) {
+      const std::int64_t r = depth.lora_rank[recursion];
+      lora += r * (d + q) + 2 * r * (d + kv) + r * (q + d) + mlp_matrices * r * (d + ffn);
+    }
   }
+  std::int64_t total = unique * layer + lora;
   const std::int64_t embedding = vocab * d;
-  total += model.tied_embeddings ? embedding : 2 * embedding;
-  total += d;  // final norm
+  if (stage.first_stage)
+    total += embedding;
+  if (stage.last_stage) {
+    // The LM head, and the final norm. Tied to the embedding, it is that matrix when one stage
+    // holds both, and a copy on the last stage otherwise.
+    total += model.tied_embeddings && stage.first_stage ? 0 : embedding;
+    total += d;
+  }
   return total * bytes_per_element(model.dtype);
 }
 
 std::int64_t TensorShard::kv_bytes_per_token_per_layer(const ModelShape& model) const {
   return 2 * kv_heads * model.head_dim * bytes_per_element(model.dtype);
 }
+
+namespace {
+
+std::optional<ShapeProblem> find_pipeline_problem(const ModelShape& model,
+                                                  const ParallelSpec& parallel,
+                                                  const HardwareSpec& hardware) {
+  const int stages = parallel.pipeline;
+  const int layers = model.depth.full_depth();
+  const std::string found = fmt::format("{}", stages);
+  if (stages < 1 || stages > k_max_pipeline_stages) {
+    return ShapeProblem{
+        "pipeline",
+        expected_found(fmt::format("a degree in [1, {}]", k_max_pipeline_stages), found)};
+  }
+  if (stages > layers) {
+    return ShapeProblem{
+        "pipeline",
+        expected_found(fmt::format("at most the {} layers {} executes (a stage holds at least one)",
+                                   layers, model.name),
+                       found)};
+  }
+  const int per_node = hardware.interconnect.gpus_per_node;
+  if (parallel.gpus() > per_node && per_node % parallel.tensor != 0) {
+    return ShapeProblem{
+        "tensor",
+        expected_found(fmt::format("a divisor of the {} GPUs of a {} node when a replica spans "
+                                   "nodes ({} GPUs), so that no TP group straddles two nodes",
+                                   per_node, hardware.name, parallel.gpus()),
+                       fmt::format("{}", parallel.tensor))};
+  }
+  return std::nullopt;
+}
+
+}  // namespace
 
 std::optional<ShapeProblem> find_parallel_problem(const ModelShape& model,
                                                   const ParallelSpec& parallel,
@@ -78,6 +164,35 @@ std::optional<ShapeProblem> find_parallel_problem(const ModelShape& model,
         expected_found(fmt::format("a divisor of {}'s {} hidden units",
                                    model.experts > 0 ? "each expert" : "the MLP", model.ffn_dim),
                        found));
+  }
+  return find_pipeline_problem(model, parallel, hardware);
+}
+
+std::optional<ShapeProblem> find_link_problem(const ParallelSpec& parallel,
+                                              const HardwareSpec& hardware) {
+  const Interconnect& link = hardware.interconnect;
+  bool node_link = parallel.tensor > 1;
+  bool network = false;
+  for (int s = 0; s + 1 < parallel.pipeline; ++s) {
+    const bool crosses = hand_off_crosses_nodes(s, parallel, link.gpus_per_node);
+    network = network || crosses;
+    node_link = node_link || !crosses;
+  }
+  if (node_link && !(link.link_bandwidth > 0)) {
+    return ShapeProblem{
+        "hardware.link_bandwidth_gbps",
+        expected_found(fmt::format("a positive link bandwidth for parallel.tensor {} and "
+                                   "parallel.pipeline {}",
+                                   parallel.tensor, parallel.pipeline),
+                       fmt::format("{:g}", link.link_bandwidth / 1e9))};
+  }
+  if (network && !(link.node_link_bandwidth > 0)) {
+    return ShapeProblem{
+        "hardware.node_link_bandwidth_gbps",
+        expected_found(fmt::format("a positive bandwidth between nodes: a replica of {} GPUs "
+                                   "spans {}-GPU nodes",
+                                   parallel.gpus(), link.gpus_per_node),
+                       fmt::format("{:g}", link.node_link_bandwidth / 1e9))};
   }
   return std::nullopt;
 }

@@ -48,11 +48,8 @@ void check_model(const Scenario& s, const Resolution& r) {
   if (const auto problem = find_parallel_problem(s.model.shape, s.parallel, s.hardware.spec)) {
     fail_key(r, "parallel." + problem->field, problem->message);
   }
-  if (s.parallel.tensor > 1 && !(s.hardware.spec.interconnect.link_bandwidth > 0)) {
-    fail_key(r, "hardware.link_bandwidth_gbps",
-             expected_found(
-                 fmt::format("a positive link bandwidth for parallel.tensor {}", s.parallel.tensor),
-                 "0"));
+  if (const auto problem = find_link_problem(s.parallel, s.hardware.spec)) {
+    fail_key(r, problem->field, problem->message);
   }
 }
 

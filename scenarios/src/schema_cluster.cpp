@@ -62,9 +62,19 @@ std::vector<KeyDef> cluster_keys() {
           .range(1, 64)
           .def(std::int64_t{1})
           .bind(field(&Scenario::parallel, &ParallelSpec::tensor)),
+      Key("parallel.pipeline", Type::integer,
+          "Pipeline-parallel degree: the executed layers split into this many consecutive "
+          "stages, each on its own parallel.tensor GPUs (vLLM's split: the remainder one layer "
+          "each to the stages before the last). Stages run micro-batches as vLLM's virtual "
+          "engines do; a replica larger than a node hands off between nodes over "
+          "hardware.node_link_bandwidth_gbps.")
+          .range(1, k_max_pipeline_stages)
+          .def(std::int64_t{1})
+          .bind(field(&Scenario::parallel, &ParallelSpec::pipeline)),
       Key("cluster", Type::section, "Replicas behind a global router."),
       Key("cluster.replicas", Type::integer,
-          "Number of identical model replicas (each on parallel.tensor GPUs); not given with "
+          "Number of identical model replicas (each on parallel.tensor x parallel.pipeline GPUs); "
+          "not given with "
           "groups.")
           .range(1, static_cast<double>(k_max_replicas))
           .def(std::int64_t{1})

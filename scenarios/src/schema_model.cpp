@@ -281,6 +281,32 @@ std::vector<KeyDef> hardware_keys() {
                         [](const Scenario& s) {
                           return loaded(to_microseconds(s.hardware.spec.interconnect.link_latency));
                         }}),
+      Key("hardware.node_link_bandwidth_gbps", Type::number,
+          "Bandwidth from each GPU to other nodes, per direction, in GB/s (its own network "
+          "adapter: InfiniBand NDR 400 Gb/s = 50); what a pipeline stage hands its activations "
+          "over when the next stage is on another node. 0 = none (one node).")
+          .range(0, std::nullopt)
+          .from_preset_or(p, 0.0)
+          .bind(Binding{[](Scenario& s, const Resolved& r) {
+                          s.hardware.spec.interconnect.node_link_bandwidth =
+                              std::get<double>(r.value) * k_giga;
+                        },
+                        [](const Scenario& s) {
+                          return loaded(
+                              unscale(s.hardware.spec.interconnect.node_link_bandwidth, k_giga));
+                        }}),
+      Key("hardware.node_link_latency_us", Type::number,
+          "Latency of one send between nodes over that network, in microseconds.")
+          .range(0, 1e6)
+          .from_preset_or(p, 0.0)
+          .bind(Binding{[](Scenario& s, const Resolved& r) {
+                          s.hardware.spec.interconnect.node_link_latency =
+                              from_microseconds(std::get<double>(r.value));
+                        },
+                        [](const Scenario& s) {
+                          return loaded(
+                              to_microseconds(s.hardware.spec.interconnect.node_link_latency));
+                        }}),
       Key("hardware.gpus_per_node", Type::integer,
           "GPUs one node joins by that link: the most a tensor-parallel replica may span.")
           .range(1, 64)

@@ -97,6 +97,40 @@ TEST(PlanCapacity, FindsEachCandidatesCapacityAndTheReplicasForATarget) {
   EXPECT_EQ(again.candidates[1].replicas, large.replicas);
 }
 
+// A pipelined replica spans TP x PP GPUs: Llama-3.1-70B at TP 2 on H100s, with and without a
+// second stage. The second stage halves each GPU's weights, so the replica holds about 2.9x the
+// K/V tokens and runs larger batches: it sustains 4.25 req/s against 2.69, more per replica but
+// less per GPU (decode re-reads each stage's weights per micro-batch). At 4 req/s both take 4
+// GPUs (2 replicas of TP 2, or 1 of TP 2 x PP 2); the tie goes to the capacity per GPU.
+TEST(PlanCapacity, APipelinedReplicaCountsTheGpusOfEveryStage) {
+  TempDir dir;
+  PlanOptions o = options_for(dir,
+                              "model:\n  preset: llama-3.1-70b\n"
+                              "parallel:\n  tensor: 2\n"
+                              "workload:\n  requests: 100\n"
+                              "slo:\n  ttft_ms: 5000\n  tpot_ms: 100\n"
+                              "sweep:\n  - key: parallel.pipeline\n    values: [1, 2]\n");
+  o.target_rate = 4;
+  const Plan plan = plan_capacity(o);
+  ASSERT_EQ(plan.candidates.size(), 2U);
+  const CandidatePlan& one = plan.candidates[0];
+  const CandidatePlan& two = plan.candidates[1];
+  EXPECT_EQ(one.gpus_per_replica, 2);
+  EXPECT_EQ(two.gpus_per_replica, 4);
+  EXPECT_EQ(two.tensor, 2);
+  EXPECT_EQ(two.pipeline, 2);
+  ASSERT_GT(one.replicas, 0);
+  ASSERT_GT(two.replicas, 0);
+  EXPECT_EQ(one.gpus, 2 * one.replicas);
+  EXPECT_EQ(two.gpus, 4 * two.replicas);
+  EXPECT_GT(two.max_load_per_replica, one.max_load_per_replica);
+  EXPECT_LT(two.max_load_per_replica / 4, one.max_load_per_replica / 2);
+  EXPECT_EQ(two.gpus, one.gpus) << plan_csv(plan);
+  EXPECT_EQ(plan.recommended, std::optional<std::size_t>(0));
+  EXPECT_NE(plan_csv(plan).find(fmt::format(",h100-sxm,4,{},0,2,2\n", two.gpus)), std::string::npos)
+      << plan_csv(plan);
+}
+
 // Candidates on 1, 2 and 4 GPUs per replica of two accelerators at their own prices: the plan
 // counts GPUs (replicas x parallel.tensor) and their cost, and recommends the fewest GPUs, then
 // the cheapest. At a 6 ms TPOT SLO one H100 cannot serve llama-3-8b at all (7.5 ms per token).
@@ -137,7 +171,7 @@ TEST(PlanCapacity, CountsGpusAndRecommendsTheFewestThenTheCheapest) {
             6);
   EXPECT_NE(plan.recommendation.find(fmt::format("{} GPUs (", fewest)), std::string::npos)
       << plan.recommendation;
-  EXPECT_NE(plan_csv(plan).find(",hardware,gpus_per_replica,gpus,gpu_hour_price\n"),
+  EXPECT_NE(plan_csv(plan).find(",hardware,gpus_per_replica,gpus,gpu_hour_price,tensor,pipeline\n"),
             std::string::npos);
 
   // A price by name must cover every candidate's accelerator, or its cost would read 0.

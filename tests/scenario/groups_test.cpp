@@ -226,7 +226,7 @@ TEST(ParallelReplicas, ShardsTheModelCannotTakeAreRefusedNamingTheKey) {
             "found 3");
   EXPECT_EQ(load_error("", {"parallel.tensor=2", "hardware.link_bandwidth_gbps=0"}),
             "--set: hardware.link_bandwidth_gbps: expected a positive link bandwidth for "
-            "parallel.tensor 2, found 0");
+            "parallel.tensor 2 and parallel.pipeline 1, found 0");
   EXPECT_EQ(load_error("parallel:\n  tensor: 16\n", {}),
             "s.yaml:2:11: parallel.tensor: expected at most the 8 GPUs of one h100-sxm node (TP "
             "all-reduces twice per layer over the node's link), found 16");

@@ -131,8 +131,8 @@ TEST(TensorParallel, MemoryBoundDecodeAtTp2OnNvlinkIsBetween1_3And2TimesFaster) 
 }
 
 TEST(TensorParallel, KvCapacityHoldsOneGpusShareOfEveryToken) {
-  const KvCapacity one = derive_kv_capacity(llama(), h100(), {16, 0, 0.1, 0, 1});
-  const KvCapacity two = derive_kv_capacity(llama(), h100(), {16, 0, 0.1, 0, 2});
+  const KvCapacity one = derive_kv_capacity(llama(), h100(), {16, 0, 0.1, 0, ParallelSpec{1, 1}});
+  const KvCapacity two = derive_kv_capacity(llama(), h100(), {16, 0, 0.1, 0, ParallelSpec{2, 1}});
   EXPECT_EQ(two.kv_bytes_per_token * 2, one.kv_bytes_per_token);
   // The embedding, the head and every linear split in two; the norms do not.
   const std::int64_t norms = (32 * 2 + 1) * llama().d_model * 2;
@@ -140,7 +140,7 @@ TEST(TensorParallel, KvCapacityHoldsOneGpusShareOfEveryToken) {
   EXPECT_GT(two.blocks, 2 * one.blocks);  // half the weights leave more than twice the room
   // K/V heads fewer than the degree are replicated: tinyllama's 4 on 8 GPUs hold one each.
   const ModelShape tiny = *find_model_preset("tinyllama-1.1b");
-  const KvCapacity eight = derive_kv_capacity(tiny, h100(), {16, 0, 0.1, 0, 8});
+  const KvCapacity eight = derive_kv_capacity(tiny, h100(), {16, 0, 0.1, 0, ParallelSpec{8, 1}});
   EXPECT_EQ(eight.kv_bytes_per_token, 22 * 2 * tiny.head_dim * 2);
 }
 
@@ -174,8 +174,8 @@ TEST(TensorParallel, ShardsThatDoNotDivideAreRefusedNamingTheDegree) {
   HardwareSpec lone = h100();
   lone.interconnect.link_bandwidth = 0;
   EXPECT_EQ(error(llama(), 2, lone),
-            "hardware.link_bandwidth_gbps: expected a positive link bandwidth for tensor "
-            "parallelism, found 0 B/s");
+            "hardware.link_bandwidth_gbps: expected a positive link bandwidth for "
+            "parallel.tensor 2 and parallel.pipeline 1, found 0");
 }
 
 }  // namespace

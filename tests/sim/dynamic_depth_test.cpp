@@ -205,6 +205,33 @@ TEST(DynamicDepth, ConfidenceIsSimulatedThroughTheMeasuredThresholdTable) {
   EXPECT_NEAR(static_cast<double>(exits.at(21)) / decoded, 0.30, 0.015);
 }
 
+// The same exits drawn from the same shares, decided by confidence or drawn by a distribution:
+// the confidence policy also probes the LM head at exit points 11 and 21 for every token still
+// running there (docs/cost_model.md, "Exit probes"). SmolLM's 49k-word head is 94 MB: each probe
+// reads it (33 us on an H100) and launches three kernels, about 90 us per step for the two
+// against a step of about 1.2 ms, most of it launches. The run takes 6.2% longer.
+TEST(DynamicDepth, AConfidencePolicyPaysForItsProbes) {
+  const std::string table =
+      std::string(EXITSIM_SOURCE_DIR) + "/scenarios/examples/exit_table_smollm_mor3.csv";
+  const std::vector<std::string> base = {"model.preset=mor-smollm-360m-r3",
+                                         "sync.strategy=state_copy"};
+  const SimulationResult confidence =
+      run_batch(16,
+                with(with(with(base, "exit_policy.kind=confidence"), "exit_policy.threshold=0.9"),
+                     "exit_policy.threshold_table=" + table),
+                1000);
+  const SimulationResult drawn = run_batch(16,
+                                           with(with(base, "exit_policy.kind=distribution"),
+                                                "exit_policy.probabilities=[0.2, 0.3, 0.5]"),
+                                           1000);
+  // The same draws: only the probes differ.
+  EXPECT_EQ(confidence.summary.depth.exit_depth_tokens, drawn.summary.depth.exit_depth_tokens);
+  const double ratio = static_cast<double>(confidence.summary.makespan) /
+                       static_cast<double>(drawn.summary.makespan);
+  EXPECT_GT(ratio, 1.04);
+  EXPECT_LT(ratio, 1.09);
+}
+
 TEST(DynamicDepth, AQualityTableOfAnotherConfidenceMeasureIsRefused) {
   const std::string path = testing::TempDir() + "/exitsim_margin_quality.csv";
   {

@@ -38,7 +38,8 @@ TEST(KvCapacity, ModelLargerThanDeviceMemoryIsAnError) {
     EXPECT_STREQ(e.what(),
                  "model: llama-3-8b needs 29.92 GiB of weights plus a 12.00 GiB reserve, but "
                  "a100-40gb has 40.00 GiB: no room for KV cache (use more GPUs per replica with "
-                 "parallel.tensor, a larger accelerator, a smaller dtype, or lower "
+                 "parallel.tensor or parallel.pipeline, a larger accelerator, a smaller "
+                 "dtype, or lower "
                  "scheduler.memory_reserve_fraction)");
   }
 }

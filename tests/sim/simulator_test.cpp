@@ -291,8 +291,9 @@ TEST(Simulator, ModelLargerThanDeviceMemoryIsAnError) {
       error_of(scenario_with({"hardware.preset=a100-40gb", "model.dtype=fp32",
                               "scheduler.memory_reserve_fraction=0.3", "workload.requests=5"})),
       "model: llama-3-8b needs 29.92 GiB of weights plus a 12.00 GiB reserve, but a100-40gb "
-      "has 40.00 GiB: no room for KV cache (use more GPUs per replica with parallel.tensor, a "
-      "larger accelerator, a smaller dtype, or lower scheduler.memory_reserve_fraction)");
+      "has 40.00 GiB: no room for KV cache (use more GPUs per replica with parallel.tensor or "
+      "parallel.pipeline, a larger accelerator, a smaller dtype, or lower "
+      "scheduler.memory_reserve_fraction)");
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
-// Dynamic depth on tensor-parallel replicas (issue 20, point 3): every exit policy and
-// synchronization strategy runs on a TP replica, and the system bottleneck of batched early exit
-// (a batch runs to its deepest token) reappears under TP for the strategy that has it and not
+// Dynamic depth on tensor- and pipeline-parallel replicas (issue 20, point 3): every exit policy
+// and synchronization strategy runs on a TP replica, and the system bottleneck of batched early
+// exit (a batch runs to its deepest token) reappears under TP for the strategy that has it and not
 // for those that do not.
 #include <gtest/gtest.h>
 
@@ -27,9 +27,10 @@ SimulationResult run_batch(int batch, std::vector<std::string> overrides) {
   return simulate(simulation_config_from(s, ""), source);
 }
 
-double speedup(int batch, int tensor, const std::string& strategy) {
+double speedup(int batch, int tensor, const std::string& strategy, int pipeline = 1) {
   const std::vector<std::string> base = {"model.preset=layerskip-llama-2-7b",
-                                         "parallel.tensor=" + std::to_string(tensor)};
+                                         "parallel.tensor=" + std::to_string(tensor),
+                                         "parallel.pipeline=" + std::to_string(pipeline)};
   std::vector<std::string> dynamic = base;
   dynamic.insert(dynamic.end(), {"exit_policy.kind=distribution",
                                  "exit_policy.probabilities=[0.25, 0.25, 0.25, 0.25]",
@@ -99,6 +100,74 @@ TEST(TensorParallelDepth, EveryStrategyAndPolicyRunsOnATensorParallelReplica) {
     EXPECT_EQ(r.summary.requests, 8);
     EXPECT_LT(r.summary.depth.mean_exit_depth, 18.0);
   }
+}
+
+// Under pipeline parallelism (2 stages of 16 layers) a token that exits at layer 8 or 16 frees
+// the second stage, but the first runs for every token. One sequence is one micro-batch that
+// crosses both stages in turn, so it gains what it gains unsplit. Two sequences fill the
+// pipeline (two micro-batches, one per stage) and the step is the busiest stage's time: the first
+// stage's, which exits do not shorten unless a token exits at layer 8. The gain collapses at a
+// batch where the unsplit replica still keeps a quarter of it; at 4 stages two micro-batches leave
+// half the pipeline idle, the trip sets the step again, and the gain returns. Speedups over full
+// depth (makespan):
+//                  batch 1: PP 1  PP 2   batch 2: PP 1  PP 2   PP 4   batch 32: PP 1  PP 2
+//   batch_sync              1.608 1.607           1.288 1.053  1.264            1.000 1.000
+//   state_copy              1.468 1.467           1.226 1.116  1.221            1.071 1.033
+//   deferred_fill           1.605 1.606           1.287 1.133  1.263            1.063 1.031
+TEST(PipelineParallelDepth, ExitsFreeLaterStagesButTheBusiestStageSetsTheStep) {
+  for (const std::string strategy : {"batch_sync", "state_copy", "deferred_fill"}) {
+    SCOPED_TRACE(strategy);
+    EXPECT_NEAR(speedup(1, 1, strategy, 2), speedup(1, 1, strategy, 1), 0.01);
+    const double unsplit = speedup(2, 1, strategy, 1);
+    const double two_stages = speedup(2, 1, strategy, 2);
+    const double four_stages = speedup(2, 1, strategy, 4);
+    EXPECT_GT(unsplit, 1.2);
+    EXPECT_LT(two_stages - 1, 0.6 * (unsplit - 1));
+    EXPECT_GT(four_stages - 1, 0.9 * (unsplit - 1));
+    EXPECT_LT(speedup(32, 1, strategy, 2), 1.05);
+  }
+}
+
+// The recursive strategies on a pipelined recursive model (RRT's Gemma 1B: 18 executed layers, a
+// prelude and two passes of a shared block), split 9 + 9 at the end of the first pass: every
+// request finishes with the exits it drew. Depth-wise batching runs the tokens of both passes of
+// the block in one step so that the block's weights are read once for them; split at the pass
+// boundary, each stage holds its own copy of the block and reads it for its own pass only, so the
+// sharing is gone (docs/cost_model.md, "Pipeline parallelism"). Makespans at 8 sequences, full
+// depth against each strategy (ms):
+//                PP 1: full  early      PP 2: full  early
+//   skip_kv            955   943              1100  1051
+//   shared_kv          955   941              1100  1047
+//   depthwise          955   785              1100  1120
+//   state_copy         955   958              1100  1075
+TEST(PipelineParallelDepth, EveryRecursiveStrategyRunsAndDepthwiseSharesOnlyWithinAStage) {
+  const auto run = [](int pipeline, const std::string& strategy) {
+    std::vector<std::string> overrides = {"model.preset=rrt-gemma-1b",
+                                          "parallel.pipeline=" + std::to_string(pipeline)};
+    if (strategy != "none") {
+      overrides.insert(overrides.end(),
+                       {"exit_policy.kind=distribution", "exit_policy.probabilities=[0.6, 0.4]",
+                        "sync.strategy=" + strategy});
+    }
+    return run_batch(8, overrides);
+  };
+  const SimulationResult full_one = run(1, "none");
+  const SimulationResult full_two = run(2, "none");
+  for (const std::string strategy : {"skip_kv", "shared_kv", "depthwise", "state_copy"}) {
+    SCOPED_TRACE(strategy);
+    const SimulationResult early = run(2, strategy);
+    EXPECT_EQ(early.summary.requests, 8);
+    EXPECT_EQ(early.summary.output_tokens, full_two.summary.output_tokens);
+    EXPECT_NEAR(early.summary.depth.mean_exit_depth, 0.6 * 9 + 0.4 * 18, 0.6);
+    if (strategy != "depthwise") {
+      EXPECT_LT(early.summary.makespan, full_two.summary.makespan);
+    }
+  }
+  const auto ratio = [](const SimulationResult& a, const SimulationResult& b) {
+    return static_cast<double>(a.summary.makespan) / static_cast<double>(b.summary.makespan);
+  };
+  EXPECT_LT(ratio(run(1, "depthwise"), full_one), 0.85);
+  EXPECT_GT(ratio(run(2, "depthwise"), full_two), 0.98);
 }
 
 }  // namespace

@@ -29,7 +29,10 @@ Replica::Replica(int index, const ReplicaSpec& spec, MetricsCollector& metrics,
   params.reserve_prompt_blocks = spec.scheduler.reserve_prompt_blocks;
   scheduler_ = policy::make_scheduler(spec.scheduler.kind, params);
   scheduler_name_ = spec.scheduler.kind;
-  cost_model_ = make_cost_model(spec.cost_model, spec.model, spec.hardware, spec.parallel);
+  // A confidence policy decides with a probe of the LM head at each exit point (the engine's
+  // decode pass runs it on the tokens still running there); the roofline prices it.
+  cost_model_ = make_cost_model(spec.cost_model, spec.model, spec.hardware, spec.parallel,
+                                spec.exit_policy.kind == "confidence");
   pricer_.emplace(*cost_model_, spec.model.depth, depth_model_.strategy());
   price_scale_ = spec.cost_model.price_scale;
   // (The scenario allows the key only with a calibrated cost model.)
@@ -44,7 +47,7 @@ Replica::Replica(int index, const ReplicaSpec& spec, MetricsCollector& metrics,
   const KvCapacity kv = derive_kv_capacity(
       spec.model, spec.hardware,
       {spec.scheduler.block_size, spec.scheduler.kv_blocks, spec.scheduler.memory_reserve_fraction,
-       kv_layout_.instances(), spec.parallel.tensor});
+       kv_layout_.instances(), spec.parallel});
   kv_view_.block_size = kv.block_size;
   kv_view_.groups = kv_layout_.groups();
   kv_total_ = kv.blocks * kv_view_.groups.total_instances();

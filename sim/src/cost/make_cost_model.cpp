@@ -11,22 +11,27 @@ namespace exitsim::sim {
 
 std::unique_ptr<CostModel> make_cost_model(const scenario::CostModelConfig& config,
                                            const ModelShape& model, const HardwareSpec& hardware,
-                                           ParallelSpec parallel) {
+                                           ParallelSpec parallel, bool exit_probes) {
   if (config.kind == "roofline") {
     return std::make_unique<RooflineCostModel>(
         model, hardware, RooflineEfficiency{config.flops_efficiency, config.bandwidth_efficiency},
-        parallel);
+        parallel, exit_probes);
   }
-  if (parallel.tensor > 1) {
-    // A profile or table times one engine on one device; a sharded layer and its collectives
-    // were never measured, and pricing them from single-GPU data would be a guess.
-    throw InputError({config.profile, 0, 0, "parallel.tensor"},
+  // A profile or table times one engine on one device; a sharded layer, a pipeline stage and
+  // their communication were never measured, and pricing them from single-GPU data would be a
+  // guess.
+  const auto refuse = [&](const char* key, int degree) {
+    throw InputError({config.profile, 0, 0, key},
                      expected_found(fmt::format("1 with cost_model.kind {} (its measurements are "
-                                                "of one GPU; use the roofline for tensor "
-                                                "parallelism)",
+                                                "of one GPU; use the roofline for tensor and "
+                                                "pipeline parallelism)",
                                                 config.kind),
-                                    fmt::format("{}", parallel.tensor)));
-  }
+                                    fmt::format("{}", degree)));
+  };
+  if (parallel.tensor > 1)
+    refuse("parallel.tensor", parallel.tensor);
+  if (parallel.pipeline > 1)
+    refuse("parallel.pipeline", parallel.pipeline);
   if (config.kind == "table") {
     if (config.profile.empty()) {
       throw InputError({"", 0, 0, "cost_model.profile"},

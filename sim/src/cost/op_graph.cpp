@@ -42,6 +42,14 @@ std::string_view to_string(OpKind kind) {
       return "tp_all_reduce";
     case OpKind::logits_gather:
       return "logits_gather";
+    case OpKind::probe_norm:
+      return "probe_norm";
+    case OpKind::probe_head:
+      return "probe_head";
+    case OpKind::probe_softmax:
+      return "probe_softmax";
+    case OpKind::probe_reduce:
+      return "probe_reduce";
     case OpKind::host_op:
       return "host_op";
   }

@@ -193,6 +193,17 @@ struct RooflineCostModel::GraphTotals {
   double flops = 0;
   double bytes = 0;
   double masked_flops = 0;
+
+  void add(const GraphTotals& other) {
+    total += other.total;
+    compute += other.compute;
+    memory += other.memory;
+    communication += other.communication;
+    overhead += other.overhead;
+    flops += other.flops;
+    bytes += other.bytes;
+    masked_flops += other.masked_flops;
+  }
 };
 
 // Inlined into the graph loops: an out-of-line call returning the struct through memory cost
@@ -264,19 +275,19 @@ IterationCost measured_cost(double microseconds, const IterationCost& counted,
 }
 
 RooflineCostModel::RooflineCostModel(const ModelShape& model, const HardwareSpec& hardware,
-                                     RooflineEfficiency efficiency, ParallelSpec parallel)
+                                     RooflineEfficiency efficiency, ParallelSpec parallel,
+                                     bool exit_probes)
     : layer_graph_(roofline_ops::build_layer_graph(parallel.tensor > 1, model.is_moe())),
-      head_graph_(roofline_ops::build_head_graph(parallel.tensor > 1)) {
+      head_graph_(roofline_ops::build_head_graph(parallel.tensor > 1)),
+      probe_graph_(roofline_ops::build_probe_graph(parallel.tensor > 1)) {
   if (const auto problem = find_shape_problem(model)) {
     throw InputError({"", 0, 0, "model." + problem->field}, problem->message);
   }
   if (const auto problem = find_parallel_problem(model, parallel, hardware)) {
     throw InputError({"", 0, 0, "parallel." + problem->field}, problem->message);
   }
-  if (parallel.tensor > 1 && !(hardware.interconnect.link_bandwidth > 0)) {
-    throw InputError({"", 0, 0, "hardware.link_bandwidth_gbps"},
-                     expected_found("a positive link bandwidth for tensor parallelism",
-                                    fmt::format("{} B/s", hardware.interconnect.link_bandwidth)));
+  if (const auto problem = find_link_problem(parallel, hardware)) {
+    throw InputError({"", 0, 0, problem->field}, problem->message);
   }
   const TensorShard shard = TensorShard::of(model, parallel.tensor);
   check_fraction(efficiency.flops, "cost_model.flops_efficiency");
@@ -306,6 +317,22 @@ RooflineCostModel::RooflineCostModel(const ModelShape& model, const HardwareSpec
   const double step_latency_ns = as_double(hardware.interconnect.link_latency);
   launch_ns_ = as_double(hardware.launch_overhead);
   layout_ = StackLayout(model.depth);
+  // Each hand-off sends the hidden state and the residual of every token (vLLM's
+  // IntermediateTensors), each GPU of the TP group its own copy over its own link.
+  const double activation_bytes =
+      2 * as_double(model.d_model) * as_double(bytes_per_element(model.dtype));
+  for (const PipelineStage& stage : split_pipeline(model.depth.full_depth(), parallel.pipeline)) {
+    stages_.push_back({stage.first, stage.last, stage.last_stage});
+    if (stage.last_stage)
+      break;
+    const bool remote = hand_off_crosses_nodes(static_cast<int>(stages_.size()) - 1, parallel,
+                                               hardware.interconnect.gpus_per_node);
+    const Interconnect& link = hardware.interconnect;
+    const double bandwidth = remote ? link.node_link_bandwidth : link.link_bandwidth;
+    hand_off_ns_per_token_.push_back(activation_bytes * 1e9 / (bandwidth * efficiency.bandwidth));
+    hand_off_fixed_ns_.push_back(as_double(remote ? link.node_link_latency : link.link_latency) +
+                                 as_double(hardware.launch_overhead));
+  }
   stacked_depth_ = model.depth.stacked_depth();
   coda_layers_ = model.depth.coda_layers;
 
@@ -321,9 +348,11 @@ RooflineCostModel::RooflineCostModel(const ModelShape& model, const HardwareSpec
   }
   variants_ = static_cast<int>(ranks.size());
   const auto params_of = [&](OpKind kind, int rank) {
-    if (kind == OpKind::tp_all_reduce || kind == OpKind::logits_gather)
+    if (kind == OpKind::tp_all_reduce || kind == OpKind::logits_gather ||
+        kind == OpKind::probe_reduce)
       return roofline_ops::collective_op(kind, model, shard, step_latency_ns);
-    if (kind == OpKind::final_norm || kind == OpKind::lm_head || kind == OpKind::sampling)
+    if (kind == OpKind::final_norm || kind == OpKind::lm_head || kind == OpKind::sampling ||
+        kind == OpKind::probe_norm || kind == OpKind::probe_head || kind == OpKind::probe_softmax)
       return roofline_ops::head_op(kind, model, shard);
     return roofline_ops::layer_op(kind, model, rank, shard);
   };
@@ -334,6 +363,14 @@ RooflineCostModel::RooflineCostModel(const ModelShape& model, const HardwareSpec
   }
   for (int v = 0; v < head_graph_.size(); ++v)
     head_params_.push_back(params_of(head_graph_.op(v).kind, 0));
+  for (int v = 0; v < probe_graph_.size(); ++v)
+    probe_params_.push_back(params_of(probe_graph_.op(v).kind, 0));
+  if (exit_probes) {
+    for (const int point : model.depth.effective_exit_points()) {
+      if (point < stacked_depth_)
+        probe_points_.push_back(point);
+    }
+  }
   // The token-only ops: all they read (launch_if and their terms; a mixture's routed weights
   // depend on the token count alone) is the token count and the K/V reuse features, which
   // add_graph() requires to be zero for a lookup.
@@ -496,7 +533,11 @@ const RooflineCostModel::Priced* RooflineCostModel::kv_tabled(std::size_t varian
 }
 
 void RooflineCostModel::add_stack_layers(int first, int last, const WorkCounts& run,
-                                         GraphTotals& totals) const {
+                                         const LayerWindow& window, GraphTotals& totals) const {
+  first = std::max(first, window.first);
+  last = std::min(last, std::min(window.last, stacked_depth_));
+  if (last <= first)
+    return;
   const BatchFeatures x = run.features();
   const auto row = static_cast<std::size_t>(stacked_depth_) + 1;
   const auto ops = static_cast<std::size_t>(layer_graph_.size());
@@ -514,8 +555,10 @@ void RooflineCostModel::add_stack_layers(int first, int last, const WorkCounts& 
 }
 
 double RooflineCostModel::masked_flops(int first, int last, const BatchFeatures& run_x,
-                                       const WorkCounts& masked) const {
-  if (masked.tokens <= 0)
+                                       const WorkCounts& masked, const LayerWindow& window) const {
+  first = std::max(first, window.first);
+  last = std::min(last, std::min(window.last, stacked_depth_));
+  if (masked.tokens <= 0 || last <= first)
     return 0;
   const BatchFeatures x = masked.features();
   const auto row = static_cast<std::size_t>(stacked_depth_) + 1;
@@ -553,7 +596,7 @@ void RooflineCostModel::add_serial_op(const OpParams& params, const Priced* tabl
 // Exact for any number of boundaries: one pass over the batch per group of layers, each summing
 // the entries' work at the group's first layer and finding where the next group begins.
 void RooflineCostModel::add_stack_by_sweep(std::span<const BatchEntry> batch,
-                                           GraphTotals& totals) const {
+                                           const LayerWindow& window, GraphTotals& totals) const {
   int done = 0;
   for (;;) {
     WorkCounts run{};
@@ -578,8 +621,8 @@ void RooflineCostModel::add_stack_by_sweep(std::span<const BatchEntry> batch,
     }
     if (next == std::numeric_limits<int>::max())
       return;
-    add_stack_layers(done, next, run, totals);
-    totals.masked_flops += masked_flops(done, next, run.features(), masked);
+    add_stack_layers(done, next, run, window, totals);
+    totals.masked_flops += masked_flops(done, next, run.features(), masked, window);
     done = next;
   }
 }
@@ -724,6 +767,15 @@ struct OtherWork {
 }  // namespace
 
 IterationCost RooflineCostModel::iteration_cost(std::span<const BatchEntry> batch) const {
+  if (stages_.size() > 1)
+    return pipeline_cost(batch);
+  GraphTotals totals;
+  price_window(batch, {0, stacked_depth_ + coda_layers_, true}, totals);
+  return to_cost(totals);
+}
+
+void RooflineCostModel::price_window(std::span<const BatchEntry> batch, const LayerWindow& window,
+                                     GraphTotals& totals) const {
   SlotTable<DepthSlot> ends;
   OtherWork other;
   // Adds a run of plain entries at one depth to its slot; false when the slots are full.
@@ -773,7 +825,6 @@ IterationCost RooflineCostModel::iteration_cost(std::span<const BatchEntry> batc
   SlotTable<DeltaSlot>& deltas = other.deltas;
   const WorkCounts& coda_extra = other.coda_extra;
 
-  GraphTotals totals;
   WorkCounts all{};
   if (!overflow) {
     ends.sort();
@@ -801,11 +852,12 @@ IterationCost RooflineCostModel::iteration_cost(std::span<const BatchEntry> batc
           at_end == boundary || (at_delta == boundary && deltas.sorted(j).run != no_change);
       if (boundary > masked_start) {
         if (masked.tokens > 0)
-          totals.masked_flops += masked_flops(masked_start, boundary, running.features(), masked);
+          totals.masked_flops +=
+              masked_flops(masked_start, boundary, running.features(), masked, window);
         masked_start = boundary;
       }
       if (run_changes && boundary > group_start) {
-        add_stack_layers(group_start, boundary, running, totals);
+        add_stack_layers(group_start, boundary, running, window, totals);
         group_start = boundary;
       }
       if (at_end == boundary)
@@ -816,7 +868,7 @@ IterationCost RooflineCostModel::iteration_cost(std::span<const BatchEntry> batc
       }
     }
   } else {
-    add_stack_by_sweep(batch, totals);
+    add_stack_by_sweep(batch, window, totals);
     emitting = 0;
     for (const BatchEntry& e : batch) {
       if (e.query_tokens <= 0)
@@ -829,12 +881,127 @@ IterationCost RooflineCostModel::iteration_cost(std::span<const BatchEntry> batc
   // Coda layers run for every token that started at layer 1, whatever its depth (later tokens
   // attend over their K/V), or that says so (depth-wise batching).
   BatchFeatures all_x = all.features();
-  if (coda_layers_ > 0 && all.tokens > 0)
-    add_graph(layer_graph_, layer_params_.data(), token_prices_.data(), all_x, coda_layers_,
-              totals);
-  all_x[at(BatchFeature::emitting)] = as_double(emitting);
-  add_graph(head_graph_, head_params_.data(), nullptr, all_x, 1, totals);
+  const int coda_layers =
+      std::min(window.last, stacked_depth_ + coda_layers_) - std::max(window.first, stacked_depth_);
+  if (coda_layers > 0 && all.tokens > 0)
+    add_graph(layer_graph_, layer_params_.data(), token_prices_.data(), all_x, coda_layers, totals);
+  if (window.head) {
+    all_x[at(BatchFeature::emitting)] = as_double(emitting);
+    add_graph(head_graph_, head_params_.data(), nullptr, all_x, 1, totals);
+  }
+  if (!probe_points_.empty())
+    add_probes(batch, window, totals);
+}
 
+std::int64_t RooflineCostModel::probed_at(std::span<const BatchEntry> batch, int point,
+                                          int stacked_depth) {
+  std::int64_t probed = 0;
+  for (const BatchEntry& e : batch) {
+    // A decode token that ran the layer below the point and was still deciding: it exits there
+    // or goes on. A batch_sync rider (past its useful depth) has exited already.
+    const int depth = std::min(std::min(e.depth, stacked_depth), std::max(e.useful_depth, 0));
+    probed += e.query_tokens == 1 && std::max(e.start_depth, 0) < point && point <= depth ? 1 : 0;
+  }
+  return probed;
+}
+
+void RooflineCostModel::add_probes(std::span<const BatchEntry> batch, const LayerWindow& window,
+                                   GraphTotals& totals) const {
+  for (const int point : probe_points_) {
+    // The probe follows layer `point` (1-based): on the stage that runs it.
+    if (point - 1 < window.first || point - 1 >= window.last)
+      continue;
+    const std::int64_t probed = probed_at(batch, point, stacked_depth_);
+    if (probed == 0)
+      continue;
+    BatchFeatures x{};
+    x[at(BatchFeature::tokens)] = as_double(probed);
+    add_graph(probe_graph_, probe_params_.data(), nullptr, x, 1, totals);
+  }
+}
+
+IterationCost RooflineCostModel::pipeline_cost(std::span<const BatchEntry> batch) const {
+  // Micro-batches: each entry joins the one with the fewest tokens so far (vLLM's virtual
+  // engines each schedule their own share of the running sequences). Grouped in a scratch
+  // buffer per thread, so that steady state allocates nothing.
+  const std::size_t n_stages = stages_.size();
+  std::size_t active = 0;
+  for (const BatchEntry& e : batch)
+    active += e.query_tokens > 0 ? 1 : 0;
+  const std::size_t micro = std::min(n_stages, active);
+  if (active == 0) {
+    GraphTotals none;
+    price_window(batch, {0, stacked_depth_ + coda_layers_, true}, none);
+    return to_cost(none);
+  }
+  thread_local std::vector<std::size_t> owner;
+  thread_local std::vector<BatchEntry> grouped;
+  thread_local std::vector<std::size_t> begin;
+  thread_local std::vector<std::int64_t> tokens;
+  owner.assign(batch.size(), micro);
+  tokens.assign(micro, 0);
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    if (batch[i].query_tokens <= 0)
+      continue;
+    const auto lightest =
+        static_cast<std::size_t>(std::min_element(tokens.begin(), tokens.end()) - tokens.begin());
+    owner[i] = lightest;
+    tokens[lightest] += batch[i].query_tokens;
+  }
+  begin.assign(micro + 1, 0);
+  for (const std::size_t m : owner) {
+    if (m < micro)
+      ++begin[m + 1];
+  }
+  for (std::size_t m = 0; m < micro; ++m)
+    begin[m + 1] += begin[m];
+  grouped.resize(active);
+  std::array<std::size_t, k_max_pipeline_stages> filled{};
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    const std::size_t m = owner[i];
+    if (m < micro)
+      grouped[begin[m] + filled[m]++] = batch[i];
+  }
+
+  // The cycle: a stage runs every micro-batch once per step; a micro-batch runs every stage and
+  // hand-off once per step, waiting for its sampled tokens before its next step.
+  GraphTotals all;
+  GraphTotals busiest;
+  GraphTotals longest_trip;
+  std::array<GraphTotals, k_max_pipeline_stages> per_stage{};
+  for (std::size_t m = 0; m < micro; ++m) {
+    const std::span<const BatchEntry> part(grouped.data() + begin[m], begin[m + 1] - begin[m]);
+    GraphTotals trip;
+    for (std::size_t s = 0; s < n_stages; ++s) {
+      GraphTotals stage;
+      price_window(part, stages_[s], stage);
+      per_stage[s].add(stage);
+      trip.add(stage);
+      if (s + 1 < n_stages) {
+        const double link_ns =
+            as_double(tokens[m]) * hand_off_ns_per_token_[s] + hand_off_fixed_ns_[s];
+        trip.total += link_ns;
+        trip.communication += link_ns - launch_ns_;
+        trip.overhead += launch_ns_;
+      }
+    }
+    all.add(trip);
+    if (trip.total > longest_trip.total)
+      longest_trip = trip;
+  }
+  for (std::size_t s = 0; s < n_stages; ++s) {
+    if (per_stage[s].total > busiest.total)
+      busiest = per_stage[s];
+  }
+  GraphTotals step = busiest.total >= longest_trip.total ? busiest : longest_trip;
+  // Executed work is everything every stage ran, whatever the critical path.
+  step.flops = all.flops;
+  step.bytes = all.bytes;
+  step.masked_flops = all.masked_flops;
+  return to_cost(step);
+}
+
+IterationCost RooflineCostModel::to_cost(const GraphTotals& totals) {
   IterationCost cost;
   cost.total = std::llround(totals.total);
   cost.overhead = std::llround(totals.overhead);
@@ -890,6 +1057,11 @@ std::vector<OpCost> RooflineCostModel::op_breakdown(std::span<const BatchEntry> 
     const Priced kv = price(kv_params_[variant], x);
     ops.push_back({OpKind::kv_projection, l, kv.launched, kv.compute_bound, false, kv.duration_ns,
                    kv.flops, kv.bytes, 0.0});
+  }
+  for (const int point : probe_points_) {
+    BatchFeatures x{};
+    x[at(BatchFeature::tokens)] = as_double(probed_at(batch, point, stacked_depth_));
+    emit_graph(probe_graph_, probe_params_.data(), x, none, point - 1);
   }
   BatchFeatures all_x = all.features();
   for (int l = 0; l < coda_layers_; ++l) {

@@ -156,6 +156,10 @@ OpParams layer_op(OpKind kind, const ModelShape& model, int rank_int, const Tens
     case OpKind::sampling:
     case OpKind::tp_all_reduce:
     case OpKind::logits_gather:
+    case OpKind::probe_norm:
+    case OpKind::probe_head:
+    case OpKind::probe_softmax:
+    case OpKind::probe_reduce:
     case OpKind::host_op:
       break;
   }
@@ -184,6 +188,22 @@ OpParams head_op(OpKind kind, const ModelShape& model, const TensorShard& shard)
       p.launch_if = BatchFeature::emitting;
       return p;
     }
+    case OpKind::probe_norm:
+      return norm(s);
+    case OpKind::probe_head: {
+      // The LM head over every probed token (feature `tokens` of the probe's batch): its vocabulary
+      // shard's logits, read back by the statistics.
+      OpParams p;
+      p.add(BatchFeature::tokens, 2 * s.d_model * s.vocab, (s.d_model + s.vocab) * s.dtype_bytes);
+      p.fixed_bytes = s.d_model * s.vocab * s.dtype_bytes;
+      return p;
+    }
+    case OpKind::probe_softmax: {
+      // Max, sum of exponentials and the top two over the shard's logits: one pass.
+      OpParams p;
+      p.add(BatchFeature::tokens, 5 * s.vocab, s.vocab * s.dtype_bytes);
+      return p;
+    }
     default:
       break;
   }
@@ -201,6 +221,12 @@ OpParams collective_op(OpKind kind, const ModelShape& model, const TensorShard& 
       // Reduce-scatter then all-gather around the ring: each GPU sends 2(p-1)/p of the
       // activations (tokens x d_model) in 2(p-1) steps.
       params.add(BatchFeature::tokens, 0, 2 * (p - 1) / p * as_double(model.d_model) * dtype_bytes);
+      params.latency_ns = 2 * (p - 1) * step_latency_ns;
+      return params;
+    case OpKind::probe_reduce:
+      // Each probed token's four shard statistics (fp32), combined across the group by a ring
+      // all-reduce.
+      params.add(BatchFeature::tokens, 0, 2 * (p - 1) / p * 4 * 4);
       params.latency_ns = 2 * (p - 1) * step_latency_ns;
       return params;
     case OpKind::logits_gather:
@@ -253,6 +279,21 @@ OpGraph build_layer_graph(bool tensor_parallel, bool mixture_of_experts) {
     g.add_dependency(down, mlp_sum);
   } else {
     g.add_dependency(out, post_norm);
+  }
+  g.finalize();
+  return g;
+}
+
+OpGraph build_probe_graph(bool tensor_parallel) {
+  OpGraph g;
+  const int norm_op = g.add_op(OpKind::probe_norm);
+  const int head = g.add_op(OpKind::probe_head);
+  const int stats = g.add_op(OpKind::probe_softmax);
+  g.add_dependency(norm_op, head);
+  g.add_dependency(head, stats);
+  if (tensor_parallel) {
+    const int reduce = g.add_op(OpKind::probe_reduce, 1);
+    g.add_dependency(stats, reduce);
   }
   g.finalize();
   return g;

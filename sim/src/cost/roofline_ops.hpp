@@ -25,5 +25,7 @@ OpParams collective_op(OpKind kind, const ModelShape& model, const TensorShard& 
 // path (priced apart, only for layers that have such tokens).
 OpGraph build_layer_graph(bool tensor_parallel, bool mixture_of_experts);
 OpGraph build_head_graph(bool tensor_parallel);
+// The confidence probe of the tokens running at one exit point (the exit decision waits for it).
+OpGraph build_probe_graph(bool tensor_parallel);
 
 }  // namespace exitsim::sim::roofline_ops

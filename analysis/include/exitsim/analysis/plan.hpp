@@ -41,8 +41,11 @@ struct PlanOptions {
 struct CandidatePlan {
   SweepPoint point;
   // What one replica of the candidate runs on: its accelerator (hardware.name), the GPUs it
-  // spans (parallel.tensor) and the price of one of them per hour (0: no prices given).
+  // spans (parallel.tensor x parallel.pipeline) and the price of one of them per hour (0: no
+  // prices given).
   std::string hardware;
+  int tensor = 1;
+  int pipeline = 1;
   int gpus_per_replica = 1;
   double gpu_hour_price = 0;
   // The highest load one replica sustains within the SLOs, and the run at it; 0 when even the

@@ -10,13 +10,17 @@
 namespace exitsim {
 
 // How an accelerator reaches the others of its node: the link tensor parallelism's collectives
-// run over (NVLink on SXM boards, PCIe otherwise).
+// run over (NVLink on SXM boards, PCIe otherwise); and those of other nodes: the network a
+// pipeline stage hands its activations over when the next stage is on another node.
 struct Interconnect {
   // Per direction, per GPU (NVLink 4's 900 GB/s "total" is 450 each way): a ring collective moves
   // its bytes one way around the ring.
   double link_bandwidth = 0;  // bytes/s
   TimeNs link_latency = 0;    // per step of a ring collective (synchronisation and hop)
   int gpus_per_node = 1;
+  // Per GPU, per direction: each GPU's own network adapter (InfiniBand NDR 400 Gb/s = 50 GB/s).
+  double node_link_bandwidth = 0;  // bytes/s; 0 = a single node
+  TimeNs node_link_latency = 0;    // one point-to-point send between nodes
 
   friend bool operator==(const Interconnect&, const Interconnect&) = default;
 };

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "exitsim/core/hardware.hpp"
 #include "exitsim/core/model_shape.hpp"
@@ -9,14 +10,42 @@
 
 namespace exitsim {
 
+// Pipeline stages a replica may have (a 405B model's 126 layers rarely take more than 16).
+inline constexpr int k_max_pipeline_stages = 64;
+
 // How many GPUs one replica spans. Tensor parallelism (TP) splits every layer across `tensor`
-// GPUs of one node, Megatron-style.
+// GPUs of one node, Megatron-style; pipeline parallelism (PP) splits the executed layers into
+// `pipeline` consecutive stages, each on its own TP group.
 struct ParallelSpec {
   int tensor = 1;
+  int pipeline = 1;
 
-  int gpus() const { return tensor; }
+  int gpus() const { return tensor * pipeline; }
   friend bool operator==(const ParallelSpec&, const ParallelSpec&) = default;
 };
+
+// The executed layers (stack then coda, as ModelShape's depth counts them) of one pipeline stage:
+// [first, last), the embedding on the first stage, the final norm and LM head on the last.
+struct PipelineStage {
+  int first = 0;
+  int last = 0;
+  bool first_stage = true;
+  bool last_stage = true;
+
+  int layers() const { return last - first; }
+  friend bool operator==(const PipelineStage&, const PipelineStage&) = default;
+};
+
+// vLLM's split (get_pp_indices): every stage gets layers / stages layers and the remainder goes
+// one each to the stages just before the last, which also runs the final norm and the LM head.
+// A recursive model is split over its unrolled layers: a stage holds the weights of the unique
+// layers it executes, so a shared block's weights sit on every stage that runs one of its
+// recursions. Requires 1 <= stages <= layers.
+std::vector<PipelineStage> split_pipeline(int layers, int stages);
+
+// Whether the hand-off after stage `stage` (to stage + 1) leaves the node: stages fill nodes in
+// order, `parallel.tensor` GPUs each, `gpus_per_node` to a node.
+bool hand_off_crosses_nodes(int stage, const ParallelSpec& parallel, int gpus_per_node);
 
 // One GPU's share of a model under tensor parallelism, as vLLM, SGLang and TensorRT-LLM shard it:
 // - attention heads split `degree` ways (QKV column-parallel, O row-parallel);
@@ -35,18 +64,27 @@ struct TensorShard {
   std::int64_t vocab = 0;
 
   static TensorShard of(const ModelShape& model, int degree);
-  // The weights one GPU holds, in bytes.
+  // The weights one GPU holds, in bytes: of the whole model, or of one pipeline stage.
   std::int64_t weight_bytes(const ModelShape& model) const;
+  std::int64_t weight_bytes(const ModelShape& model, const PipelineStage& stage) const;
   // K and V of one token at one layer on one GPU.
   std::int64_t kv_bytes_per_token_per_layer(const ModelShape& model) const;
 };
 
 // The first reason `model` cannot be split as `parallel` says on `hardware`, naming the field
-// under "parallel" ("tensor"), or nullopt: degree >= 1 and at most the GPUs of one node (TP's
-// all-reduces run twice per layer and need the node's fast link), heads and the MLP's hidden
-// dimension divisible by it, K/V heads divisible by it or dividing it.
+// under "parallel" ("tensor", "pipeline"), or nullopt: degrees >= 1; TP at most the GPUs of one
+// node (its all-reduces run twice per layer and need the node's fast link), heads and the MLP's
+// hidden dimension divisible by it, K/V heads divisible by it or dividing it; PP at most the
+// executed layers; a replica spanning nodes needs TP to divide the node (no TP group straddles
+// two nodes).
 std::optional<ShapeProblem> find_parallel_problem(const ModelShape& model,
                                                   const ParallelSpec& parallel,
                                                   const HardwareSpec& hardware);
+
+// The first link `parallel` needs that `hardware` lacks, naming its key in full
+// ("hardware.link_bandwidth_gbps": TP's collectives and the hand-offs between stages of one node;
+// "hardware.node_link_bandwidth_gbps": hand-offs between nodes), or nullopt.
+std::optional<ShapeProblem> find_link_problem(const ParallelSpec& parallel,
+                                              const HardwareSpec& hardware);
 
 }  // namespace exitsim

@@ -18,9 +18,10 @@ namespace exitsim::sim {
 // efficiencies outside (0, 1], and for hardware without a peak for the model's dtype or without
 // memory bandwidth. `parallel`: the roofline prices one GPU's shard and the collectives; a
 // measured model (table, calibrated) prices only what it measured, a single GPU, so it refuses
-// parallel.tensor above 1.
+// parallel.tensor and parallel.pipeline above 1. `exit_probes`: the roofline prices a confidence
+// probe at every exit point (a measured model's probes are in what it measured).
 std::unique_ptr<CostModel> make_cost_model(const scenario::CostModelConfig& config,
                                            const ModelShape& model, const HardwareSpec& hardware,
-                                           ParallelSpec parallel = {});
+                                           ParallelSpec parallel = {}, bool exit_probes = false);
 
 }  // namespace exitsim::sim

@@ -31,6 +31,14 @@ enum class OpKind : std::uint8_t {
   // head's logits to the GPU that samples.
   tp_all_reduce,
   logits_gather,
+  // The confidence probe at an exit point (exit_policy.kind confidence; docs/cost_model.md,
+  // "Exit probes"): the tokens still running there go through the final norm, the LM head and
+  // the softmax statistics their confidence needs (top-1, top-2, max and sum); under TP each GPU
+  // has a vocabulary shard's statistics, which an all-reduce combines.
+  probe_norm,
+  probe_head,
+  probe_softmax,
+  probe_reduce,
   // A measured op no simulator op stands for (rotary, K/V writes, embedding, routers, probes,
   // compaction): in graphs built from op traces only; cost models never price it.
   host_op,

@@ -75,13 +75,22 @@ struct OpCost {
 // Under tensor parallelism every op is one GPU's shard (TensorShard) and the graphs gain the
 // collectives on stream 1, each priced as a ring over the node's link: an all-reduce of N bytes
 // sends 2(p-1)/p N in 2(p-1) steps, a gather (p-1)/p N in p-1 steps.
+// Under pipeline parallelism the iteration is priced as vLLM's virtual engines run it
+// (docs/cost_model.md, "Pipeline parallelism"): the batch splits into m = min(stages, sequences)
+// micro-batches balanced by tokens, each runs the stages in order with an activation hand-off
+// between them, and the micro-batches cycle through the stages, so that the step takes
+// max(the busiest stage's time summed over the micro-batches, the longest micro-batch's trip
+// through every stage and hand-off).
 class RooflineCostModel final : public CostModel {
  public:
   // Throws InputError for efficiencies outside (0, 1], a hardware spec without a peak for the
   // model's dtype or without bandwidth, or an inconsistent model shape.
-  // Also for a tensor-parallel degree `find_parallel_problem` refuses.
+  // Also for a split `find_parallel_problem` or `find_link_problem` refuses.
+  // `exit_probes`: the exit policy decides by confidence, so every decode token running at an
+  // exit point below the stack's top is probed there (build_probe_graph), until it exits.
   RooflineCostModel(const ModelShape& model, const HardwareSpec& hardware,
-                    RooflineEfficiency efficiency, ParallelSpec parallel = {});
+                    RooflineEfficiency efficiency, ParallelSpec parallel = {},
+                    bool exit_probes = false);
 
   std::string name() const override { return "roofline"; }
   // Allocation-free. Entries with no query tokens are ignored; depths are clamped to
@@ -95,9 +104,17 @@ class RooflineCostModel final : public CostModel {
 
   const OpGraph& layer_graph() const { return layer_graph_; }
   const OpGraph& head_graph() const { return head_graph_; }
+  const OpGraph& probe_graph() const { return probe_graph_; }
 
  private:
   struct GraphTotals;
+  // Executed layers [first, last) (stack then coda), and whether the head runs here: one
+  // pipeline stage, or the whole model.
+  struct LayerWindow {
+    int first = 0;
+    int last = 0;
+    bool head = true;
+  };
   // One op priced for one batch.
   struct Priced {
     double body_ns = 0;  // max(compute time, memory time)
@@ -113,6 +130,11 @@ class RooflineCostModel final : public CostModel {
   static constexpr std::size_t k_token_table = 64;
 
   Priced price(const OpParams& params, const BatchFeatures& x) const;
+  // The work of `batch` inside `window`, added to `totals`.
+  void price_window(std::span<const BatchEntry> batch, const LayerWindow& window,
+                    GraphTotals& totals) const;
+  static IterationCost to_cost(const GraphTotals& totals);
+  IterationCost pipeline_cost(std::span<const BatchEntry> batch) const;
   // `token_prices`: the variant's rows of token_prices_ (nullptr for the head graph).
   void add_graph(const OpGraph& graph, const OpParams* params, const Priced* token_prices,
                  const BatchFeatures& x, double repeat, GraphTotals& totals) const;
@@ -123,11 +145,19 @@ class RooflineCostModel final : public CostModel {
   void add_serial_op(const OpParams& params, const Priced* tabled, const BatchFeatures& x,
                      double repeat, GraphTotals& totals) const;
   // Layers [first, last) of the stack, each seeing the batch `run`.
-  void add_stack_layers(int first, int last, const WorkCounts& run, GraphTotals& totals) const;
+  // Only the part inside `window` counts, here and below.
+  void add_stack_layers(int first, int last, const WorkCounts& run, const LayerWindow& window,
+                        GraphTotals& totals) const;
   // FLOPs of the masked part of layers [first, last), in the ops the batch `run_x` launches.
-  double masked_flops(int first, int last, const BatchFeatures& run_x,
-                      const WorkCounts& masked) const;
-  void add_stack_by_sweep(std::span<const BatchEntry> batch, GraphTotals& totals) const;
+  double masked_flops(int first, int last, const BatchFeatures& run_x, const WorkCounts& masked,
+                      const LayerWindow& window) const;
+  void add_stack_by_sweep(std::span<const BatchEntry> batch, const LayerWindow& window,
+                          GraphTotals& totals) const;
+  // The confidence probes at the exit points inside `window`.
+  void add_probes(std::span<const BatchEntry> batch, const LayerWindow& window,
+                  GraphTotals& totals) const;
+  // Decode entries probed at exit point `point` (a depth): those running there still deciding.
+  static std::int64_t probed_at(std::span<const BatchEntry> batch, int point, int stacked_depth);
   std::size_t variant_of_layer(int layer) const;
   int clamp_depth(int depth) const;
 
@@ -148,6 +178,9 @@ class RooflineCostModel final : public CostModel {
   // tokens, not alone (all the op reads), as token_prices_ is for the layer ops.
   std::vector<Priced> kv_prices_;
   std::vector<OpParams> head_params_;
+  OpGraph probe_graph_;
+  std::vector<OpParams> probe_params_;
+  std::vector<int> probe_points_;  // exit points below the stack's top, ascending; empty: none
   // variant_prefix_[variant * (stacked + 1) + l]: stack layers below l that use the variant.
   std::vector<int> variant_prefix_;
   int variants_ = 1;
@@ -158,6 +191,11 @@ class RooflineCostModel final : public CostModel {
   double ns_per_byte_ = 0;
   double ns_per_link_byte_ = 0;
   double launch_ns_ = 0;
+  // Pipeline stages (one, the whole model, without PP) and the hand-off after each but the
+  // last: the time per token of activations sent and the send's fixed time.
+  std::vector<LayerWindow> stages_;
+  std::vector<double> hand_off_ns_per_token_;
+  std::vector<double> hand_off_fixed_ns_;
 };
 
 // A hardware spec for a roofline kept only for its FLOP and byte counts (the measured cost models
