@@ -36,6 +36,15 @@ const RooflineCostModel& llama_on_8_h100() {
   return model;
 }
 
+// Eight H100s as TP 2 x PP 4: every call splits the batch into up to four micro-batches and prices
+// each on each stage.
+const RooflineCostModel& llama_on_4_stages() {
+  static const RooflineCostModel model(*exitsim::find_model_preset("llama-3-8b"),
+                                       *exitsim::find_hardware_preset("h100-sxm"), {0.7, 0.85},
+                                       exitsim::ParallelSpec{2, 4});
+  return model;
+}
+
 const RooflineCostModel& recursive_on_h100() {
   static const RooflineCostModel model = [] {
     exitsim::ModelShape m = *exitsim::find_model_preset("llama-3-8b");
@@ -151,6 +160,14 @@ void decode_tp8(benchmark::State& state) {
   report(state);
 }
 BENCHMARK(decode_tp8)->Arg(1)->Arg(16)->Arg(256);
+
+void decode_tp2_pp4(benchmark::State& state) {
+  const std::vector<BatchEntry> batch = decode_batch(state.range(0));
+  for (auto _ : state)
+    benchmark::DoNotOptimize(llama_on_4_stages().iteration_cost(batch));
+  report(state);
+}
+BENCHMARK(decode_tp2_pp4)->Arg(1)->Arg(16)->Arg(256);
 
 void mixed_prefill(benchmark::State& state) {
   const std::vector<BatchEntry> batch = mixed_prefill_batch();

@@ -48,10 +48,12 @@ void print_parallel(const scenario::ReplicaGroup& g, std::int64_t replicas,
   const ParallelSpec& p = g.parallel;
   const Interconnect& link = g.hardware.spec.interconnect;
   fmt::print(
-      "parallel   tensor {}, pipeline {}: {} GPUs per replica, {} in all; node link {:.0f} GB/s "
+      "parallel   tensor {}, pipeline {}{}: {} GPUs per replica, {} in all; node link {:.0f} GB/s "
       "per direction, {:.1f} us per step; {:.2f} GiB of weights per GPU{}\n",
-      p.tensor, p.pipeline, p.gpus(), replicas * p.gpus(), link.link_bandwidth / 1e9,
-      to_microseconds(link.link_latency), gib(kv.weight_bytes),
+      p.tensor, p.pipeline,
+      p.expert > 1 ? fmt::format(", experts whole over {} GPUs", p.expert) : std::string(),
+      p.gpus(), replicas * p.gpus(), link.link_bandwidth / 1e9, to_microseconds(link.link_latency),
+      gib(kv.weight_bytes),
       p.pipeline > 1 ? fmt::format(" (stage {}, the fullest)", kv.binding_stage) : std::string());
   if (p.pipeline == 1)
     return;

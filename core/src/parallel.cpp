@@ -6,13 +6,15 @@
 
 namespace exitsim {
 
-TensorShard TensorShard::of(const ModelShape& model, int degree) {
+TensorShard TensorShard::of(const ModelShape& model, int degree, bool expert_parallel) {
   const std::int64_t p = degree;
   TensorShard shard;
   shard.degree = degree;
   shard.heads = model.n_heads / p;
   shard.kv_heads = model.n_kv_heads >= p ? model.n_kv_heads / p : 1;
-  shard.ffn = model.ffn_dim / p;
+  shard.expert_parallel = expert_parallel && model.is_moe() && degree > 1;
+  shard.ffn = shard.expert_parallel ? model.ffn_dim : model.ffn_dim / p;
+  shard.local_experts = shard.expert_parallel ? model.experts / p : model.experts;
   shard.vocab = (model.vocab + p - 1) / p;
   return shard;
 }
@@ -50,8 +52,9 @@ std::int64_t TensorShard::weight_bytes(const ModelShape& model, const PipelineSt
   const std::int64_t q = heads * model.head_dim;
   const std::int64_t kv = kv_heads * model.head_dim;
   const std::int64_t mlp_matrices = model.mlp == MlpKind::gated ? 3 : 2;
-  // A mixture's experts are each split like the dense MLP; its router is replicated.
-  const std::int64_t mlps = model.is_moe() ? model.experts : 1;
+  // A mixture's experts are each split like the dense MLP, or held whole (EP); its router is
+  // replicated.
+  const std::int64_t mlps = model.is_moe() ? local_experts : 1;
   const std::int64_t layer = d * q + 2 * d * kv + q * d + mlps * mlp_matrices * d * ffn +
                              model.router_parameters() + 2 * d;
   // The unique layers the stage executes: the prelude's and coda's once each, the shared
@@ -96,6 +99,33 @@ std::int64_t TensorShard::kv_bytes_per_token_per_layer(const ModelShape& model) 
 }
 
 namespace {
+
+std::optional<ShapeProblem> find_expert_problem(const ModelShape& model,
+                                                const ParallelSpec& parallel) {
+  const int e = parallel.expert;
+  if (e == 1)
+    return std::nullopt;
+  const std::string found = fmt::format("{}", e);
+  if (!model.is_moe()) {
+    return ShapeProblem{
+        "expert", expected_found(fmt::format("1 for {}, which has no experts", model.name), found)};
+  }
+  if (e != parallel.tensor) {
+    return ShapeProblem{
+        "expert",
+        expected_found(fmt::format("1 or parallel.tensor ({}): the experts are spread over the "
+                                   "tensor-parallel group (data-parallel attention, which lets EP "
+                                   "exceed TP, is not modelled)",
+                                   parallel.tensor),
+                       found)};
+  }
+  if (model.experts % e != 0) {
+    return ShapeProblem{"expert", expected_found(fmt::format("a divisor of the {} experts of {}",
+                                                             model.experts, model.name),
+                                                 found)};
+  }
+  return std::nullopt;
+}
 
 std::optional<ShapeProblem> find_pipeline_problem(const ModelShape& model,
                                                   const ParallelSpec& parallel,
@@ -158,7 +188,9 @@ std::optional<ShapeProblem> find_parallel_problem(const ModelShape& model,
                                               model.n_kv_heads, model.name),
                                   found));
   }
-  if (model.ffn_dim % p != 0) {
+  if (auto expert_problem = find_expert_problem(model, parallel))
+    return expert_problem;
+  if (model.ffn_dim % p != 0 && !(parallel.expert > 1 && model.is_moe())) {
     return problem(
         "tensor",
         expected_found(fmt::format("a divisor of {}'s {} hidden units",

@@ -71,6 +71,14 @@ std::vector<KeyDef> cluster_keys() {
           .range(1, k_max_pipeline_stages)
           .def(std::int64_t{1})
           .bind(field(&Scenario::parallel, &ParallelSpec::pipeline)),
+      Key("parallel.expert", Type::integer,
+          "Expert-parallel degree of a mixture of experts: 1 splits every expert across the "
+          "parallel.tensor GPUs; parallel.tensor places the experts whole, experts / TP per GPU "
+          "(vLLM's --enable-expert-parallel without data parallelism), and the step waits for "
+          "the GPU its tokens' routing loads most.")
+          .range(1, 64)
+          .def(std::int64_t{1})
+          .bind(field(&Scenario::parallel, &ParallelSpec::expert)),
       Key("cluster", Type::section, "Replicas behind a global router."),
       Key("cluster.replicas", Type::integer,
           "Number of identical model replicas (each on parallel.tensor x parallel.pipeline GPUs); "

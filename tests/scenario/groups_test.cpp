@@ -234,6 +234,27 @@ TEST(ParallelReplicas, ShardsTheModelCannotTakeAreRefusedNamingTheKey) {
       load_error("cluster:\n  groups:\n    - set: [\"parallel.tensor=5\"]\n", {}),
       "s.yaml:3:13: cluster.groups[0]: parallel.tensor: expected a divisor of the 32 attention "
       "heads of llama-3-8b, found 5");
+  EXPECT_EQ(load_error("parallel:\n  pipeline: 33\n", {}),
+            "s.yaml:2:13: parallel.pipeline: expected at most the 32 layers llama-3-8b executes (a "
+            "stage holds at least one), found 33");
+  EXPECT_EQ(load_error("parallel:\n  tensor: 8\n  pipeline: 2\n",
+                       {"hardware.node_link_bandwidth_gbps=0"}),
+            "--set: hardware.node_link_bandwidth_gbps: expected a positive bandwidth between "
+            "nodes: a replica of 16 GPUs spans 8-GPU nodes, found 0");
+  EXPECT_EQ(load_error("parallel:\n  tensor: 2\n  expert: 2\n", {}),
+            "s.yaml:3:11: parallel.expert: expected 1 for llama-3-8b, which has no experts, found "
+            "2");
+}
+
+TEST(ParallelReplicas, PipelineAndExpertDegreesLoadAndRoundTrip) {
+  const std::vector<std::string> set = {"model.preset=mixtral-8x7b", "parallel.tensor=4",
+                                        "parallel.pipeline=2", "parallel.expert=4"};
+  const Scenario s = load_default_scenario(set);
+  EXPECT_EQ(s.parallel, (ParallelSpec{4, 2, 4}));
+  EXPECT_EQ(s.parallel.gpus(), 8);
+  EXPECT_EQ(s.hardware.spec.interconnect.node_link_bandwidth, 50e9);
+  EXPECT_EQ(s.hardware.spec.interconnect.node_link_latency, 5000);
+  expect_round_trip(s);
 }
 
 }  // namespace

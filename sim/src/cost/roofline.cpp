@@ -232,6 +232,13 @@ struct RooflineCostModel::GraphTotals {
     flops += term.flops * amount;
     bytes += term.bytes * amount;
   }
+  if (params.expert_imbalance != 0) {
+    const double busiest =
+        std::min(1 + params.expert_imbalance / std::sqrt(x[at(BatchFeature::tokens)]),
+                 params.expert_imbalance_cap);
+    flops *= busiest;
+    bytes = params.fixed_bytes + (bytes - params.fixed_bytes) * busiest;
+  }
   if (params.routed_weight_bytes != 0) {
     bytes += params.routed_weight_bytes *
              (1 - std::pow(params.expert_miss, x[at(BatchFeature::tokens)]));
@@ -289,7 +296,7 @@ RooflineCostModel::RooflineCostModel(const ModelShape& model, const HardwareSpec
   if (const auto problem = find_link_problem(parallel, hardware)) {
     throw InputError({"", 0, 0, problem->field}, problem->message);
   }
-  const TensorShard shard = TensorShard::of(model, parallel.tensor);
+  const TensorShard shard = TensorShard::of(model, parallel);
   check_fraction(efficiency.flops, "cost_model.flops_efficiency");
   check_fraction(efficiency.bandwidth, "cost_model.bandwidth_efficiency");
   const double peak = hardware.peak_flops_for(model.dtype);

@@ -1,5 +1,8 @@
 #include "roofline_ops.hpp"
 
+#include <algorithm>
+#include <cmath>
+#include <numbers>
 #include <stdexcept>
 
 namespace exitsim::sim::roofline_ops {
@@ -9,16 +12,47 @@ double as_double(std::int64_t v) {
   return static_cast<double>(v);
 }
 
+double expected_max_of_normals(int n) {
+  if (n <= 1)
+    return 0;
+  // The density of the maximum is n phi(x) Phi(x)^(n-1); midpoint rule over [-10, 10].
+  constexpr double k_step = 4e-3;
+  double sum = 0;
+  for (double x = -10 + k_step / 2; x < 10; x += k_step) {
+    const double phi = std::exp(-x * x / 2) / std::sqrt(2 * std::numbers::pi);
+    const double cdf = 0.5 * std::erfc(-x / std::numbers::sqrt2);
+    sum += x * n * phi * std::pow(cdf, n - 1) * k_step;
+  }
+  return sum;
+}
+
+ExpertLoad expert_load_imbalance(const ModelShape& model, const TensorShard& shard) {
+  if (!shard.expert_parallel)
+    return {};
+  const double p = shard.degree;
+  const double experts = as_double(model.experts);
+  const double k = as_double(model.experts_per_token);
+  // sigma / mean for one token; the load of T tokens has sigma / mean of this / sqrt(T).
+  const double spread = std::sqrt((p - 1) * (experts - k) / ((experts - 1) * k));
+  return {expected_max_of_normals(shard.degree) * spread, p * std::min(k, experts / p) / k};
+}
+
 // Shape numbers the op params are built from, as doubles.
 struct Dims {
   double d_model, q_width, kv_width, ffn, vocab, dtype_bytes, kv_bytes;
   bool gated;
   double experts, top_k;  // 0 and 0 for a dense MLP
+  // The experts one GPU holds, and the expected experts per token it runs: top_k when it holds
+  // a share of every expert, top_k / degree under EP.
+  double local_experts, local_top_k;
+  double imbalance, imbalance_cap;  // OpParams::expert_imbalance, _cap
 };
 
 // One GPU's dimensions: the shard's heads, K/V heads, MLP width (of each expert) and vocabulary;
-// d_model and the experts whole.
+// d_model whole.
 Dims dims_of(const ModelShape& m, const TensorShard& shard) {
+  const double degree = shard.expert_parallel ? shard.degree : 1;
+  const ExpertLoad load = expert_load_imbalance(m, shard);
   return {as_double(m.d_model),
           as_double(shard.heads * m.head_dim),
           as_double(shard.kv_heads * m.head_dim),
@@ -28,7 +62,11 @@ Dims dims_of(const ModelShape& m, const TensorShard& shard) {
           as_double(shard.kv_bytes_per_token_per_layer(m)),
           m.mlp == MlpKind::gated,
           as_double(m.experts),
-          as_double(m.experts_per_token)};
+          as_double(m.experts_per_token),
+          as_double(shard.local_experts),
+          as_double(m.experts_per_token) / degree,
+          load.coefficient,
+          load.cap};
 }
 
 // A GEMM of T tokens by an (in x out) weight, with `lora` extra adapter weights folded into the
@@ -45,11 +83,16 @@ OpParams linear(double in, double out, double lora, double dtype_bytes) {
 // the experts the batch is routed to, read once each. Which experts those are is not known, so
 // they are the expected distinct experts of T tokens under uniform routing: the share
 // 1 - (1 - top_k / experts)^T of all experts' weights (OpParams::routed_weight_bytes).
+// Under EP a GPU holds experts / p of them whole: its expected share of the assignments is
+// top_k / p per token and of the distinct experts read the same 1 - (1 - top_k / experts)^T.
 OpParams expert_linear(const Dims& s, double in, double out) {
   OpParams p;
-  p.add(BatchFeature::tokens, s.top_k * 2 * in * out, s.top_k * (in + out) * s.dtype_bytes);
-  p.routed_weight_bytes = s.experts * in * out * s.dtype_bytes;
+  p.add(BatchFeature::tokens, s.local_top_k * 2 * in * out,
+        s.local_top_k * (in + out) * s.dtype_bytes);
+  p.routed_weight_bytes = s.local_experts * in * out * s.dtype_bytes;
   p.expert_miss = 1 - s.top_k / s.experts;
+  p.expert_imbalance = s.imbalance;
+  p.expert_imbalance_cap = s.imbalance_cap;
   return p;
 }
 
@@ -141,10 +184,12 @@ OpParams layer_op(OpKind kind, const ModelShape& model, int rank_int, const Tens
       // Element-wise: SiLU(gate) * up reads two values and writes one; GELU reads one. The FLOP
       // counts are nominal (the op is memory-bound by a wide margin). A mixture runs it for
       // each of a token's top_k experts.
-      const double per_token = s.experts > 0 ? s.top_k : 1;
+      const double per_token = s.experts > 0 ? s.local_top_k : 1;
       OpParams p;
       p.add(BatchFeature::tokens, per_token * (s.gated ? 5 : 8) * s.ffn,
             per_token * (s.gated ? 3 : 2) * s.ffn * s.dtype_bytes);
+      p.expert_imbalance = s.experts > 0 ? s.imbalance : 0;
+      p.expert_imbalance_cap = s.imbalance_cap;
       return p;
     }
     case OpKind::mlp_down:

@@ -23,7 +23,7 @@ KvCapacity stage_capacity(const ModelShape& model, const HardwareSpec& hardware,
                           const KvCapacityRequest& request, const PipelineStage& stage) {
   KvCapacity capacity;
   capacity.block_size = request.block_size;
-  const TensorShard shard = TensorShard::of(model, request.parallel.tensor);
+  const TensorShard shard = TensorShard::of(model, request.parallel);
   capacity.weight_bytes = shard.weight_bytes(model, stage);
   const int full = model.depth.full_depth();
   const int kv_layers = request.kv_layers > 0 ? request.kv_layers : full;

@@ -15,10 +15,13 @@ inline constexpr int k_max_pipeline_stages = 64;
 
 // How many GPUs one replica spans. Tensor parallelism (TP) splits every layer across `tensor`
 // GPUs of one node, Megatron-style; pipeline parallelism (PP) splits the executed layers into
-// `pipeline` consecutive stages, each on its own TP group.
+// `pipeline` consecutive stages, each on its own TP group. Expert parallelism (EP, `expert` =
+// `tensor`) places a mixture's experts whole, spread over the TP group, instead of splitting each
+// (vLLM's --enable-expert-parallel without data parallelism); 1 = off.
 struct ParallelSpec {
   int tensor = 1;
   int pipeline = 1;
+  int expert = 1;
 
   int gpus() const { return tensor * pipeline; }
   friend bool operator==(const ParallelSpec&, const ParallelSpec&) = default;
@@ -52,18 +55,24 @@ bool hand_off_crosses_nodes(int stage, const ParallelSpec& parallel, int gpus_pe
 // - K/V heads split when `degree` divides them, else replicated so that each GPU holds the one
 //   K/V head its query heads read (degree a multiple of n_kv_heads, e.g. 8 GPUs for 8B's 8);
 // - the MLP's hidden dimension split (gate/up column-parallel, down row-parallel); in a mixture
-//   of experts every expert's, the same way (each GPU holds 1/degree of every expert; expert
-//   parallelism, whole experts per GPU, is not modelled), and the router replicated;
+//   of experts every expert's, the same way (each GPU holds 1/degree of every expert), or under
+//   expert parallelism experts / degree whole experts per GPU; the router replicated;
 // - the vocabulary split for the embedding and the LM head, padded up to a multiple of degree;
 // - norms replicated.
 struct TensorShard {
   int degree = 1;
   std::int64_t heads = 0;
   std::int64_t kv_heads = 0;
-  std::int64_t ffn = 0;
+  std::int64_t ffn = 0;  // of the dense MLP, or of each expert this GPU holds
   std::int64_t vocab = 0;
+  std::int64_t local_experts = 0;  // experts this GPU holds (a share of each, or whole ones)
+  bool expert_parallel = false;
 
-  static TensorShard of(const ModelShape& model, int degree);
+  // `expert_parallel`: a mixture's experts are placed whole, experts / degree per GPU.
+  static TensorShard of(const ModelShape& model, int degree, bool expert_parallel = false);
+  static TensorShard of(const ModelShape& model, const ParallelSpec& parallel) {
+    return of(model, parallel.tensor, parallel.expert > 1);
+  }
   // The weights one GPU holds, in bytes: of the whole model, or of one pipeline stage.
   std::int64_t weight_bytes(const ModelShape& model) const;
   std::int64_t weight_bytes(const ModelShape& model, const PipelineStage& stage) const;
@@ -76,7 +85,8 @@ struct TensorShard {
 // node (its all-reduces run twice per layer and need the node's fast link), heads and the MLP's
 // hidden dimension divisible by it, K/V heads divisible by it or dividing it; PP at most the
 // executed layers; a replica spanning nodes needs TP to divide the node (no TP group straddles
-// two nodes).
+// two nodes). EP needs a mixture, `expert` equal to `tensor` and dividing the experts (and then
+// no longer the expert width divisible by TP).
 std::optional<ShapeProblem> find_parallel_problem(const ModelShape& model,
                                                   const ParallelSpec& parallel,
                                                   const HardwareSpec& hardware);

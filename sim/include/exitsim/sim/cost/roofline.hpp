@@ -43,6 +43,12 @@ struct OpParams {
   // token count alone.
   double routed_weight_bytes = 0;
   double expert_miss = 1;
+  // Under expert parallelism the step waits for the GPU whose experts got the most of the
+  // batch's T x top_k assignments: FLOPs and activation bytes scale by the expected busiest
+  // GPU's load over the mean, min(1 + expert_imbalance / sqrt(T), expert_imbalance_cap)
+  // (expert_load_imbalance). 0: no EP.
+  double expert_imbalance = 0;
+  double expert_imbalance_cap = 1;
   BatchFeature launch_if = BatchFeature::tokens;
   // A collective of the tensor-parallel group: its bytes are what one GPU sends over the link
   // (not memory traffic), priced bytes / link bandwidth + latency_ns, with no FLOPs.
