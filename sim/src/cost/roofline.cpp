@@ -781,7 +781,7 @@ IterationCost RooflineCostModel::iteration_cost(std::span<const BatchEntry> batc
   return to_cost(totals);
 }
 
-void RooflineCostModel::price_window(std::span<const BatchEntry> batch, const LayerWindow& window,
+[[gnu::always_inline]] inline void RooflineCostModel::price_window(std::span<const BatchEntry> batch, const LayerWindow& window,
                                      GraphTotals& totals) const {
   SlotTable<DepthSlot> ends;
   OtherWork other;
@@ -1008,7 +1008,7 @@ IterationCost RooflineCostModel::pipeline_cost(std::span<const BatchEntry> batch
   return to_cost(step);
 }
 
-IterationCost RooflineCostModel::to_cost(const GraphTotals& totals) {
+[[gnu::always_inline]] inline IterationCost RooflineCostModel::to_cost(const GraphTotals& totals) {
   IterationCost cost;
   cost.total = std::llround(totals.total);
   cost.overhead = std::llround(totals.overhead);
