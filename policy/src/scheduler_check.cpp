@@ -37,7 +37,7 @@ std::string check_decision(const SchedulerSnapshot& snapshot, const SchedulerDec
     if (preempted[index])
       return at("preempt", i) + "running[" + std::to_string(index) + "] is preempted twice";
     preempted[index] = true;
-    freed += snapshot.running[index].kv_blocks;
+    freed += snapshot.running[index].freed_if_preempted();
   }
   for (std::size_t i = 0; i < decision.admit.size(); ++i) {
     const std::size_t index = decision.admit[i];

@@ -58,7 +58,7 @@ RunningPhase schedule_running(const SchedulerSnapshot& snapshot, RunningWork whi
   while (needed > spare && kept > 0) {
     --kept;
     const SequenceView& victim = running[kept];
-    spare += victim.kv_blocks;
+    spare += victim.freed_if_preempted();
     if (!out.work.empty() && out.work.back().sequence.index == kept) {
       needed -= blocks_to_grow(victim, out.work.back().tokens, snapshot.kv);
       budget += out.work.back().tokens;

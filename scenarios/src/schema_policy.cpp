@@ -241,6 +241,14 @@ std::vector<KeyDef> serving_keys() {
           .allowed({"recompute", "swap"})
           .def(std::string("recompute"))
           .bind(field(&Scenario::scheduler, &SchedulerConfig::preemption)),
+      Key("scheduler.prefix_caching", Type::boolean,
+          "Reuse the K/V of prompt blocks another request computed, as vLLM's automatic prefix "
+          "caching does: blocks named by hashes chained from the prompt's start (the trace's, "
+          "e.g. Mooncake's hash_ids), shared by reference, the unreferenced ones evicted least "
+          "recently released first (docs/simulator.md, \"Prefix caching\"). Requests without "
+          "hashes never hit.")
+          .def(false)
+          .bind(field(&Scenario::scheduler, &SchedulerConfig::prefix_caching)),
       Key("scheduler.watermark_fraction", Type::number,
           "Fraction of K/V blocks kept free when admitting new sequences (vLLM's watermark), so "
           "running sequences can grow without preemption.")

@@ -18,10 +18,16 @@ TEST(RequestMooncake, ReadsIntegerAndFloatMilliseconds) {
       "{\"timestamp\": 40, \"input_length\": 23769, \"output_length\": 3, \"hash_ids\": []}\r\n"
       "{\"timestamp\": 40.5, \"input_length\": 1, \"output_length\": 2, \"extra\": \"ignored\"}");
   EXPECT_EQ(detect_request_trace_format(path), RequestTraceFormat::mooncake);
-  const auto result = read_all(path);
+  auto result = read_all(path);
   EXPECT_EQ(result.format, "mooncake");
   EXPECT_TRUE(result.has_arrivals);
   ASSERT_EQ(result.requests.size(), 3U);
+  // hash_ids name the prompt's 512-token blocks (prefix caching); an empty list names none.
+  EXPECT_EQ(result.requests[0].prefix_hashes, (std::vector<std::uint64_t>{0, 1}));
+  EXPECT_EQ(result.requests[0].prefix_block_tokens, 512);
+  EXPECT_EQ(result.requests[1].prefix_block_tokens, 0);
+  result.requests[0].prefix_hashes.clear();
+  result.requests[0].prefix_block_tokens = 0;
   EXPECT_EQ(result.requests[0], request(0, 0, 40160, 6));
   EXPECT_EQ(result.requests[1], request(1, 40 * k_ns_per_ms, 23769, 3));
   EXPECT_EQ(result.requests[2], request(2, 40 * k_ns_per_ms + 500 * k_ns_per_us, 1, 2));
@@ -85,10 +91,12 @@ TEST(RequestMooncake, MalformedLines) {
         ": input_length: expected a token count of at most 2147483648, found "
         "18446744073709551615");
   check("{\"timestamp\": 11, \"input_length\": 5, \"output_length\": 5, \"hash_ids\": 3}\n",
-        ": hash_ids: expected an array of integers, found 3");
+        ": hash_ids: expected an array of non-negative integers, found 3");
   check(
       "{\"timestamp\": 11, \"input_length\": 5, \"output_length\": 5, \"hash_ids\": [1, \"a\"]}\n",
-      ": hash_ids: expected an array of integers, found the string \"a\" at index 1");
+      ": hash_ids: expected an array of non-negative integers, found the string \"a\" at index 1");
+  check("{\"timestamp\": 11, \"input_length\": 5, \"output_length\": 5, \"hash_ids\": [1, -2]}\n",
+        ": hash_ids: expected an array of non-negative integers, found -2 at index 1");
 }
 
 TEST(RequestMooncake, SkipBadRowsCountsMalformedJson) {

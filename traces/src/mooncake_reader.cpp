@@ -78,7 +78,8 @@ class MooncakeSource final : public RowSource {
     row.input_tokens = token_count(where, require(where, object, "input_length"), "input_length");
     row.output_tokens =
         token_count(where, require(where, object, "output_length"), "output_length");
-    check_hash_ids(where, object);
+    row.prefix_hashes = hash_ids(where, object);
+    row.prefix_block_tokens = row.prefix_hashes.empty() ? 0 : k_mooncake_block_tokens;
     return row;
   }
 
@@ -133,22 +134,29 @@ class MooncakeSource final : public RowSource {
     fail_at(where, 0, key, expected_found("an integer token count", describe(value)));
   }
 
-  static void check_hash_ids(const RowContext& where, const json& object) {
+  // The prompt's 512-token prefix blocks, named (the trace's documentation: "hash_ids
+  // (512-token prefix-block hashes)"); requests sharing an id share that block's tokens.
+  static constexpr std::int64_t k_mooncake_block_tokens = 512;
+
+  static std::vector<std::uint64_t> hash_ids(const RowContext& where, const json& object) {
+    std::vector<std::uint64_t> hashes;
     const auto it = object.find("hash_ids");
-    // Optional: lengths and arrivals are all the simulator uses, and other Mooncake exports
-    // may leave the hashes out.
+    // Optional: other Mooncake exports leave the hashes out, and then nothing is shared.
     if (it == object.end())
-      return;
-    const std::string expected = "an array of integers";
+      return hashes;
+    const std::string expected = "an array of non-negative integers";
     if (!it->is_array())
       fail_at(where, 0, "hash_ids", expected_found(expected, describe(*it)));
+    hashes.reserve(it->size());
     for (std::size_t i = 0; i < it->size(); ++i) {
       const json& element = (*it)[i];
-      if (!element.is_number_integer()) {
+      if (!element.is_number_unsigned()) {
         fail_at(where, 0, "hash_ids",
                 expected_found(expected, describe(element) + " at index " + std::to_string(i)));
       }
+      hashes.push_back(element.get<std::uint64_t>());
     }
+    return hashes;
   }
 
   std::string time_text_;

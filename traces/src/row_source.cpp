@@ -147,6 +147,8 @@ RequestDescriptor RowSource::accept(const ParsedRow& row, const RowContext& wher
   request.id = RequestId{id};
   request.input_tokens = row.input_tokens;
   request.output_tokens = row.output_tokens;
+  request.prefix_hashes = std::move(row.prefix_hashes);
+  request.prefix_block_tokens = row.prefix_block_tokens;
 
   // Commit cross-row state only once every check has passed, so a skipped row leaves no trace.
   if (row.time) {

@@ -22,6 +22,8 @@ struct ParsedRow {
   std::int64_t id_column = 0;
   std::int64_t input_tokens = 0;
   std::int64_t output_tokens = 0;
+  std::vector<std::uint64_t> prefix_hashes;  // RequestDescriptor::prefix_hashes
+  std::int64_t prefix_block_tokens = 0;
 };
 
 // Whether rows carry arrival times: fixed by the format, or by the first row (native).

@@ -62,7 +62,7 @@ void ChunkedPrefill::schedule(const SchedulerSnapshot& snapshot, SchedulerDecisi
     std::size_t keep = kept;
     while (keep > 1 && tokens_within_blocks(snapshot.running[0], spare, snapshot.kv) < 1) {
       --keep;
-      spare += snapshot.running[keep].kv_blocks;
+      spare += snapshot.running[keep].freed_if_preempted();
     }
     out.preempt.insert(out.preempt.begin(), kept - keep, 0);
     std::iota(out.preempt.begin(), out.preempt.begin() + static_cast<std::ptrdiff_t>(kept - keep),

@@ -57,6 +57,17 @@ Replica::Replica(int index, const ReplicaSpec& spec, MetricsCollector& metrics,
   capacity_ = {scheduler_->chunks_prompts(), limits_.max_batched_tokens, kv.blocks * kv.block_size,
                spec.model.max_context};
   reject_unservable_ = spec.scheduler.unservable == "reject";
+  if (spec.scheduler.prefix_caching) {
+    if (kv_layout_.per_recursion()) {
+      // Blocks per recursion hold only the rows of tokens that reached it; a prompt's rows are
+      // all there, but the pool's accounting of shared per-recursion blocks is not written yet.
+      throw InputError({"", 0, 0, "scheduler.prefix_caching"},
+                       expected_found("a synchronization strategy that keeps every layer's K/V "
+                                      "in one block (not skip_kv or depthwise)",
+                                      "prefix caching with per-recursion K/V blocks"));
+    }
+    prefix_reuse_.emplace(kv_view_.block_size);
+  }
   description_ = fmt::format("replica {} ({} on {})", index, spec.model.name, spec.hardware.name);
 }
 
@@ -81,14 +92,38 @@ bool Replica::enqueue(const RequestDescriptor& request, TimeNs arrival) {
   view.prompt_tokens = request.input_tokens;
   SequenceExtra extra;
   extra.target_output_tokens = request.output_tokens;
+  if (prefix_reuse_ && !request.prefix_hashes.empty()) {
+    auto hashes = policy::scheduler_block_hashes(request.prefix_hashes,
+                                                 request.prefix_block_tokens,
+                                                 request.input_tokens, kv_view_.block_size);
+    if (!hashes.empty())
+      extra.prefix.hashes = std::make_shared<const std::vector<policy::BlockHash>>(std::move(hashes));
+  }
   waiting_.push_back(view, extra);
   load_.outstanding_requests += 1;
   load_.outstanding_tokens += request.input_tokens;
   return true;
 }
 
+void Replica::offer_prefix_hits() {
+  for (std::size_t i = 0; i < waiting_.size(); ++i)
+    prefix_reuse_->offer(waiting_.view(i), waiting_.extra(i).prefix);
+  for (std::size_t i = 0; i < running_.size(); ++i)
+    prefix_reuse_->mark_shared(running_.view(i), running_.extra(i).prefix);
+}
+
+void Replica::release_blocks(policy::SequenceView& view, SequenceExtra& extra) {
+  const auto referenced = static_cast<std::int64_t>(extra.prefix.referenced);
+  kv_free_ += view.kv_blocks - referenced;
+  if (prefix_reuse_)
+    kv_free_ += prefix_reuse_->release(extra.prefix);
+  view.kv_blocks = 0;
+}
+
 TimeNs Replica::start_iteration(TimeNs now) {
   decision_.clear();
+  if (prefix_reuse_)
+    offer_prefix_hits();
   policy::KvView kv = kv_view_;
   kv.total_blocks = kv_total_;
   kv.free_blocks = kv_free_;
@@ -114,6 +149,21 @@ TimeNs Replica::start_iteration(TimeNs now) {
   }
   policy::apply_decision(decision_, running_, waiting_, decision_scratch_, work_tokens_,
                          [this](QueuedSequence& victim) { preempt(victim); });
+  if (prefix_reuse_) {
+    for (std::size_t i = 0; i < running_.size(); ++i) {
+      SequencePrefix& prefix = running_.extra(i).prefix;
+      if (!prefix.waiting)
+        continue;
+      prefix_reuse_->admit(running_.view(i), prefix);
+      if (prefix.referenced > 0) {
+        // What the hit tokens' prefill would have executed, at full depth.
+        const BatchEntry skipped{static_cast<std::int64_t>(prefix.referenced) * kv_view_.block_size,
+                                 0, model_depth_.stacked_depth(), false};
+        prefix_reuse_->add_saved_flops(
+            cost_model_->iteration_cost(std::span<const BatchEntry>(&skipped, 1)).flops);
+      }
+    }
+  }
 
   std::size_t row_count = 0;
   row_sequences_.clear();
@@ -187,6 +237,8 @@ TimeNs Replica::start_iteration(TimeNs now) {
     throw std::logic_error(fmt::format("{} over-allocated K/V blocks ({} free) after scheduler {}",
                                        description_, kv_free_, scheduler_name_));
   }
+  if (prefix_reuse_)
+    prefix_reuse_->evict_for(kv_free_);
   const IterationCost cost = pricer_->price(rows);
   metrics_.record_iteration_work(cost.flops, cost.masked_flops, fill);
   const TimeNs duration = StepPricer::duration(scaled(cost));
@@ -238,7 +290,8 @@ IterationCost Replica::scaled(IterationCost cost) {
 }
 
 void Replica::preempt(QueuedSequence& victim) {
-  kv_free_ += victim.view.kv_blocks;
+  release_blocks(victim.view, victim.extra);
+  victim.extra.prefix.waiting = true;
   metrics_.record_recompute(victim.view.computed_tokens);
   metrics_.record_preemption();
   victim.view = policy::preempted_view(victim.view);
@@ -264,6 +317,8 @@ IterationOutcome Replica::complete_iteration(TimeNs now) {
     }
     view.computed_tokens += tokens;
     set_kv_rows(view, extra, 0);
+    if (prefix_reuse_)
+      kv_free_ += prefix_reuse_->cache_filled(view, extra.prefix);
     if (!emits)
       continue;
     view.generated_tokens += 1;
@@ -280,8 +335,7 @@ IterationOutcome Replica::complete_iteration(TimeNs now) {
       extra.depth.rollback = 0;
     }
     if (view.generated_tokens == extra.target_output_tokens) {
-      kv_free_ += view.kv_blocks;
-      view.kv_blocks = 0;
+      release_blocks(view, extra);
       load_.outstanding_requests -= 1;
       load_.outstanding_tokens -= view.known_tokens();
       outcome.requests_finished += 1;

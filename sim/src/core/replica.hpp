@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "depth_model.hpp"
+#include "prefix_reuse.hpp"
 #include "exitsim/core/random.hpp"
 #include "exitsim/core/request.hpp"
 #include "exitsim/policy/apply_decision.hpp"
@@ -28,6 +29,7 @@ struct SequenceExtra {
   TimeNs last_token = -1;
   std::int64_t preemptions = 0;
   SequenceDepthState depth;
+  SequencePrefix prefix;  // with scheduler.prefix_caching
 };
 
 // A queue of sequences stored as two parallel arrays (the scheduler's views, contiguous so a
@@ -102,10 +104,19 @@ class Replica {
   std::vector<std::string> cost_notes() const;
   // The last iteration's batch, for timelines.
   const IterationRecord& last_iteration() const { return last_iteration_; }
+  // What prefix caching did; nullptr without it.
+  const PrefixCacheSummary* prefix_counts() const {
+    return prefix_reuse_ ? &prefix_reuse_->counts() : nullptr;
+  }
 
  private:
   // Frees a victim's K/V and counts its preemption (policy::apply_decision's on_preempt).
   void preempt(QueuedSequence& victim);
+  // Gives back a finished or preempted sequence's blocks (those it shares stay with the others).
+  void release_blocks(policy::SequenceView& view, SequenceExtra& extra);
+  // Prefix caching before the scheduler looks: each waiting sequence's hit, each running one's
+  // shared blocks.
+  void offer_prefix_hits();
   // The cost with its total times cost_model.price_scale and, with step variability, a factor
   // drawn from the measured step spread.
   IterationCost scaled(IterationCost cost);
@@ -145,6 +156,7 @@ class Replica {
   SequenceQueue waiting_;
   policy::ReplicaLoad load_;
   bool busy_ = false;
+  std::optional<PrefixReuse> prefix_reuse_;
 
   // Reused every iteration so the steady state allocates nothing.
   policy::SchedulerDecision decision_;

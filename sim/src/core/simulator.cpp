@@ -161,6 +161,13 @@ class ClusterRun {
     if (timeline_)
       timeline_->finish();
     SimulationResult result{metrics_.summarize(), totals_};
+    for (const auto& replica : replicas_) {
+      if (const PrefixCacheSummary* counts = replica->prefix_counts()) {
+        if (!result.summary.prefix_cache)
+          result.summary.prefix_cache.emplace();
+        result.summary.prefix_cache->add(*counts);
+      }
+    }
     result.summary.warnings = collect_warnings(result.summary);
     return result;
   }

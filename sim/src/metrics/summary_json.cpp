@@ -68,6 +68,18 @@ std::string summary_to_json(const MetricsSummary& s) {
   j["iterations"] = s.iterations;
   j["preemptions"] = s.preemptions;
   j["recomputed_tokens"] = s.recomputed_tokens;
+  if (const auto& p = s.prefix_cache) {
+    Json prefix;
+    prefix["admitted_prompt_tokens"] = p->admitted_prompt_tokens;
+    prefix["hit_tokens"] = p->hit_tokens;
+    prefix["token_hit_rate"] = p->token_hit_rate();
+    prefix["hashed_blocks"] = p->hashed_blocks;
+    prefix["hit_blocks"] = p->hit_blocks;
+    prefix["block_hit_rate"] = p->block_hit_rate();
+    prefix["prefill_flops_saved"] = p->prefill_flops_saved;
+    prefix["evicted_blocks"] = p->evicted_blocks;
+    j["prefix_cache"] = std::move(prefix);
+  }
   Json rejected;
   rejected["total"] = s.rejected.total();
   for (const policy::UnservableReason reason : policy::k_unservable_reasons)

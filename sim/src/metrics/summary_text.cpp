@@ -70,6 +70,14 @@ std::string format_summary(const MetricsSummary& s) {
   if (s.recomputed_tokens > 0)
     fmt::format_to(it, " ({} tokens recomputed: wasted work)", s.recomputed_tokens);
   out += '\n';
+  if (const auto& p = s.prefix_cache) {
+    fmt::format_to(it,
+                   "{:<16}{:.1f}% of admitted prompt tokens read from cache ({} of {}; {:.1f}% of "
+                   "the {} named blocks), {:.3g} prefill FLOPs saved, {} blocks evicted\n",
+                   "prefix cache", 100 * p->token_hit_rate(), p->hit_tokens,
+                   p->admitted_prompt_tokens, 100 * p->block_hit_rate(), p->hashed_blocks,
+                   p->prefill_flops_saved, p->evicted_blocks);
+  }
   if (s.rejected.total() > 0) {
     fmt::format_to(it,
                    "{:<16}{} requests rejected at arrival ({} prompts over the batch budget, {} "

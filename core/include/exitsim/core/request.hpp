@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "exitsim/core/ids.hpp"
 #include "exitsim/core/time.hpp"
@@ -21,6 +22,11 @@ struct RequestDescriptor {
   std::optional<TimeNs> arrival;
   std::int64_t input_tokens = 0;
   std::int64_t output_tokens = 0;
+  // The prompt's prefix as the trace names it, for prefix caching: one hash per block of
+  // `prefix_block_tokens` tokens from the prompt's start, equal for two requests where their
+  // blocks hold the same tokens (Mooncake's hash_ids: 512-token blocks). Empty: unknown.
+  std::vector<std::uint64_t> prefix_hashes{};
+  std::int64_t prefix_block_tokens = 0;
 
   friend bool operator==(const RequestDescriptor&, const RequestDescriptor&) = default;
 };

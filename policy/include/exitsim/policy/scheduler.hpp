@@ -26,6 +26,10 @@ struct SequenceView {
   std::int64_t generated_tokens = 0;  // output tokens emitted so far
   std::int64_t computed_tokens = 0;   // tokens whose K/V is in memory
   std::int64_t kv_blocks = 0;         // blocks held now (KvView's units)
+  // Of those, cached prompt blocks other sequences reference too (prefix caching): preempting
+  // this one frees kv_blocks - shared_blocks.
+  std::int64_t shared_blocks = 0;
+  std::int64_t freed_if_preempted() const { return kv_blocks - shared_blocks; }
   // What the executor's K/V manager holds, per row group of KvView::groups: rows beyond
   // computed_tokens. 0 everywhere for a sequence with every token's K/V at every layer; negative
   // where exited tokens kept none (skip_kv, depthwise); +1 where a depth-wise token in flight has

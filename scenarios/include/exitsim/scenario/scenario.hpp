@@ -145,6 +145,7 @@ struct SchedulerConfig {
   double watermark_fraction = 0.01;    // of K/V blocks kept free at admission
   bool reserve_prompt_blocks = false;  // chunked_prefill: admit only whole prompts' blocks
   std::string unservable;              // error | reject
+  bool prefix_caching = false;         // reuse cached prompt blocks (policy/prefix_cache.hpp)
 
   friend bool operator==(const SchedulerConfig&, const SchedulerConfig&) = default;
 };

@@ -133,6 +133,35 @@ struct RejectedRequests {
   friend bool operator==(const RejectedRequests&, const RejectedRequests&) = default;
 };
 
+// What prefix caching did (scheduler.prefix_caching), over every replica.
+struct PrefixCacheSummary {
+  std::int64_t admitted_prompt_tokens = 0;  // prompts admitted (again after a preemption too)
+  std::int64_t hit_tokens = 0;              // of those, read from cached blocks
+  std::int64_t hashed_blocks = 0;           // their whole blocks a trace named
+  std::int64_t hit_blocks = 0;
+  std::int64_t evicted_blocks = 0;
+  double prefill_flops_saved = 0;  // what the hit tokens' prefill would have executed
+
+  double token_hit_rate() const {
+    return admitted_prompt_tokens > 0
+               ? static_cast<double>(hit_tokens) / static_cast<double>(admitted_prompt_tokens)
+               : 0.0;
+  }
+  double block_hit_rate() const {
+    return hashed_blocks > 0 ? static_cast<double>(hit_blocks) / static_cast<double>(hashed_blocks)
+                             : 0.0;
+  }
+  void add(const PrefixCacheSummary& other) {
+    admitted_prompt_tokens += other.admitted_prompt_tokens;
+    hit_tokens += other.hit_tokens;
+    hashed_blocks += other.hashed_blocks;
+    hit_blocks += other.hit_blocks;
+    evicted_blocks += other.evicted_blocks;
+    prefill_flops_saved += other.prefill_flops_saved;
+  }
+  friend bool operator==(const PrefixCacheSummary&, const PrefixCacheSummary&) = default;
+};
+
 struct MetricsSummary {
   std::int64_t requests = 0;  // served (finished) requests; rejected ones are counted apart
   std::int64_t output_tokens = 0;
@@ -162,6 +191,7 @@ struct MetricsSummary {
   std::vector<SeriesPoint> series;
   TimeNs series_window = 0;
   DepthSummary depth;
+  std::optional<PrefixCacheSummary> prefix_cache;  // with scheduler.prefix_caching
   // Every place where the run is not exactly the work the scenario asked for (a trace cut short,
   // requests rejected, prices extrapolated beyond a calibration, a timeline cut at its size cap),
   // one line each, in a fixed order; printed by format_summary and written to summary.json.

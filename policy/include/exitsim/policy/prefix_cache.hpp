@@ -1,0 +1,80 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <list>
+#include <optional>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+namespace exitsim::policy {
+
+// The identity of one full K/V block of a prompt: a hash chained from the prompt's start, so that
+// two prompts share a block exactly when they share every token up to its end (vLLM's automatic
+// prefix caching).
+using BlockHash = std::uint64_t;
+
+// The hashes of the scheduler's blocks of `block_size` tokens covered by a prompt prefix that a
+// trace describes in blocks of `source_block_tokens` tokens (`source_hashes`, one per source
+// block, each naming the block's content; Mooncake's hash_ids use 512-token blocks). Only whole
+// source blocks within `prompt_tokens` count (a partial block is never reused). A scheduler
+// block is shareable when every token up to its end lies in such a source block; its hash chains
+// the source hashes up to the source block it ends in with its position there, so it is equal
+// for two prompts exactly when their source blocks agree up to there. Deterministic (no seeds).
+std::vector<BlockHash> scheduler_block_hashes(std::span<const std::uint64_t> source_hashes,
+                                              std::int64_t source_block_tokens,
+                                              std::int64_t prompt_tokens, std::int64_t block_size);
+
+// Which full blocks of K/V a replica keeps for reuse, and who references them. Blocks are named by
+// their BlockHash; the pool's block count is kept by the executor. A block that no running
+// sequence references stays cached and counts as free: it is evicted, least recently released
+// first, when the pool needs a fresh block. A sequence releases its blocks last to first, so
+// that a prompt's tail (shared by fewer prompts) goes before its head.
+class PrefixCache {
+ public:
+  struct Match {
+    std::size_t blocks = 0;        // leading blocks of the prompt the cache holds
+    std::size_t unreferenced = 0;  // of those, held by no sequence (they leave the free pool)
+  };
+
+  // How many leading `hashes` are cached. Reads only.
+  Match match(std::span<const BlockHash> hashes) const;
+  // References the first `blocks` of `hashes`, which match() found cached. Returns how many of
+  // them nobody referenced before (now out of the free pool).
+  std::size_t acquire(std::span<const BlockHash> hashes, std::size_t blocks);
+  // References one cached block; true when nobody referenced it before.
+  bool acquire(BlockHash hash);
+  // Caches a block a sequence has just filled, referenced by it. False when a block of that hash
+  // is cached already: the caller references that one instead (acquire) and frees its own.
+  bool insert(BlockHash hash);
+  // Drops the references to the first `blocks` of `hashes`, last first. Returns how many are now
+  // referenced by nobody (back in the free pool, still cached).
+  std::size_t release(std::span<const BlockHash> hashes, std::size_t blocks);
+  // Forgets up to `blocks` unreferenced blocks, least recently released first, so that the pool
+  // can reuse them. Returns how many.
+  std::size_t evict(std::size_t blocks);
+
+  // A cached block's references; nullopt when it is not cached.
+  std::optional<std::uint32_t> references(BlockHash hash) const {
+    const auto it = entries_.find(hash);
+    return it == entries_.end() ? std::nullopt : std::optional<std::uint32_t>(it->second.references);
+  }
+  std::size_t cached_blocks() const { return entries_.size(); }
+  std::size_t unreferenced_blocks() const { return lru_.size(); }
+  // Changes whenever match() could answer differently (a block cached or forgotten).
+  std::uint64_t version() const { return version_; }
+  // The unreferenced blocks, next to be evicted first (for tests and reports).
+  std::vector<BlockHash> eviction_order() const { return {lru_.begin(), lru_.end()}; }
+
+ private:
+  struct Entry {
+    std::uint32_t references = 0;
+    std::list<BlockHash>::iterator in_lru;  // valid while references == 0
+  };
+  std::unordered_map<BlockHash, Entry> entries_;
+  std::list<BlockHash> lru_;  // unreferenced blocks, least recently released first
+  std::uint64_t version_ = 0;
+};
+
+}  // namespace exitsim::policy

@@ -1,0 +1,69 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "exitsim/policy/prefix_cache.hpp"
+#include "exitsim/policy/scheduler.hpp"
+#include "exitsim/sim/metrics/metrics.hpp"
+
+namespace exitsim::sim {
+
+// A sequence's prompt blocks as prefix caching sees them.
+struct SequencePrefix {
+  // The scheduler blocks of the prompt's hashed prefix (policy::scheduler_block_hashes); null
+  // when the request named none.
+  std::shared_ptr<const std::vector<policy::BlockHash>> hashes;
+  std::size_t referenced = 0;  // leading blocks it references in the cache
+  std::size_t offered = 0;     // waiting: the blocks a hit gives it if admitted now
+  bool waiting = true;         // not admitted since it last arrived in the waiting queue
+};
+
+// The replica's side of prefix caching (policy::PrefixCache holds the blocks): offering hits to
+// waiting sequences, taking them at admission, caching blocks as prompts fill them, releasing
+// and evicting, and the pool accounting that sharing needs. The pool counts a cached block that
+// nobody references as free; its physically empty blocks are the free ones minus those.
+//
+// Along one chain of hashes the cached blocks are always a prefix (a block's holders hold every
+// block before it, and release them last to first, so a block is never forgotten before the
+// blocks after it), and so are those with at least n references: lookups bisect.
+class PrefixReuse {
+ public:
+  explicit PrefixReuse(std::int64_t block_size) : block_size_(block_size) {}
+
+  // The hit a waiting sequence gets if admitted now: sets its computed tokens to the cached
+  // blocks' (at most all but the prompt's last token, which must run to give logits), and its
+  // kv_blocks and shared_blocks to those of them other sequences hold (they cost no free block).
+  void offer(policy::SequenceView& view, SequencePrefix& prefix) const;
+  // At admission: references the offered blocks and counts the lookup. The view's kv_blocks
+  // become those of them held by others now: an earlier admission in the same iteration may
+  // have taken the rest out of the free pool since offer().
+  void admit(policy::SequenceView& view, SequencePrefix& prefix);
+  // A running sequence's blocks that others reference too.
+  void mark_shared(policy::SequenceView& view, const SequencePrefix& prefix) const;
+  // After an iteration: caches the prompt blocks the sequence has filled. Returns the pool
+  // blocks freed (a block someone else cached meanwhile replaces the sequence's own copy).
+  std::int64_t cache_filled(const policy::SequenceView& view, SequencePrefix& prefix);
+  // On finishing or preemption: drops the sequence's references. Returns its blocks that went
+  // back to the free pool among those it referenced in the cache.
+  std::int64_t release(SequencePrefix& prefix);
+  // Forgets least recently released blocks until the pool's free blocks (`free_blocks`, cached
+  // ones included) cover the cached unreferenced ones.
+  void evict_for(std::int64_t free_blocks);
+
+  const PrefixCacheSummary& counts() const { return counts_; }
+  // Adds the prefill FLOPs a hit saved (priced by the replica's cost model).
+  void add_saved_flops(double flops) { counts_.prefill_flops_saved += flops; }
+
+ private:
+  // Leading blocks of `hashes` that are cached with at least `references` references.
+  std::size_t leading(const std::vector<policy::BlockHash>& hashes, std::size_t limit,
+                      std::uint32_t references) const;
+
+  std::int64_t block_size_;
+  policy::PrefixCache cache_;
+  PrefixCacheSummary counts_;
+};
+
+}  // namespace exitsim::sim
