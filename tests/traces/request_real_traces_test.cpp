@@ -35,9 +35,18 @@ TEST(RequestRealTraces, MooncakeSynthetic) {
   const std::string path = shared_trace("mooncake_synthetic.jsonl");
   EXITSIM_SKIP_UNLESS_EXISTS(path);
   EXPECT_EQ(detect_request_trace_format(path), RequestTraceFormat::mooncake);
-  const auto result = read_all(path);
+  auto result = read_all(path);
   EXPECT_EQ(result.format, "mooncake");
   ASSERT_EQ(result.requests.size(), 3'993U);
+  // Each prompt's 512-token blocks are named: 79 for the first's 40,160 tokens (78 whole ones
+  // and the partial last), 0 to 78.
+  ASSERT_EQ(result.requests[0].prefix_hashes.size(), 79U);
+  EXPECT_EQ(result.requests[0].prefix_hashes.back(), 78U);
+  EXPECT_EQ(result.requests[0].prefix_block_tokens, 512);
+  for (RequestDescriptor& r : result.requests) {
+    r.prefix_hashes.clear();
+    r.prefix_block_tokens = 0;
+  }
   EXPECT_EQ(result.requests[0], request(0, 0, 40160, 6));
   EXPECT_EQ(result.requests[1], request(1, 0, 36640, 4));
   EXPECT_EQ(result.requests[2], request(2, 40 * k_ns_per_ms, 23769, 3));
