@@ -77,6 +77,60 @@ Binding trace_field(auto member) {
 Binding arrival_field(auto member) {
   return field(&Scenario::workload, &WorkloadConfig::arrivals, member);
 }
+Binding prefix_field(auto member) {
+  return field(&Scenario::workload, &WorkloadConfig::prefix, member);
+}
+
+std::vector<KeyDef> prefix_keys() {
+  const std::string kind = "workload.prefix.kind";
+  return {
+      Key("workload.prefix", Type::section,
+          "Shared prompt prefixes for requests that name none (prefix caching; a trace's own "
+          "hashes, like Mooncake's, take precedence)."),
+      Key(kind, Type::enumeration,
+          "none; system_prompts: a share of requests start with one of a few system prompts; "
+          "sessions: multi-turn conversations, each turn's prompt the previous turn's prompt "
+          "and output plus a new message (synthetic workloads only).")
+          .allowed({"none", "system_prompts", "sessions"})
+          .def(std::string("none"))
+          .bind(prefix_field(&PrefixModelConfig::kind)),
+      Key("workload.prefix.block_tokens", Type::integer,
+          "Tokens per named block of the generated prefixes.")
+          .range(1, 1 << 20)
+          .def(std::int64_t{16})
+          .when(kind, {"system_prompts", "sessions"})
+          .bind(prefix_field(&PrefixModelConfig::block_tokens)),
+      Key("workload.prefix.prompts", Type::integer, "Distinct system prompts.")
+          .range(1, 1e9)
+          .def(std::int64_t{1})
+          .when(kind, {"system_prompts"})
+          .bind(prefix_field(&PrefixModelConfig::prompts)),
+      Key("workload.prefix.tokens", Type::integer,
+          "Tokens of each system prompt (a prompt shorter than that is all system prompt).")
+          .range(1, 1e9)
+          .required()
+          .when(kind, {"system_prompts"})
+          .bind(prefix_field(&PrefixModelConfig::tokens)),
+      Key("workload.prefix.share", Type::number,
+          "Fraction of requests that start with a system prompt (drawn per request, seeded).")
+          .range(0, 1)
+          .def(1.0)
+          .when(kind, {"system_prompts"})
+          .bind(prefix_field(&PrefixModelConfig::share)),
+      Key("workload.prefix.turns", Type::integer, "Turns per conversation.")
+          .range(1, 1e6)
+          .def(std::int64_t{4})
+          .when(kind, {"sessions"})
+          .bind(prefix_field(&PrefixModelConfig::turns)),
+      Key("workload.prefix.concurrent", Type::integer,
+          "Conversations at a time: requests go to them in turn, so a conversation's next turn "
+          "comes this many requests after its previous one.")
+          .range(1, 1e6)
+          .def(std::int64_t{16})
+          .when(kind, {"sessions"})
+          .bind(prefix_field(&PrefixModelConfig::concurrent)),
+  };
+}
 
 }  // namespace
 
@@ -158,7 +212,8 @@ std::vector<KeyDef> workload_keys() {
   for (auto part : {length_keys("workload.input_tokens", &WorkloadConfig::input_tokens, "prompt",
                                 {16, 6144, 1024.0, 1.0, "input"}),
                     length_keys("workload.output_tokens", &WorkloadConfig::output_tokens, "output",
-                                {1, 2048, 256.0, 0.8, "output"})}) {
+                                {1, 2048, 256.0, 0.8, "output"}),
+                    prefix_keys()}) {
     rows.insert(rows.end(), part.begin(), part.end());
   }
   return rows;

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "exitsim/core/error.hpp"
 #include "exitsim/scenario/load.hpp"
 #include "exitsim/sim/simulator.hpp"
 #include "exitsim/sim/workload/workload.hpp"
@@ -112,6 +113,54 @@ TEST(PrefixCaching, AFullPoolEvictsUnreferencedBlocksAndStillAccountsForEveryBlo
   const SimulationResult large = run(requests, {});
   EXPECT_EQ(large.summary.prefix_cache->evicted_blocks, 0);
   EXPECT_EQ(large.summary.prefix_cache->hit_tokens, 2048 - 16);
+}
+
+// A scenario's run with prefix caching and a prefix model over fixed lengths, one request a
+// second (each finishes long before the next arrives).
+PrefixCacheSummary modelled(std::vector<std::string> set) {
+  set.insert(set.end(), {"scheduler.prefix_caching=true", "scheduler.kind=chunked_prefill",
+                         "workload.arrivals.process=constant", "workload.arrivals.rate=1",
+                         "workload.input_tokens.dist=fixed", "workload.output_tokens.dist=fixed",
+                         "workload.output_tokens.value=64"});
+  const auto s = scenario::load_default_scenario(set);
+  const auto source = make_workload(s.workload, s.seed);
+  return *simulate(simulation_config_from(s, ""), *source).summary.prefix_cache;
+}
+
+// 100 requests of 1,024 tokens, each starting with one of two 512-token system prompts: all but
+// each prompt's first request hit it.
+TEST(PrefixModel, SystemPromptsHitOnceEachPromptWasSeen) {
+  const PrefixCacheSummary p =
+      modelled({"workload.requests=100", "workload.input_tokens.value=1024",
+                "workload.prefix.kind=system_prompts", "workload.prefix.prompts=2",
+                "workload.prefix.tokens=512"});
+  EXPECT_EQ(p.admitted_prompt_tokens, 102400);
+  EXPECT_EQ(p.hit_tokens, 98 * 512);
+  EXPECT_EQ(p.hashed_blocks, 100 * 32);
+}
+
+// Four conversations of three turns, new messages of 512 tokens and answers of 64: turn 2's
+// prompt (1,088 tokens) starts with turn 1's 32 whole blocks, turn 3's (1,664) with turn 2's 68.
+// Each conversation hits 512 + 1,088 of its 512 + 1,088 + 1,664 prompt tokens.
+TEST(PrefixModel, EachTurnReusesThePreviousTurnsWholePromptBlocks) {
+  const PrefixCacheSummary p = modelled({"workload.requests=12", "workload.input_tokens.value=512",
+                                         "workload.prefix.kind=sessions", "workload.prefix.turns=3",
+                                         "workload.prefix.concurrent=4"});
+  EXPECT_EQ(p.admitted_prompt_tokens, 4 * (512 + 1088 + 1664));
+  EXPECT_EQ(p.hit_tokens, 4 * (512 + 1088));
+}
+
+TEST(PrefixModel, SessionsAreRefusedForATraceWhoseLengthsAreItsOwn) {
+  const auto s = scenario::load_default_scenario(std::vector<std::string>{
+      "workload.source=trace", "workload.trace.path=trace.csv", "workload.prefix.kind=sessions"});
+  try {
+    make_workload(s.workload, s.seed);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "workload.prefix.kind: expected none or system_prompts for a replayed trace "
+              "(sessions set prompt lengths, and a trace's are its own), found sessions");
+  }
 }
 
 // The Mooncake trace's first 150 requests one at a time (max_running 1) on a pool that keeps

@@ -68,12 +68,50 @@ TEST(RequestNative, MalformedRowsAndHeaders) {
   check(k_preamble, ": expected at least one request, found none");
   check("# exitsim-requests v2\n",
         ":1:1: expected \"# exitsim-requests v1\", found \"# exitsim-requests v2\"");
-  check("# exitsim-requests v1\n",
-        ":2:1: expected the native header \"request_id,arrival_ns,input_tokens,output_tokens\", "
-        "found the end of the file");
-  check("# exitsim-requests v1\nid,arrival,in,out\n",
-        ":2:1: expected the native header \"request_id,arrival_ns,input_tokens,output_tokens\", "
-        "found \"id,arrival,in,out\"");
+  const std::string headers =
+      ":2:1: expected the native header \"request_id,arrival_ns,input_tokens,output_tokens\" or "
+      "\"request_id,arrival_ns,input_tokens,output_tokens,prefix_block_tokens,prefix_hashes\", ";
+  check("# exitsim-requests v1\n", headers + "found the end of the file");
+  check("# exitsim-requests v1\nid,arrival,in,out\n", headers + "found \"id,arrival,in,out\"");
+  const std::string prefixed =
+      "# exitsim-requests v1\nrequest_id,arrival_ns,input_tokens,output_tokens"
+      ",prefix_block_tokens,prefix_hashes\n";
+  check(prefixed + "0,5,1,1,512,\n",
+        ":3:13: prefix_hashes: expected at least one hash with a prefix_block_tokens, found none");
+  check(prefixed + "0,5,1,1,,3 4\n",
+        ":3:9: prefix_block_tokens: expected a block size from 1 to 1048576 tokens for the "
+        "hashes, found an empty field");
+  check(prefixed + "0,5,1,1,512,3  4\n",
+        ":3:13: prefix_hashes: expected non-negative integer hashes separated by single spaces, "
+        "found \"3  4\"");
+  check(prefixed + "0,5,1,1,512,3 -4\n",
+        ":3:13: prefix_hashes: expected non-negative integer hashes separated by single spaces, "
+        "found \"3 -4\"");
+}
+
+// Prefix blocks (prefix caching) round-trip: a file whose first request names them has the two
+// columns, requests without them leave both empty; a file without the columns refuses a later
+// request that names them rather than drop its hashes.
+TEST(RequestNative, RoundTripsPrefixHashes) {
+  TempDir dir;
+  std::vector<RequestDescriptor> requests = {request(0, 0, 1100, 4), request(1, 10, 30, 2),
+                                             request(2, 20, 1024, 8)};
+  requests[0].prefix_hashes = {0, 1};
+  requests[0].prefix_block_tokens = 512;
+  requests[2].prefix_hashes = {0, 18446744073709551615ULL};
+  requests[2].prefix_block_tokens = 512;
+  VectorSource source(requests);
+  const auto path = dir.path("out.csv");
+  EXPECT_EQ(write_native_request_trace(source, path), 3);
+  EXPECT_EQ(read_all(path).requests, requests);
+
+  const auto plain = dir.path("plain.csv");
+  NativeRequestTraceWriter writer(plain);
+  writer.write(requests[1]);
+  EXPECT_EQ(error_of([&] { writer.write(requests[2]); }),
+            plain +
+                ": prefix_hashes: expected no prefix hashes, like the first request (its file "
+                "has no such column), found 2 hashes");
 }
 
 TEST(RequestNative, RoundTripsWithArrivals) {

@@ -1,5 +1,8 @@
 // exitsim's own request-trace format (docs/traces.md): a version line, then
-// request_id,arrival_ns,input_tokens,output_tokens. Arrivals may be empty in every row.
+// request_id,arrival_ns,input_tokens,output_tokens[,prefix_block_tokens,prefix_hashes]. Arrivals
+// may be empty in every row.
+#include <fmt/format.h>
+
 #include "exitsim/core/error.hpp"
 #include "readers.hpp"
 #include "row_source.hpp"
@@ -25,16 +28,15 @@ class NativeSource final : public RowSource {
       throw InputError(SourceLocation{path, 1, 1, ""},
                        expected_found(version_line, quoted_line(magic)));
     }
-    const std::string expected = "the native header \"" + std::string(k_native_header) + "\"";
+    const std::string expected = "the native header \"" + std::string(k_native_header) +
+                                 "\" or \"" + std::string(k_native_header_with_prefix) + "\"";
     const std::string header = trimmed(read_header(expected));
-    std::vector<Field> fields;
-    split_csv(header, fields);
-    bool matches = fields.size() == columns_.size();
-    for (std::size_t i = 0; matches && i < fields.size(); ++i)
-      matches = fields[i].text == columns_[i];
-    if (!matches)
+    if (header == k_native_header_with_prefix) {
+      columns_.insert(columns_.end(), {"prefix_block_tokens", "prefix_hashes"});
+    } else if (header != k_native_header) {
       throw InputError(SourceLocation{path, 2, 1, ""},
                        expected_found(expected, quoted_line(header)));
+    }
     read_ahead();
   }
 
@@ -63,11 +65,50 @@ class NativeSource final : public RowSource {
     }
     row.input_tokens = parse_token_count(where, fields()[2], columns_[2]);
     row.output_tokens = parse_token_count(where, fields()[3], columns_[3]);
+    if (columns_.size() > 4)
+      parse_prefix(where, row);
     return row;
   }
 
-  const std::vector<std::string> columns_ = {"request_id", "arrival_ns", "input_tokens",
-                                             "output_tokens"};
+  // prefix_block_tokens and prefix_hashes: both empty, or a block size and at least one hash.
+  void parse_prefix(const RowContext& where, ParsedRow& row) const {
+    const Field& size = fields()[4];
+    const Field& hashes = fields()[5];
+    if (size.text.empty() && hashes.text.empty())
+      return;
+    const std::optional<std::int64_t> tokens = parse_int64(size.text);
+    if (!tokens || *tokens < 1 || *tokens > k_max_prefix_block_tokens) {
+      fail_at(where, size.column, columns_[4],
+              expected_found(fmt::format("a block size from 1 to {} tokens for the hashes",
+                                         k_max_prefix_block_tokens),
+                             quoted(size.text)));
+    }
+    std::string_view rest = hashes.text;
+    while (!rest.empty()) {
+      const std::size_t end = rest.find(' ');
+      const std::string_view item = rest.substr(0, end);
+      const std::optional<std::uint64_t> hash = parse_uint64(item);
+      if (!hash) {
+        fail_at(where, hashes.column, columns_[5],
+                expected_found("non-negative integer hashes separated by single spaces",
+                               quoted(hashes.text)));
+      }
+      row.prefix_hashes.push_back(*hash);
+      rest = end == std::string_view::npos ? std::string_view() : rest.substr(end + 1);
+      if (end != std::string_view::npos && rest.empty()) {
+        fail_at(where, hashes.column, columns_[5],
+                expected_found("non-negative integer hashes separated by single spaces",
+                               quoted(hashes.text)));
+      }
+    }
+    if (row.prefix_hashes.empty()) {
+      fail_at(where, hashes.column, columns_[5],
+              expected_found("at least one hash with a prefix_block_tokens", "none"));
+    }
+    row.prefix_block_tokens = *tokens;
+  }
+
+  std::vector<std::string> columns_ = {"request_id", "arrival_ns", "input_tokens", "output_tokens"};
   std::string time_text_;
 };
 

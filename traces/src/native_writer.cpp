@@ -1,4 +1,5 @@
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <iterator>
 #include <system_error>
@@ -27,9 +28,7 @@ InputError request_trace_io_error(const AtomicOutputFile& file, AtomicOutputFile
 
 NativeRequestTraceWriter::NativeRequestTraceWriter(std::string path)
     : path_(std::move(path)),
-      file_(std::make_unique<AtomicOutputFile>(path_, request_trace_io_error)) {
-  file_->write(fmt::format("{}\n{}\n", k_native_version_line, k_native_header));
-}
+      file_(std::make_unique<AtomicOutputFile>(path_, request_trace_io_error)) {}
 
 NativeRequestTraceWriter::~NativeRequestTraceWriter() = default;
 
@@ -61,15 +60,41 @@ void NativeRequestTraceWriter::write(const RequestDescriptor& request) {
   };
   check_tokens(request.input_tokens, "input_tokens");
   check_tokens(request.output_tokens, "output_tokens");
+  const bool prefix = !request.prefix_hashes.empty();
+  if (prefix && (request.prefix_block_tokens < 1 ||
+                 request.prefix_block_tokens > k_max_prefix_block_tokens)) {
+    fail("prefix_block_tokens",
+         expected_found(fmt::format("a block size from 1 to {} tokens for the prefix hashes",
+                                    k_max_prefix_block_tokens),
+                        std::to_string(request.prefix_block_tokens)));
+  }
+  if (written_ == 0) {
+    prefix_columns_ = prefix;
+    file_->write(fmt::format("{}\n{}\n", k_native_version_line,
+                             prefix ? k_native_header_with_prefix : k_native_header));
+  } else if (prefix && !prefix_columns_) {
+    fail("prefix_hashes",
+         expected_found("no prefix hashes, like the first request (its file has no such column)",
+                        fmt::format("{} hashes", request.prefix_hashes.size())));
+  }
 
   line_.clear();
   if (request.arrival) {
-    fmt::format_to(std::back_inserter(line_), "{},{},{},{}\n", request.id.value, *request.arrival,
+    fmt::format_to(std::back_inserter(line_), "{},{},{},{}", request.id.value, *request.arrival,
                    request.input_tokens, request.output_tokens);
   } else {
-    fmt::format_to(std::back_inserter(line_), "{},,{},{}\n", request.id.value, request.input_tokens,
+    fmt::format_to(std::back_inserter(line_), "{},,{},{}", request.id.value, request.input_tokens,
                    request.output_tokens);
   }
+  if (prefix_columns_) {
+    if (prefix) {
+      fmt::format_to(std::back_inserter(line_), ",{},{}", request.prefix_block_tokens,
+                     fmt::join(request.prefix_hashes, " "));
+    } else {
+      line_ += ",,";
+    }
+  }
+  line_ += '\n';
   file_->write(line_);
   arrivals_ = request.arrival.has_value();
   last_id_ = request.id.value;

@@ -22,6 +22,12 @@ inline constexpr std::string_view k_native_magic = "# exitsim-requests";
 inline constexpr std::string_view k_native_version_line = "# exitsim-requests v1";
 inline constexpr std::string_view k_native_header =
     "request_id,arrival_ns,input_tokens,output_tokens";
+// The same with the prompt's prefix blocks named (prefix caching): RequestDescriptor's
+// prefix_block_tokens and prefix_hashes, the hashes separated by spaces.
+inline constexpr std::string_view k_native_header_with_prefix =
+    "request_id,arrival_ns,input_tokens,output_tokens,prefix_block_tokens,prefix_hashes";
+// Tokens per named prefix block at most (Mooncake's are 512).
+inline constexpr std::int64_t k_max_prefix_block_tokens = std::int64_t{1} << 20;
 inline constexpr std::string_view k_burstgpt_time = "Timestamp";
 inline constexpr std::string_view k_burstgpt_request = "Request tokens";
 inline constexpr std::string_view k_burstgpt_response = "Response tokens";

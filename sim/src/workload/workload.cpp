@@ -12,6 +12,7 @@
 #include "exitsim/core/suggest.hpp"
 #include "exitsim/sim/workload/arrivals.hpp"
 #include "exitsim/sim/workload/lengths.hpp"
+#include "exitsim/sim/workload/prefix_model.hpp"
 #include "exitsim/sim/workload/synthetic_source.hpp"
 #include "exitsim/sim/workload/trace_replay_source.hpp"
 #include "exitsim/traces/request_trace.hpp"
@@ -78,11 +79,24 @@ std::unique_ptr<traces::RequestSource> make_replay(const scenario::WorkloadConfi
 
 std::unique_ptr<traces::RequestSource> make_workload(const scenario::WorkloadConfig& config,
                                                      std::uint64_t seed) {
+  if (config.prefix.kind == "sessions" && config.source == "trace") {
+    throw_setting_error("workload.prefix.kind",
+                        "none or system_prompts for a replayed trace (sessions set prompt lengths, "
+                        "and a trace's are its own)",
+                        "sessions");
+  }
+  std::unique_ptr<traces::RequestSource> source;
   if (config.source == "synthetic")
-    return make_synthetic(config, seed);
-  if (config.source == "trace")
-    return make_replay(config, seed);
-  throw_setting_error("workload.source", "synthetic or trace", fmt::format("'{}'", config.source));
+    source = make_synthetic(config, seed);
+  else if (config.source == "trace")
+    source = make_replay(config, seed);
+  else
+    throw_setting_error("workload.source", "synthetic or trace",
+                        fmt::format("'{}'", config.source));
+  if (config.prefix.kind.empty() || config.prefix.kind == "none")
+    return source;
+  return std::make_unique<PrefixModelSource>(std::move(source), config.prefix,
+                                             RandomStream(seed, k_prefix_stream));
 }
 
 }  // namespace exitsim::sim

@@ -78,6 +78,24 @@ struct TraceConfig {
   friend bool operator==(const TraceConfig&, const TraceConfig&) = default;
 };
 
+// Prompts that share prefixes, for workloads whose requests name none (docs/simulator.md,
+// "Prefix caching").
+struct PrefixModelConfig {
+  std::string kind;  // none | system_prompts | sessions
+  std::int64_t block_tokens = 16;
+  // system_prompts: a share of requests start with one of `prompts` system prompts of `tokens`.
+  std::int64_t prompts = 1;
+  std::int64_t tokens = 0;
+  double share = 1.0;
+  // sessions (synthetic only): conversations of `turns` turns, `concurrent` at a time; a turn's
+  // prompt is the previous turn's prompt, its output, and a new message drawn from
+  // workload.input_tokens.
+  std::int64_t turns = 1;
+  std::int64_t concurrent = 1;
+
+  friend bool operator==(const PrefixModelConfig&, const PrefixModelConfig&) = default;
+};
+
 struct WorkloadConfig {
   std::string source;         // synthetic | trace
   std::int64_t requests = 0;  // synthetic: number of requests (traces: trace.max_requests)
@@ -85,6 +103,7 @@ struct WorkloadConfig {
   ArrivalConfig arrivals;  // synthetic, and traces without timestamps
   LengthConfig input_tokens;
   LengthConfig output_tokens;
+  PrefixModelConfig prefix;
 
   friend bool operator==(const WorkloadConfig&, const WorkloadConfig&) = default;
 };

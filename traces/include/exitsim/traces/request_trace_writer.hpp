@@ -28,6 +28,8 @@ class NativeRequestTraceWriter {
 
   // Requests must come in the order a reader accepts: increasing ids, non-decreasing arrivals,
   // arrivals on all requests or on none, token counts in [1, 2^31]. Throws InputError otherwise.
+  // The file names prefix blocks (prefix_block_tokens, prefix_hashes) when the first request
+  // does; a later request naming them in a file without those columns is refused, never cut.
   void write(const RequestDescriptor& request);
   // Flushes, closes and renames onto the final path. Throws InputError when nothing was
   // written (a reader would reject the file) or the file system fails.
@@ -44,6 +46,7 @@ class NativeRequestTraceWriter {
   std::string line_;
   std::int64_t written_ = 0;
   std::optional<bool> arrivals_;
+  bool prefix_columns_ = false;
   std::optional<std::uint64_t> last_id_;
   std::optional<TimeNs> last_arrival_;
 };
