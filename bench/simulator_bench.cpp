@@ -24,9 +24,10 @@ const std::string k_azure = std::string(EXITSIM_SHARED_TRACES_DIR) + "/azure_llm
 // The default scenario (Llama-3-8B on one H100) replaying the trace. The token budget admits
 // the trace's longest prompt (14,050 tokens) in one piece.
 exitsim::scenario::Scenario azure_scenario(const std::string& scheduler,
-                                           const std::string& depth_yaml) {
-  const std::string yaml = "workload: {source: trace, trace: {path: '" + k_azure +
-                           "'}}\nscheduler: {kind: " + scheduler +
+                                           const std::string& depth_yaml,
+                                           const std::string& workload_extra) {
+  const std::string yaml = "workload: {source: trace, trace: {path: '" + k_azure + "'}" +
+                           workload_extra + "}\nscheduler: {kind: " + scheduler +
                            ", max_batched_tokens: 16384}\n" + depth_yaml;
   exitsim::scenario::Scenario s = exitsim::scenario::load_scenario_text(yaml, "simulator_bench");
   // The trace's longest prompts pass these models' windows (8,192 and 4,096 tokens); the bench
@@ -66,12 +67,12 @@ void BM_read_azure_trace(benchmark::State& state) {
 }
 
 void simulate_azure(benchmark::State& state, const std::string& scheduler,
-                    const std::string& depth_yaml) {
+                    const std::string& depth_yaml, const std::string& workload_extra = "") {
   if (!std::filesystem::exists(k_azure)) {
     state.SkipWithError("trace absent (../shared/traces)");
     return;
   }
-  const auto scenario = azure_scenario(scheduler, depth_yaml);
+  const auto scenario = azure_scenario(scheduler, depth_yaml, workload_extra);
   const auto config = exitsim::sim::simulation_config_from(scenario, "");
   exitsim::sim::SimulationResult result;
   for (auto _ : state) {
@@ -101,6 +102,14 @@ BENCHMARK_CAPTURE(simulate_azure, chunked_prefill, std::string("chunked_prefill"
 // --benchmark_enable_random_interleaving=true --benchmark_repetitions=N).
 BENCHMARK_CAPTURE(simulate_azure, continuous_tp8, std::string("continuous"),
                   std::string("parallel: {tensor: 8}\n"))
+    ->Unit(benchmark::kMillisecond);
+// Prefix caching on the same replay (issue 21's target: at most 1.5x the `continuous` replay):
+// the trace names no prefixes, so 90% of requests start with one of 8 system prompts of 1,024
+// tokens (workload.prefix), and every admission looks its blocks up.
+BENCHMARK_CAPTURE(simulate_azure, continuous_prefix_caching,
+                  std::string("continuous, prefix_caching: true"), std::string(),
+                  std::string(", prefix: {kind: system_prompts, prompts: 8, tokens: 1024, "
+                              "share: 0.9}"))
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(simulate_azure, layerskip_static, std::string("continuous"), k_layerskip)
     ->Unit(benchmark::kMillisecond);

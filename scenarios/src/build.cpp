@@ -313,6 +313,12 @@ Scenario build_scenario(const Resolution& r) {
   check_workload(s, r);
   check_exit_policy(s, r);
   check_sync(s, r);
+  if (s.cluster.router == "prefix_affinity" && !s.scheduler.prefix_caching) {
+    fail_key(r, "cluster.router",
+             expected_found("scheduler.prefix_caching: true with prefix_affinity (without it no "
+                            "replica ever holds a prefix to route by)",
+                            "prefix caching off"));
+  }
   return s;
 }
 

@@ -89,8 +89,10 @@ std::vector<KeyDef> cluster_keys() {
           .bind(replicas_binding()),
       Key("cluster.router", Type::enumeration,
           "round_robin; least_outstanding: fewest unfinished requests; shortest_queue_tokens: "
-          "fewest queued tokens.")
-          .allowed({"round_robin", "least_outstanding", "shortest_queue_tokens"})
+          "fewest queued tokens; prefix_affinity: the replica holding most of the request's "
+          "prompt in its prefix cache, among those not much busier than the least busy "
+          "(docs/simulator.md, \"Prefix caching\"; needs scheduler.prefix_caching).")
+          .allowed({"round_robin", "least_outstanding", "shortest_queue_tokens", "prefix_affinity"})
           .def(std::string("round_robin"))
           .bind(field(&Scenario::cluster, &ClusterConfig::router)),
       Key(k_groups, Type::records,

@@ -36,8 +36,8 @@ void PrefixReuse::offer(policy::SequenceView& view, SequencePrefix& prefix) cons
   prefix.offered = leading(*prefix.hashes, usable, 0);
   const std::size_t held = leading(*prefix.hashes, prefix.offered, 1);
   view.computed_tokens = static_cast<std::int64_t>(prefix.offered) * block_size_;
-  view.kv_blocks = static_cast<std::int64_t>(held);
-  view.shared_blocks = static_cast<std::int64_t>(held);
+  view.kv_blocks = static_cast<std::int64_t>(held) * per_block_;
+  view.shared_blocks = view.kv_blocks;
 }
 
 void PrefixReuse::admit(policy::SequenceView& view, SequencePrefix& prefix) {
@@ -46,8 +46,8 @@ void PrefixReuse::admit(policy::SequenceView& view, SequencePrefix& prefix) {
   if (!prefix.hashes)
     return;
   const std::size_t held = leading(*prefix.hashes, prefix.offered, 1);
-  view.kv_blocks = static_cast<std::int64_t>(held);
-  view.shared_blocks = static_cast<std::int64_t>(held);
+  view.kv_blocks = static_cast<std::int64_t>(held) * per_block_;
+  view.shared_blocks = view.kv_blocks;
   cache_.acquire(*prefix.hashes, prefix.offered);
   prefix.referenced = prefix.offered;
   counts_.hashed_blocks += static_cast<std::int64_t>(prefix.hashes->size());
@@ -60,21 +60,21 @@ void PrefixReuse::mark_shared(policy::SequenceView& view, const SequencePrefix& 
   view.shared_blocks =
       prefix.referenced == 0
           ? 0
-          : static_cast<std::int64_t>(leading(*prefix.hashes, prefix.referenced, 2));
+          : static_cast<std::int64_t>(leading(*prefix.hashes, prefix.referenced, 2)) * per_block_;
 }
 
 std::int64_t PrefixReuse::cache_filled(const policy::SequenceView& view, SequencePrefix& prefix) {
   if (!prefix.hashes)
     return 0;
   const std::vector<policy::BlockHash>& hashes = *prefix.hashes;
-  const auto full = std::min(static_cast<std::size_t>(view.computed_tokens / block_size_),
-                             hashes.size());
+  const auto full =
+      std::min(static_cast<std::size_t>(view.computed_tokens / block_size_), hashes.size());
   std::int64_t freed = 0;
   for (std::size_t k = prefix.referenced; k < full; ++k) {
     // Cached meanwhile by another sequence: reference that block and free this one's copy
     // (unless the cached one was free itself: then the two trade places in the pool).
     if (!cache_.insert(hashes[k]))
-      freed += cache_.acquire(hashes[k]) ? 0 : 1;
+      freed += cache_.acquire(hashes[k]) ? 0 : per_block_;
     prefix.referenced = k + 1;
   }
   return freed;
@@ -85,14 +85,15 @@ std::int64_t PrefixReuse::release(SequencePrefix& prefix) {
     return 0;
   const std::size_t freed = cache_.release(*prefix.hashes, prefix.referenced);
   prefix.referenced = 0;
-  return static_cast<std::int64_t>(freed);
+  return static_cast<std::int64_t>(freed) * per_block_;
 }
 
 void PrefixReuse::evict_for(std::int64_t free_blocks) {
-  const auto unreferenced = static_cast<std::int64_t>(cache_.unreferenced_blocks());
+  const auto unreferenced = static_cast<std::int64_t>(cache_.unreferenced_blocks()) * per_block_;
   if (free_blocks < unreferenced) {
+    const std::int64_t short_by = unreferenced - free_blocks;
     counts_.evicted_blocks += static_cast<std::int64_t>(
-        cache_.evict(static_cast<std::size_t>(unreferenced - free_blocks)));
+        cache_.evict(static_cast<std::size_t>((short_by + per_block_ - 1) / per_block_)));
   }
 }
 

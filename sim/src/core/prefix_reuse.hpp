@@ -30,7 +30,11 @@ struct SequencePrefix {
 // blocks after it), and so are those with at least n references: lookups bisect.
 class PrefixReuse {
  public:
-  explicit PrefixReuse(std::int64_t block_size) : block_size_(block_size) {}
+  // `pool_blocks_per_block`: the pool's blocks one cached block of `block_size` tokens takes, one
+  // per K/V instance (a layer with a cache of its own; policy/kv_layout.hpp). Every count this
+  // class returns to the pool is in pool blocks.
+  PrefixReuse(std::int64_t block_size, std::int64_t pool_blocks_per_block)
+      : block_size_(block_size), per_block_(pool_blocks_per_block) {}
 
   // The hit a waiting sequence gets if admitted now: sets its computed tokens to the cached
   // blocks' (at most all but the prompt's last token, which must run to give logits), and its
@@ -45,13 +49,21 @@ class PrefixReuse {
   // After an iteration: caches the prompt blocks the sequence has filled. Returns the pool
   // blocks freed (a block someone else cached meanwhile replaces the sequence's own copy).
   std::int64_t cache_filled(const policy::SequenceView& view, SequencePrefix& prefix);
-  // On finishing or preemption: drops the sequence's references. Returns its blocks that went
-  // back to the free pool among those it referenced in the cache.
+  // On finishing or preemption: drops the sequence's references. Returns the pool blocks that
+  // went back to the free pool among those it referenced in the cache.
   std::int64_t release(SequencePrefix& prefix);
+  // The pool blocks of the cached blocks a sequence references.
+  std::int64_t referenced_pool_blocks(const SequencePrefix& prefix) const {
+    return static_cast<std::int64_t>(prefix.referenced) * per_block_;
+  }
   // Forgets least recently released blocks until the pool's free blocks (`free_blocks`, cached
   // ones included) cover the cached unreferenced ones.
   void evict_for(std::int64_t free_blocks);
 
+  // How many leading `hashes` are cached.
+  std::size_t cached(const std::vector<policy::BlockHash>& hashes) const {
+    return leading(hashes, hashes.size(), 0);
+  }
   const PrefixCacheSummary& counts() const { return counts_; }
   // Adds the prefill FLOPs a hit saved (priced by the replica's cost model).
   void add_saved_flops(double flops) { counts_.prefill_flops_saved += flops; }
@@ -62,6 +74,7 @@ class PrefixReuse {
                       std::uint32_t references) const;
 
   std::int64_t block_size_;
+  std::int64_t per_block_;
   policy::PrefixCache cache_;
   PrefixCacheSummary counts_;
 };

@@ -66,7 +66,7 @@ Replica::Replica(int index, const ReplicaSpec& spec, MetricsCollector& metrics,
                                       "in one block (not skip_kv or depthwise)",
                                       "prefix caching with per-recursion K/V blocks"));
     }
-    prefix_reuse_.emplace(kv_view_.block_size);
+    prefix_reuse_.emplace(kv_view_.block_size, kv_view_.groups.total_instances());
   }
   description_ = fmt::format("replica {} ({} on {})", index, spec.model.name, spec.hardware.name);
 }
@@ -93,16 +93,25 @@ bool Replica::enqueue(const RequestDescriptor& request, TimeNs arrival) {
   SequenceExtra extra;
   extra.target_output_tokens = request.output_tokens;
   if (prefix_reuse_ && !request.prefix_hashes.empty()) {
-    auto hashes = policy::scheduler_block_hashes(request.prefix_hashes,
-                                                 request.prefix_block_tokens,
+    auto hashes = policy::scheduler_block_hashes(request.prefix_hashes, request.prefix_block_tokens,
                                                  request.input_tokens, kv_view_.block_size);
     if (!hashes.empty())
-      extra.prefix.hashes = std::make_shared<const std::vector<policy::BlockHash>>(std::move(hashes));
+      extra.prefix.hashes =
+          std::make_shared<const std::vector<policy::BlockHash>>(std::move(hashes));
   }
   waiting_.push_back(view, extra);
   load_.outstanding_requests += 1;
   load_.outstanding_tokens += request.input_tokens;
   return true;
+}
+
+std::int64_t Replica::cached_prefix_blocks(const RequestDescriptor& request) const {
+  if (!prefix_reuse_ || request.prefix_hashes.empty())
+    return 0;
+  const std::vector<policy::BlockHash> hashes =
+      policy::scheduler_block_hashes(request.prefix_hashes, request.prefix_block_tokens,
+                                     request.input_tokens, kv_view_.block_size);
+  return static_cast<std::int64_t>(prefix_reuse_->cached(hashes));
 }
 
 void Replica::offer_prefix_hits() {
@@ -113,10 +122,12 @@ void Replica::offer_prefix_hits() {
 }
 
 void Replica::release_blocks(policy::SequenceView& view, SequenceExtra& extra) {
-  const auto referenced = static_cast<std::int64_t>(extra.prefix.referenced);
-  kv_free_ += view.kv_blocks - referenced;
-  if (prefix_reuse_)
+  if (prefix_reuse_) {
+    kv_free_ += view.kv_blocks - prefix_reuse_->referenced_pool_blocks(extra.prefix);
     kv_free_ += prefix_reuse_->release(extra.prefix);
+  } else {
+    kv_free_ += view.kv_blocks;
+  }
   view.kv_blocks = 0;
 }
 

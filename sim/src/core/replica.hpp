@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "depth_model.hpp"
-#include "prefix_reuse.hpp"
 #include "exitsim/core/random.hpp"
 #include "exitsim/core/request.hpp"
 #include "exitsim/policy/apply_decision.hpp"
@@ -18,6 +17,7 @@
 #include "exitsim/sim/cost/step_batch.hpp"
 #include "exitsim/sim/metrics/metrics.hpp"
 #include "exitsim/sim/simulator.hpp"
+#include "prefix_reuse.hpp"
 
 namespace exitsim::sim {
 
@@ -104,6 +104,8 @@ class Replica {
   std::vector<std::string> cost_notes() const;
   // The last iteration's batch, for timelines.
   const IterationRecord& last_iteration() const { return last_iteration_; }
+  // The request's leading prompt blocks this replica has cached (0 without prefix caching).
+  std::int64_t cached_prefix_blocks(const RequestDescriptor& request) const;
   // What prefix caching did; nullptr without it.
   const PrefixCacheSummary* prefix_counts() const {
     return prefix_reuse_ ? &prefix_reuse_->counts() : nullptr;

@@ -85,9 +85,13 @@ class ClusterRun {
   }
 
   void on_arrival() {
-    const RequestDescriptor request = *pending_;
-    for (std::size_t r = 0; r < replicas_.size(); ++r)
+    const RequestDescriptor request = std::move(*pending_);
+    const bool affinity = config_.router == policy::ReplicaRouterKind::prefix_affinity;
+    for (std::size_t r = 0; r < replicas_.size(); ++r) {
       loads_[r] = replicas_[r]->load();
+      if (affinity)
+        loads_[r].cached_prefix_blocks = replicas_[r]->cached_prefix_blocks(request);
+    }
     const std::size_t target = policy::route_request(
         config_.router, {loads_, static_cast<std::uint64_t>(totals_.requests_arrived)});
     if (replicas_[target]->enqueue(request, now_)) {

@@ -58,7 +58,8 @@ class PrefixCache {
   // A cached block's references; nullopt when it is not cached.
   std::optional<std::uint32_t> references(BlockHash hash) const {
     const auto it = entries_.find(hash);
-    return it == entries_.end() ? std::nullopt : std::optional<std::uint32_t>(it->second.references);
+    return it == entries_.end() ? std::nullopt
+                                : std::optional<std::uint32_t>(it->second.references);
   }
   std::size_t cached_blocks() const { return entries_.size(); }
   std::size_t unreferenced_blocks() const { return lru_.size(); }
