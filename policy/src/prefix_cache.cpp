@@ -68,9 +68,12 @@ bool PrefixCache::acquire(BlockHash hash) {
   if (it == entries_.end())
     throw std::logic_error("PrefixCache::acquire: block not cached");
   Entry& entry = it->second;
-  if (entry.references++ > 0)
+  if (entry.references++ > 0) {
+    sharing_version_ += entry.references == 2 ? 1 : 0;
     return false;
+  }
   lru_.erase(entry.in_lru);
+  ++holding_version_;
   return true;
 }
 
@@ -80,6 +83,7 @@ bool PrefixCache::insert(BlockHash hash) {
     return false;
   it->second.references = 1;
   ++version_;
+  ++holding_version_;
   return true;
 }
 
@@ -90,8 +94,10 @@ std::size_t PrefixCache::release(std::span<const BlockHash> hashes, std::size_t 
     if (it == entries_.end() || it->second.references == 0)
       throw std::logic_error("PrefixCache::release: block not referenced");
     Entry& entry = it->second;
+    sharing_version_ += entry.references == 2 ? 1 : 0;
     if (--entry.references == 0) {
       entry.in_lru = lru_.insert(lru_.end(), hashes[i]);
+      ++holding_version_;
       ++freed;
     }
   }

@@ -24,6 +24,11 @@ std::size_t PrefixReuse::leading(const std::vector<policy::BlockHash>& hashes, s
 }
 
 void PrefixReuse::offer(policy::SequenceView& view, SequencePrefix& prefix) const {
+  if (prefix.offered_at == cache_.version() &&
+      prefix.offered_holding_at == cache_.holding_version())
+    return;  // the view holds what this would set
+  prefix.offered_at = cache_.version();
+  prefix.offered_holding_at = cache_.holding_version();
   prefix.offered = 0;
   view.computed_tokens = 0;
   view.kv_blocks = 0;
@@ -50,17 +55,24 @@ void PrefixReuse::admit(policy::SequenceView& view, SequencePrefix& prefix) {
   view.shared_blocks = view.kv_blocks;
   cache_.acquire(*prefix.hashes, prefix.offered);
   prefix.referenced = prefix.offered;
+  prefix.shared_at = ~std::uint64_t{0};
   counts_.hashed_blocks += static_cast<std::int64_t>(prefix.hashes->size());
   counts_.hit_blocks += static_cast<std::int64_t>(prefix.offered);
   counts_.hit_tokens += static_cast<std::int64_t>(prefix.offered) * block_size_;
   prefix.offered = 0;
 }
 
-void PrefixReuse::mark_shared(policy::SequenceView& view, const SequencePrefix& prefix) const {
-  view.shared_blocks =
-      prefix.referenced == 0
-          ? 0
-          : static_cast<std::int64_t>(leading(*prefix.hashes, prefix.referenced, 2)) * per_block_;
+void PrefixReuse::mark_shared(policy::SequenceView& view, SequencePrefix& prefix) const {
+  if (prefix.referenced == 0) {
+    view.shared_blocks = 0;
+    return;
+  }
+  if (prefix.shared_at != cache_.sharing_version()) {
+    prefix.shared_at = cache_.sharing_version();
+    prefix.shared_blocks =
+        static_cast<std::int64_t>(leading(*prefix.hashes, prefix.referenced, 2)) * per_block_;
+  }
+  view.shared_blocks = prefix.shared_blocks;
 }
 
 std::int64_t PrefixReuse::cache_filled(const policy::SequenceView& view, SequencePrefix& prefix) {
@@ -76,6 +88,7 @@ std::int64_t PrefixReuse::cache_filled(const policy::SequenceView& view, Sequenc
     if (!cache_.insert(hashes[k]))
       freed += cache_.acquire(hashes[k]) ? 0 : per_block_;
     prefix.referenced = k + 1;
+    prefix.shared_at = ~std::uint64_t{0};
   }
   return freed;
 }
@@ -85,6 +98,7 @@ std::int64_t PrefixReuse::release(SequencePrefix& prefix) {
     return 0;
   const std::size_t freed = cache_.release(*prefix.hashes, prefix.referenced);
   prefix.referenced = 0;
+  prefix.shared_at = ~std::uint64_t{0};
   return static_cast<std::int64_t>(freed) * per_block_;
 }
 

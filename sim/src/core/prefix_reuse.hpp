@@ -18,6 +18,12 @@ struct SequencePrefix {
   std::size_t referenced = 0;  // leading blocks it references in the cache
   std::size_t offered = 0;     // waiting: the blocks a hit gives it if admitted now
   bool waiting = true;         // not admitted since it last arrived in the waiting queue
+  // The cache's versions when offer() or mark_shared() last looked (they skip a cache that has
+  // not changed in what they read); ~0 for never.
+  std::uint64_t offered_at = ~std::uint64_t{0};
+  std::uint64_t offered_holding_at = ~std::uint64_t{0};
+  std::uint64_t shared_at = ~std::uint64_t{0};
+  std::int64_t shared_blocks = 0;
 };
 
 // The replica's side of prefix caching (policy::PrefixCache holds the blocks): offering hits to
@@ -45,7 +51,7 @@ class PrefixReuse {
   // have taken the rest out of the free pool since offer().
   void admit(policy::SequenceView& view, SequencePrefix& prefix);
   // A running sequence's blocks that others reference too.
-  void mark_shared(policy::SequenceView& view, const SequencePrefix& prefix) const;
+  void mark_shared(policy::SequenceView& view, SequencePrefix& prefix) const;
   // After an iteration: caches the prompt blocks the sequence has filled. Returns the pool
   // blocks freed (a block someone else cached meanwhile replaces the sequence's own copy).
   std::int64_t cache_filled(const policy::SequenceView& view, SequencePrefix& prefix);

@@ -303,6 +303,7 @@ IterationCost Replica::scaled(IterationCost cost) {
 void Replica::preempt(QueuedSequence& victim) {
   release_blocks(victim.view, victim.extra);
   victim.extra.prefix.waiting = true;
+  victim.extra.prefix.offered_at = ~std::uint64_t{0};  // its view is reset below: offer again
   metrics_.record_recompute(victim.view.computed_tokens);
   metrics_.record_preemption();
   victim.view = policy::preempted_view(victim.view);

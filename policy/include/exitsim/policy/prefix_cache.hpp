@@ -63,8 +63,11 @@ class PrefixCache {
   }
   std::size_t cached_blocks() const { return entries_.size(); }
   std::size_t unreferenced_blocks() const { return lru_.size(); }
-  // Changes whenever match() could answer differently (a block cached or forgotten).
+  // Change whenever the answer could: which blocks are cached (insert, evict); which are
+  // referenced at all (a count crossing 0 and 1); which are referenced more than once (1 and 2).
   std::uint64_t version() const { return version_; }
+  std::uint64_t holding_version() const { return holding_version_; }
+  std::uint64_t sharing_version() const { return sharing_version_; }
   // The unreferenced blocks, next to be evicted first (for tests and reports).
   std::vector<BlockHash> eviction_order() const { return {lru_.begin(), lru_.end()}; }
 
@@ -76,6 +79,8 @@ class PrefixCache {
   std::unordered_map<BlockHash, Entry> entries_;
   std::list<BlockHash> lru_;  // unreferenced blocks, least recently released first
   std::uint64_t version_ = 0;
+  std::uint64_t holding_version_ = 0;
+  std::uint64_t sharing_version_ = 0;
 };
 
 }  // namespace exitsim::policy
