@@ -202,6 +202,19 @@ std::vector<engine::EngineRequest> engine_requests(const scenario::Scenario& s,
 
 engine::EngineOptions engine_options(const scenario::Scenario& s, const RunArgs& args,
                                      std::int64_t longest) {
+  // What only the simulator models so far: refused rather than run as something else.
+  if (s.scheduler.preemption == "swap") {
+    throw InputError({"", 0, 0, "scheduler.preemption"},
+                     expected_found("recompute for the engine (swap to host memory is modelled "
+                                    "by the simulator only so far)",
+                                    "swap"));
+  }
+  if (s.scheduler.prefix_caching) {
+    throw InputError({"", 0, 0, "scheduler.prefix_caching"},
+                     expected_found("false for the engine (prefix caching is modelled by the "
+                                    "simulator only so far)",
+                                    "true"));
+  }
   engine::EngineOptions o;
   o.scheduler = s.scheduler.kind;
   o.scheduler_params = {s.scheduler.preemption, s.scheduler.watermark_fraction,

@@ -169,6 +169,9 @@ struct Link {
   // direction, and one send's latency.
   double node_gb_s_per_direction;
   double node_latency_us;
+  // PCIe to the host: Gen5 x16 on H100/H200 SXM (64 GB/s each way), Gen4 x16 on A100 and L40S
+  // (32).
+  double host_gb_s_per_direction;
 };
 
 // NVLink and PCIe datasheets give bandwidth, not latency. A ring step is a hop plus a
@@ -203,6 +206,8 @@ HardwareSpec make_hardware(std::string name, double fp32_tflops, double bf16_tfl
       static_cast<TimeNs>(link.step_latency_us * static_cast<double>(k_ns_per_us));
   h.interconnect.gpus_per_node = link.gpus_per_node;
   h.interconnect.node_link_bandwidth = link.node_gb_s_per_direction * k_giga;
+  h.host_link_bandwidth = link.host_gb_s_per_direction * k_giga;
+  h.host_swap_bytes = 4 * k_gib;  // vLLM's default --swap-space
   h.interconnect.node_link_latency =
       static_cast<TimeNs>(link.node_latency_us * static_cast<double>(k_ns_per_us));
   return h;
@@ -216,24 +221,24 @@ const std::vector<HardwareSpec>& hardware_presets() {
       // NVIDIA H100 SXM5 datasheet: FP32 66.9, BF16 989.4, FP8 1978.9, INT8 1978.9 TOPS;
       // 80 GB HBM3 at 3.35 TB/s; NVLink 4 at 900 GB/s (450 each way), 8 per HGX node.
       make_hardware("h100-sxm", 66.9, 989.4, 1978.9, 1978.9, 3350, 80 * k_gib,
-                    {450, k_nvlink_step_us, 8, k_ndr_gb_s, k_network_send_us}),
+                    {450, k_nvlink_step_us, 8, k_ndr_gb_s, k_network_send_us, 64}),
       // NVIDIA H200 SXM datasheet: same compute as H100 SXM; 141 GB HBM3e at 4.8 TB/s; NVLink 4
       // at 900 GB/s, 8 per HGX node.
       make_hardware("h200", 66.9, 989.4, 1978.9, 1978.9, 4800, std::int64_t{141'000'000'000},
-                    {450, k_nvlink_step_us, 8, k_ndr_gb_s, k_network_send_us}),
+                    {450, k_nvlink_step_us, 8, k_ndr_gb_s, k_network_send_us, 64}),
       // NVIDIA A100 datasheet (SXM4 40GB): FP32 19.5, BF16 312, INT8 624; HBM2 1,555 GB/s. No FP8.
       // NVLink 3 at 600 GB/s (300 each way), 8 per HGX node.
       make_hardware("a100-40gb", 19.5, 312, 0, 624, 1555, 40 * k_gib,
-                    {300, k_nvlink_step_us, 8, k_hdr_gb_s, k_network_send_us}),
+                    {300, k_nvlink_step_us, 8, k_hdr_gb_s, k_network_send_us, 32}),
       // NVIDIA A100 80GB SXM4: same compute and NVLink; HBM2e 2,039 GB/s.
       make_hardware("a100-80gb", 19.5, 312, 0, 624, 2039, 80 * k_gib,
-                    {300, k_nvlink_step_us, 8, k_hdr_gb_s, k_network_send_us}),
+                    {300, k_nvlink_step_us, 8, k_hdr_gb_s, k_network_send_us, 32}),
       // NVIDIA L40S datasheet: FP32 91.6, BF16 362.05, FP8 733, INT8 733 TOPS;
       // 48 GB GDDR6 at 864 GB/s; no NVLink: PCIe Gen4 x16 at 64 GB/s (32 each way), 8 per
       // server in the OEM reference designs, whose network is not fixed: one 200 Gb/s adapter
       // per GPU assumed (set hardware.node_link_bandwidth_gbps to yours).
       make_hardware("l40s", 91.6, 362.05, 733, 733, 864, 48 * k_gib,
-                    {32, k_pcie_step_us, 8, k_hdr_gb_s, k_network_send_us}),
+                    {32, k_pcie_step_us, 8, k_hdr_gb_s, k_network_send_us, 32}),
   };
   return presets;
 }

@@ -54,12 +54,9 @@ bool is_scheduler_name(const std::string& name) {
 
 void check_params(const SchedulerParams& params) {
   const SourceLocation where{"", 0, 0, "scheduler.preemption"};
-  if (params.preemption == "swap") {
-    throw InputError(where,
-                     "preemption \"swap\" is not modelled yet; only \"recompute\" is (a preempted "
-                     "sequence's KV is dropped and recomputed when it is readmitted)");
-  }
-  if (params.preemption != "recompute") {
+  // Swap is the executor's: the scheduler sees a swapped victim as a waiting sequence that keeps
+  // its computed tokens.
+  if (params.preemption != "recompute" && params.preemption != "swap") {
     throw InputError(where,
                      expected_found("one of recompute, swap", "\"" + params.preemption + "\""));
   }

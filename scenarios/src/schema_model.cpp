@@ -307,6 +307,31 @@ std::vector<KeyDef> hardware_keys() {
                           return loaded(
                               to_microseconds(s.hardware.spec.interconnect.node_link_latency));
                         }}),
+      Key("hardware.host_link_bandwidth_gbps", Type::number,
+          "Bandwidth of the GPU's link to its host, per direction, in GB/s (PCIe Gen5 x16: 64; "
+          "Gen4: 32); what swapped K/V moves over (scheduler.preemption: swap).")
+          .range(0, std::nullopt)
+          .from_preset_or(p, 0.0)
+          .bind(Binding{[](Scenario& s, const Resolved& r) {
+                          s.hardware.spec.host_link_bandwidth = std::get<double>(r.value) * k_giga;
+                        },
+                        [](const Scenario& s) {
+                          return loaded(unscale(s.hardware.spec.host_link_bandwidth, k_giga));
+                        }}),
+      Key("hardware.host_swap_gb", Type::number,
+          "Host memory set aside per GPU for swapped-out K/V, in GiB (vLLM's --swap-space, 4 by "
+          "default); a victim that does not fit is recomputed instead, and the run says how "
+          "often.")
+          .range(0, 1e6)
+          .from_preset_or(p, 4.0)
+          .bind(Binding{[](Scenario& s, const Resolved& r) {
+                          s.hardware.spec.host_swap_bytes = static_cast<std::int64_t>(
+                              std::llround(std::get<double>(r.value) * 1073741824.0));
+                        },
+                        [](const Scenario& s) {
+                          return loaded(static_cast<double>(s.hardware.spec.host_swap_bytes) /
+                                        1073741824.0);
+                        }}),
       Key("hardware.gpus_per_node", Type::integer,
           "GPUs one node joins by that link: the most a tensor-parallel replica may span.")
           .range(1, 64)

@@ -237,7 +237,9 @@ std::vector<KeyDef> serving_keys() {
           .def(0.1)
           .bind(field(&Scenario::scheduler, &SchedulerConfig::memory_reserve_fraction)),
       Key("scheduler.preemption", Type::enumeration,
-          "When KV runs out: recompute the victim's KV later, or swap it to host memory.")
+          "When KV runs out: recompute the victim's KV when it is readmitted, or swap it to "
+          "host memory over hardware.host_link_bandwidth_gbps and back (docs/simulator.md, "
+          "\"Swap\"; the engine recomputes only).")
           .allowed({"recompute", "swap"})
           .def(std::string("recompute"))
           .bind(field(&Scenario::scheduler, &SchedulerConfig::preemption)),

@@ -58,12 +58,12 @@ TEST(SchedulerRegistry, UnknownNameWithoutCloseMatchListsTheChoices) {
   EXPECT_NE(e.message().find("chunked_prefill, continuous"), std::string::npos) << e.message();
 }
 
-TEST(SchedulerRegistry, SwapPreemptionIsRejectedAsNotModelled) {
-  const InputError e = input_error_of("continuous", {"swap"});
-  EXPECT_EQ(e.where().field, "scheduler.preemption");
-  EXPECT_EQ(e.message(),
-            "preemption \"swap\" is not modelled yet; only \"recompute\" is (a preempted "
-            "sequence's KV is dropped and recomputed when it is readmitted)");
+// Swap is the executor's business: the scheduler sees a swapped victim as a waiting sequence
+// that kept its computed tokens, so every scheduler builds with it.
+TEST(SchedulerRegistry, SwapPreemptionBuildsEveryScheduler) {
+  for (const char* name : {"chunked_prefill", "continuous", "shortest_prompt_first", "static"}) {
+    EXPECT_EQ(make_scheduler(name, {"swap"})->name(), name);
+  }
 }
 
 TEST(SchedulerRegistry, UnknownPreemptionIsRejected) {

@@ -49,6 +49,25 @@ Replica::Replica(int index, const ReplicaSpec& spec, MetricsCollector& metrics,
       {spec.scheduler.block_size, spec.scheduler.kv_blocks, spec.scheduler.memory_reserve_fraction,
        kv_layout_.instances(), spec.parallel});
   kv_view_.block_size = kv.block_size;
+  if (spec.scheduler.preemption == "swap") {
+    if (!(spec.hardware.host_link_bandwidth > 0)) {
+      throw InputError({"", 0, 0, "hardware.host_link_bandwidth_gbps"},
+                       expected_found("a positive host link bandwidth for scheduler.preemption: "
+                                      "swap",
+                                      "0"));
+    }
+    // A pool block: block_size rows of one K/V instance, on each GPU of the replica (each swaps
+    // its own share over its own link, in parallel).
+    Swap swap;
+    swap.bytes_per_block =
+        kv.kv_bytes_per_token * kv.block_size / kv_layout_.groups().total_instances();
+    swap.host_blocks =
+        spec.hardware.host_swap_bytes / std::max<std::int64_t>(swap.bytes_per_block, 1);
+    swap.host_free = swap.host_blocks;
+    swap.ns_per_block =
+        static_cast<double>(swap.bytes_per_block) * 1e9 / spec.hardware.host_link_bandwidth;
+    swap_ = swap;
+  }
   kv_view_.groups = kv_layout_.groups();
   kv_total_ = kv.blocks * kv_view_.groups.total_instances();
   kv_free_ = kv_total_;
@@ -115,8 +134,11 @@ std::int64_t Replica::cached_prefix_blocks(const RequestDescriptor& request) con
 }
 
 void Replica::offer_prefix_hits() {
-  for (std::size_t i = 0; i < waiting_.size(); ++i)
-    prefix_reuse_->offer(waiting_.view(i), waiting_.extra(i).prefix);
+  for (std::size_t i = 0; i < waiting_.size(); ++i) {
+    // A swapped sequence comes back with its own K/V, not a hit.
+    if (waiting_.extra(i).swapped_blocks == 0)
+      prefix_reuse_->offer(waiting_.view(i), waiting_.extra(i).prefix);
+  }
   for (std::size_t i = 0; i < running_.size(); ++i)
     prefix_reuse_->mark_shared(running_.view(i), running_.extra(i).prefix);
 }
@@ -160,6 +182,8 @@ TimeNs Replica::start_iteration(TimeNs now) {
   }
   policy::apply_decision(decision_, running_, waiting_, decision_scratch_, work_tokens_,
                          [this](QueuedSequence& victim) { preempt(victim); });
+  if (swap_)
+    swap_in_readmitted();
   if (prefix_reuse_) {
     for (std::size_t i = 0; i < running_.size(); ++i) {
       SequencePrefix& prefix = running_.extra(i).prefix;
@@ -252,7 +276,13 @@ TimeNs Replica::start_iteration(TimeNs now) {
     prefix_reuse_->evict_for(kv_free_);
   const IterationCost cost = pricer_->price(rows);
   metrics_.record_iteration_work(cost.flops, cost.masked_flops, fill);
-  const TimeNs duration = StepPricer::duration(scaled(cost));
+  TimeNs duration = StepPricer::duration(scaled(cost));
+  if (swap_ && swap_->pending_ns > 0) {
+    const auto transfer = static_cast<TimeNs>(std::llround(swap_->pending_ns));
+    duration += transfer;
+    swap_->counts.transfer_time += transfer;
+    swap_->pending_ns = 0;
+  }
   record.replica = index_;
   record.start = now;
   record.duration = duration;
@@ -300,7 +330,41 @@ IterationCost Replica::scaled(IterationCost cost) {
   return cost;
 }
 
+bool Replica::swap_out(QueuedSequence& victim) {
+  const std::int64_t blocks = victim.view.kv_blocks;
+  if (blocks > swap_->host_free) {
+    swap_->counts.recomputed_instead += 1;
+    return false;
+  }
+  // Its blocks leave the GPU (those it shares with others stay for them) and go to the host
+  // whole: it owns its copy there.
+  release_blocks(victim.view, victim.extra);
+  swap_->host_free -= blocks;
+  swap_->pending_ns += static_cast<double>(blocks) * swap_->ns_per_block;
+  swap_->counts.swapped_out += 1;
+  swap_->counts.swapped_out_bytes += blocks * swap_->bytes_per_block;
+  victim.extra.swapped_blocks = blocks;
+  victim.view.shared_blocks = 0;
+  metrics_.record_preemption();
+  victim.extra.preemptions += 1;
+  return true;
+}
+
+void Replica::swap_in_readmitted() {
+  for (std::size_t i = 0; i < running_.size(); ++i) {
+    SequenceExtra& extra = running_.extra(i);
+    if (extra.swapped_blocks == 0)
+      continue;
+    swap_->host_free += extra.swapped_blocks;
+    swap_->pending_ns += static_cast<double>(extra.swapped_blocks) * swap_->ns_per_block;
+    swap_->counts.swapped_in_bytes += extra.swapped_blocks * swap_->bytes_per_block;
+    extra.swapped_blocks = 0;
+  }
+}
+
 void Replica::preempt(QueuedSequence& victim) {
+  if (swap_ && swap_out(victim))
+    return;  // K/V, computed tokens and depth state kept: it resumes where it stopped
   release_blocks(victim.view, victim.extra);
   victim.extra.prefix.waiting = true;
   victim.extra.prefix.offered_at = ~std::uint64_t{0};  // its view is reset below: offer again

@@ -29,7 +29,8 @@ struct SequenceExtra {
   TimeNs last_token = -1;
   std::int64_t preemptions = 0;
   SequenceDepthState depth;
-  SequencePrefix prefix;  // with scheduler.prefix_caching
+  SequencePrefix prefix;            // with scheduler.prefix_caching
+  std::int64_t swapped_blocks = 0;  // pool blocks of its K/V in host memory (swap preemption)
 };
 
 // A queue of sequences stored as two parallel arrays (the scheduler's views, contiguous so a
@@ -106,6 +107,8 @@ class Replica {
   const IterationRecord& last_iteration() const { return last_iteration_; }
   // The request's leading prompt blocks this replica has cached (0 without prefix caching).
   std::int64_t cached_prefix_blocks(const RequestDescriptor& request) const;
+  // What swap preemption moved; nullptr under recompute.
+  const SwapSummary* swap_counts() const { return swap_ ? &swap_->counts : nullptr; }
   // What prefix caching did; nullptr without it.
   const PrefixCacheSummary* prefix_counts() const {
     return prefix_reuse_ ? &prefix_reuse_->counts() : nullptr;
@@ -159,6 +162,21 @@ class Replica {
   policy::ReplicaLoad load_;
   bool busy_ = false;
   std::optional<PrefixReuse> prefix_reuse_;
+  // Swap preemption: the host's swap space and link, and the transfers the next iteration waits
+  // for (vLLM swaps blocks out and in before the forward pass, on the same stream).
+  struct Swap {
+    std::int64_t host_blocks = 0;  // pool blocks the swap space holds
+    std::int64_t host_free = 0;
+    double ns_per_block = 0;
+    double pending_ns = 0;
+    std::int64_t bytes_per_block = 0;
+    SwapSummary counts;
+  };
+  std::optional<Swap> swap_;
+  // Moves a victim's K/V to host memory when it fits (true), counting the transfer.
+  bool swap_out(QueuedSequence& victim);
+  // Brings back the K/V of sequences readmitted after a swap.
+  void swap_in_readmitted();
 
   // Reused every iteration so the steady state allocates nothing.
   policy::SchedulerDecision decision_;

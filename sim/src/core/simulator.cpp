@@ -166,6 +166,11 @@ class ClusterRun {
       timeline_->finish();
     SimulationResult result{metrics_.summarize(), totals_};
     for (const auto& replica : replicas_) {
+      if (const SwapSummary* swap = replica->swap_counts()) {
+        if (!result.summary.swap)
+          result.summary.swap.emplace();
+        result.summary.swap->add(*swap);
+      }
       if (const PrefixCacheSummary* counts = replica->prefix_counts()) {
         if (!result.summary.prefix_cache)
           result.summary.prefix_cache.emplace();
@@ -186,6 +191,12 @@ class ClusterRun {
           "no latency, throughput or goodput figure",
           r.total(), r.total() + totals_.requests_arrived, r.prompt_over_batch_budget,
           r.over_context_window, r.over_kv_capacity));
+    }
+    if (summary.swap && summary.swap->recomputed_instead > 0) {
+      out.push_back(fmt::format(
+          "hardware.host_swap_gb: {} preempted sequences did not fit the host's swap space and "
+          "were recomputed instead of swapped",
+          summary.swap->recomputed_instead));
     }
     for (const auto& replica : replicas_) {
       for (std::string& note : replica->cost_notes()) {

@@ -68,6 +68,15 @@ std::string summary_to_json(const MetricsSummary& s) {
   j["iterations"] = s.iterations;
   j["preemptions"] = s.preemptions;
   j["recomputed_tokens"] = s.recomputed_tokens;
+  if (const auto& w = s.swap) {
+    Json swap;
+    swap["swapped_out"] = w->swapped_out;
+    swap["swapped_out_bytes"] = w->swapped_out_bytes;
+    swap["swapped_in_bytes"] = w->swapped_in_bytes;
+    swap["transfer_time_ms"] = to_milliseconds(w->transfer_time);
+    swap["recomputed_instead"] = w->recomputed_instead;
+    j["swap"] = std::move(swap);
+  }
   if (const auto& p = s.prefix_cache) {
     Json prefix;
     prefix["admitted_prompt_tokens"] = p->admitted_prompt_tokens;

@@ -70,6 +70,14 @@ std::string format_summary(const MetricsSummary& s) {
   if (s.recomputed_tokens > 0)
     fmt::format_to(it, " ({} tokens recomputed: wasted work)", s.recomputed_tokens);
   out += '\n';
+  if (const auto& w = s.swap) {
+    fmt::format_to(it,
+                   "{:<16}{} victims to host memory, {:.3f} GB out and {:.3f} GB back, {:.3f} s "
+                   "of transfers in iterations, {} recomputed instead (swap space full)\n",
+                   "swap", w->swapped_out, static_cast<double>(w->swapped_out_bytes) / 1e9,
+                   static_cast<double>(w->swapped_in_bytes) / 1e9, to_seconds(w->transfer_time),
+                   w->recomputed_instead);
+  }
   if (const auto& p = s.prefix_cache) {
     fmt::format_to(it,
                    "{:<16}{:.1f}% of admitted prompt tokens read from cache ({} of {}; {:.1f}% of "

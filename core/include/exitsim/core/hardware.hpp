@@ -34,6 +34,10 @@ struct HardwareSpec {
   std::int64_t memory_bytes = 0;
   TimeNs launch_overhead = 0;  // per kernel launch
   Interconnect interconnect;
+  // The GPU's link to its host (PCIe), per direction, and the host memory set aside per GPU for
+  // swapped-out K/V (scheduler.preemption: swap; vLLM's --swap-space, 4 GiB by default).
+  double host_link_bandwidth = 0;  // bytes/s
+  std::int64_t host_swap_bytes = 0;
 
   double peak_flops_for(DType t) const { return peak_flops[static_cast<std::size_t>(t)]; }
   void set_peak_flops(DType t, double flops) { peak_flops[static_cast<std::size_t>(t)] = flops; }

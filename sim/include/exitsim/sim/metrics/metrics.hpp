@@ -162,6 +162,24 @@ struct PrefixCacheSummary {
   friend bool operator==(const PrefixCacheSummary&, const PrefixCacheSummary&) = default;
 };
 
+// What swap preemption moved (scheduler.preemption: swap), over every replica.
+struct SwapSummary {
+  std::int64_t swapped_out = 0;  // victims whose K/V went to host memory
+  std::int64_t swapped_out_bytes = 0;
+  std::int64_t swapped_in_bytes = 0;
+  TimeNs transfer_time = 0;             // added to the iterations that moved them
+  std::int64_t recomputed_instead = 0;  // victims the host's swap space could not take
+
+  void add(const SwapSummary& other) {
+    swapped_out += other.swapped_out;
+    swapped_out_bytes += other.swapped_out_bytes;
+    swapped_in_bytes += other.swapped_in_bytes;
+    transfer_time += other.transfer_time;
+    recomputed_instead += other.recomputed_instead;
+  }
+  friend bool operator==(const SwapSummary&, const SwapSummary&) = default;
+};
+
 struct MetricsSummary {
   std::int64_t requests = 0;  // served (finished) requests; rejected ones are counted apart
   std::int64_t output_tokens = 0;
@@ -192,6 +210,7 @@ struct MetricsSummary {
   TimeNs series_window = 0;
   DepthSummary depth;
   std::optional<PrefixCacheSummary> prefix_cache;  // with scheduler.prefix_caching
+  std::optional<SwapSummary> swap;                 // with scheduler.preemption: swap
   // Every place where the run is not exactly the work the scenario asked for (a trace cut short,
   // requests rejected, prices extrapolated beyond a calibration, a timeline cut at its size cap),
   // one line each, in a fixed order; printed by format_summary and written to summary.json.
