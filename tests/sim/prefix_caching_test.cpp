@@ -63,6 +63,38 @@ TEST(PrefixCaching, ASharedSystemPromptHitsAsOftenAsItRecurs) {
   EXPECT_LT(cached.summary.ttft.mean, 0.75 * plain.summary.ttft.mean);
 }
 
+// The same on a recursive model whose exited tokens keep K/V only at the recursions they reached
+// (skip_kv, depthwise): prompt blocks hold every recursion's rows, so they are shared the same
+// way, and a hit counts its tokens as having reached every recursion.
+TEST(PrefixCaching, PerRecursionKvLayoutsShareFullDepthPromptBlocks) {
+  for (const char* strategy : {"skip_kv", "depthwise"}) {
+    SCOPED_TRACE(strategy);
+    // The first request is the system prompt alone, so that the peak pool use comes from the
+    // hitting requests.
+    std::vector<RequestDescriptor> requests = {request(0, 0, 512, 20, {0})};
+    for (std::uint64_t i = 1; i < 100; ++i)
+      requests.push_back(
+          request(i, static_cast<TimeNs>(i) * k_ns_per_s / 4, 1024, 20, {0, 1000 + i}));
+    const SimulationResult r =
+        run(requests,
+            {"model.preset=rrt-gemma-1b", "exit_policy.kind=distribution",
+             "exit_policy.probabilities=[0.5, 0.5]", std::string("sync.strategy=") + strategy});
+    const PrefixCacheSummary& p = *r.summary.prefix_cache;
+    EXPECT_EQ(p.hit_tokens, 99 * 512);
+    EXPECT_EQ(r.totals.kv_blocks_leaked, 0);
+    EXPECT_EQ(r.totals.tokens_emitted, r.totals.tokens_expected);
+    EXPECT_EQ(r.summary.depth.exit_depth_tokens.size(), 2U);  // exits at both points
+    // A hit sequence holds its prompt's rows at every recursion, as if it had prefilled them:
+    // at most a request or two at a time, the peak pool use is the same without the cache.
+    test_support::VectorSource plain_source(requests);
+    const auto s = scenario::load_default_scenario(std::vector<std::string>{
+        "model.preset=rrt-gemma-1b", "exit_policy.kind=distribution",
+        "exit_policy.probabilities=[0.5, 0.5]", std::string("sync.strategy=") + strategy});
+    const SimulationResult plain = simulate(simulation_config_from(s, ""), plain_source);
+    EXPECT_EQ(r.totals.max_kv_blocks_used, plain.totals.max_kv_blocks_used);
+  }
+}
+
 // A conversation: turn t's prompt is turn t-1's prompt plus 512 more tokens, so it finds every
 // earlier turn's whole blocks cached. An identical prompt finds all of itself cached but runs
 // its last token, for the logits of its first output token.

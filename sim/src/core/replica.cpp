@@ -77,14 +77,8 @@ Replica::Replica(int index, const ReplicaSpec& spec, MetricsCollector& metrics,
                spec.model.max_context};
   reject_unservable_ = spec.scheduler.unservable == "reject";
   if (spec.scheduler.prefix_caching) {
-    if (kv_layout_.per_recursion()) {
-      // Blocks per recursion hold only the rows of tokens that reached it; a prompt's rows are
-      // all there, but the pool's accounting of shared per-recursion blocks is not written yet.
-      throw InputError({"", 0, 0, "scheduler.prefix_caching"},
-                       expected_found("a synchronization strategy that keeps every layer's K/V "
-                                      "in one block (not skip_kv or depthwise)",
-                                      "prefix caching with per-recursion K/V blocks"));
-    }
+    // Only prompt blocks are cached, and prompts run every layer: a cached block has its rows at
+    // every K/V instance, per-recursion layouts (skip_kv, depthwise) included.
     prefix_reuse_.emplace(kv_view_.block_size, kv_view_.groups.total_instances());
   }
   description_ = fmt::format("replica {} ({} on {})", index, spec.model.name, spec.hardware.name);
@@ -191,6 +185,11 @@ TimeNs Replica::start_iteration(TimeNs now) {
         continue;
       prefix_reuse_->admit(running_.view(i), prefix);
       if (prefix.referenced > 0) {
+        // The hit tokens stand for a full-depth prefill: every recursion holds their rows.
+        SequenceExtra& extra = running_.extra(i);
+        depth_model_.on_prefill(extra.depth,
+                                static_cast<std::int64_t>(prefix.referenced) * kv_view_.block_size);
+        set_kv_rows(running_.view(i), extra, 0);
         // What the hit tokens' prefill would have executed, at full depth.
         const BatchEntry skipped{static_cast<std::int64_t>(prefix.referenced) * kv_view_.block_size,
                                  0, model_depth_.stacked_depth(), false};
