@@ -87,7 +87,13 @@ std::string check_decision(const SchedulerSnapshot& snapshot, const SchedulerDec
     }
   }
 
-  const std::size_t running_after = n_running - decision.preempt.size() + decision.admit.size();
+  // Sequences waiting in the head queue hold no slot (SequenceView::in_head_queue).
+  std::int64_t occupants_preempted = 0;
+  for (const std::size_t index : decision.preempt)
+    occupants_preempted += snapshot.running[index].in_head_queue ? 0 : 1;
+  const auto running_after =
+      static_cast<std::size_t>(block_occupants(snapshot.running) - occupants_preempted +
+                               static_cast<std::int64_t>(decision.admit.size()));
   const auto max_running = static_cast<std::size_t>(snapshot.limits.max_running);
   if (!decision.admit.empty() && running_after > max_running) {
     return "running set holds " + std::to_string(running_after) +

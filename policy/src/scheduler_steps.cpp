@@ -73,7 +73,7 @@ RunningPhase schedule_running(const SchedulerSnapshot& snapshot, RunningWork whi
 std::int64_t admit_whole_prompts(const SchedulerSnapshot& snapshot, std::int64_t watermark,
                                  SchedulerDecision& out) {
   const SchedulerLimits& limits = snapshot.limits;
-  auto running = static_cast<std::int64_t>(snapshot.running.size());
+  std::int64_t running = block_occupants(snapshot.running);
   std::int64_t tokens = 0;
   std::int64_t spare = snapshot.kv.free_blocks - watermark;
   for (std::size_t i = 0; i < snapshot.waiting.size(); ++i) {

@@ -195,8 +195,11 @@ std::vector<KeyDef> serving_keys() {
       Key("sync.exited_tokens", Type::enumeration,
           "immediate: a token that leaves the shared block runs the coda and LM head in the "
           "same step; accumulate: tokens that left wait until accumulate_threshold of them (or "
-          "all in flight) share one coda + head call.")
-          .allowed({"immediate", "accumulate"})
+          "all in flight) share one coda + head call, each keeping its sequence's slot in the "
+          "block meanwhile; head_queue: the same, but a token that left waits in a head queue "
+          "outside the block and its slot goes to another sequence at once (max_running counts "
+          "the sequences in the block), so the block stays full.")
+          .allowed({"immediate", "accumulate", "head_queue"})
           .def(std::string("immediate"))
           .when("sync.strategy", {"depthwise"})
           .bind(field(&Scenario::sync, &SyncConfig::exited_tokens)),
@@ -204,7 +207,7 @@ std::vector<KeyDef> serving_keys() {
           "Tokens waiting for the coda and head that trigger their shared call.")
           .range(1, 1e6)
           .def(std::int64_t{8})
-          .when("sync.exited_tokens", {"accumulate"})
+          .when("sync.exited_tokens", {"accumulate", "head_queue"})
           .bind(field(&Scenario::sync, &SyncConfig::accumulate_threshold)),
       Key("scheduler", Type::section, "How each replica forms batches."),
       Key("scheduler.kind", Type::identifier,

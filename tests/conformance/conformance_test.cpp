@@ -87,10 +87,12 @@ struct Case {
   std::string scheduler;
   std::string strategy;
   std::string exits;  // distribution, position_schedule, replay_confidence, replay_router
+  std::string exited_tokens = "immediate";  // depthwise: immediate, accumulate, head_queue
 };
 
 std::string name_of(const Case& c) {
-  return c.scheduler + "_" + c.strategy + "_" + c.exits;
+  return c.scheduler + "_" + c.strategy + "_" + c.exits +
+         (c.exited_tokens == "immediate" ? "" : "_" + c.exited_tokens);
 }
 
 // For gtest's messages (the test name says it too).
@@ -140,6 +142,12 @@ std::vector<std::string> overrides_for(const Case& c) {
       "scheduler.max_batched_tokens=" + std::string(c.scheduler == "chunked_prefill" ? "24" : "96"),
       "seed=3"};
   o.insert(o.end(), run.begin(), run.end());
+  if (c.exited_tokens != "immediate") {
+    // Three slots and a head call per three exited tokens: the slots they hold matter.
+    o.emplace_back("sync.exited_tokens=" + c.exited_tokens);
+    o.emplace_back("sync.accumulate_threshold=3");
+    o.emplace_back("scheduler.max_running=3");
+  }
   if (c.exits == "distribution") {
     o.emplace_back("exit_policy.kind=distribution");
     o.emplace_back("exit_policy.probabilities=[0.45, 0.3, 0.25]");
@@ -249,6 +257,24 @@ TEST_P(Conformance, EngineAndSimulatorTakeTheSameSteps) {
   EXPECT_GT(executed.steps.size(), 40U);
 }
 
+// The head-queue cases are not the accumulating ones under another name: on this workload,
+// giving up the slot changes the steps both executors take (more sequences per step).
+TEST(ConformanceCases, TheHeadQueueChangesTheSteps) {
+  const Traces held =
+      simulate(scenario_for({"continuous", "depthwise", "distribution", "accumulate"}));
+  const Traces parked =
+      simulate(scenario_for({"continuous", "depthwise", "distribution", "head_queue"}));
+  std::size_t most_held = 0;
+  std::size_t most_parked = 0;
+  for (const policy::StepTrace& step : held.steps)
+    most_held = std::max(most_held, step.rows.size());
+  for (const policy::StepTrace& step : parked.steps)
+    most_parked = std::max(most_parked, step.rows.size());
+  EXPECT_LE(most_held, 3U);  // max_running
+  EXPECT_GT(most_parked, 3U);
+  EXPECT_LT(parked.makespan, held.makespan);
+}
+
 std::vector<Case> cases() {
   std::vector<Case> out;
   for (const char* scheduler :
@@ -259,6 +285,10 @@ std::vector<Case> cases() {
         out.push_back({scheduler, strategy, exits});
       }
     }
+    // Depth-wise batching's exited tokens waiting for a shared coda + head call, holding their
+    // slot in the block or giving it up (head queue).
+    for (const char* exited : {"accumulate", "head_queue"})
+      out.push_back({scheduler, "depthwise", "distribution", exited});
   }
   return out;
 }

@@ -140,6 +140,7 @@ void Engine::Loop::refresh_kv_views() {
   for (std::size_t i = 0; i < running_.size(); ++i) {
     policy::SequenceView& view = running_views_[i];
     const Sequence& s = *running_[i];
+    view.in_head_queue = options_.depthwise.parks_in_head_queue() && s.stage.awaiting_head;
     set_kv_rows(s, view);
     view.kv_blocks = policy::kv_footprint(view, 0, kv_view_);
     if (physical_blocks(s) > view.kv_blocks) {

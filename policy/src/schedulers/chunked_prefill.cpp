@@ -74,7 +74,7 @@ void ChunkedPrefill::schedule(const SchedulerSnapshot& snapshot, SchedulerDecisi
   // Memory is short when something was preempted: admitting now would only preempt again.
   if (!out.preempt.empty())
     return;
-  auto running = static_cast<std::int64_t>(snapshot.running.size());
+  std::int64_t running = block_occupants(snapshot.running);
   spare -= watermark_blocks(snapshot.kv, params_.watermark_fraction);
   std::int64_t unreserved = spare;
   if (params_.reserve_prompt_blocks)

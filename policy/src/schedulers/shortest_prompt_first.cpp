@@ -39,7 +39,7 @@ std::optional<std::size_t> next_shortest(std::span<const SequenceView> waiting,
 void ShortestPromptFirst::schedule(const SchedulerSnapshot& snapshot,
                                    SchedulerDecision& out) const {
   const SchedulerLimits& limits = snapshot.limits;
-  auto running = static_cast<std::int64_t>(snapshot.running.size());
+  std::int64_t running = block_occupants(snapshot.running);
   std::int64_t tokens = 0;
   std::int64_t spare = snapshot.kv.free_blocks - watermark_blocks(snapshot.kv, watermark_fraction_);
   for (auto i = next_shortest(snapshot.waiting, std::nullopt); i;

@@ -58,6 +58,8 @@ class DepthModel {
   // Whether exited tokens store no K/V at the recursions they skipped (skip_kv, depthwise).
   bool skips_kv() const;
   bool depthwise() const { return strategy_ == policy::SyncStrategy::depthwise; }
+  // Depth-wise batching whose exited tokens wait in a head queue outside the block.
+  bool parks_in_head_queue() const { return depthwise() && depthwise_rule_.parks_in_head_queue(); }
 
   // Plans the decode rows of `tokens` (policy::plan_depths over the shared exit policy's exits)
   // into `rows` (each token's row_index), exit depths included. Returns the deferred-fill work.

@@ -22,8 +22,9 @@ policy::ExitPolicyParams exit_policy_params(const scenario::ExitPolicyConfig& co
 
 policy::DepthwiseRule depthwise_rule(const scenario::SyncConfig& sync) {
   policy::DepthwiseRule rule;
-  if (sync.exited_tokens == "accumulate") {
-    rule.exited = policy::ExitedTokens::accumulate;
+  if (sync.exited_tokens == "accumulate" || sync.exited_tokens == "head_queue") {
+    rule.exited = sync.exited_tokens == "accumulate" ? policy::ExitedTokens::accumulate
+                                                     : policy::ExitedTokens::head_queue;
     rule.accumulate_threshold = sync.accumulate_threshold;
   }
   return rule;

@@ -151,6 +151,10 @@ TimeNs Replica::start_iteration(TimeNs now) {
   decision_.clear();
   if (prefix_reuse_)
     offer_prefix_hits();
+  if (depth_model_.parks_in_head_queue()) {
+    for (std::size_t i = 0; i < running_.size(); ++i)
+      running_.view(i).in_head_queue = running_.extra(i).depth.stage.awaiting_head;
+  }
   policy::KvView kv = kv_view_;
   kv.total_blocks = kv_total_;
   kv.free_blocks = kv_free_;

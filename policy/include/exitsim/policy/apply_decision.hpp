@@ -19,7 +19,9 @@ namespace exitsim::policy {
 inline SequenceView preempted_view(SequenceView view) {
   view.computed_tokens = 0;
   view.kv_blocks = 0;
+  view.shared_blocks = 0;
   view.kv_row_offset = {};
+  view.in_head_queue = false;  // its token starts over
   return view;
 }
 

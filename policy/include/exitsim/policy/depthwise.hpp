@@ -17,11 +17,18 @@ namespace exitsim::policy {
 enum class ExitedTokens : std::uint8_t {
   immediate,   // a token that left the block runs the coda and the head in the same step
   accumulate,  // tokens that left wait until enough of them share one coda + head call
+  // As accumulate, but a token that left waits in a head queue outside the block: its slot goes
+  // to another sequence at once (SequenceView::in_head_queue), so the block stays full.
+  head_queue,
 };
 
 struct DepthwiseRule {
   ExitedTokens exited = ExitedTokens::immediate;
-  std::int64_t accumulate_threshold = 1;  // accumulate: waiting tokens that trigger the head
+  std::int64_t accumulate_threshold = 1;  // accumulate, head_queue: waiting tokens that trigger
+                                          // the head
+
+  // Whether a sequence whose token waits for the head gives up its slot in the block.
+  bool parks_in_head_queue() const { return exited == ExitedTokens::head_queue; }
 };
 
 // One sequence's in-flight token.

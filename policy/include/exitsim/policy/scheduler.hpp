@@ -30,6 +30,9 @@ struct SequenceView {
   // this one frees kv_blocks - shared_blocks.
   std::int64_t shared_blocks = 0;
   std::int64_t freed_if_preempted() const { return kv_blocks - shared_blocks; }
+  // Depth-wise batching with sync.exited_tokens: head_queue: its token left the shared block and
+  // waits in the head queue, so it holds no slot in the block; max_running counts the others.
+  bool in_head_queue = false;
   // What the executor's K/V manager holds, per row group of KvView::groups: rows beyond
   // computed_tokens. 0 everywhere for a sequence with every token's K/V at every layer; negative
   // where exited tokens kept none (skip_kv, depthwise); +1 where a depth-wise token in flight has
@@ -60,6 +63,14 @@ struct SchedulerLimits {
 };
 
 // Read-only state of one replica at an iteration boundary.
+// Running sequences that hold a slot in the batch: all but those waiting in the head queue.
+inline std::int64_t block_occupants(std::span<const SequenceView> running) {
+  std::int64_t n = 0;
+  for (const SequenceView& s : running)
+    n += s.in_head_queue ? 0 : 1;
+  return n;
+}
+
 struct SchedulerSnapshot {
   std::span<const SequenceView> running;  // admitted, in admission order (oldest first)
   std::span<const SequenceView> waiting;  // queue order: preempted sequences first, then arrivals

@@ -39,8 +39,9 @@ std::vector<std::string> scheduler_names();
 
 // Throws InputError (field "scheduler.kind") naming the nearest registered name when unknown,
 // and InputError (field "scheduler.preemption") for a value other than "recompute" or "swap"
-// (swap is the executor's: a swapped victim waits with its computed tokens). The built-ins are registered on the first call of any of these
-// functions; all three are safe to call from several threads.
+// (swap is the executor's: a swapped victim waits with its computed tokens). The built-ins are
+// registered on the first call of any of these functions; all three are safe to call from several
+// threads.
 std::unique_ptr<Scheduler> make_scheduler(std::string_view name, const SchedulerParams& params);
 
 }  // namespace exitsim::policy
