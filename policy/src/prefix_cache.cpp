@@ -3,19 +3,13 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "exitsim/core/random.hpp"
+
 namespace exitsim::policy {
 namespace {
 
-// SplitMix64's finaliser: a well-mixed 64-bit combination, the same on every platform.
-std::uint64_t mix(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
 std::uint64_t chain(std::uint64_t previous, std::uint64_t next) {
-  return mix(previous ^ mix(next));
+  return splitmix64(previous ^ splitmix64(next));
 }
 
 }  // namespace

@@ -78,7 +78,7 @@ const BadInput k_bad_inputs[] = {
      "trace; it applies when workload.source is synthetic"},
     {"KeyBehindInapplicableKey", "sync:\n  accumulate_threshold: 4\n",
      "s.yaml:2:3: sync.accumulate_threshold: \"accumulate_threshold\" applies only when "
-     "sync.exited_tokens is accumulate"},
+     "sync.exited_tokens is accumulate or head_queue"},
     {"ProbabilitiesNotSummingToOne",
      "model:\n  depth: {exit_points: [8, 16, 32]}\n"
      "exit_policy:\n  kind: distribution\n  probabilities: [0.5, 0.3, 0.1]\n",

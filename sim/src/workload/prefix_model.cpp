@@ -3,16 +3,10 @@
 #include <algorithm>
 #include <utility>
 
+#include "exitsim/core/random.hpp"
+
 namespace exitsim::sim {
 namespace {
-
-// SplitMix64's finaliser: distinct inputs give well-spread names.
-std::uint64_t mix(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 constexpr std::uint64_t k_system_prompt = 1;
 constexpr std::uint64_t k_conversation = 2;
@@ -28,7 +22,7 @@ PrefixModelSource::PrefixModelSource(std::unique_ptr<traces::RequestSource> inne
 
 std::uint64_t PrefixModelSource::block_name(std::uint64_t kind, std::uint64_t owner,
                                             std::uint64_t block) {
-  return mix(mix(kind) ^ mix(owner * 0x100000001b3ULL + block));
+  return splitmix64(splitmix64(kind) ^ splitmix64(owner * 0x100000001b3ULL + block));
 }
 
 std::optional<RequestDescriptor> PrefixModelSource::next() {

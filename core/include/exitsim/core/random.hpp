@@ -34,6 +34,12 @@ class SplitMix64 {
   std::uint64_t state_;
 };
 
+// SplitMix64's output for state `x`: a well-mixed 64-bit function of x (distinct inputs give
+// well-spread values), for names built from numbers (block hashes).
+inline std::uint64_t splitmix64(std::uint64_t x) {
+  return SplitMix64(x).next();
+}
+
 // xoshiro256** (Blackman, Vigna 2018): 256-bit state, period 2^256 - 1, passes BigCrush, and is a
 // handful of shifts and multiplies per draw. The state must not be all zero.
 class Xoshiro256StarStar {
