@@ -781,8 +781,8 @@ IterationCost RooflineCostModel::iteration_cost(std::span<const BatchEntry> batc
   return to_cost(totals);
 }
 
-[[gnu::always_inline]] inline void RooflineCostModel::price_window(std::span<const BatchEntry> batch, const LayerWindow& window,
-                                     GraphTotals& totals) const {
+[[gnu::always_inline]] inline void RooflineCostModel::price_window(
+    std::span<const BatchEntry> batch, const LayerWindow& window, GraphTotals& totals) const {
   SlotTable<DepthSlot> ends;
   OtherWork other;
   // Adds a run of plain entries at one depth to its slot; false when the slots are full.
