@@ -246,6 +246,15 @@ std::vector<KeyDef> serving_keys() {
           .allowed({"recompute", "swap"})
           .def(std::string("recompute"))
           .bind(field(&Scenario::scheduler, &SchedulerConfig::preemption)),
+      Key("scheduler.role", Type::enumeration,
+          "mixed: the replica runs prompts and decoding; prefill: prompts only, each request's "
+          "K/V then travels to a decode replica over the prefill replica's network link "
+          "(hardware.node_link_bandwidth_gbps, shared by its concurrent transfers) and its first "
+          "token arrives with it; decode: decoding only. Set per group (cluster.groups) for "
+          "disaggregated serving (docs/simulator.md, \"Disaggregation\").")
+          .allowed({"mixed", "prefill", "decode"})
+          .def(std::string("mixed"))
+          .bind(field(&Scenario::scheduler, &SchedulerConfig::role)),
       Key("scheduler.prefix_caching", Type::boolean,
           "Reuse the K/V of prompt blocks another request computed, as vLLM's automatic prefix "
           "caching does: blocks named by hashes chained from the prompt's start (the trace's, "

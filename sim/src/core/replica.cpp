@@ -49,6 +49,8 @@ Replica::Replica(int index, const ReplicaSpec& spec, MetricsCollector& metrics,
       {spec.scheduler.block_size, spec.scheduler.kv_blocks, spec.scheduler.memory_reserve_fraction,
        kv_layout_.instances(), spec.parallel});
   kv_view_.block_size = kv.block_size;
+  role_ = spec.scheduler.role.empty() ? "mixed" : spec.scheduler.role;
+  kv_bytes_per_token_ = kv.kv_bytes_per_token;
   if (spec.scheduler.preemption == "swap") {
     if (!(spec.hardware.host_link_bandwidth > 0)) {
       throw InputError({"", 0, 0, "hardware.host_link_bandwidth_gbps"},
@@ -378,9 +380,45 @@ void Replica::preempt(QueuedSequence& victim) {
   victim.extra.preemptions += 1;
 }
 
+bool Replica::enqueue_handed_off(const HandOff& request, TimeNs now) {
+  if (const auto reason = policy::unservable_reason(request.prompt_tokens,
+                                                    request.target_output_tokens, capacity_)) {
+    if (!reject_unservable_) {
+      throw InputError(
+          {"", 0, 0, "workload"},
+          fmt::format("request {} cannot be decoded by {}: {}; or set scheduler.unservable: "
+                      "reject to count such requests as rejected",
+                      request.id.value, description_,
+                      policy::describe_unservable(*reason, request.prompt_tokens,
+                                                  request.target_output_tokens, capacity_)));
+    }
+    metrics_.record_rejection(*reason);
+    return false;
+  }
+  // Its prompt's K/V is here now and its first token with it: it waits to decode the next.
+  policy::SequenceView view;
+  view.id = request.id;
+  view.arrival = request.arrival;
+  view.prompt_tokens = request.prompt_tokens;
+  view.generated_tokens = 1;
+  view.computed_tokens = request.prompt_tokens;
+  SequenceExtra extra;
+  extra.target_output_tokens = request.target_output_tokens;
+  extra.first_scheduled = request.first_scheduled;
+  extra.first_token = now;
+  extra.last_token = now;
+  extra.preemptions = request.preemptions;
+  extra.prefix.waiting = false;
+  waiting_.push_back(view, extra);
+  load_.outstanding_requests += 1;
+  load_.outstanding_tokens += request.prompt_tokens + 1;  // as enqueue() and one token since
+  return true;
+}
+
 IterationOutcome Replica::complete_iteration(TimeNs now) {
   IterationOutcome outcome;
   scratch_indices_.clear();
+  handed_off_.clear();
   for (std::size_t i = 0; i < running_.size(); ++i) {
     const std::int64_t tokens = work_tokens_[i];
     if (tokens == 0)
@@ -403,6 +441,17 @@ IterationOutcome Replica::complete_iteration(TimeNs now) {
     view.generated_tokens += 1;
     load_.outstanding_tokens += 1;
     outcome.tokens_emitted += 1;
+    if (role_ == "prefill" && view.generated_tokens == 1 && extra.target_output_tokens > 1) {
+      // Its prompt is done here: the K/V and the first token go to a decode replica.
+      handed_off_.push_back({view.id, view.arrival, view.prompt_tokens, extra.target_output_tokens,
+                             extra.first_scheduled, extra.preemptions,
+                             view.prompt_tokens * kv_bytes_per_token_});
+      release_blocks(view, extra);
+      load_.outstanding_requests -= 1;
+      load_.outstanding_tokens -= view.known_tokens();
+      scratch_indices_.push_back(i);
+      continue;
+    }
     if (extra.first_token < 0) {
       extra.first_token = now;
     } else {

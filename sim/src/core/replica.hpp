@@ -74,6 +74,18 @@ struct IterationOutcome {
   std::int64_t requests_finished = 0;
 };
 
+// A request whose prompt a prefill replica ran, on its way to a decode replica with its K/V and
+// its first token (disaggregated serving).
+struct HandOff {
+  RequestId id;
+  TimeNs arrival = 0;
+  std::int64_t prompt_tokens = 0;
+  std::int64_t target_output_tokens = 0;
+  TimeNs first_scheduled = 0;
+  std::int64_t preemptions = 0;
+  std::int64_t bytes = 0;  // its K/V on each GPU of the replica
+};
+
 // One replica: its queues, KV block pool, scheduler and cost model. The simulator drives it:
 // enqueue arrivals, start_iteration when idle, complete_iteration when the iteration's time is up.
 class Replica {
@@ -86,6 +98,12 @@ class Replica {
   // and the scenario rejects such requests (counted in the metrics). Throws InputError for one
   // under scheduler.unservable: error.
   bool enqueue(const RequestDescriptor& request, TimeNs arrival);
+  // Queues a request whose K/V and first token arrived from a prefill replica now; false (or
+  // InputError) as enqueue() when this replica can never serve it.
+  bool enqueue_handed_off(const HandOff& request, TimeNs now);
+  // The requests the last completed iteration handed off (a prefill replica's).
+  std::span<const HandOff> handed_off() const { return handed_off_; }
+  const std::string& role() const { return role_; }
   // Asks the scheduler for the next iteration; returns its duration, or -1 when idle.
   TimeNs start_iteration(TimeNs now);
   IterationOutcome complete_iteration(TimeNs now);
@@ -162,6 +180,9 @@ class Replica {
   policy::ReplicaLoad load_;
   bool busy_ = false;
   std::optional<PrefixReuse> prefix_reuse_;
+  std::string role_;
+  std::int64_t kv_bytes_per_token_ = 0;  // per GPU, every layer
+  std::vector<HandOff> handed_off_;
   // Swap preemption: the host's swap space and link, and the transfers the next iteration waits
   // for (vLLM swaps blocks out and in before the forward pass, on the same stream).
   struct Swap {

@@ -11,14 +11,19 @@
 #include "exitsim/sim/event_queue.hpp"
 #include "replica.hpp"
 #include "timeline.hpp"
+#include "transfer_link.hpp"
 
 namespace exitsim::sim {
 namespace {
 
 struct Event {
-  enum class Kind : std::uint8_t { arrival, iteration_done };
+  // transfer_start: a hand-off (tag: its slot) joins its prefill replica's link after the
+  // link's latency; transfer_done: the link's next transfer may have finished (tag: the link's
+  // version when scheduled; a later one makes it stale).
+  enum class Kind : std::uint8_t { arrival, iteration_done, transfer_start, transfer_done };
   Kind kind;
   int replica;
+  std::uint64_t tag = 0;
 };
 
 constexpr std::int64_t k_progress_every_events = 1 << 16;
@@ -41,6 +46,7 @@ class ClusterRun {
     }
     loads_.resize(replicas_.size());
     marked_.assign(replicas_.size(), 0);
+    set_up_disaggregation();
     if (!config.timeline_path.empty()) {
       timeline_.emplace(config.timeline_path, config.timeline_max_mb,
                         static_cast<int>(replicas_.size()));
@@ -57,10 +63,19 @@ class ClusterRun {
           static_cast<double>(requests_in_system_) * static_cast<double>(event.time - now_);
       now_ = event.time;
       ++totals_.events;
-      if (event.payload.kind == Event::Kind::arrival) {
-        on_arrival();
-      } else {
-        on_iteration_done(event.payload.replica);
+      switch (event.payload.kind) {
+        case Event::Kind::arrival:
+          on_arrival();
+          break;
+        case Event::Kind::iteration_done:
+          on_iteration_done(event.payload.replica);
+          break;
+        case Event::Kind::transfer_start:
+          on_transfer_start(event.payload.replica, event.payload.tag);
+          break;
+        case Event::Kind::transfer_done:
+          on_transfer_done(event.payload.replica, event.payload.tag);
+          break;
       }
       // Replicas start their next iteration only once every event of this instant is in, so
       // requests arriving together (whole-second trace timestamps) are batched together.
@@ -86,14 +101,8 @@ class ClusterRun {
 
   void on_arrival() {
     const RequestDescriptor request = std::move(*pending_);
-    const bool affinity = config_.router == policy::ReplicaRouterKind::prefix_affinity;
-    for (std::size_t r = 0; r < replicas_.size(); ++r) {
-      loads_[r] = replicas_[r]->load();
-      if (affinity)
-        loads_[r].cached_prefix_blocks = replicas_[r]->cached_prefix_blocks(request);
-    }
-    const std::size_t target = policy::route_request(
-        config_.router, {loads_, static_cast<std::uint64_t>(totals_.requests_arrived)});
+    const std::size_t target =
+        route(prefill_capable_, static_cast<std::uint64_t>(totals_.requests_arrived), &request);
     if (replicas_[target]->enqueue(request, now_)) {
       if (totals_.requests_arrived == 0)
         first_arrival_ = now_;
@@ -107,9 +116,112 @@ class ClusterRun {
     schedule_next_arrival();
   }
 
+  // The replica among `candidates` the router picks (`request` for prefix affinity).
+  std::size_t route(const std::vector<std::size_t>& candidates, std::uint64_t routed_so_far,
+                    const RequestDescriptor* request) {
+    const bool affinity =
+        request != nullptr && config_.router == policy::ReplicaRouterKind::prefix_affinity;
+    loads_.resize(candidates.size());
+    for (std::size_t k = 0; k < candidates.size(); ++k) {
+      loads_[k] = replicas_[candidates[k]]->load();
+      if (affinity)
+        loads_[k].cached_prefix_blocks = replicas_[candidates[k]]->cached_prefix_blocks(*request);
+    }
+    return candidates[policy::route_request(config_.router, {loads_, routed_so_far})];
+  }
+
+  // Replicas that take arrivals (mixed, prefill) and hand-offs (mixed, decode), and each prefill
+  // replica's link. Throws InputError when one kind has nowhere to go.
+  void set_up_disaggregation() {
+    bool disaggregated = false;
+    for (std::size_t r = 0; r < replicas_.size(); ++r) {
+      const std::string& role = replicas_[r]->role();
+      if (role != "decode")
+        prefill_capable_.push_back(r);
+      if (role != "prefill")
+        decode_capable_.push_back(r);
+      disaggregated = disaggregated || role != "mixed";
+      const HardwareSpec& hardware = config_.replicas[r].hardware;
+      links_.emplace_back(hardware.interconnect.node_link_bandwidth,
+                          hardware.interconnect.node_link_latency);
+      if (role == "prefill" && !(hardware.interconnect.node_link_bandwidth > 0)) {
+        throw InputError({"", 0, 0, "hardware.node_link_bandwidth_gbps"},
+                         expected_found("a positive bandwidth for a prefill replica's K/V "
+                                        "transfers",
+                                        "0"));
+      }
+    }
+    if (prefill_capable_.empty() || decode_capable_.empty()) {
+      throw InputError({"", 0, 0, "scheduler.role"},
+                       expected_found("replicas that run prompts (mixed or prefill) and replicas "
+                                      "that decode (mixed or decode)",
+                                      prefill_capable_.empty() ? "decode replicas only"
+                                                               : "prefill replicas only"));
+    }
+    if (disaggregated)
+      transfers_.emplace();
+  }
+
+  void schedule_link(std::size_t link) {
+    if (const auto finish = links_[link].next_finish()) {
+      events_.push(*finish, Event{Event::Kind::transfer_done, static_cast<int>(link),
+                                  links_[link].version()});
+    }
+  }
+
+  void on_transfer_start(int replica, std::uint64_t slot) {
+    const auto link = static_cast<std::size_t>(replica);
+    links_[link].join(now_, static_cast<std::size_t>(slot), in_transfer_[slot].handoff.bytes);
+    transfers_->most_concurrent =
+        std::max(transfers_->most_concurrent, static_cast<std::int64_t>(links_[link].active()));
+    schedule_link(link);
+  }
+
+  void on_transfer_done(int replica, std::uint64_t version) {
+    const auto link = static_cast<std::size_t>(replica);
+    if (version != links_[link].version())
+      return;  // the sharing changed since: a later event stands for this link
+    finished_transfers_.clear();
+    links_[link].finish_until(now_, finished_transfers_);
+    for (const std::size_t slot : finished_transfers_) {
+      const InTransfer& t = in_transfer_[slot];
+      const TimeNs took = now_ - t.started;
+      transfers_->transfers += 1;
+      transfers_->bytes += t.handoff.bytes;
+      transfers_->total_time += took;
+      transfers_->longest = std::max(transfers_->longest, took);
+      const std::size_t target = route(decode_capable_, handed_off_so_far_++, nullptr);
+      if (replicas_[target]->enqueue_handed_off(t.handoff, now_)) {
+        mark_for_start(target);
+      } else {
+        totals_.requests_rejected += 1;
+        requests_in_system_ -= 1;
+      }
+      free_slots_.push_back(slot);
+    }
+    schedule_link(link);
+  }
+
+  void start_transfers(std::size_t replica_index) {
+    for (const HandOff& h : replicas_[replica_index]->handed_off()) {
+      std::size_t slot = in_transfer_.size();
+      if (!free_slots_.empty()) {
+        slot = free_slots_.back();
+        free_slots_.pop_back();
+      } else {
+        in_transfer_.emplace_back();
+      }
+      in_transfer_[slot] = {h, now_};
+      events_.push(now_ + links_[replica_index].latency(),
+                   Event{Event::Kind::transfer_start, static_cast<int>(replica_index), slot});
+    }
+  }
+
   void on_iteration_done(int replica_index) {
     Replica& replica = *replicas_[static_cast<std::size_t>(replica_index)];
     const IterationOutcome outcome = replica.complete_iteration(now_);
+    if (!replica.handed_off().empty())
+      start_transfers(static_cast<std::size_t>(replica_index));
     totals_.tokens_emitted += outcome.tokens_emitted;
     totals_.requests_finished += outcome.requests_finished;
     requests_in_system_ -= outcome.requests_finished;
@@ -165,6 +277,7 @@ class ClusterRun {
     if (timeline_)
       timeline_->finish();
     SimulationResult result{metrics_.summarize(), totals_};
+    result.summary.transfers = transfers_;
     for (const auto& replica : replicas_) {
       if (const SwapSummary* swap = replica->swap_counts()) {
         if (!result.summary.swap)
@@ -219,6 +332,20 @@ class ClusterRun {
   MetricsCollector metrics_;
   std::vector<std::unique_ptr<Replica>> replicas_;
   std::vector<policy::ReplicaLoad> loads_;
+  // Disaggregated serving: who takes arrivals and hand-offs, the prefill replicas' links (one per
+  // replica), and the hand-offs on their way.
+  struct InTransfer {
+    HandOff handoff;
+    TimeNs started = 0;  // when the prefill replica let it go
+  };
+  std::vector<std::size_t> prefill_capable_;
+  std::vector<std::size_t> decode_capable_;
+  std::vector<TransferLink> links_;
+  std::vector<InTransfer> in_transfer_;
+  std::vector<std::size_t> free_slots_;
+  std::vector<std::size_t> finished_transfers_;
+  std::uint64_t handed_off_so_far_ = 0;
+  std::optional<TransferSummary> transfers_;
   std::vector<std::uint8_t> marked_;  // replicas to start once the current instant is processed
   std::vector<std::size_t> marked_order_;
   std::optional<IterationTimeline> timeline_;

@@ -68,6 +68,15 @@ std::string summary_to_json(const MetricsSummary& s) {
   j["iterations"] = s.iterations;
   j["preemptions"] = s.preemptions;
   j["recomputed_tokens"] = s.recomputed_tokens;
+  if (const auto& t = s.transfers) {
+    Json transfers;
+    transfers["transfers"] = t->transfers;
+    transfers["bytes_per_gpu"] = t->bytes;
+    transfers["total_time_ms"] = to_milliseconds(t->total_time);
+    transfers["longest_ms"] = to_milliseconds(t->longest);
+    transfers["most_concurrent"] = t->most_concurrent;
+    j["kv_transfers"] = std::move(transfers);
+  }
   if (const auto& w = s.swap) {
     Json swap;
     swap["swapped_out"] = w->swapped_out;

@@ -70,6 +70,15 @@ std::string format_summary(const MetricsSummary& s) {
   if (s.recomputed_tokens > 0)
     fmt::format_to(it, " ({} tokens recomputed: wasted work)", s.recomputed_tokens);
   out += '\n';
+  if (const auto& t = s.transfers) {
+    fmt::format_to(
+        it,
+        "{:<16}{} prompts' K/V to decode replicas, {:.3f} GB per GPU, {:.3f} ms mean "
+        "({:.3f} ms longest), up to {} at once on one link\n",
+        "kv transfers", t->transfers, static_cast<double>(t->bytes) / 1e9,
+        t->transfers > 0 ? to_milliseconds(t->total_time) / static_cast<double>(t->transfers) : 0.0,
+        to_milliseconds(t->longest), t->most_concurrent);
+  }
   if (const auto& w = s.swap) {
     fmt::format_to(it,
                    "{:<16}{} victims to host memory, {:.3f} GB out and {:.3f} GB back, {:.3f} s "

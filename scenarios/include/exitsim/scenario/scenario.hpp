@@ -165,6 +165,7 @@ struct SchedulerConfig {
   bool reserve_prompt_blocks = false;  // chunked_prefill: admit only whole prompts' blocks
   std::string unservable;              // error | reject
   bool prefix_caching = false;         // reuse cached prompt blocks (policy/prefix_cache.hpp)
+  std::string role = "mixed";          // mixed | prefill | decode (disaggregated serving)
 
   friend bool operator==(const SchedulerConfig&, const SchedulerConfig&) = default;
 };

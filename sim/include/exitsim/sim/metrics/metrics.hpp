@@ -180,6 +180,16 @@ struct SwapSummary {
   friend bool operator==(const SwapSummary&, const SwapSummary&) = default;
 };
 
+// K/V moved from prefill to decode replicas (disaggregated serving).
+struct TransferSummary {
+  std::int64_t transfers = 0;
+  std::int64_t bytes = 0;  // per GPU
+  TimeNs total_time = 0;   // summed over transfers, latency and sharing included
+  TimeNs longest = 0;
+  std::int64_t most_concurrent = 0;  // on one prefill replica's link
+  friend bool operator==(const TransferSummary&, const TransferSummary&) = default;
+};
+
 struct MetricsSummary {
   std::int64_t requests = 0;  // served (finished) requests; rejected ones are counted apart
   std::int64_t output_tokens = 0;
@@ -211,6 +221,7 @@ struct MetricsSummary {
   DepthSummary depth;
   std::optional<PrefixCacheSummary> prefix_cache;  // with scheduler.prefix_caching
   std::optional<SwapSummary> swap;                 // with scheduler.preemption: swap
+  std::optional<TransferSummary> transfers;        // with prefill-only replicas
   // Every place where the run is not exactly the work the scenario asked for (a trace cut short,
   // requests rejected, prices extrapolated beyond a calibration, a timeline cut at its size cap),
   // one line each, in a fixed order; printed by format_summary and written to summary.json.
