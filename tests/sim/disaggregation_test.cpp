@@ -81,6 +81,19 @@ TEST(Disaggregation, DecodeReplicasKeepTheirTpotFreeOfPrefills) {
   EXPECT_EQ(b.totals.kv_blocks_leaked, 0);
 }
 
+// Under skip_kv a decode replica holds the handed-off prompt's rows at every recursion (it ran
+// at full depth): one request's peak pool use is the mixed replica's.
+TEST(Disaggregation, AHandedOffPromptHoldsEveryRecursionsRows) {
+  const std::string model =
+      "model: {preset: rrt-gemma-1b}\nexit_policy: {kind: distribution, probabilities: [0.5, "
+      "0.5]}\nsync: {strategy: skip_kv}\n";
+  std::vector<RequestDescriptor> one = {{RequestId(0), TimeNs{0}, 1024, 60}};
+  const SimulationResult mixed = run(model, one);
+  const SimulationResult split = run(model + k_split, one);
+  EXPECT_EQ(split.totals.max_kv_blocks_used, mixed.totals.max_kv_blocks_used);
+  EXPECT_EQ(split.totals.tokens_emitted, 60);
+}
+
 TEST(Disaggregation, ACleanSplitNeedsBothKinds) {
   try {
     run("cluster:\n  groups:\n    - {count: 2, set: [\"scheduler.role=prefill\"]}\n", at_once(1));

@@ -409,6 +409,9 @@ bool Replica::enqueue_handed_off(const HandOff& request, TimeNs now) {
   extra.last_token = now;
   extra.preemptions = request.preemptions;
   extra.prefix.waiting = false;
+  // The prompt ran at full depth on the prefill replica: every recursion holds its rows.
+  depth_model_.on_prefill(extra.depth, request.prompt_tokens);
+  set_kv_rows(view, extra, 0);
   waiting_.push_back(view, extra);
   load_.outstanding_requests += 1;
   load_.outstanding_tokens += request.prompt_tokens + 1;  // as enqueue() and one token since
