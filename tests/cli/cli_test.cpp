@@ -485,6 +485,19 @@ TEST_F(Cli, EngineUserErrorsAreOneLine) {
   EXPECT_EQ(half_on_cpu.exit_code, 1);
   EXPECT_EQ(std::count(half_on_cpu.err.begin(), half_on_cpu.err.end(), '\n'), 1) << half_on_cpu.err;
   EXPECT_NE(half_on_cpu.err.find("--dtype"), std::string::npos) << half_on_cpu.err;
+  // What only the simulator models is refused, never run as something else.
+  for (const auto& [setting, says] : std::vector<std::pair<std::string, std::string>>{
+           {"scheduler.preemption=swap",
+            "scheduler.preemption: expected recompute for the engine (swap to host memory is "
+            "modelled by the simulator only so far), found swap"},
+           {"scheduler.prefix_caching=true",
+            "scheduler.prefix_caching: expected false for the engine (prefix caching is modelled "
+            "by the simulator only so far), found true"}}) {
+    const Result refused = run("engine run --model '" + model.string() + "' --text '" +
+                               corpus.string() + "' --set " + setting + " --no-output");
+    EXPECT_EQ(refused.exit_code, 1) << setting;
+    EXPECT_EQ(refused.err, "exitsim: error: " + says + "\n");
+  }
 }
 
 TEST_F(Cli, SweepKilledMidwayResumesWithoutLosingOrRepeatingRuns) {
