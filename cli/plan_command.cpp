@@ -88,7 +88,13 @@ void run_plan(PlanArgs& args) {
           "requests): the queue test was not applied; give more workload.requests\n",
           name, c.steady_at_max_rate.requests);
     }
-    if (c.saturation_load <= 0) {
+    if (c.disaggregated) {
+      fmt::print(
+          "NOTE       {}: prefill and decode pools sized apart ({} + {} replicas); saturation "
+          "is not measured for them (no replica serves a request alone), so loads are not "
+          "bounded by it\n",
+          name, c.prefill_replicas, c.decode_replicas);
+    } else if (c.saturation_load <= 0) {
       fmt::print(
           "WARNING    {}: too few requests ({}) to measure saturation throughput: loads are not "
           "bounded by it\n",

@@ -48,18 +48,24 @@ class Planner {
     c.point = point;
     c.load_key = load_key_;
     const scenario::Scenario s = load_point(options_, point, {});
+    find_pools(s, c);
     c.hardware = s.hardware.spec.name;
     c.tensor = s.parallel.tensor;
     c.pipeline = s.parallel.pipeline;
     c.gpus_per_replica = s.parallel.gpus();
     c.gpu_hour_price = price_of(c.hardware);
-    measure_saturation(c);
+    if (!c.disaggregated)
+      measure_saturation(c);
     find_max_load(c);
     const std::optional<double> target = trace_ ? options_.trace_scale : options_.target_rate;
     // A replica that misses the SLOs even almost idle misses them at any share of the target:
     // more replicas cannot help.
-    if (target && c.max_load_per_replica > 0)
-      find_replicas(c, *target);
+    if (target && c.max_load_per_replica > 0) {
+      if (c.disaggregated)
+        size_pools(c, *target);
+      else
+        find_replicas(c, *target);
+    }
     c.cost_per_million_tokens_at_capacity = per_million_tokens(
         c.gpus_per_replica * c.gpu_hour_price, c.steady_at_max_rate.output_tokens_per_s);
     return c;
@@ -77,6 +83,7 @@ class Planner {
     bool meets = false;
     RunMetrics metrics;
     SteadyState steady;
+    sim::SloTargets slo;
   };
 
   struct Finished {
@@ -98,18 +105,78 @@ class Planner {
     return out;
   }
 
-  Outcome run(const SweepPoint& point, double load, int replicas, CandidatePlan& c) const {
+  // A disaggregated candidate's two groups: their `set` overrides, to be given counts.
+  struct Pools {
+    std::vector<std::string> prefill;
+    std::vector<std::string> decode;
+  };
+
+  static std::string group_of(int count, const std::vector<std::string>& set) {
+    std::string items;
+    for (const std::string& o : set) {
+      std::string quoted;
+      for (const char ch : o)
+        quoted += ch == '"' || ch == '\\' ? std::string("\\") + ch : std::string(1, ch);
+      items += (items.empty() ? "\"" : ", \"") + quoted + "\"";
+    }
+    return fmt::format("{{count: {}, set: [{}]}}", count, items);
+  }
+
+  // The cluster override for `replicas` (prefill + decode replicas when disaggregated).
+  std::string cluster_of(const CandidatePlan& c, int prefill, int decode) const {
+    if (!c.disaggregated)
+      return fmt::format("cluster.replicas={}", prefill);
+    const std::lock_guard lock(pools_mutex_);
+    const Pools& pools = pools_.at(c.point.index);
+    return fmt::format("cluster.groups=[{}, {}]", group_of(prefill, pools.prefill),
+                       group_of(decode, pools.decode));
+  }
+
+  // Marks a candidate with prefill and decode groups disaggregated, keeping their overrides;
+  // refuses other mixes of roles, which the plan cannot size.
+  void find_pools(const scenario::Scenario& s, CandidatePlan& c) const {
+    Pools pools;
+    int prefill = 0;
+    int decode = 0;
+    int mixed = 0;
+    for (const scenario::ReplicaGroup& g : s.replica_groups) {
+      if (g.scheduler.role == "prefill") {
+        pools.prefill = g.overrides;
+        ++prefill;
+      } else if (g.scheduler.role == "decode") {
+        pools.decode = g.overrides;
+        ++decode;
+      } else {
+        ++mixed;
+      }
+    }
+    if (prefill == 0 && decode == 0)
+      return;
+    if (prefill != 1 || decode != 1 || mixed != 0) {
+      throw InputError({options_.scenario_file, 0, 0, "scheduler.role"},
+                       expected_found("one prefill group and one decode group for exitsim plan "
+                                      "to size the two pools",
+                                      fmt::format("{} prefill, {} decode and {} mixed groups",
+                                                  prefill, decode, mixed)));
+    }
+    c.disaggregated = true;
+    const std::lock_guard lock(pools_mutex_);
+    pools_[c.point.index] = std::move(pools);
+  }
+
+  Outcome run(const SweepPoint& point, double load, int replicas, CandidatePlan& c,
+              int decode_replicas = 1) const {
     // At or above saturation no queue is stable: a finite run that looks fine has not run long
     // enough to show it.
     if (c.saturation_load > 0 && load >= c.saturation_load * replicas)
       return {};
     const Finished f = simulate(
-        point,
-        {fmt::format("{}={}", load_key_, load), fmt::format("cluster.replicas={}", replicas)}, c);
+        point, {fmt::format("{}={}", load_key_, load), cluster_of(c, replicas, decode_replicas)},
+        c);
     // Sustainable: the SLOs held over the steady window and the queue did not keep growing.
     const SteadyState steady = steady_state(f.requests, f.slo);
     return {steady.attainment >= options_.min_attainment && !steady.queue_growing,
-            run_metrics_of(f.result.summary), steady};
+            run_metrics_of(f.result.summary), steady, f.slo};
   }
 
   // One replica with every request waiting from the start: its completion rate in the middle of
@@ -233,8 +300,52 @@ class Planner {
     return tokens_per_s > 0 ? cost_per_hour / (tokens_per_s * 3600 / 1e6) : 0;
   }
 
+  // The fewest prefill and decode replicas meeting the SLOs at the target: from one of each,
+  // add to the pool whose SLO fails (prefill for TTFT, decode for TPOT, both otherwise), then
+  // take one away from either while the SLOs still hold.
+  void size_pools(CandidatePlan& c, double target) const {
+    int p = 1;
+    int d = 1;
+    Outcome o = run(c.point, target, p, c, d);
+    while (!o.meets && p + d < options_.max_replicas) {
+      const bool ttft = o.slo.ttft_ms && o.steady.ttft_p99_ms > *o.slo.ttft_ms;
+      const bool tpot = o.slo.tpot_ms && o.steady.tpot_p99_ms > *o.slo.tpot_ms;
+      p += ttft || !tpot ? std::max(1, p / 4) : 0;
+      d += tpot || !ttft ? std::max(1, d / 4) : 0;
+      o = run(c.point, target, p, c, d);
+    }
+    if (!o.meets)
+      return;
+    for (bool fewer = true; fewer;) {
+      fewer = false;
+      if (p > 1) {
+        if (Outcome less = run(c.point, target, p - 1, c, d); less.meets) {
+          --p;
+          o = less;
+          fewer = true;
+        }
+      }
+      if (d > 1) {
+        if (Outcome less = run(c.point, target, p, c, d - 1); less.meets) {
+          --d;
+          o = less;
+          fewer = true;
+        }
+      }
+    }
+    c.prefill_replicas = p;
+    c.decode_replicas = d;
+    c.replicas = p + d;
+    c.gpus = c.replicas * c.gpus_per_replica;
+    c.at_target = o.metrics;
+    c.cost_per_hour = c.gpus * c.gpu_hour_price;
+    c.cost_per_million_tokens = per_million_tokens(c.cost_per_hour, o.steady.output_tokens_per_s);
+  }
+
   const PlanOptions& options_;
   bool trace_;
+  mutable std::mutex pools_mutex_;
+  mutable std::map<std::size_t, Pools> pools_;  // by sweep point index
   std::string load_key_;
   double start_load_ = 1;
   std::size_t requests_ = 0;
@@ -277,13 +388,18 @@ std::string recommend(const Plan& plan, const PlanOptions& options, bool has_tar
   if (c.pipeline > 1)
     gpus += fmt::format(" (TP {}, PP {})", c.tensor, c.pipeline);
   if (has_target) {
+    const std::string replicas =
+        c.disaggregated
+            ? fmt::format("{} prefill + {} decode replicas", c.prefill_replicas, c.decode_replicas)
+            : fmt::format("{} replica{}", c.replicas, c.replicas == 1 ? "" : "s");
     return fmt::format(
-        "{}: {} GPU{} ({} replica{} of {}){} ({} = {}{:.3g} per replica{})", what, c.gpus,
-        c.gpus == 1 ? "" : "s", c.replicas, c.replicas == 1 ? "" : "s", gpus,
+        "{}: {} GPU{} ({} of {}){} ({} = {}{:.3g} per {}{})", what, c.gpus, c.gpus == 1 ? "" : "s",
+        replicas, gpus,
         c.gpu_hour_price > 0 ? fmt::format(", {:.2f} per hour, {:.3f} per million tokens",
                                            c.cost_per_hour, c.cost_per_million_tokens)
                              : "",
         c.load_key, at_least, c.max_load_per_replica,
+        c.disaggregated ? "prefill and decode replica pair" : "replica",
         c.max_load_is_lower_bound ? ": the SLOs held at every load tried" : " at most");
   }
   return fmt::format(
@@ -385,19 +501,20 @@ std::string plan_csv(const Plan& plan) {
       "candidate,load_key,max_load_per_replica,tpot_p99_ms_at_max,ttft_p99_ms_at_max,replicas,"
       "cost_per_hour,cost_per_million_tokens,simulations,recommended,max_load_is_lower_bound,"
       "saturation_load,output_tokens_per_s_at_max,cost_per_million_tokens_at_capacity,"
-      "steady_window_too_short,hardware,gpus_per_replica,gpus,gpu_hour_price,tensor,pipeline\n";
+      "steady_window_too_short,hardware,gpus_per_replica,gpus,gpu_hour_price,tensor,pipeline,"
+      "prefill_replicas,decode_replicas\n";
   for (std::size_t i = 0; i < plan.candidates.size(); ++i) {
     const CandidatePlan& c = plan.candidates[i];
     out += fmt::format(
         "\"{}\",{},{:.6g},{:.6g},{:.6g},{},{:.6g},{:.6g},{},{},{},{:.6g},{:.6g},{:.6g},{},{},{},{},"
-        "{:.6g},{},{}\n",
+        "{:.6g},{},{},{},{}\n",
         c.point.key, c.load_key, c.max_load_per_replica, c.steady_at_max_rate.tpot_p99_ms,
         c.steady_at_max_rate.ttft_p99_ms, c.replicas, c.cost_per_hour, c.cost_per_million_tokens,
         c.simulations, plan.recommended == i ? "yes" : "no",
         c.max_load_is_lower_bound ? "yes" : "no", c.saturation_load,
         c.steady_at_max_rate.output_tokens_per_s, c.cost_per_million_tokens_at_capacity,
         c.steady_at_max_rate.window_too_short ? "yes" : "no", c.hardware, c.gpus_per_replica,
-        c.gpus, c.gpu_hour_price, c.tensor, c.pipeline);
+        c.gpus, c.gpu_hour_price, c.tensor, c.pipeline, c.prefill_replicas, c.decode_replicas);
   }
   return out;
 }
@@ -423,6 +540,9 @@ std::string plan_json(const Plan& plan) {
          {"saturation_requests", c.saturation_requests},
          {"replicas", c.replicas},
          {"hardware", c.hardware},
+         {"disaggregated", c.disaggregated},
+         {"prefill_replicas", c.prefill_replicas},
+         {"decode_replicas", c.decode_replicas},
          {"tensor", c.tensor},
          {"pipeline", c.pipeline},
          {"gpus_per_replica", c.gpus_per_replica},

@@ -6,6 +6,10 @@
 #include <algorithm>
 #include <string>
 
+#include "exitsim/analysis/steady_state.hpp"
+#include "exitsim/scenario/load.hpp"
+#include "exitsim/sim/simulator.hpp"
+#include "exitsim/sim/workload/workload.hpp"
 #include "support/test_files.hpp"
 
 namespace exitsim::analysis {
@@ -127,8 +131,92 @@ TEST(PlanCapacity, APipelinedReplicaCountsTheGpusOfEveryStage) {
   EXPECT_LT(two.max_load_per_replica / 4, one.max_load_per_replica / 2);
   EXPECT_EQ(two.gpus, one.gpus) << plan_csv(plan);
   EXPECT_EQ(plan.recommended, std::optional<std::size_t>(0));
-  EXPECT_NE(plan_csv(plan).find(fmt::format(",h100-sxm,4,{},0,2,2\n", two.gpus)), std::string::npos)
+  EXPECT_NE(plan_csv(plan).find(fmt::format(",h100-sxm,4,{},0,2,2,0,0\n", two.gpus)),
+            std::string::npos)
       << plan_csv(plan);
+}
+
+// A disaggregated candidate (one prefill and one decode group) gets its two pools sized apart,
+// each to what its SLO needs: a tight TPOT with ordinary prompts takes more decode replicas; long
+// prompts with short answers under a TTFT bound take more prefill replicas. Each pool is the
+// fewest: one replica fewer in either misses the SLOs at 20 req/s (checked here by running it).
+TEST(PlanCapacity, SizesPrefillAndDecodePoolsApart) {
+  const std::string groups =
+      "cluster:\n  groups:\n"
+      "    - {count: 1, set: [\"scheduler.role=prefill\"]}\n"
+      "    - {count: 1, set: [\"scheduler.role=decode\"]}\n";
+  struct Case {
+    std::string yaml;
+    bool more_decode;
+  };
+  for (const Case& k :
+       {Case{"workload: {requests: 300}\nslo: {ttft_ms: 300, tpot_ms: 9}\n" + groups, true},
+        Case{"workload: {requests: 300, input_tokens: {dist: fixed, value: 6000}, "
+             "output_tokens: {dist: fixed, value: 16}}\nslo: {ttft_ms: 400, tpot_ms: 50}\n" +
+                 groups,
+             false}}) {
+    SCOPED_TRACE(k.yaml);
+    TempDir dir;
+    PlanOptions o = options_for(dir, k.yaml);
+    o.target_rate = 20;
+    const Plan plan = plan_capacity(o);
+    ASSERT_EQ(plan.candidates.size(), 1U);
+    const CandidatePlan& c = plan.candidates[0];
+    ASSERT_TRUE(c.disaggregated);
+    ASSERT_GT(c.replicas, 0);
+    EXPECT_EQ(c.replicas, c.prefill_replicas + c.decode_replicas);
+    EXPECT_EQ(c.gpus, c.replicas);
+    if (k.more_decode) {
+      EXPECT_LT(c.prefill_replicas, c.decode_replicas);
+    } else {
+      EXPECT_GT(c.prefill_replicas, c.decode_replicas);
+    }
+    EXPECT_NE(plan.recommendation.find(fmt::format("{} prefill + {} decode replicas",
+                                                   c.prefill_replicas, c.decode_replicas)),
+              std::string::npos)
+        << plan.recommendation;
+    EXPECT_NE(plan_csv(plan).find(fmt::format(",{},{}\n", c.prefill_replicas, c.decode_replicas)),
+              std::string::npos);
+    // One fewer in either pool misses, by the plan's own criterion over the steady window.
+    const auto meets = [&](int prefill, int decode) {
+      const scenario::Scenario s = scenario::load_scenario_file(
+          o.scenario_file,
+          std::vector<std::string>{
+              "workload.arrivals.rate=20",
+              fmt::format("cluster.groups=[{{count: {}, set: [\"scheduler.role=prefill\"]}}, "
+                          "{{count: {}, set: [\"scheduler.role=decode\"]}}]",
+                          prefill, decode)});
+      const auto workload = sim::make_workload(s.workload, s.seed);
+      sim::SimulationConfig config = sim::simulation_config_from(s, "");
+      std::vector<sim::RequestRecord> requests;
+      config.request_observer = [&](const sim::RequestRecord& r) { requests.push_back(r); };
+      sim::simulate(config, *workload);
+      const SteadyState steady = steady_state(requests, config.slo);
+      return steady.attainment >= o.min_attainment && !steady.queue_growing;
+    };
+    EXPECT_TRUE(meets(c.prefill_replicas, c.decode_replicas));
+    if (c.prefill_replicas > 1) {
+      EXPECT_FALSE(meets(c.prefill_replicas - 1, c.decode_replicas));
+    }
+    if (c.decode_replicas > 1) {
+      EXPECT_FALSE(meets(c.prefill_replicas, c.decode_replicas - 1));
+    }
+  }
+}
+
+// Only one prefill and one decode group can be sized; other mixes of roles are refused.
+TEST(PlanCapacity, RefusesRoleMixesItCannotSize) {
+  TempDir dir;
+  PlanOptions o = options_for(dir,
+                              "workload: {requests: 50}\nslo: {ttft_ms: 300}\ncluster:\n  groups:\n"
+                              "    - {count: 1, set: [\"scheduler.role=prefill\"]}\n"
+                              "    - {count: 1}\n");
+  o.target_rate = 2;
+  EXPECT_NE(error_of([&] { plan_capacity(o); })
+                .find("scheduler.role: expected one prefill group and one decode group for "
+                      "exitsim plan to size the two pools, found 1 prefill, 0 decode and 1 mixed "
+                      "groups"),
+            std::string::npos);
 }
 
 // Candidates on 1, 2 and 4 GPUs per replica of two accelerators at their own prices: the plan
@@ -171,7 +259,8 @@ TEST(PlanCapacity, CountsGpusAndRecommendsTheFewestThenTheCheapest) {
             6);
   EXPECT_NE(plan.recommendation.find(fmt::format("{} GPUs (", fewest)), std::string::npos)
       << plan.recommendation;
-  EXPECT_NE(plan_csv(plan).find(",hardware,gpus_per_replica,gpus,gpu_hour_price,tensor,pipeline\n"),
+  EXPECT_NE(plan_csv(plan).find(",hardware,gpus_per_replica,gpus,gpu_hour_price,tensor,pipeline,"
+                                "prefill_replicas,decode_replicas\n"),
             std::string::npos);
 
   // A price by name must cover every candidate's accelerator, or its cost would read 0.

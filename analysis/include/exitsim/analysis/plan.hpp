@@ -69,6 +69,12 @@ struct CandidatePlan {
   // there; 0 when none up to max_replicas does or there is no target.
   int replicas = 0;
   int gpus = 0;  // replicas x gpus_per_replica
+  // A disaggregated candidate (one prefill and one decode group, scheduler.role): the two pools,
+  // sized apart (replicas is their sum; max_load_per_replica is then that of one prefill and one
+  // decode replica together).
+  bool disaggregated = false;
+  int prefill_replicas = 0;
+  int decode_replicas = 0;
   RunMetrics at_target;
   double cost_per_hour = 0;  // gpus x gpu_hour_price
   // Per million output tokens at the target's steady-state token rate (what the target's
