@@ -192,4 +192,16 @@ Binding field(Members... members) {
 // (FLOP/s <-> TFLOP/s) survive a render/load round trip bit for bit.
 double unscale(double stored, double scale);
 
+// Binds a number key to a double Scenario field stored in other units: the key's value times
+// `scale` (GB/s -> bytes/s), read back exactly (unscale).
+template <typename... Members>
+Binding scaled_field(double scale, Members... members) {
+  return Binding{
+      [=](Scenario& s, const Resolved& r) {
+        (s.*....*members) = std::get<double>(r.value) * scale;
+      },
+      [=](const Scenario& s) { return loaded(unscale((s.*....*members), scale)); },
+  };
+}
+
 }  // namespace exitsim::scenario::detail

@@ -227,12 +227,8 @@ std::vector<KeyDef> hardware_keys() {
           .open_min()
           .from_preset(p)
           .shape()
-          .bind(Binding{[](Scenario& s, const Resolved& r) {
-                          s.hardware.spec.memory_bandwidth = std::get<double>(r.value) * k_giga;
-                        },
-                        [](const Scenario& s) {
-                          return loaded(unscale(s.hardware.spec.memory_bandwidth, k_giga));
-                        }}),
+          .bind(scaled_field(k_giga, &Scenario::hardware, &HardwareConfig::spec,
+                             &HardwareSpec::memory_bandwidth)),
       Key("hardware.memory_gib", Type::number, "Device memory in GiB (2^30 B).")
           .range(0, std::nullopt)
           .open_min()
@@ -262,13 +258,8 @@ std::vector<KeyDef> hardware_keys() {
           "move over. 0 = none (a single-GPU card).")
           .range(0, std::nullopt)
           .from_preset_or(p, 0.0)
-          .bind(Binding{
-              [](Scenario& s, const Resolved& r) {
-                s.hardware.spec.interconnect.link_bandwidth = std::get<double>(r.value) * k_giga;
-              },
-              [](const Scenario& s) {
-                return loaded(unscale(s.hardware.spec.interconnect.link_bandwidth, k_giga));
-              }}),
+          .bind(scaled_field(k_giga, &Scenario::hardware, &HardwareConfig::spec,
+                             &HardwareSpec::interconnect, &Interconnect::link_bandwidth)),
       Key("hardware.link_latency_us", Type::number,
           "Latency of one step of a ring collective over that link (a hop and a "
           "synchronisation), in microseconds.")
@@ -287,14 +278,8 @@ std::vector<KeyDef> hardware_keys() {
           "over when the next stage is on another node. 0 = none (one node).")
           .range(0, std::nullopt)
           .from_preset_or(p, 0.0)
-          .bind(Binding{[](Scenario& s, const Resolved& r) {
-                          s.hardware.spec.interconnect.node_link_bandwidth =
-                              std::get<double>(r.value) * k_giga;
-                        },
-                        [](const Scenario& s) {
-                          return loaded(
-                              unscale(s.hardware.spec.interconnect.node_link_bandwidth, k_giga));
-                        }}),
+          .bind(scaled_field(k_giga, &Scenario::hardware, &HardwareConfig::spec,
+                             &HardwareSpec::interconnect, &Interconnect::node_link_bandwidth)),
       Key("hardware.node_link_latency_us", Type::number,
           "Latency of one send between nodes over that network, in microseconds.")
           .range(0, 1e6)
@@ -312,12 +297,8 @@ std::vector<KeyDef> hardware_keys() {
           "Gen4: 32); what swapped K/V moves over (scheduler.preemption: swap).")
           .range(0, std::nullopt)
           .from_preset_or(p, 0.0)
-          .bind(Binding{[](Scenario& s, const Resolved& r) {
-                          s.hardware.spec.host_link_bandwidth = std::get<double>(r.value) * k_giga;
-                        },
-                        [](const Scenario& s) {
-                          return loaded(unscale(s.hardware.spec.host_link_bandwidth, k_giga));
-                        }}),
+          .bind(scaled_field(k_giga, &Scenario::hardware, &HardwareConfig::spec,
+                             &HardwareSpec::host_link_bandwidth)),
       Key("hardware.host_swap_gb", Type::number,
           "Host memory set aside per GPU for swapped-out K/V, in GiB (vLLM's --swap-space, 4 by "
           "default); a victim that does not fit is recomputed instead, and the run says how "

@@ -50,6 +50,7 @@ Replica::Replica(int index, const ReplicaSpec& spec, MetricsCollector& metrics,
        kv_layout_.instances(), spec.parallel});
   kv_view_.block_size = kv.block_size;
   role_ = spec.scheduler.role.empty() ? "mixed" : spec.scheduler.role;
+  prefill_only_ = role_ == "prefill";
   kv_bytes_per_token_ = kv.kv_bytes_per_token;
   if (spec.scheduler.preemption == "swap") {
     if (!(spec.hardware.host_link_bandwidth > 0)) {
@@ -86,21 +87,26 @@ Replica::Replica(int index, const ReplicaSpec& spec, MetricsCollector& metrics,
   description_ = fmt::format("replica {} ({} on {})", index, spec.model.name, spec.hardware.name);
 }
 
-bool Replica::enqueue(const RequestDescriptor& request, TimeNs arrival) {
-  if (const auto reason =
-          policy::unservable_reason(request.input_tokens, request.output_tokens, capacity_)) {
-    if (!reject_unservable_) {
-      throw InputError(
-          {"", 0, 0, "workload"},
-          fmt::format("request {} cannot be served by {}: {}; or set scheduler.unservable: "
-                      "reject to count such requests as rejected",
-                      request.id.value, description_,
-                      policy::describe_unservable(*reason, request.input_tokens,
-                                                  request.output_tokens, capacity_)));
-    }
-    metrics_.record_rejection(*reason);
-    return false;
+bool Replica::servable(RequestId id, std::int64_t input_tokens, std::int64_t output_tokens,
+                       const char* verb) {
+  const auto reason = policy::unservable_reason(input_tokens, output_tokens, capacity_);
+  if (!reason)
+    return true;
+  if (!reject_unservable_) {
+    throw InputError(
+        {"", 0, 0, "workload"},
+        fmt::format("request {} cannot be {} by {}: {}; or set scheduler.unservable: "
+                    "reject to count such requests as rejected",
+                    id.value, verb, description_,
+                    policy::describe_unservable(*reason, input_tokens, output_tokens, capacity_)));
   }
+  metrics_.record_rejection(*reason);
+  return false;
+}
+
+bool Replica::enqueue(const RequestDescriptor& request, TimeNs arrival) {
+  if (!servable(request.id, request.input_tokens, request.output_tokens, "served"))
+    return false;
   policy::SequenceView view;
   view.id = request.id;
   view.arrival = arrival;
@@ -182,10 +188,12 @@ TimeNs Replica::start_iteration(TimeNs now) {
   }
   policy::apply_decision(decision_, running_, waiting_, decision_scratch_, work_tokens_,
                          [this](QueuedSequence& victim) { preempt(victim); });
+  // apply_decision appends the admitted to the running set: only its tail can be new.
+  const std::size_t admitted_from = running_.size() - decision_.admit.size();
   if (swap_)
-    swap_in_readmitted();
+    swap_in_readmitted(admitted_from);
   if (prefix_reuse_) {
-    for (std::size_t i = 0; i < running_.size(); ++i) {
+    for (std::size_t i = admitted_from; i < running_.size(); ++i) {
       SequencePrefix& prefix = running_.extra(i).prefix;
       if (!prefix.waiting)
         continue;
@@ -355,8 +363,8 @@ bool Replica::swap_out(QueuedSequence& victim) {
   return true;
 }
 
-void Replica::swap_in_readmitted() {
-  for (std::size_t i = 0; i < running_.size(); ++i) {
+void Replica::swap_in_readmitted(std::size_t admitted_from) {
+  for (std::size_t i = admitted_from; i < running_.size(); ++i) {
     SequenceExtra& extra = running_.extra(i);
     if (extra.swapped_blocks == 0)
       continue;
@@ -381,20 +389,8 @@ void Replica::preempt(QueuedSequence& victim) {
 }
 
 bool Replica::enqueue_handed_off(const HandOff& request, TimeNs now) {
-  if (const auto reason = policy::unservable_reason(request.prompt_tokens,
-                                                    request.target_output_tokens, capacity_)) {
-    if (!reject_unservable_) {
-      throw InputError(
-          {"", 0, 0, "workload"},
-          fmt::format("request {} cannot be decoded by {}: {}; or set scheduler.unservable: "
-                      "reject to count such requests as rejected",
-                      request.id.value, description_,
-                      policy::describe_unservable(*reason, request.prompt_tokens,
-                                                  request.target_output_tokens, capacity_)));
-    }
-    metrics_.record_rejection(*reason);
+  if (!servable(request.id, request.prompt_tokens, request.target_output_tokens, "decoded"))
     return false;
-  }
   // Its prompt's K/V is here now and its first token with it: it waits to decode the next.
   policy::SequenceView view;
   view.id = request.id;
@@ -444,7 +440,7 @@ IterationOutcome Replica::complete_iteration(TimeNs now) {
     view.generated_tokens += 1;
     load_.outstanding_tokens += 1;
     outcome.tokens_emitted += 1;
-    if (role_ == "prefill" && view.generated_tokens == 1 && extra.target_output_tokens > 1) {
+    if (prefill_only_ && view.generated_tokens == 1 && extra.target_output_tokens > 1) {
       // Its prompt is done here: the K/V and the first token go to a decode replica.
       handed_off_.push_back({view.id, view.arrival, view.prompt_tokens, extra.target_output_tokens,
                              extra.first_scheduled, extra.preemptions,

@@ -181,6 +181,7 @@ class Replica {
   bool busy_ = false;
   std::optional<PrefixReuse> prefix_reuse_;
   std::string role_;
+  bool prefill_only_ = false;            // role_ == "prefill", for the per-token check
   std::int64_t kv_bytes_per_token_ = 0;  // per GPU, every layer
   std::vector<HandOff> handed_off_;
   // Swap preemption: the host's swap space and link, and the transfers the next iteration waits
@@ -196,8 +197,12 @@ class Replica {
   std::optional<Swap> swap_;
   // Moves a victim's K/V to host memory when it fits (true), counting the transfer.
   bool swap_out(QueuedSequence& victim);
-  // Brings back the K/V of sequences readmitted after a swap.
-  void swap_in_readmitted();
+  // Brings back the K/V of sequences readmitted after a swap (running_ from `admitted_from` on).
+  void swap_in_readmitted(std::size_t admitted_from);
+  // Whether this replica can ever serve a request of these lengths; when not, throws InputError
+  // ("cannot be <verb> by ...") or, under scheduler.unservable: reject, counts the rejection.
+  bool servable(RequestId id, std::int64_t input_tokens, std::int64_t output_tokens,
+                const char* verb);
 
   // Reused every iteration so the steady state allocates nothing.
   policy::SchedulerDecision decision_;
