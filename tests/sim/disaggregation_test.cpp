@@ -94,6 +94,17 @@ TEST(Disaggregation, AHandedOffPromptHoldsEveryRecursionsRows) {
   EXPECT_EQ(split.totals.tokens_emitted, 60);
 }
 
+// With prefix caching on, a handed-off request (its prompt computed, no blocks named) must not be
+// offered a "hit" that resets its computed tokens: the decode replica decodes, it does not prefill
+// the prompt again, so the run is the same as without the cache.
+TEST(Disaggregation, PrefixCachingLeavesAHandedOffPromptComputed) {
+  const SimulationResult plain = run(k_split, at_once(1));
+  const SimulationResult cached =
+      run(std::string("scheduler: {prefix_caching: true}\n") + k_split, at_once(1));
+  EXPECT_EQ(cached.summary.makespan, plain.summary.makespan);
+  EXPECT_EQ(cached.summary.iterations, plain.summary.iterations);
+}
+
 TEST(Disaggregation, ACleanSplitNeedsBothKinds) {
   try {
     run("cluster:\n  groups:\n    - {count: 2, set: [\"scheduler.role=prefill\"]}\n", at_once(1));

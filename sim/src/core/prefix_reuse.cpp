@@ -24,6 +24,9 @@ std::size_t PrefixReuse::leading(const std::vector<policy::BlockHash>& hashes, s
 }
 
 void PrefixReuse::offer(policy::SequenceView& view, SequencePrefix& prefix) const {
+  // A prompt that names no blocks never hits: its waiting view keeps nothing computed.
+  if (!prefix.hashes)
+    return;
   if (prefix.offered_at == cache_.version() &&
       prefix.offered_holding_at == cache_.holding_version())
     return;  // the view holds what this would set
@@ -33,8 +36,6 @@ void PrefixReuse::offer(policy::SequenceView& view, SequencePrefix& prefix) cons
   view.computed_tokens = 0;
   view.kv_blocks = 0;
   view.shared_blocks = 0;
-  if (!prefix.hashes)
-    return;
   // The prompt's last token runs whatever is cached: its logits give the first output token.
   const auto usable =
       static_cast<std::size_t>(std::max<std::int64_t>(view.prompt_tokens - 1, 0) / block_size_);
