@@ -91,6 +91,13 @@ void run_engine(const RunArgs& args) {
       "{} preemptions\n",
       requests.size(), seconds, tokens, static_cast<double>(tokens) / seconds, run.iterations,
       run.preemptions);
+  if (s.scheduler.preemption == "swap") {
+    fmt::print(
+        "swap       {} victims to the host tier of {} blocks ({} blocks out, {} back), {} "
+        "recomputed instead (tier full: hardware.host_swap_gb)\n",
+        run.swaps.swapped_out, options.host_kv_blocks, run.swaps.swapped_out_blocks,
+        run.swaps.swapped_in_blocks, run.swaps.recomputed_instead);
+  }
   fmt::print("depth      mean exit depth {:.2f} stack layers; tokens by exit depth {}\n",
              depth / static_cast<double>(std::max<std::int64_t>(tokens, 1)), exits);
   if (run.filled_states > 0) {

@@ -203,12 +203,6 @@ std::vector<engine::EngineRequest> engine_requests(const scenario::Scenario& s,
 engine::EngineOptions engine_options(const scenario::Scenario& s, const RunArgs& args,
                                      std::int64_t longest) {
   // What only the simulator models so far: refused rather than run as something else.
-  if (s.scheduler.preemption == "swap") {
-    throw InputError({"", 0, 0, "scheduler.preemption"},
-                     expected_found("recompute for the engine (swap to host memory is modelled "
-                                    "by the simulator only so far)",
-                                    "swap"));
-  }
   if (s.scheduler.prefix_caching) {
     throw InputError({"", 0, 0, "scheduler.prefix_caching"},
                      expected_found("false for the engine (prefix caching is modelled by the "
@@ -229,6 +223,11 @@ engine::EngineOptions engine_options(const scenario::Scenario& s, const RunArgs&
                     : per_sequence * std::min<std::int64_t>(s.scheduler.max_running, 64);
   o.exit_policy = sim::exit_policy_params(s.exit_policy);
   o.strategy = strategy_named(s.sync.strategy, "sync.strategy");
+  // The host tier holds hardware.host_swap_gb of the engine's own blocks (fp32 K and V).
+  const std::int64_t kv_width = s.model.shape.n_kv_heads * s.model.shape.head_dim;
+  o.host_kv_blocks =
+      s.hardware.spec.host_swap_bytes /
+      std::max<std::int64_t>(o.block_size * kv_width * 2 * std::int64_t{sizeof(float)}, 1);
   o.depthwise = sim::depthwise_rule(s.sync);
   o.temperature = args.temperature;
   o.seed = s.seed;

@@ -58,8 +58,10 @@ bool operator==(const StepRow& a, const StepRow& b) {
 
 std::string describe(const StepTrace& step) {
   std::string text = fmt::format(
-      "step {} at {} ns for {} ns: admitted {}, preempted {}, {} K/V blocks held\n", step.step,
-      step.start, step.duration, ids(step.admitted), ids(step.preempted), step.kv_blocks_used);
+      "step {} at {} ns for {} ns: admitted {}, preempted {}, {} K/V blocks held, swapped {} "
+      "out and {} in\n",
+      step.step, step.start, step.duration, ids(step.admitted), ids(step.preempted),
+      step.kv_blocks_used, step.swapped_out_blocks, step.swapped_in_blocks);
   for (const StepRow& r : step.rows) {
     std::string fills;
     for (std::size_t g = 0; g < r.plan.fill_count; ++g)

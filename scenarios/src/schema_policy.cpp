@@ -242,7 +242,7 @@ std::vector<KeyDef> serving_keys() {
       Key("scheduler.preemption", Type::enumeration,
           "When KV runs out: recompute the victim's KV when it is readmitted, or swap it to "
           "host memory over hardware.host_link_bandwidth_gbps and back (docs/simulator.md, "
-          "\"Swap\"; the engine recomputes only).")
+          "\"Swap\"; the engine swaps between its pool and a host tier of blocks).")
           .allowed({"recompute", "swap"})
           .def(std::string("recompute"))
           .bind(field(&Scenario::scheduler, &SchedulerConfig::preemption)),

@@ -486,18 +486,42 @@ TEST_F(Cli, EngineUserErrorsAreOneLine) {
   EXPECT_EQ(std::count(half_on_cpu.err.begin(), half_on_cpu.err.end(), '\n'), 1) << half_on_cpu.err;
   EXPECT_NE(half_on_cpu.err.find("--dtype"), std::string::npos) << half_on_cpu.err;
   // What only the simulator models is refused, never run as something else.
-  for (const auto& [setting, says] : std::vector<std::pair<std::string, std::string>>{
-           {"scheduler.preemption=swap",
-            "scheduler.preemption: expected recompute for the engine (swap to host memory is "
-            "modelled by the simulator only so far), found swap"},
-           {"scheduler.prefix_caching=true",
-            "scheduler.prefix_caching: expected false for the engine (prefix caching is modelled "
-            "by the simulator only so far), found true"}}) {
-    const Result refused = run("engine run --model '" + model.string() + "' --text '" +
-                               corpus.string() + "' --set " + setting + " --no-output");
-    EXPECT_EQ(refused.exit_code, 1) << setting;
-    EXPECT_EQ(refused.err, "exitsim: error: " + says + "\n");
-  }
+  const Result refused = run("engine run --model '" + model.string() + "' --text '" +
+                             corpus.string() + "' --set scheduler.prefix_caching=true --no-output");
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_EQ(refused.err,
+            "exitsim: error: scheduler.prefix_caching: expected false for the engine (prefix "
+            "caching is modelled by the simulator only so far), found true\n");
+}
+
+// Swap preemption runs in the engine (CPU backend: a host tier of K/V blocks) and says what it
+// moved, and what it recomputed when the tier was too small.
+TEST_F(Cli, EngineRunSwapsPreemptedSequencesToTheHostTier) {
+  const fs::path corpus = file("corpus.txt", std::string(500, 'a'));
+  const fs::path model = dir_ / "model";
+  ASSERT_EQ(run("engine random-model -o '" + model.string() + "'").exit_code, 0);
+  const std::string squeezed =
+      "engine run --model '" + model.string() + "' --text '" + corpus.string() +
+      "' --set scheduler.preemption=swap --set workload.requests=8 --set "
+      "workload.input_tokens.dist=fixed --set workload.input_tokens.value=32 --set "
+      "workload.output_tokens.dist=fixed --set workload.output_tokens.value=32 --set "
+      "scheduler.kv_blocks=12 --set scheduler.block_size=8 --no-output";
+  const Result swapped = run(squeezed);
+  ASSERT_EQ(swapped.exit_code, 0) << swapped.err;
+  int victims = -1, recomputed = -1;
+  const std::size_t at = swapped.out.find("swap       ");
+  ASSERT_NE(at, std::string::npos) << swapped.out;
+  ASSERT_EQ(std::sscanf(swapped.out.c_str() + at, "swap       %d victims", &victims), 1);
+  EXPECT_GT(victims, 0) << swapped.out;
+  EXPECT_NE(swapped.out.find(", 0 recomputed instead"), std::string::npos) << swapped.out;
+  const Result full = run(squeezed + " --set hardware.host_swap_gb=0");
+  ASSERT_EQ(full.exit_code, 0) << full.err;
+  const std::size_t line = full.out.find("swap       0 victims to the host tier of 0 blocks");
+  ASSERT_NE(line, std::string::npos) << full.out;
+  ASSERT_EQ(std::sscanf(full.out.c_str() + full.out.find("back), ", line), "back), %d recomputed",
+                        &recomputed),
+            1);
+  EXPECT_EQ(recomputed, victims) << full.out;
 }
 
 TEST_F(Cli, SweepKilledMidwayResumesWithoutLosingOrRepeatingRuns) {

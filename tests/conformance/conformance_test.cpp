@@ -19,9 +19,11 @@
 #include "exitsim/core/random.hpp"
 #include "exitsim/engine/cpu_model.hpp"
 #include "exitsim/engine/engine.hpp"
+#include "exitsim/policy/kv_layout.hpp"
 #include "exitsim/scenario/load.hpp"
 #include "exitsim/sim/cost/make_cost_model.hpp"
 #include "exitsim/sim/cost/step_batch.hpp"
+#include "exitsim/sim/kv_capacity.hpp"
 #include "exitsim/sim/policy_params.hpp"
 #include "exitsim/sim/simulator.hpp"
 #include "exitsim/traces/token_trace.hpp"
@@ -88,11 +90,13 @@ struct Case {
   std::string strategy;
   std::string exits;  // distribution, position_schedule, replay_confidence, replay_router
   std::string exited_tokens = "immediate";  // depthwise: immediate, accumulate, head_queue
+  std::string preemption = "recompute";     // recompute, swap
 };
 
 std::string name_of(const Case& c) {
   return c.scheduler + "_" + c.strategy + "_" + c.exits +
-         (c.exited_tokens == "immediate" ? "" : "_" + c.exited_tokens);
+         (c.exited_tokens == "immediate" ? "" : "_" + c.exited_tokens) +
+         (c.preemption == "recompute" ? "" : "_" + c.preemption);
 }
 
 // For gtest's messages (the test name says it too).
@@ -148,6 +152,12 @@ std::vector<std::string> overrides_for(const Case& c) {
     o.emplace_back("sync.accumulate_threshold=3");
     o.emplace_back("scheduler.max_running=3");
   }
+  if (c.preemption == "swap") {
+    // Host room for about 60 pool blocks of this model: a few victims fit, others are recomputed.
+    o.emplace_back("scheduler.preemption=swap");
+    o.emplace_back("hardware.host_swap_gb=0.00003");
+    o.emplace_back("hardware.host_link_bandwidth_gbps=0.5");  // a transfer costs about a step
+  }
   if (c.exits == "distribution") {
     o.emplace_back("exit_policy.kind=distribution");
     o.emplace_back("exit_policy.probabilities=[0.45, 0.3, 0.25]");
@@ -166,6 +176,7 @@ std::vector<std::string> overrides_for(const Case& c) {
 struct Traces {
   std::vector<policy::StepTrace> steps;
   TimeNs makespan = 0;
+  engine::EngineSwaps swaps;  // the engine's
 };
 
 Traces simulate(const scenario::Scenario& s) {
@@ -187,6 +198,16 @@ Traces run_engine(const scenario::Scenario& s) {
       sim::make_cost_model(group.cost_model, group.model.shape, group.hardware.spec);
   const policy::SyncStrategy strategy = *policy::parse_sync_strategy(s.sync.strategy);
   sim::StepPricer pricer(*cost, group.model.shape.depth, strategy);
+  // Swap preemption's host tier and link, as the simulator's replica derives them.
+  const policy::KvLayout layout(group.model.shape.depth, strategy);
+  const sim::KvCapacity kv = sim::derive_kv_capacity(
+      group.model.shape, group.hardware.spec,
+      {group.scheduler.block_size, group.scheduler.kv_blocks,
+       group.scheduler.memory_reserve_fraction, layout.instances(), group.parallel});
+  const sim::HostSwapLink swap =
+      group.scheduler.preemption == "swap"
+          ? sim::host_swap_link(kv, layout.groups().total_instances(), group.hardware.spec)
+          : sim::HostSwapLink{};
 
   engine::EngineOptions options;
   options.scheduler = group.scheduler.kind;
@@ -196,6 +217,7 @@ Traces run_engine(const scenario::Scenario& s) {
   options.limits = {group.scheduler.max_running, group.scheduler.max_batched_tokens};
   options.block_size = group.scheduler.block_size;
   options.kv_blocks = group.scheduler.kv_blocks;
+  options.host_kv_blocks = swap.host_blocks;
   options.exit_policy = sim::exit_policy_params(s.exit_policy);
   if (s.exit_policy.kind == "replay") {
     auto exits = std::make_shared<std::map<std::pair<std::uint64_t, std::int64_t>, int>>();
@@ -212,12 +234,16 @@ Traces run_engine(const scenario::Scenario& s) {
   options.seed = s.seed;
   options.honour_arrivals = true;
   Traces out;
-  options.step_duration = [&](const policy::StepTrace& step) { return pricer.duration(step.rows); };
+  options.step_duration = [&](const policy::StepTrace& step) {
+    return pricer.duration(step.rows) +
+           swap.transfer(step.swapped_out_blocks + step.swapped_in_blocks);
+  };
   options.step_observer = [&](const policy::StepTrace& step) { out.steps.push_back(step); };
 
   engine::Engine executor(model().cpu, options);
   const engine::EngineRun run = executor.run(engine_requests());
   out.makespan = run.wall;
+  out.swaps = run.swaps;
   return out;
 }
 
@@ -275,6 +301,37 @@ TEST(ConformanceCases, TheHeadQueueChangesTheSteps) {
   EXPECT_LT(parked.makespan, held.makespan);
 }
 
+// The swap cases swap: victims leave with their K/V and come back without a prefill, and the
+// host tier is small enough that others are recomputed in the same run.
+TEST(ConformanceCases, TheSwapCasesSwapAndRecompute) {
+  for (const char* strategy : {"full_depth", "skip_kv", "deferred_fill", "depthwise"}) {
+    SCOPED_TRACE(strategy);
+    const Case swapping{"continuous", strategy, "distribution", "immediate", "swap"};
+    const Case recomputing{"continuous", strategy, "distribution"};
+    std::int64_t out_blocks = 0, in_blocks = 0, preempted = 0;
+    std::int64_t prefill_tokens_swapping = 0, prefill_tokens_recomputing = 0;
+    const Traces swapped = run_engine(scenario_for(swapping));
+    for (const policy::StepTrace& step : swapped.steps) {
+      out_blocks += step.swapped_out_blocks;
+      in_blocks += step.swapped_in_blocks;
+      preempted += static_cast<std::int64_t>(step.preempted.size());
+      for (const policy::StepRow& row : step.rows)
+        prefill_tokens_swapping += row.kind == policy::RowKind::prefill ? row.query_tokens : 0;
+    }
+    for (const policy::StepTrace& step : run_engine(scenario_for(recomputing)).steps) {
+      for (const policy::StepRow& row : step.rows)
+        prefill_tokens_recomputing += row.kind == policy::RowKind::prefill ? row.query_tokens : 0;
+    }
+    EXPECT_GT(swapped.swaps.swapped_out, 0);
+    EXPECT_GT(swapped.swaps.recomputed_instead, 0);  // the tier filled up
+    EXPECT_EQ(swapped.swaps.swapped_out + swapped.swaps.recomputed_instead, preempted);
+    EXPECT_EQ(swapped.swaps.swapped_out_blocks, out_blocks);
+    EXPECT_EQ(in_blocks, out_blocks);  // every swapped victim came back before the end
+    // A swapped victim resumes without a prefill; a recomputed one runs its tokens again.
+    EXPECT_LT(prefill_tokens_swapping, prefill_tokens_recomputing);
+  }
+}
+
 std::vector<Case> cases() {
   std::vector<Case> out;
   for (const char* scheduler :
@@ -289,6 +346,11 @@ std::vector<Case> cases() {
     // slot in the block or giving it up (head queue).
     for (const char* exited : {"accumulate", "head_queue"})
       out.push_back({scheduler, "depthwise", "distribution", exited});
+    // Swap preemption: victims keep their K/V (and depth state) in the host tier, or are
+    // recomputed when it is full.
+    for (const std::string& strategy : policy::sync_strategy_names())
+      out.push_back({scheduler, strategy, "distribution", "immediate", "swap"});
+    out.push_back({scheduler, "depthwise", "distribution", "head_queue", "swap"});
   }
   return out;
 }

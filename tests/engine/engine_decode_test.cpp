@@ -302,6 +302,51 @@ TEST_F(EngineDecode, PreemptionAndRecomputeKeepFullDepthOutputs) {
   EXPECT_EQ(squeezed.outputs, ample.outputs);
 }
 
+// Swap preemption keeps a victim's K/V exactly: under skip_kv a sequence's K/V depends on the
+// exits it took (no rows at recursions a token skipped), which a recompute rebuilds at full depth
+// and a swap keeps. So the swapped run decodes what the unpreempted one does, without a prefill
+// after the first.
+TEST_F(EngineDecode, SwapPreemptionResumesWithTheVictimsOwnKv) {
+  const std::vector<EngineRequest> reqs = requests(4, 20);
+  EngineOptions tight = options_for("skip_kv", "distribution");
+  tight.kv_blocks = 14;
+  tight.scheduler_params.preemption = "swap";
+  tight.host_kv_blocks = 1000;
+  const EngineRun swapped = run(tight, reqs);
+  const EngineRun ample = run(options_for("skip_kv", "distribution"), reqs);
+  tight.scheduler_params.preemption = "recompute";
+  const EngineRun recomputed = run(tight, reqs);
+  ASSERT_GT(swapped.preemptions, 0);
+  EXPECT_EQ(swapped.swaps.swapped_out, swapped.preemptions);
+  EXPECT_EQ(swapped.swaps.recomputed_instead, 0);
+  EXPECT_GT(swapped.swaps.swapped_out_blocks, 0);
+  EXPECT_EQ(swapped.swaps.swapped_in_blocks, swapped.swaps.swapped_out_blocks);
+  EXPECT_EQ(swapped.outputs, ample.outputs);
+  EXPECT_NE(recomputed.outputs, ample.outputs);
+  std::int64_t prefill_tokens = 0, prompt_tokens = 0;
+  for (const StepRecord& step : swapped.steps) {
+    for (const policy::StepRow& row : step.rows)
+      prefill_tokens += row.kind == policy::RowKind::prefill ? row.query_tokens : 0;
+  }
+  for (const EngineRequest& r : reqs)
+    prompt_tokens += static_cast<std::int64_t>(r.prompt.size());
+  EXPECT_EQ(prefill_tokens, prompt_tokens);
+}
+
+// A host tier too small for any victim: every preemption falls back to recompute.
+TEST_F(EngineDecode, SwapFallsBackToRecomputeWhenTheHostTierIsFull) {
+  const std::vector<EngineRequest> reqs = requests(4, 20);
+  EngineOptions tight = options_for("full_depth");
+  tight.kv_blocks = 14;
+  tight.scheduler_params.preemption = "swap";
+  tight.host_kv_blocks = 1;
+  const EngineRun run_out = run(tight, reqs);
+  ASSERT_GT(run_out.preemptions, 0);
+  EXPECT_EQ(run_out.swaps.swapped_out, 0);
+  EXPECT_EQ(run_out.swaps.recomputed_instead, run_out.preemptions);
+  EXPECT_EQ(run_out.outputs, run(options_for("full_depth"), reqs).outputs);
+}
+
 TEST_F(EngineDecode, DepthwiseAccumulationDelaysHeadsButNotTokens) {
   const std::vector<EngineRequest> reqs = requests(4, 10);
   EngineOptions held = options_for("depthwise", "distribution");

@@ -2,6 +2,7 @@
 // its block table says, and a placeholder row can be filled once the device has computed it.
 #include <gtest/gtest.h>
 
+#include <stdexcept>
 #include <vector>
 
 #include "exitsim/engine/kv_cache.hpp"
@@ -43,6 +44,58 @@ TEST(KvCacheSlots, SetRowReplacesAPlaceholder) {
   EXPECT_EQ(kv.value(s, 1)[0], 7);
   EXPECT_EQ(kv.value(s, 1)[1], 8);
   EXPECT_EQ(kv.key(s, 0)[0], 0);
+}
+
+// Swap preemption's host tier: a stream's blocks leave the pool (others may take them and write
+// over them) and come back into pool blocks with the same rows, positions and values.
+TEST(KvCacheSlots, SwapOutAndInKeepsRowsPositionsAndValues) {
+  KvCache kv(2, 4, 3, 2);
+  const int a = kv.open_stream();
+  for (std::int32_t p = 0; p < 6; ++p) {
+    const std::vector<float> k = {static_cast<float>(p), 1}, v = {2, static_cast<float>(-p)};
+    kv.append(a, 2 * p, k, v);
+  }
+  ASSERT_EQ(kv.free_blocks(), 1);
+  kv.swap_out(a);
+  EXPECT_TRUE(kv.swapped(a));
+  EXPECT_EQ(kv.free_blocks(), 3);
+  EXPECT_EQ(kv.free_host_blocks(), 0);
+  EXPECT_EQ(kv.rows(a), 6);
+  // Another stream takes the freed blocks and overwrites them.
+  const int b = kv.open_stream();
+  const std::vector<float> junk = {99, 99};
+  for (std::int32_t p = 0; p < 12; ++p)
+    kv.append(b, p, junk, junk);
+  EXPECT_THROW(kv.swap_in(a), std::logic_error);  // no room in the pool
+  EXPECT_THROW(kv.append(a, 20, junk, junk), std::logic_error);
+  kv.close_stream(b);
+  kv.swap_in(a);
+  EXPECT_FALSE(kv.swapped(a));
+  EXPECT_EQ(kv.free_host_blocks(), 2);
+  ASSERT_EQ(kv.rows(a), 6);
+  for (std::int64_t row = 0; row < 6; ++row) {
+    EXPECT_EQ(kv.position(a, row), 2 * row);
+    EXPECT_EQ(kv.key(a, row)[0], static_cast<float>(row));
+    EXPECT_EQ(kv.key(a, row)[1], 1.0F);
+    EXPECT_EQ(kv.value(a, row)[0], 2.0F);
+    EXPECT_EQ(kv.value(a, row)[1], static_cast<float>(-row));
+  }
+}
+
+TEST(KvCacheSlots, SwapOutNeedsRoomInTheHostTier) {
+  KvCache kv(2, 4, 4, 1);
+  const int a = kv.open_stream();
+  const std::vector<float> k = {1, 2};
+  for (std::int32_t p = 0; p < 5; ++p)
+    kv.append(a, p, k, k);
+  EXPECT_THROW(kv.swap_out(a), std::logic_error);
+  // A swapped stream closed before it came back gives its host blocks back.
+  const int b = kv.open_stream();
+  kv.append(b, 0, k, k);
+  kv.swap_out(b);
+  EXPECT_EQ(kv.free_host_blocks(), 0);
+  kv.close_stream(b);
+  EXPECT_EQ(kv.free_host_blocks(), 1);
 }
 
 }  // namespace

@@ -55,6 +55,13 @@ void check_options(const Backend& model, const EngineOptions& options) {
                      fmt::format("rollback corrects deferred fills; strategy {} has none",
                                  policy::to_string(strategy)));
   }
+  if (options.scheduler_params.preemption == "swap" && !model.kv_in_host_cache()) {
+    throw InputError({"", 0, 0, "scheduler.preemption"},
+                     expected_found(fmt::format("recompute on the {} backend (its K/V pool lives "
+                                                "on the device; swap runs on the CPU backend)",
+                                                model.name()),
+                                    "swap"));
+  }
   if (options.block_size <= 0 || options.kv_blocks <= 0) {
     throw InputError(
         {"", 0, 0, "scheduler.kv_blocks"},
@@ -95,12 +102,15 @@ Engine::Loop::Loop(const Backend& model, const EngineOptions& options,
       exit_policy_(exit_policy),
       feed_(exit_policy == nullptr ? ExitFeed::upfront : feed_of(options.exit_policy.kind)),
       layout_(model.depth(), options.strategy),
-      kv_(model.kv_width(), options.block_size, options.kv_blocks * layout_.instances()),
+      kv_(model.kv_width(), options.block_size, options.kv_blocks * layout_.instances(),
+          options.scheduler_params.preemption == "swap" ? options.host_kv_blocks : 0),
       states_(model.make_states()),
       exit_depths_(model.depth().effective_exit_points()) {
   kv_view_.block_size = options.block_size;
   kv_view_.groups = layout_.groups();
   kv_view_.total_blocks = options.kv_blocks * layout_.instances();
+  if (options.scheduler_params.preemption == "swap")
+    host_swap_.emplace(options.host_kv_blocks);
 }
 
 TimeNs Engine::Loop::now() const {
@@ -216,18 +226,60 @@ void Engine::Loop::check_requests(std::span<const EngineRequest> requests) const
   }
 }
 
-void Engine::Loop::apply(const policy::SchedulerDecision& decision,
-                         std::vector<std::int64_t>& work) {
-  for (const std::size_t a : decision.admit)
-    open_streams(*waiting_[a]);
+void Engine::Loop::apply(const policy::SchedulerDecision& decision, std::vector<std::int64_t>& work,
+                         policy::StepTrace& trace) {
+  for (const std::size_t a : decision.admit) {
+    if (waiting_[a]->swapped_blocks == 0)
+      open_streams(*waiting_[a]);
+  }
   QueueRef running{running_views_, running_};
   QueueRef waiting{waiting_views_, waiting_};
   policy::apply_decision(decision, running, waiting, decision_scratch_, work,
-                         [this](QueuedSequence& victim) {
+                         [this, &trace](QueuedSequence& victim) {
+                           ++result_.preemptions;
+                           if (host_swap_ && swap_out(victim, trace))
+                             return;  // resumes where it stopped
                            close_streams(*victim.sequence);
                            victim.view = policy::preempted_view(victim.view);
-                           ++result_.preemptions;
                          });
+  // apply_decision appends the admitted to the running set: only its tail can be back from swap,
+  // and it comes back once the victims' blocks are free.
+  for (std::size_t i = running_.size() - decision.admit.size(); i < running_.size(); ++i) {
+    if (running_[i]->swapped_blocks > 0)
+      swap_in(*running_[i], trace);
+  }
+}
+
+bool Engine::Loop::swap_out(QueuedSequence& victim, policy::StepTrace& trace) {
+  const std::int64_t blocks = victim.view.kv_blocks;
+  if (!host_swap_->take(blocks)) {
+    ++result_.swaps.recomputed_instead;
+    return false;
+  }
+  {
+    auto copy = span(traces::engine_ops::kv_swap, traces::OpKind::memcpy, 0, -1);
+    for (const int stream : victim.sequence->streams)
+      kv_.swap_out(stream);
+  }
+  victim.sequence->swapped_blocks = blocks;
+  victim.view.kv_blocks = 0;
+  victim.view.shared_blocks = 0;
+  trace.swapped_out_blocks += blocks;
+  ++result_.swaps.swapped_out;
+  result_.swaps.swapped_out_blocks += blocks;
+  return true;
+}
+
+void Engine::Loop::swap_in(Sequence& s, policy::StepTrace& trace) {
+  {
+    auto copy = span(traces::engine_ops::kv_swap, traces::OpKind::memcpy, 0, -1);
+    for (const int stream : s.streams)
+      kv_.swap_in(stream);
+  }
+  host_swap_->give_back(s.swapped_blocks);
+  trace.swapped_in_blocks += s.swapped_blocks;
+  result_.swaps.swapped_in_blocks += s.swapped_blocks;
+  s.swapped_blocks = 0;
 }
 
 EngineRun Engine::Loop::run(std::span<const EngineRequest> requests) {
@@ -290,7 +342,7 @@ EngineRun Engine::Loop::run(std::span<const EngineRequest> requests) {
       trace.admitted.push_back(waiting_views_[a].id);
     for (const std::size_t v : decision.preempt)
       trace.preempted.push_back(running_views_[v].id);
-    apply(decision, work);
+    apply(decision, work, trace);
     begin_rows(work, trace);
     step_first_token_ = result_.tokens.size();
     prefills.clear();

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "exitsim/engine/hidden_states.hpp"
 #include "exitsim/engine/kv_cache.hpp"
 #include "exitsim/policy/apply_decision.hpp"
+#include "exitsim/policy/host_swap.hpp"
 #include "exitsim/policy/kv_layout.hpp"
 
 namespace exitsim::engine {
@@ -73,6 +75,9 @@ struct Sequence {
   std::vector<double> flight_scores;
   double flight_score = 0;
   RandomStream sampler;
+  // Swap preemption: the pool blocks it was charged when its K/V went to the host tier (0: none
+  // there). Its streams, rows and depth state are kept while it waits.
+  std::int64_t swapped_blocks = 0;
   bool emitted = false;   // emitted a token in the iteration in flight
   int emitted_depth = 0;  // the exit depth (stack layers) of the token it emitted
   // deferred_fill: the shared plan's view of `pending` (groups by depth), and the plan of the
@@ -185,7 +190,13 @@ class Engine::Loop {
   void wait_for_next_arrival();
   // Applies the decision's preemptions and admissions; `work` gets each running sequence's
   // tokens for this iteration.
-  void apply(const policy::SchedulerDecision& decision, std::vector<std::int64_t>& work);
+  // Swapped blocks go in the step's trace.
+  void apply(const policy::SchedulerDecision& decision, std::vector<std::int64_t>& work,
+             policy::StepTrace& trace);
+  // Swap preemption: parks a victim's K/V in the host tier when it fits (true), or leaves it to
+  // be recomputed; brings a readmitted one's back.
+  bool swap_out(QueuedSequence& victim, policy::StepTrace& trace);
+  void swap_in(Sequence& s, policy::StepTrace& trace);
   void finish_iteration(std::span<const std::int64_t> work);
   // The step's rows before its passes (policy::StepTrace), and after them: what each row ran,
   // its K/V, the step's duration (virtual clock), the iteration's completion, the observer.
@@ -212,6 +223,7 @@ class Engine::Loop {
   policy::KvLayout layout_;
   policy::KvView kv_view_;  // block size and row groups of the scheduler snapshot
   KvCache kv_;
+  std::optional<policy::HostSwapSpace> host_swap_;  // swap preemption only
   // Declared before the sequences, whose pending and in-flight states it holds.
   std::unique_ptr<HiddenStates> states_;
   std::vector<int> exit_depths_;  // the effective exit points (stack depths)

@@ -53,23 +53,9 @@ Replica::Replica(int index, const ReplicaSpec& spec, MetricsCollector& metrics,
   prefill_only_ = role_ == "prefill";
   kv_bytes_per_token_ = kv.kv_bytes_per_token;
   if (spec.scheduler.preemption == "swap") {
-    if (!(spec.hardware.host_link_bandwidth > 0)) {
-      throw InputError({"", 0, 0, "hardware.host_link_bandwidth_gbps"},
-                       expected_found("a positive host link bandwidth for scheduler.preemption: "
-                                      "swap",
-                                      "0"));
-    }
-    // A pool block: block_size rows of one K/V instance, on each GPU of the replica (each swaps
-    // its own share over its own link, in parallel).
-    Swap swap;
-    swap.bytes_per_block =
-        kv.kv_bytes_per_token * kv.block_size / kv_layout_.groups().total_instances();
-    swap.host_blocks =
-        spec.hardware.host_swap_bytes / std::max<std::int64_t>(swap.bytes_per_block, 1);
-    swap.host_free = swap.host_blocks;
-    swap.ns_per_block =
-        static_cast<double>(swap.bytes_per_block) * 1e9 / spec.hardware.host_link_bandwidth;
-    swap_ = swap;
+    const HostSwapLink link =
+        host_swap_link(kv, kv_layout_.groups().total_instances(), spec.hardware);
+    swap_.emplace(Swap{link, policy::HostSwapSpace(link.host_blocks), 0, 0, {}});
   }
   kv_view_.groups = kv_layout_.groups();
   kv_total_ = kv.blocks * kv_view_.groups.total_instances();
@@ -290,11 +276,16 @@ TimeNs Replica::start_iteration(TimeNs now) {
   const IterationCost cost = pricer_->price(rows);
   metrics_.record_iteration_work(cost.flops, cost.masked_flops, fill);
   TimeNs duration = StepPricer::duration(scaled(cost));
-  if (swap_ && swap_->pending_ns > 0) {
-    const auto transfer = static_cast<TimeNs>(std::llround(swap_->pending_ns));
+  if (swap_ && swap_->pending_out + swap_->pending_in > 0) {
+    const TimeNs transfer = swap_->link.transfer(swap_->pending_out + swap_->pending_in);
     duration += transfer;
     swap_->counts.transfer_time += transfer;
-    swap_->pending_ns = 0;
+    if (step_observer_ != nullptr) {
+      step_.swapped_out_blocks = swap_->pending_out;
+      step_.swapped_in_blocks = swap_->pending_in;
+    }
+    swap_->pending_out = 0;
+    swap_->pending_in = 0;
   }
   record.replica = index_;
   record.start = now;
@@ -345,17 +336,16 @@ IterationCost Replica::scaled(IterationCost cost) {
 
 bool Replica::swap_out(QueuedSequence& victim) {
   const std::int64_t blocks = victim.view.kv_blocks;
-  if (blocks > swap_->host_free) {
+  if (!swap_->space.take(blocks)) {
     swap_->counts.recomputed_instead += 1;
     return false;
   }
   // Its blocks leave the GPU (those it shares with others stay for them) and go to the host
   // whole: it owns its copy there.
   release_blocks(victim.view, victim.extra);
-  swap_->host_free -= blocks;
-  swap_->pending_ns += static_cast<double>(blocks) * swap_->ns_per_block;
+  swap_->pending_out += blocks;
   swap_->counts.swapped_out += 1;
-  swap_->counts.swapped_out_bytes += blocks * swap_->bytes_per_block;
+  swap_->counts.swapped_out_bytes += blocks * swap_->link.bytes_per_block;
   victim.extra.swapped_blocks = blocks;
   victim.view.shared_blocks = 0;
   metrics_.record_preemption();
@@ -368,9 +358,9 @@ void Replica::swap_in_readmitted(std::size_t admitted_from) {
     SequenceExtra& extra = running_.extra(i);
     if (extra.swapped_blocks == 0)
       continue;
-    swap_->host_free += extra.swapped_blocks;
-    swap_->pending_ns += static_cast<double>(extra.swapped_blocks) * swap_->ns_per_block;
-    swap_->counts.swapped_in_bytes += extra.swapped_blocks * swap_->bytes_per_block;
+    swap_->space.give_back(extra.swapped_blocks);
+    swap_->pending_in += extra.swapped_blocks;
+    swap_->counts.swapped_in_bytes += extra.swapped_blocks * swap_->link.bytes_per_block;
     extra.swapped_blocks = 0;
   }
 }

@@ -9,12 +9,14 @@
 #include "exitsim/core/random.hpp"
 #include "exitsim/core/request.hpp"
 #include "exitsim/policy/apply_decision.hpp"
+#include "exitsim/policy/host_swap.hpp"
 #include "exitsim/policy/kv_layout.hpp"
 #include "exitsim/policy/replica_router.hpp"
 #include "exitsim/policy/scheduler.hpp"
 #include "exitsim/policy/servable.hpp"
 #include "exitsim/sim/cost/cost_model.hpp"
 #include "exitsim/sim/cost/step_batch.hpp"
+#include "exitsim/sim/kv_capacity.hpp"
 #include "exitsim/sim/metrics/metrics.hpp"
 #include "exitsim/sim/simulator.hpp"
 #include "prefix_reuse.hpp"
@@ -187,11 +189,10 @@ class Replica {
   // Swap preemption: the host's swap space and link, and the transfers the next iteration waits
   // for (vLLM swaps blocks out and in before the forward pass, on the same stream).
   struct Swap {
-    std::int64_t host_blocks = 0;  // pool blocks the swap space holds
-    std::int64_t host_free = 0;
-    double ns_per_block = 0;
-    double pending_ns = 0;
-    std::int64_t bytes_per_block = 0;
+    HostSwapLink link;
+    policy::HostSwapSpace space;
+    std::int64_t pending_out = 0;  // pool blocks, this iteration's
+    std::int64_t pending_in = 0;
     SwapSummary counts;
   };
   std::optional<Swap> swap_;

@@ -109,6 +109,9 @@ class Backend {
   // Brings the K and V values of the host KvCache up to date (a device backend computes them on
   // the device; the CPU backend writes them into the KvCache itself).
   virtual void sync_kv(KvCache& kv) const { (void)kv; }
+  // Whether the KvCache's own storage holds the K/V the layers read, so that its host tier can
+  // swap them (swap preemption); a device backend reads a device copy of the pool.
+  virtual bool kv_in_host_cache() const { return true; }
 
   const DepthStructure& depth() const { return config().shape.depth; }
   int executed_layers() const { return depth().full_depth(); }

@@ -63,6 +63,7 @@ class CudaModel final : public Backend {
   std::vector<double> router_scores(int recursion, const HiddenStates& states,
                                     std::span<const StateSlot> slots) const override;
   void sync_kv(KvCache& kv) const override;
+  bool kv_in_host_cache() const override { return false; }
 
   // Labels every op's launches for this tracer from now on (nullptr: none).
   void set_tracer(profiler::CuptiTracer* tracer) { tracer_ = tracer; }

@@ -61,6 +61,10 @@ struct EngineOptions {
   // with the token its early exit emitted; at the first disagreement, emit the deep prediction
   // instead and discard every token after it (with its K/V), as EE-LLM-style rollback does.
   bool rollback = false;
+  // scheduler_params.preemption "swap": the K/V cache's host tier, in pool blocks (block_size
+  // rows of one K/V stream). A victim whose charged blocks fit moves there and resumes where it
+  // stopped; one that does not is recomputed (policy::HostSwapSpace).
+  std::int64_t host_kv_blocks = 0;
   EngineObserver observer;
   // Virtual time: when set, the engine's clock never reads the wall clock. Each step lasts what
   // this returns for the step's trace (the simulator's cost model, in the conformance suite),
@@ -97,6 +101,14 @@ struct StepRecord {
   std::vector<policy::StepRow> rows;  // as in the step's policy::StepTrace
 };
 
+// Swap preemption's traffic, in pool blocks as the scheduler charges them.
+struct EngineSwaps {
+  std::int64_t swapped_out = 0;  // victims moved to the host tier
+  std::int64_t swapped_out_blocks = 0;
+  std::int64_t swapped_in_blocks = 0;
+  std::int64_t recomputed_instead = 0;  // victims that did not fit the host tier
+};
+
 struct EngineRun {
   std::vector<std::vector<std::int32_t>> outputs;  // per request, in the order given
   std::vector<GeneratedToken> tokens;              // in emission order
@@ -108,6 +120,7 @@ struct EngineRun {
   std::int64_t filled_states = 0;
   std::int64_t disagreements = 0;
   std::int64_t rolled_back_tokens = 0;
+  EngineSwaps swaps;
   std::vector<StepRecord> steps;
   TimeNs wall = 0;
 };

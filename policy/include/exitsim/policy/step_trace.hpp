@@ -60,6 +60,10 @@ struct StepTrace {
   std::vector<RequestId> preempted;  // likewise
   std::vector<StepRow> rows;         // in running-set order
   std::int64_t kv_blocks_used = 0;   // pool blocks held after the step
+  // Swap preemption: pool blocks moved to host memory (this step's victims) and back (its
+  // readmitted swapped sequences) before the step ran; the step waits for both transfers.
+  std::int64_t swapped_out_blocks = 0;
+  std::int64_t swapped_in_blocks = 0;
 
   friend bool operator==(const StepTrace&, const StepTrace&) = default;
 };

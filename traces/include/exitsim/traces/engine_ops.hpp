@@ -43,6 +43,10 @@ inline constexpr std::string_view compaction = "compaction";
 // logits): the host-device synchronization the simulator must model. Calibration folds it into
 // the step residual.
 inline constexpr std::string_view host_sync = "host_sync";
+// Swap preemption's copies between the K/V pool and its host tier. The simulator prices them
+// from the host link (hardware.host_link_bandwidth_gbps); calibration folds them into the step
+// residual.
+inline constexpr std::string_view kv_swap = "kv.swap";
 // The engine waiting, with nothing to run, for the next request to arrive (only when it honours
 // the workload's arrival times). Idle time is not step time: calibration leaves it out of the
 // step residual, as the simulator's clock idles between arrivals on its own.
