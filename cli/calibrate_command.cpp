@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "cli_grammar.hpp"
 #include "commands.hpp"
 #include "exitsim/analysis/calibrate.hpp"
 #include "exitsim/core/error.hpp"
@@ -21,6 +22,8 @@ struct CalibrateArgs {
 };
 
 void run_calibrate(const CalibrateArgs& args) {
+  if (args.output.empty())
+    throw InputError({"", 0, 0, "--out"}, "expected the cost profile to write, found none");
   const sim::CostProfile profile = analysis::calibrate(args.traces);
   const std::vector<std::string> absurd = analysis::absurd_fits(profile);
   if (!absurd.empty() && !args.force) {
@@ -93,7 +96,7 @@ void add_calibrate_command(CLI::App& app) {
   auto args = std::make_shared<CalibrateArgs>();
   CLI::App* command = app.add_subcommand(
       "calibrate",
-      "Fit a latency model per engine op from op traces (`exitsim engine run --profile DIR` "
+      "Fit a latency model per engine op from op traces (`exitsim engine run --profile-dir DIR` "
       "writes DIR/op_trace.csv and DIR/run.json) and op grids (`exitsim engine profile-ops -o "
       "ops.csv`) into a cost profile for cost_model.kind: calibrated");
   command
@@ -102,7 +105,8 @@ void add_calibrate_command(CLI::App& app) {
                    "<name>.run.json beside)")
       ->required()
       ->check(CLI::ExistingFile);
-  command->add_option("-o,--output", args->output, "The cost profile to write (JSON)")->required();
+  command->add_option("-o,--out", args->output, "The cost profile to write (JSON; required)");
+  add_renamed_option(*command, "--output", "-o/--out", args->output);
   command->add_flag("--strict", args->strict,
                     "Refuse (exit 1, no profile) when a fit is not to trust: held-out error over "
                     "25%, fewer than 10 calls, or a regime priced as its calls' mean");

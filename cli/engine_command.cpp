@@ -11,6 +11,7 @@
 #include <sstream>
 #include <utility>
 
+#include "cli_grammar.hpp"
 #include "commands.hpp"
 #include "engine_support.hpp"
 #include "exitsim/core/dtype.hpp"
@@ -42,7 +43,7 @@ void run_engine(const RunArgs& args) {
   if (!args.no_output && !args.out.empty())
     check_output_directory(args.out, "--out");
   if (!args.profile.empty())
-    check_output_directory(args.profile, "--profile");
+    check_output_directory(args.profile, "--profile-dir");
   const auto loaded = load_model(args.model);
   const scenario::Scenario s = with_engine_model(args.scenario, loaded->config.shape).load();
   apply_scenario_threading(args.model, s);
@@ -125,7 +126,7 @@ void run_engine(const RunArgs& args) {
                               !profile_error && !out_error;
   std::optional<traces::StagedOutputDirectory> profile_dir;
   if (!args.profile.empty() && !profile_in_out)
-    profile_dir.emplace(args.profile, "--profile");
+    profile_dir.emplace(args.profile, "--profile-dir");
   traces::StagedOutputDirectory out_dir(out, args.out.empty() ? "outputs.dir" : "--out");
   write_token_trace(run, s.exit_policy.kind,
                     (std::filesystem::path(out_dir.staging()) / "token_trace.csv").string());
@@ -220,7 +221,9 @@ void run_eval(const EvalArgs& args) {
   const engine::QualityTable table = engine::quality_table_of(results);
   std::ostringstream text;
   table.write(text);
-  fmt::print("{}", text.str());
+  // The table goes to the file when one is named, else to stdout: never both.
+  if (args.out.empty())
+    fmt::print("{}", text.str());
   if (!args.out.empty()) {
     traces::detail::AtomicOutputFile file(args.out);
     file.write(text.str());
@@ -291,12 +294,14 @@ void add_engine_commands(CLI::App& app) {
   CLI::App* run = group->add_subcommand(
       "run",
       "Decode a scenario's workload with the CPU engine (its exit policy, strategy and "
-      "scheduler), writing the token trace and, with --profile, the op trace");
+      "scheduler), writing the token trace and, with --profile-dir, the op trace");
   run_args->model.add_to(*run);
   run_args->scenario.add_to(*run);
-  run->add_option("--out", run_args->out, "Output directory (default: outputs.dir)");
+  run->add_option("-o,--out", run_args->out, "Output directory (default: outputs.dir)");
   run->add_flag("--no-output", run_args->no_output, "Print the summary only; write no files");
-  run->add_option("--profile", run_args->profile, "Write the op trace (CSV and Chrome JSON) here");
+  run->add_option("--profile-dir", run_args->profile,
+                  "Folder to write the op trace (CSV and Chrome JSON), steps and run.json to");
+  add_renamed_option(*run, "--profile", "--profile-dir", run_args->profile);
   run->add_flag("--honour-arrivals", run_args->honour_arrivals,
                 "Wait for each request's arrival time instead of taking all at once");
   run->add_flag("--rollback", run_args->rollback,

@@ -4,8 +4,10 @@
 #include <cstdio>
 #include <exception>
 
+#include "cli_grammar.hpp"
 #include "commands.hpp"
 #include "exitsim/core/error.hpp"
+#include "exitsim/core/version.hpp"
 
 namespace {
 
@@ -20,7 +22,9 @@ int main(int argc, char** argv) {
       "exitsim: simulate batched dynamic-depth LLM inference (early exit, recursion, "
       "routers) and chart whether it pays off"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "exitsim 0.1.0");
+  app.set_version_flag("--version", "exitsim " + exitsim::version_line());
+  // Every option's default shows in its --help.
+  app.option_defaults()->always_capture_default();
   exitsim::cli::add_simulate_command(app);
   exitsim::cli::add_scenario_commands(app);
   exitsim::cli::add_trace_commands(app);
@@ -30,6 +34,7 @@ int main(int argc, char** argv) {
   exitsim::cli::add_sweep_command(app);
   exitsim::cli::add_plan_command(app);
   exitsim::cli::add_report_command(app);
+  exitsim::cli::tidy_help_defaults(app);
 
   try {
     app.parse(argc, argv);

@@ -10,6 +10,7 @@
 #include <string>
 #include <thread>
 
+#include "cli_grammar.hpp"
 #include "commands.hpp"
 #include "exitsim/analysis/plan.hpp"
 #include "exitsim/core/error.hpp"
@@ -29,7 +30,7 @@ struct PlanArgs {
   std::string out;
 };
 
-// "--gpu-hour-price 2.5" prices every accelerator; "--gpu-hour-price h100-sxm=2.5" one of them.
+// "--gpu-hour-prices 2.5" prices every accelerator; "--gpu-hour-prices h100-sxm=2.5" one of them.
 void parse_gpu_hour_prices(const std::vector<std::string>& given, analysis::PlanOptions& options) {
   for (const std::string& entry : given) {
     const std::size_t eq = entry.find('=');
@@ -39,7 +40,7 @@ void parse_gpu_hour_prices(const std::vector<std::string>& given, analysis::Plan
     const auto [end, error] = std::from_chars(number.data(), number.data() + number.size(), price);
     if (error != std::errc() || end != number.data() + number.size() || !(price >= 0) ||
         !std::isfinite(price) || (eq != std::string::npos && name.empty())) {
-      throw InputError({"", 0, 0, "--gpu-hour-price"},
+      throw InputError({"", 0, 0, "--gpu-hour-prices"},
                        expected_found("a price per GPU-hour >= 0, or NAME=PRICE for one "
                                       "accelerator (hardware.name)",
                                       "\"" + entry + "\""));
@@ -130,13 +131,15 @@ void add_plan_command(CLI::App& app) {
   command->add_option("--target-rate", args->target_rate, "Requests/s to serve (synthetic)");
   command->add_option("--trace-scale", args->trace_scale,
                       "Serve the replayed trace at k times its rate (workload.source: trace)");
-  command->add_option("--gpu-hour-price", args->gpu_hour_prices,
-                      "Price of one GPU-hour, for cost figures: P for every accelerator, or "
-                      "NAME=P per accelerator (hardware.name; repeat for each candidate's)");
+  command->add_option("--gpu-hour-prices", args->gpu_hour_prices,
+                      "Prices of one GPU-hour, for cost figures: P for every accelerator, or "
+                      "NAME=P per accelerator (hardware.name), e.g. h100-sxm=2.5,h200=3.5")
+      ->delimiter(',');
+  add_renamed_option(*command, "--gpu-hour-price", "--gpu-hour-prices", args->gpu_hour_prices);
   command->add_option("--attainment", args->options.min_attainment,
                       "Fraction of requests that must meet every SLO (default 0.9)");
   command->add_option("--max-replicas", args->options.max_replicas, "Most replicas to try");
-  command->add_option("--jobs,-j", args->options.jobs, "Candidates at a time");
+  command->add_option("--jobs,-j", args->options.jobs, "Candidates at a time (default: the cores)");
   command->add_option("-o,--out", args->out, "Write the plan as CSV");
   command->callback([args] { run_plan(*args); });
 }

@@ -210,7 +210,7 @@ void add_simulate_command(CLI::App& app) {
                          "Simulate the serving cluster a scenario describes (the embedded default "
                          "without one) and report latency, throughput and goodput");
   args->scenario.add_to(*command);
-  command->add_option("--out", args->out_dir, "Output directory (default: outputs.dir)");
+  command->add_option("-o,--out", args->out_dir, "Output directory (default: outputs.dir)");
   command->add_flag("--no-output", args->no_output, "Print the summary only; write no files");
   command->add_flag("--baseline", args->baseline,
                     "Also run the same workload and seed at full depth and report the speedup");

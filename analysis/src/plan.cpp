@@ -443,7 +443,7 @@ Plan plan_capacity(const PlanOptions& options) {
 
   for (const auto& [name, price] : options.gpu_hour_prices) {
     if (!(price >= 0 && std::isfinite(price))) {
-      throw InputError({"", 0, 0, "--gpu-hour-price"},
+      throw InputError({"", 0, 0, "--gpu-hour-prices"},
                        expected_found("a price >= 0", fmt::format("{}={}", name, price)));
     }
   }
@@ -457,7 +457,7 @@ Plan plan_capacity(const PlanOptions& options) {
         std::string given;
         for (const auto& [name, price] : options.gpu_hour_prices)
           given += (given.empty() ? "" : ", ") + name;
-        throw InputError({"", 0, 0, "--gpu-hour-price"},
+        throw InputError({"", 0, 0, "--gpu-hour-prices"},
                          expected_found(fmt::format("a price for {} (candidate {})", hardware,
                                                     point.key.empty() ? "(scenario)" : point.key),
                                         "prices for " + given + " only"));

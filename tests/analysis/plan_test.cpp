@@ -267,7 +267,7 @@ TEST(PlanCapacity, CountsGpusAndRecommendsTheFewestThenTheCheapest) {
   o.gpu_hour_prices = {{"h100-sxm", 2.5}};
   EXPECT_NE(error_of([&] {
               plan_capacity(o);
-            }).find("--gpu-hour-price: expected a price for h200 (candidate "),
+            }).find("--gpu-hour-prices: expected a price for h200 (candidate "),
             std::string::npos);
 }
 

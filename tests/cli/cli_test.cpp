@@ -227,6 +227,34 @@ TEST_F(Cli, OpTraceConvertsToChromeJson) {
 
 namespace {
 
+// One grammar: -o/--out names every output; the old spellings still work for one release and say
+// what replaces them.
+TEST_F(Cli, OldSpellingsWorkWithAOneLineHint) {
+  const fs::path out = dir_ / "short_o";
+  const Result simulated = run("simulate --set workload.requests=5 -o '" + out.string() + "'");
+  ASSERT_EQ(simulated.exit_code, 0) << simulated.err;
+  EXPECT_TRUE(fs::exists(out / "summary.json"));
+  const fs::path grid = file("grid.csv", "");
+  const Result renamed = run("calibrate '" + grid.string() + "' --output '" +
+                             (dir_ / "p.json").string() + "'");
+  // The hint comes first, then the command runs as before (here it refuses the empty grid).
+  EXPECT_EQ(renamed.err.rfind("exitsim: note: --output is now -o/--out; the old spelling goes in "
+                              "the next release\n",
+                              0),
+            0U)
+      << renamed.err;
+  EXPECT_EQ(std::count(renamed.err.begin(), renamed.err.end(), '\n'), 2) << renamed.err;
+  const Result missing = run("calibrate '" + grid.string() + "'");
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_EQ(missing.err, "exitsim: error: --out: expected the cost profile to write, found none\n");
+  const Result help = run("engine run --help");
+  EXPECT_NE(help.out.find("--profile-dir"), std::string::npos) << help.out;
+  EXPECT_EQ(help.out.find("--profile "), std::string::npos) << help.out;  // hidden
+  EXPECT_NE(help.out.find("--temperature FLOAT:NONNEGATIVE=0"), std::string::npos) << help.out;
+  const Result version = run("--version");
+  EXPECT_EQ(version.out.rfind("exitsim 0.1.0 (commit ", 0), 0U) << version.out;
+}
+
 TEST_F(Cli, UnusableOutputDirectoryIsAUserError) {
   const fs::path blocker = file("a_file", "not a directory");
   const Result r = run("simulate --set workload.requests=5 --out '" + blocker.string() + "'");
@@ -251,7 +279,7 @@ TEST_F(Cli, EngineRunsAModelAndItsQualityTableFeedsTheSimulator) {
   const fs::path out = dir_ / "out";
   const fs::path profile = dir_ / "profile";
   const Result r = run("engine run " + common + workload + " --out '" + out.string() +
-                       "' --profile '" + profile.string() + "'");
+                       "' --profile-dir '" + profile.string() + "'");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("40 output tokens"), std::string::npos) << r.out;
   const std::string tokens = slurp(out / "token_trace.csv");
@@ -445,7 +473,7 @@ TEST_F(Cli, EngineThreadCountIsRecordedAndAProfileOfAnotherIsRefused) {
                              "value: 10}'";
   const fs::path profile = dir_ / "profile";
   const Result r = run("engine run " + common + " --threads 1 --pin --out '" +
-                       (dir_ / "out").string() + "' --profile '" + profile.string() + "'");
+                       (dir_ / "out").string() + "' --profile-dir '" + profile.string() + "'");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const fs::path costs = dir_ / "costs.json";
   ASSERT_EQ(run("calibrate '" + (profile / "op_trace.csv").string() + "' -o '" + costs.string() +

@@ -41,7 +41,7 @@ sim::ProfileSource read_run_description(const std::string& op_trace_path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     throw InputError({path, 0, 0, ""},
-                     expected_found("the run description that `exitsim engine run --profile` "
+                     expected_found("the run description that `exitsim engine run --profile-dir` "
                                     "writes beside " +
                                         op_trace_path,
                                     "no readable file"));

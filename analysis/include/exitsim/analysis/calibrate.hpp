@@ -9,7 +9,7 @@
 
 namespace exitsim::analysis {
 
-// What `exitsim engine run --profile DIR` writes beside op_trace.csv (run.json): which engine,
+// What `exitsim engine run --profile-dir DIR` writes beside op_trace.csv (run.json): which engine,
 // backend, hardware and model produced the trace. A profile keeps it, and the calibrated cost
 // model refuses a scenario of other hardware or another model.
 sim::ProfileSource read_run_description(const std::string& op_trace_path);
