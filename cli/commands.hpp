@@ -22,5 +22,7 @@ void add_validate_command(CLI::App& app);
 void add_sweep_command(CLI::App& app);
 void add_plan_command(CLI::App& app);
 void add_report_command(CLI::App& app);
+// `exitsim help [TOPIC...]` and `exitsim completion bash`: added last, as they read the others.
+void add_help_commands(CLI::App& app);
 
 }  // namespace exitsim::cli

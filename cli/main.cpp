@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
   exitsim::cli::add_sweep_command(app);
   exitsim::cli::add_plan_command(app);
   exitsim::cli::add_report_command(app);
+  exitsim::cli::add_help_commands(app);
   exitsim::cli::tidy_help_defaults(app);
 
   try {

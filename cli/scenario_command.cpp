@@ -22,7 +22,11 @@ void add_scenario_commands(CLI::App& app) {
 
   CLI::App* schema =
       group->add_subcommand("schema", "Print every scenario key with its type, default and doc");
-  schema->callback([] { fmt::print("{}", scenario::render_schema_markdown()); });
+  auto as_json = std::make_shared<bool>(false);
+  schema->add_flag("--json", *as_json, "Machine-readable: one JSON object per key");
+  schema->callback([as_json] {
+    fmt::print("{}", *as_json ? scenario::render_schema_json() : scenario::render_schema_markdown());
+  });
 }
 
 }  // namespace exitsim::cli

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 
 #include "exitsim/scenario/load.hpp"
@@ -192,6 +194,65 @@ std::string render_schema_markdown() {
     table_rows(def->path, out);
   }
   out += "<!-- END GENERATED SCHEMA -->\n";
+  return out;
+}
+
+namespace {
+
+std::string raw_description(const KeyDef& def) {
+  return def.doc;
+}
+
+// Defaults and allowed values as plain text: the Markdown table quotes values in backticks.
+std::string unquoted(std::string text) {
+  std::erase(text, '`');
+  return text;
+}
+
+}  // namespace
+
+std::string render_schema_json() {
+  nlohmann::ordered_json keys = nlohmann::ordered_json::array();
+  for (const KeyDef& def : detail::schema()) {
+    nlohmann::ordered_json key;
+    key["key"] = display_path(def);
+    key["type"] = def.type == Type::section ? std::string("section") : detail::type_name(def);
+    if (def.type != Type::section) {
+      key["default"] = unquoted(default_text(def));
+      key["allowed"] = unquoted(detail::allowed_text(def));
+    }
+    key["description"] = raw_description(def);
+    if (!def.when.empty())
+      key["applies_when"] = {{"key", def.when.key}, {"values", def.when.values}};
+    keys.push_back(std::move(key));
+  }
+  nlohmann::ordered_json root;
+  root["format"] = "exitsim-scenario-schema v1";
+  root["keys"] = std::move(keys);
+  return root.dump(2) + "\n";
+}
+
+std::string render_key_help(std::string_view prefix) {
+  std::string out;
+  for (const KeyDef& def : detail::schema()) {
+    const std::string path = display_path(def);
+    const bool under = path == prefix || (path.size() > prefix.size() &&
+                                          path.compare(0, prefix.size(), prefix) == 0 &&
+                                          (path[prefix.size()] == '.' || path[prefix.size()] == '['));
+    if (!under)
+      continue;
+    if (def.type == Type::section) {
+      out += fmt::format("{} (section)\n", path);
+    } else {
+      const std::string allowed = unquoted(detail::allowed_text(def));
+      out += fmt::format("{} ({}, default {}{})\n", path, detail::type_name(def),
+                         unquoted(default_text(def)), allowed.empty() ? "" : ", allowed " + allowed);
+    }
+    std::string text = def.doc;
+    if (!def.when.empty())
+      text += fmt::format(" Applies when {} is {}.", def.when.key, fmt::join(def.when.values, " or "));
+    out += "    " + text + "\n";
+  }
   return out;
 }
 

@@ -1,3 +1,4 @@
+#include "exitsim/core/version.hpp"
 #include "exitsim/analysis/report.hpp"
 
 #include <fmt/format.h>
@@ -129,7 +130,8 @@ std::string default_efficiency(const ReportInputs& in) {
 
 Report build_report(const ReportInputs& in) {
   Report r;
-  json out = {{"format", "exitsim-report v1"}};
+  json out = {{"format", "exitsim-report v1"},
+              {"exitsim", {{"version", version()}, {"commit", commit()}}}};
   std::string body;
 
   // Efficiency-quality plane.
@@ -413,7 +415,7 @@ Report build_report(const ReportInputs& in) {
                   html_escape(in.efficiency_objective.metric),
                   html_escape(in.quality_objective.metric)) +
       (notes_html.empty() ? "" : "<ul class=\"empty\">" + notes_html + "</ul>\n") + body +
-      "</body></html>\n";
+      "<p><small>exitsim " + html_escape(version_line()) + "</small></p>\n</body></html>\n";
   r.json = out.dump(2) + "\n";
   return r;
 }

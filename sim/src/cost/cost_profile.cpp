@@ -1,3 +1,4 @@
+#include "exitsim/core/version.hpp"
 #include "exitsim/sim/cost/cost_profile.hpp"
 
 #include <fmt/format.h>
@@ -229,6 +230,7 @@ void CostProfile::write(const std::string& path) const {
     root["source"]["speed_probe_us"] = source.speed_probe_us;
   if (!source.build.empty())
     root["source"]["build"] = source.build;
+  root["exitsim"] = {{"version", version()}, {"commit", commit()}};
   json list = json::array();
   for (const OpFit& op : ops) {
     json regimes = json::array();

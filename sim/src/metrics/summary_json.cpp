@@ -1,6 +1,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "exitsim/core/version.hpp"
 #include "exitsim/sim/metrics/metrics.hpp"
 
 namespace exitsim::sim {
@@ -32,6 +33,7 @@ Json target_json(const std::optional<double>& target) {
 std::string summary_to_json(const MetricsSummary& s) {
   Json j;
   j["schema"] = "exitsim-metrics v1";
+  j["exitsim"] = {{"version", version()}, {"commit", commit()}};
   j["requests"] = s.requests;
   j["input_tokens"] = s.input_tokens;
   j["output_tokens"] = s.output_tokens;

@@ -34,4 +34,13 @@ std::string render_resolved_yaml(const Scenario& scenario);
 // comments so the docs file can embed it verbatim.
 std::string render_schema_markdown();
 
+// The same schema for tools (`exitsim scenario schema --json`): {"format": "exitsim-scenario-schema
+// v1", "keys": [{"key", "type", "default", "allowed", "description", "applies_when"}, ...]} in
+// schema order, sections included.
+std::string render_schema_json();
+
+// Plain text for `exitsim help KEY`: every key at or under `prefix` ("scheduler",
+// "workload.trace"), one paragraph each; empty when no key matches.
+std::string render_key_help(std::string_view prefix);
+
 }  // namespace exitsim::scenario

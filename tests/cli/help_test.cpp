@@ -1,0 +1,105 @@
+// `exitsim help`, `scenario schema --json` and the bash completion script: what a user and a tool
+// read to find their way, generated from the command tree and the schema so they cannot drift.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "support/cli_fixture.hpp"
+
+namespace {
+
+using namespace cli_support;
+namespace fs = std::filesystem;
+
+TEST_F(Cli, HelpListsCommandsAndTopicsAndExplainsKeys) {
+  const Result overview = run("help");
+  ASSERT_EQ(overview.exit_code, 0) << overview.err;
+  for (const char* command : {"simulate", "engine", "calibrate", "sweep", "plan", "report"})
+    EXPECT_NE(overview.out.find(std::string("\n  ") + command + " "), std::string::npos) << command;
+  EXPECT_NE(overview.out.find("schedulers"), std::string::npos) << overview.out;
+  const Result command = run("help engine run");
+  EXPECT_NE(command.out.find("--profile-dir"), std::string::npos) << command.out;
+  const Result key = run("help scheduler.preemption");
+  EXPECT_EQ(key.out.rfind("scheduler.preemption (enum, default recompute, allowed recompute, swap)",
+                          0),
+            0U)
+      << key.out;
+  const Result topic = run("help schedulers");
+  EXPECT_NE(topic.out.find("scheduler.max_running (integer, default 256"), std::string::npos)
+      << topic.out;
+  const Result unknown = run("help nope");
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_EQ(unknown.err,
+            "exitsim: error: help: expected a command, a topic or a scenario key path (exitsim "
+            "help lists them), found \"nope\"\n");
+}
+
+TEST_F(Cli, SchemaJsonHasEveryKeyTheMarkdownHas) {
+  const Result json = run("scenario schema --json");
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const nlohmann::json schema = nlohmann::json::parse(json.out);
+  EXPECT_EQ(schema["format"], "exitsim-scenario-schema v1");
+  const Result markdown = run("scenario schema");
+  std::size_t rows = 0;
+  bool found_kind = false;
+  for (const nlohmann::json& key : schema["keys"]) {
+    const std::string path = key["key"];
+    // A row, or a top-level section's heading.
+    EXPECT_TRUE(markdown.out.find("| `" + path + "` |") != std::string::npos ||
+                markdown.out.find("## `" + path + "`\n") != std::string::npos)
+        << path;
+    ++rows;
+    if (path == "scheduler.kind") {
+      found_kind = true;
+      EXPECT_EQ(key["default"], "continuous");
+      EXPECT_EQ(key["type"], "identifier");
+    }
+  }
+  EXPECT_TRUE(found_kind);
+  // Every key row of the Markdown (records keys appear twice there: as a section and a row).
+  EXPECT_GE(static_cast<std::size_t>(std::count(markdown.out.begin(), markdown.out.end(), '\n')),
+            rows);
+  EXPECT_GT(rows, 150U);
+}
+
+TEST_F(Cli, BashCompletionCompletesCommandsAndOptions) {
+  const Result script = run("completion bash");
+  ASSERT_EQ(script.exit_code, 0) << script.err;
+  const fs::path path = file("exitsim.bash", script.out);
+  const auto complete = [&](const std::string& words, int current) {
+    const fs::path out = dir_ / "reply.txt";
+    const std::string command = "bash -c 'source \"" + path.string() + "\"; COMP_WORDS=(" + words +
+                                "); COMP_CWORD=" + std::to_string(current) +
+                                "; _exitsim; echo \"${COMPREPLY[@]}\"' > '" + out.string() + "'";
+    EXPECT_EQ(std::system(command.c_str()), 0) << command;
+    return slurp(out);
+  };
+  EXPECT_EQ(complete("exitsim engine r", 2), "run random-model\n");
+  EXPECT_EQ(complete("exitsim simulate --o", 2), "--out\n");
+  EXPECT_EQ(complete("exitsim calibrate --out", 2), "--out\n");  // the old --output is hidden
+  EXPECT_EQ(complete("exitsim s", 1), "simulate scenario sweep\n");
+}
+
+}  // namespace
+
+namespace {
+
+using namespace cli_support;
+
+// Results carry the version and commit `--version` prints, so a number can be traced to its code.
+TEST_F(Cli, SummaryRecordsTheVersionAndCommit) {
+  const Result version = run("--version");
+  const std::string line = version.out.substr(0, version.out.find('\n'));
+  const fs::path out = dir_ / "run";
+  ASSERT_EQ(run("simulate --set workload.requests=5 -o '" + out.string() + "'").exit_code, 0);
+  const nlohmann::json summary = nlohmann::json::parse(slurp(out / "summary.json"));
+  const std::string recorded = "exitsim " + std::string(summary["exitsim"]["version"]) +
+                               " (commit " + std::string(summary["exitsim"]["commit"]) + ")";
+  EXPECT_EQ(recorded, line);
+}
+
+}  // namespace
