@@ -5,11 +5,13 @@
 #include <array>
 #include <cerrno>
 #include <filesystem>
+#include <optional>
 #include <fstream>
 #include <sstream>
 #include <system_error>
 
 #include "embedded.hpp"
+#include "input_paths.hpp"
 #include "resolve.hpp"
 #include "tree.hpp"
 
@@ -53,17 +55,31 @@ std::string read_file(const std::string& path) {
 
 }  // namespace
 
-Scenario load_scenario_text(std::string_view yaml, std::string_view source_name,
-                            std::span<const std::string> overrides) {
-  const std::string source(source_name);
+namespace {
+
+// `scenario_dir`: where the file's relative input paths point from; nullopt for text that is no
+// file's (the embedded default, a test's string), whose paths stay as written.
+Scenario load_tree(std::string_view yaml, const std::string& source,
+                   std::optional<std::string> scenario_dir,
+                   std::span<const std::string> overrides) {
   detail::Node root = detail::parse_yaml(yaml, source);
+  if (scenario_dir)
+    detail::resolve_file_input_paths(root, *scenario_dir);
   for (const std::string& assignment : overrides)
     detail::apply_override(root, assignment);
   return detail::resolve_scenario(root, source);
 }
 
+}  // namespace
+
+Scenario load_scenario_text(std::string_view yaml, std::string_view source_name,
+                            std::span<const std::string> overrides) {
+  return load_tree(yaml, std::string(source_name), std::nullopt, overrides);
+}
+
 Scenario load_scenario_file(const std::string& path, std::span<const std::string> overrides) {
-  return load_scenario_text(read_file(path), path, overrides);
+  return load_tree(read_file(path), path,
+                   std::filesystem::path(path).parent_path().string(), overrides);
 }
 
 Scenario load_default_scenario(std::span<const std::string> overrides) {

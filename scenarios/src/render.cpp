@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "exitsim/scenario/load.hpp"
+#include "input_paths.hpp"
 #include "schema.hpp"
 #include "values.hpp"
 
@@ -134,6 +135,8 @@ std::string display_path(const KeyDef& def) {
 
 std::string description(const KeyDef& def) {
   std::string text = def.doc;
+  if (def.input_path)
+    text += std::string(" ") + std::string(detail::k_input_path_note);
   if (!def.when.empty()) {
     std::vector<std::string> quoted;
     for (const std::string& v : def.when.values)
@@ -222,6 +225,8 @@ std::string render_schema_json() {
       key["allowed"] = unquoted(detail::allowed_text(def));
     }
     key["description"] = raw_description(def);
+    if (def.input_path)
+      key["input_path"] = true;
     if (!def.when.empty())
       key["applies_when"] = {{"key", def.when.key}, {"values", def.when.values}};
     keys.push_back(std::move(key));
@@ -249,6 +254,8 @@ std::string render_key_help(std::string_view prefix) {
                          unquoted(default_text(def)), allowed.empty() ? "" : ", allowed " + allowed);
     }
     std::string text = def.doc;
+    if (def.input_path)
+      text += std::string(" ") + std::string(detail::k_input_path_note);
     if (!def.when.empty())
       text += fmt::format(" Applies when {} is {}.", def.when.key, fmt::join(def.when.values, " or "));
     out += "    " + text + "\n";

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "exitsim/core/suggest.hpp"
+#include "input_paths.hpp"
 #include "values.hpp"
 
 namespace exitsim::scenario::detail {
@@ -355,7 +356,9 @@ void apply_override(Node& root, const std::string& assignment) {
   }
   const std::string path = assignment.substr(0, eq);
   const SourceLocation here{"--set", 0, 0, ""};
-  set_path(root, path, parse_override_value(assignment.substr(eq + 1), path), here);
+  Node value = parse_override_value(assignment.substr(eq + 1), path);
+  expand_override_path(value, path);
+  set_path(root, path, std::move(value), here);
   // cluster.replicas and cluster.groups are exclusive in a file; setting one from the command
   // line replaces the other, as a later assignment replaces an earlier one.
   const std::string other = path == "cluster.replicas" ? "groups"

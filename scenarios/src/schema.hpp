@@ -90,6 +90,9 @@ struct KeyDef {
   // that default from the preset take it from there instead.
   bool shape_source = false;
   std::string preset_key;  // the preset a from_preset default reads
+  // A file the run reads: relative in a scenario file, it names a file beside the scenario; in
+  // --set, beside the working directory. $EXITSIM_TRACES at its start is the traces folder.
+  bool input_path = false;
   Binding bind;            // empty for sections and for record children
 
   std::string name() const;    // last path segment

@@ -27,6 +27,10 @@ class Key {
     def_.default_kind = DefaultKind::required;
     return *this;
   }
+  Key& input_path() {
+    def_.input_path = true;
+    return *this;
+  }
   Key& preset(std::string name) {
     def_.default_kind = DefaultKind::preset;
     def_.default_value = std::move(name);

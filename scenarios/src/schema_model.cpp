@@ -83,7 +83,8 @@ std::vector<KeyDef> model_keys() {
           "experts. Explicit shape keys below override its values. Not read, so not priced: "
           "Q/K/V biases, sliding windows (attention is priced over the whole context), RoPE "
           "scaling; quantized checkpoints are refused. It replaces model.preset's shape when "
-          "both are given. Relative paths are relative to the working directory.")
+          "both are given.")
+          .input_path()
           .def(Value{})
           .shape_source()
           .bind(Binding{[](Scenario& s, const Resolved& r) {
@@ -327,6 +328,7 @@ std::vector<KeyDef> hardware_keys() {
           .def(std::string("roofline"))
           .bind(field(&Scenario::cost_model, &CostModelConfig::kind)),
       Key("cost_model.profile", Type::string, "Path of the cost profile.")
+          .input_path()
           .required()
           .when("cost_model.kind", {"calibrated", "table"})
           .bind(field(&Scenario::cost_model, &CostModelConfig::profile)),

@@ -111,6 +111,7 @@ std::vector<KeyDef> exit_policy_keys() {
           "an exit table for confidence), from which the simulator takes this policy's exits; "
           "\"\" = none (the simulator then refuses the policy, or for routers uses "
           "router_scores: uniform when asked).")
+          .input_path()
           .def(std::string(""))
           .when(kind, {"confidence", "oracle", "router_expert_choice", "router_token_choice"})
           .bind(exit_field(&ExitPolicyConfig::threshold_table)),
@@ -167,6 +168,7 @@ std::vector<KeyDef> exit_policy_keys() {
           .range(1, std::nullopt)
           .required(),
       Key("exit_policy.token_trace", Type::string, "Token (exit) trace whose depths are replayed.")
+          .input_path()
           .required()
           .when(kind, {"replay"})
           .bind(exit_field(&ExitPolicyConfig::token_trace)),

@@ -60,6 +60,7 @@ std::vector<KeyDef> length_keys(const std::string& section, LengthConfig Workloa
           .bind(length_field(which, &LengthConfig::sigma)),
       Key(section + ".path", Type::string,
           "Trace whose lengths are resampled (any supported request-trace format).")
+          .input_path()
           .required()
           .when(dist, {"empirical"})
           .bind(length_field(which, &LengthConfig::path)),
@@ -152,7 +153,8 @@ std::vector<KeyDef> workload_keys() {
       Key("workload.trace", Type::section, "The request trace to replay.")
           .when("workload.source", {"trace"}),
       Key("workload.trace.path", Type::string,
-          "Trace file; relative paths are relative to the working directory.")
+          "Trace file.")
+          .input_path()
           .required()
           .bind(trace_field(&TraceConfig::path)),
       Key("workload.trace.format", Type::enumeration,

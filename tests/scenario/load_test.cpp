@@ -107,10 +107,13 @@ TEST(LoadScenario, EveryExampleLoadsAndRoundTrips) {
 }
 
 TEST(LoadScenario, ExamplesResolveAsDescribed) {
+  // The examples name the public traces through $EXITSIM_TRACES.
+  ::setenv("EXITSIM_TRACES", "/data/traces", 1);
   const Scenario azure =
       load_scenario_file((k_root / "scenarios/examples/azure_replay.yaml").string());
+  ::unsetenv("EXITSIM_TRACES");
   EXPECT_EQ(azure.workload.source, "trace");
-  EXPECT_EQ(azure.workload.trace.path, "../shared/traces/azure_llm_2023_conv.csv");
+  EXPECT_EQ(azure.workload.trace.path, "/data/traces/azure_llm_2023_conv.csv");
   EXPECT_DOUBLE_EQ(azure.workload.trace.rate_scale, 2.0);
   EXPECT_EQ(azure.cluster.replicas, 4);
   ASSERT_EQ(azure.sweep.size(), 1u);
@@ -304,6 +307,74 @@ TEST(Overrides, AKeyThatDoesNotApplyIsStillAnErrorWhenTheOverrideGivesIt) {
   EXPECT_EQ(override_error({"workload.trace.rate_scale=2"}),
             "--set: workload.trace: \"trace\" is not used when workload.source is synthetic; it "
             "applies when workload.source is trace");
+}
+
+}  // namespace
+}  // namespace exitsim::scenario
+
+namespace exitsim::scenario {
+namespace {
+
+// A scenario's input paths name files beside it, as in most configuration systems; --set values
+// are the working directory's, as a shell user expects.
+class ScenarioPaths : public testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("exitsim_paths_" + std::to_string(::getpid())) / "configs";
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_.parent_path()); }
+  std::string write(const std::string& text) const {
+    const std::filesystem::path path = dir_ / "s.yaml";
+    std::ofstream(path) << text;
+    return path.string();
+  }
+  std::filesystem::path dir_;
+};
+
+TEST_F(ScenarioPaths, RelativePathsInAFileAreBesideIt) {
+  const std::string path = write(
+      "cost_model: {kind: table, profile: costs.csv}\n"
+      "exit_policy: {kind: replay, token_trace: ../traces/t.csv}\n"
+      "workload: {source: trace, trace: {path: /abs/trace.csv}}\n"
+      "cluster:\n  groups:\n    - count: 1\n      set: [\"cost_model.profile=other.csv\"]\n");
+  const Scenario s = load_scenario_file(path);
+  EXPECT_EQ(s.cost_model.profile, (dir_ / "costs.csv").string());
+  EXPECT_EQ(s.exit_policy.token_trace, (dir_.parent_path() / "traces" / "t.csv").string());
+  EXPECT_EQ(s.workload.trace.path, "/abs/trace.csv");  // absolute: as written
+  ASSERT_EQ(s.replica_groups.size(), 1U);
+  EXPECT_EQ(s.replica_groups[0].cost_model.profile, (dir_ / "other.csv").string());
+}
+
+TEST_F(ScenarioPaths, SetValuesAreTheWorkingDirectorysAndTextHasNoFile) {
+  const std::string path = write("cost_model: {kind: table, profile: costs.csv}\n");
+  const std::vector<std::string> overrides = {"cost_model.profile=mine.csv"};
+  EXPECT_EQ(load_scenario_file(path, overrides).cost_model.profile, "mine.csv");
+  // Text that is no file's (the embedded default, a program's string) keeps its paths.
+  EXPECT_EQ(load_scenario_text("cost_model: {kind: table, profile: costs.csv}\n", "inline", {})
+                .cost_model.profile,
+            "costs.csv");
+}
+
+TEST_F(ScenarioPaths, TracesVariableNamesTheTracesFolder) {
+  const std::string path =
+      write("workload:\n  source: trace\n  trace:\n    path: $EXITSIM_TRACES/azure.csv\n");
+  ::setenv("EXITSIM_TRACES", "/srv/traces", 1);
+  EXPECT_EQ(load_scenario_file(path).workload.trace.path, "/srv/traces/azure.csv");
+  const std::vector<std::string> braced = {"workload.trace.path=${EXITSIM_TRACES}/b.csv"};
+  EXPECT_EQ(load_scenario_file(path, braced).workload.trace.path, "/srv/traces/b.csv");
+  ::unsetenv("EXITSIM_TRACES");
+  try {
+    (void)load_scenario_file(path);
+    FAIL() << "an unset EXITSIM_TRACES was accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              path +
+                  ":4:11: workload.trace.path: expected $EXITSIM_TRACES to name the folder of "
+                  "the public request traces (export EXITSIM_TRACES=/path/to/traces), found it "
+                  "unset");
+  }
 }
 
 }  // namespace

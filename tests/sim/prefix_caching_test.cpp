@@ -16,6 +16,7 @@
 #include "exitsim/sim/simulator.hpp"
 #include "exitsim/sim/workload/workload.hpp"
 #include "support/request_traces.hpp"
+#include "support/test_files.hpp"
 
 namespace exitsim::sim {
 namespace {
@@ -237,7 +238,7 @@ TEST(PrefixModel, SessionsAreRefusedForATraceWhoseLengthsAreItsOwn) {
 // whole 512-token blocks held, counted here from the file itself, capped so that the prompt's
 // last token runs.
 TEST(PrefixCaching, MooncakeHitRateIsWhatTheTracesOwnHashesAllow) {
-  const std::string path = std::string(EXITSIM_SHARED_TRACES_DIR) + "/mooncake_synthetic.jsonl";
+  const std::string path = test_support::shared_trace("mooncake_synthetic.jsonl");
   if (!std::filesystem::exists(path))
     GTEST_SKIP() << "trace absent (../shared/traces)";
   constexpr int k_requests = 150;

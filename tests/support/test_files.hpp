@@ -2,6 +2,7 @@
 
 // Scratch files and error capture shared by every test suite.
 
+#include <cstdlib>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -89,9 +90,16 @@ std::string error_of(F&& f) {
   return k_no_error;
 }
 
-// The path of `name` among the public traces in ../shared/traces, which may be absent.
+// The folder of the public request traces: $EXITSIM_TRACES as users set it, else this project's
+// ../shared/traces. It may be absent.
+inline std::string shared_traces_dir() {
+  const char* set = std::getenv("EXITSIM_TRACES");
+  return set != nullptr && *set != '\0' ? std::string(set) : std::string(EXITSIM_SHARED_TRACES_DIR);
+}
+
+// The path of `name` among the public traces, which may be absent.
 inline std::string shared_trace(const std::string& name) {
-  return std::string(EXITSIM_SHARED_TRACES_DIR) + "/" + name;
+  return shared_traces_dir() + "/" + name;
 }
 
 }  // namespace exitsim::test_support
