@@ -11,17 +11,25 @@
 namespace exitsim::traces {
 namespace {
 
-constexpr std::array<std::pair<RequestTraceFormat, std::string_view>, 5> k_formats = {{
+constexpr std::array<std::pair<RequestTraceFormat, std::string_view>, 6> k_formats = {{
     {RequestTraceFormat::azure, "azure"},
     {RequestTraceFormat::vidur, "vidur"},
     {RequestTraceFormat::mooncake, "mooncake"},
     {RequestTraceFormat::burstgpt, "burstgpt"},
     {RequestTraceFormat::native, "native"},
+    {RequestTraceFormat::csv, "csv"},
 }};
+
+// A generic CSV has no header of its own: it is read only when asked for, with a mapping.
+bool is_detectable(RequestTraceFormat format) {
+  return format != RequestTraceFormat::csv;
+}
 
 std::string any_header() {
   std::string names;
   for (const auto& [format, name] : k_formats) {
+    if (!is_detectable(format))
+      continue;
     if (!names.empty())
       names += ", ";
     names += name;
@@ -98,6 +106,8 @@ std::unique_ptr<RequestSource> open_request_trace(const std::string& path,
       return open_burstgpt_trace(path, options.skip_bad_rows);
     case RequestTraceFormat::native:
       return open_native_trace(path, options.skip_bad_rows);
+    case RequestTraceFormat::csv:
+      return open_csv_trace(path, options.skip_bad_rows, options.columns);
   }
   throw InputError(SourceLocation{path, 0, 0, ""}, "unknown request-trace format");
 }
