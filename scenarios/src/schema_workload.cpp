@@ -161,7 +161,7 @@ std::vector<KeyDef> workload_keys() {
       Key("workload.trace.format", Type::enumeration,
           "File format; auto detects it from the header (all but csv, which needs "
           "workload.trace.columns). See docs/traces.md.")
-          .allowed({"auto", "azure", "vidur", "mooncake", "burstgpt", "native", "csv"})
+          .allowed({"auto", "azure", "vidur", "mooncake", "burstgpt", "native", "tracev2", "csv"})
           .def(std::string("auto"))
           .bind(trace_field(&TraceConfig::format)),
       Key("workload.trace.columns", Type::section,

@@ -1,7 +1,7 @@
 // The bad-input matrix of issue 19 (tests/cli/bad_input_matrix_test.cpp) for the request-trace
-// variants added since: Vidur arrival traces, Azure 2024 times with UTC offsets and generic CSVs
-// read through a column mapping. Each break is refused with one line naming the file, the
-// expectation and what was found; a UTF-8 BOM and CRLF line ends are read.
+// variants added since: Vidur arrival traces, Azure 2024 times with UTC offsets, BLIS TraceV2
+// data files and generic CSVs read through a column mapping. Each break is refused with one line
+// naming the file, the expectation and what was found; a UTF-8 BOM and CRLF line ends are read.
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -45,6 +45,17 @@ std::vector<Variant> variants() {
        "TIMESTAMP,ContextTokens,GeneratedTokens\n",
        [](const std::string& t, const std::string& in, const std::string& out) {
          return "2024-05-10 00:00:" + t + ".009930+00:00," + in + "," + out + "\n";
+       },
+       {}},
+      {"tracev2",
+       "request_id,client_id,tenant_id,slo_class,session_id,round_index,prefix_group,"
+       "prefix_length,streaming,input_tokens,output_tokens,text_tokens,image_tokens,audio_tokens,"
+       "video_tokens,reason_ratio,model,deadline_us,server_input_tokens,arrival_time_us,"
+       "send_time_us,first_chunk_time_us,last_chunk_time_us,num_chunks,status,error_message,"
+       "finish_reason\n",
+       [](const std::string& t, const std::string& in, const std::string& out) {
+         return "0,,,,,0,,0,false," + in + "," + out + ",0,0,0,0,0,,0,0," + t + "000000," + t +
+                "000000,0,0,0,ok,,\n";
        },
        {}},
       {"csv seconds", "arrival,prompt,completion,model\n",
@@ -124,7 +135,7 @@ TEST(RequestTraceBadInputMatrix, NewVariantsRefuseEveryBreakOnOneLineNamingTheFi
       EXPECT_LE(error.size(), 400U) << error;
     }
   }
-  EXPECT_EQ(refused, 5 * 11 + 4);  // 11 breaks each, and backwards time for the four with times
+  EXPECT_EQ(refused, 6 * 11 + 5);  // 11 breaks each, and backwards time for the five with times
 }
 
 TEST(RequestTraceBadInputMatrix, NewVariantsReadBomAndCrlf) {

@@ -15,6 +15,7 @@ std::unique_ptr<RequestSource> open_vidur_trace(const std::string& path, bool sk
 std::unique_ptr<RequestSource> open_mooncake_trace(const std::string& path, bool skip_bad_rows);
 std::unique_ptr<RequestSource> open_burstgpt_trace(const std::string& path, bool skip_bad_rows);
 std::unique_ptr<RequestSource> open_native_trace(const std::string& path, bool skip_bad_rows);
+std::unique_ptr<RequestSource> open_tracev2_trace(const std::string& path, bool skip_bad_rows);
 std::unique_ptr<RequestSource> open_csv_trace(const std::string& path, bool skip_bad_rows,
                                               const CsvColumnMapping& columns);
 
@@ -38,9 +39,18 @@ inline constexpr std::string_view k_burstgpt_time = "Timestamp";
 inline constexpr std::string_view k_burstgpt_request = "Request tokens";
 inline constexpr std::string_view k_burstgpt_response = "Response tokens";
 
+// BLIS TraceV2 data files: the first column and the ones a request needs.
+inline constexpr std::string_view k_tracev2_id = "request_id";
+inline constexpr std::string_view k_tracev2_input = "input_tokens";
+inline constexpr std::string_view k_tracev2_output = "output_tokens";
+inline constexpr std::string_view k_tracev2_arrival = "arrival_time_us";
+// "\"request_id\", ... and \"arrival_time_us\"" for messages.
+std::string tracev2_required_columns();
+
 // Whether a split CSV header line matches each format (detection and forced formats agree).
 bool is_azure_header(std::string_view line);
 bool is_vidur_header(std::string_view line);
 bool is_burstgpt_header(std::string_view line);
+bool is_tracev2_header(std::string_view line);
 
 }  // namespace exitsim::traces

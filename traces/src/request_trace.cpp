@@ -11,12 +11,13 @@
 namespace exitsim::traces {
 namespace {
 
-constexpr std::array<std::pair<RequestTraceFormat, std::string_view>, 6> k_formats = {{
+constexpr std::array<std::pair<RequestTraceFormat, std::string_view>, 7> k_formats = {{
     {RequestTraceFormat::azure, "azure"},
     {RequestTraceFormat::vidur, "vidur"},
     {RequestTraceFormat::mooncake, "mooncake"},
     {RequestTraceFormat::burstgpt, "burstgpt"},
     {RequestTraceFormat::native, "native"},
+    {RequestTraceFormat::tracev2, "tracev2"},
     {RequestTraceFormat::csv, "csv"},
 }};
 
@@ -49,6 +50,8 @@ std::optional<RequestTraceFormat> format_of_header(std::string_view line) {
     return RequestTraceFormat::vidur;
   if (is_burstgpt_header(line))
     return RequestTraceFormat::burstgpt;
+  if (is_tracev2_header(line))
+    return RequestTraceFormat::tracev2;
   return std::nullopt;
 }
 
@@ -106,6 +109,8 @@ std::unique_ptr<RequestSource> open_request_trace(const std::string& path,
       return open_burstgpt_trace(path, options.skip_bad_rows);
     case RequestTraceFormat::native:
       return open_native_trace(path, options.skip_bad_rows);
+    case RequestTraceFormat::tracev2:
+      return open_tracev2_trace(path, options.skip_bad_rows);
     case RequestTraceFormat::csv:
       return open_csv_trace(path, options.skip_bad_rows, options.columns);
   }

@@ -10,7 +10,15 @@
 
 namespace exitsim::traces {
 
-enum class RequestTraceFormat : std::uint8_t { azure, vidur, mooncake, burstgpt, native, csv };
+enum class RequestTraceFormat : std::uint8_t {
+  azure,
+  vidur,
+  mooncake,
+  burstgpt,
+  native,
+  tracev2,  // BLIS (inference-sim) TraceV2 data CSV
+  csv,      // generic, through RequestTraceOptions::columns
+};
 
 std::string_view to_string(RequestTraceFormat format);
 std::optional<RequestTraceFormat> parse_request_trace_format(std::string_view name);
