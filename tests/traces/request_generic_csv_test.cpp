@@ -99,6 +99,19 @@ TEST(RequestGenericCsv, MappingErrorsNameLineOneAndTheKey) {
                 "found \"minutes\"");
 }
 
+TEST(RequestGenericCsv, TheDocumentedMappingErrorIsTheOneGiven) {
+  TempDir dir;
+  const auto path = dir.write("requests.csv", "ts,model,prompt_tokens,gen_len\n1,m,2,3\n");
+  RequestTraceOptions options;
+  options.format = RequestTraceFormat::csv;
+  options.columns = CsvColumnMapping{"ts", "prompt", "gen_len", "ms", "workload.trace.columns"};
+  EXPECT_EQ(error_of(path, options),
+            path +
+                ":1:1: workload.trace.columns.input_tokens: expected a column of the header "
+                "(\"ts\", \"model\", \"prompt_tokens\", \"gen_len\"), found \"prompt\" (did you "
+                "mean \"prompt_tokens\"?)");
+}
+
 TEST(RequestGenericCsv, IsNeverDetected) {
   TempDir dir;
   const auto path = dir.write("g.csv", "t,prompt,completion\n1,2,3\n");
