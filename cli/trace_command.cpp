@@ -15,6 +15,7 @@
 #include "exitsim/traces/op_trace.hpp"
 #include "exitsim/traces/request_trace.hpp"
 #include "exitsim/traces/request_trace_writer.hpp"
+#include "exitsim/traces/tracev2_writer.hpp"
 
 namespace exitsim::cli {
 namespace {
@@ -28,7 +29,7 @@ struct RequestTraceArgs {
     command
         .add_option("file", path,
                     "Request trace (Azure, Vidur/Metron, Mooncake, BurstGPT, "
-                    "native)")
+                    "native, BLIS TraceV2)")
         ->required();
     command.add_option("--format", format, "Override format detection")
         ->type_name("auto|" +
@@ -61,8 +62,31 @@ void inspect(const RequestTraceArgs& args) {
   fmt::print("{}", analysis::format_trace_summary(summary, args.path, source->format_name()));
 }
 
-void convert(const RequestTraceArgs& args, const std::string& out) {
+void convert_to_tracev2(traces::RequestSource& source, const std::string& out) {
+  const traces::TraceV2WriteReport report = traces::write_tracev2_request_trace(source, out);
+  fmt::print("wrote {} requests to {} and its header {} (tracev2 format", report.written, out,
+             report.header_path);
+  if (source.skipped_rows() > 0)
+    fmt::print("; skipped {} rows", source.skipped_rows());
+  fmt::print(")\n");
+  if (report.arrivals_rounded > 0) {
+    fmt::print("WARNING    {} arrivals rounded to the nearest microsecond (TraceV2's unit)\n",
+               report.arrivals_rounded);
+  }
+  if (report.prefix_hashes_dropped > 0) {
+    fmt::print(
+        "WARNING    {} requests' prefix-block hashes not written (TraceV2 has no column "
+        "for them)\n",
+        report.prefix_hashes_dropped);
+  }
+}
+
+void convert(const RequestTraceArgs& args, const std::string& out, const std::string& to) {
   const auto source = traces::open_request_trace(args.path, args.options());
+  if (to == "tracev2") {
+    convert_to_tracev2(*source, out);
+    return;
+  }
   const std::int64_t written = traces::write_native_request_trace(*source, out);
   fmt::print("wrote {} requests to {} (native format", written, out);
   if (source->skipped_rows() > 0)
@@ -141,11 +165,19 @@ void add_trace_commands(CLI::App& app) {
 
   auto convert_args = std::make_shared<RequestTraceArgs>();
   auto convert_out = std::make_shared<std::string>();
-  CLI::App* convert_command =
-      group->add_subcommand("convert", "Write a request trace in exitsim's native format");
+  auto convert_to = std::make_shared<std::string>("native");
+  CLI::App* convert_command = group->add_subcommand(
+      "convert", "Write a request trace in exitsim's native format or as BLIS TraceV2");
   convert_args->add_to(*convert_command);
   convert_command->add_option("--out,-o", *convert_out, "Output file")->required();
-  convert_command->callback([convert_args, convert_out] { convert(*convert_args, *convert_out); });
+  convert_command
+      ->add_option("--to", *convert_to,
+                   "Output format: native, or tracev2 (the data CSV at --out, its YAML header "
+                   "beside it with the extension .yaml)")
+      ->check(CLI::IsMember({"native", "tracev2"}));
+  convert_command->callback([convert_args, convert_out, convert_to] {
+    convert(*convert_args, *convert_out, *convert_to);
+  });
 
   auto chrome_in = std::make_shared<std::string>();
   auto chrome_out = std::make_shared<std::string>();

@@ -75,6 +75,9 @@ std::vector<KeyDef> length_keys(const std::string& section, LengthConfig Workloa
 Binding trace_field(auto member) {
   return field(&Scenario::workload, &WorkloadConfig::trace, member);
 }
+Binding columns_field(auto member) {
+  return field(&Scenario::workload, &WorkloadConfig::trace, &TraceConfig::columns, member);
+}
 Binding arrival_field(auto member) {
   return field(&Scenario::workload, &WorkloadConfig::arrivals, member);
 }
@@ -158,10 +161,33 @@ std::vector<KeyDef> workload_keys() {
           .required()
           .bind(trace_field(&TraceConfig::path)),
       Key("workload.trace.format", Type::enumeration,
-          "File format; auto detects it from the header.")
-          .allowed({"auto", "azure", "vidur", "mooncake", "burstgpt", "native"})
+          "File format; auto detects it from the header (all but csv, which needs "
+          "workload.trace.columns). See docs/traces.md.")
+          .allowed({"auto", "azure", "vidur", "mooncake", "burstgpt", "native", "tracev2", "csv"})
           .def(std::string("auto"))
           .bind(trace_field(&TraceConfig::format)),
+      Key("workload.trace.columns", Type::section,
+          "Which header columns of a generic CSV hold what; other columns are ignored.")
+          .when("workload.trace.format", {"csv"}),
+      Key("workload.trace.columns.arrival", Type::string,
+          "Column of arrival times; empty: the rows have none and workload.arrivals draws them.")
+          .def(std::string(""))
+          .bind(columns_field(&TraceColumnsConfig::arrival)),
+      Key("workload.trace.columns.arrival_unit", Type::enumeration,
+          "Unit of the arrival column: s, ms, us or ns for non-negative decimal numbers (an "
+          "exponent allowed, exact to the nanosecond); datetime for YYYY-MM-DD HH:MM:SS[.f] with "
+          "an optional UTC offset. Arrivals count from the first row's.")
+          .allowed({"s", "ms", "us", "ns", "datetime"})
+          .def(std::string("s"))
+          .bind(columns_field(&TraceColumnsConfig::arrival_unit)),
+      Key("workload.trace.columns.input_tokens", Type::string,
+          "Column of prompt lengths (integer tokens).")
+          .required()
+          .bind(columns_field(&TraceColumnsConfig::input_tokens)),
+      Key("workload.trace.columns.output_tokens", Type::string,
+          "Column of output lengths (integer tokens).")
+          .required()
+          .bind(columns_field(&TraceColumnsConfig::output_tokens)),
       Key("workload.trace.max_requests", Type::integer,
           "Replay only the trace's first N requests (0 = the whole trace); the summary then says "
           "how many of the trace's requests ran.")

@@ -144,7 +144,7 @@ TEST_F(Cli, UserErrorsAreOneLineWithExitCodeOne) {
   EXPECT_EQ(bad_format.exit_code, 1);
   EXPECT_EQ(bad_format.err,
             "exitsim: error: --format: expected one of auto, azure, vidur, mooncake, burstgpt, "
-            "native, found \"azur\"; did you mean \"azure\"?\n");
+            "native, tracev2, csv, found \"azur\"; did you mean \"azure\"?\n");
 }
 
 TEST_F(Cli, UsageErrorsExitWithTwo) {
@@ -205,6 +205,31 @@ TEST_F(Cli, ConvertWritesNativeAndLeavesNothingBehindOnError) {
       run("trace convert '" + bad.string() + "' --skip-bad-rows --out '" + failed.string() + "'");
   EXPECT_EQ(skipping.exit_code, 0) << skipping.err;
   EXPECT_NE(skipping.out.find("skipped 1 rows"), std::string::npos) << skipping.out;
+}
+
+TEST_F(Cli, ConvertWritesBlisTraceV2AndSaysWhatItRounded) {
+  const fs::path good = file("good.csv",
+                             "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+                             "2024-05-10 00:00:00+00:00,100,10\n"
+                             "2024-05-10 05:30:00.0000015+05:30,200,20\n");
+  const fs::path out = dir_ / "blis.csv";
+  const Result ok =
+      run("trace convert '" + good.string() + "' --to tracev2 --out '" + out.string() + "'");
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_EQ(ok.out, "wrote 2 requests to " + out.string() + " and its header " +
+                        (dir_ / "blis.yaml").string() +
+                        " (tracev2 format)\nWARNING    1 arrivals rounded to the nearest "
+                        "microsecond (TraceV2's unit)\n");
+  EXPECT_EQ(slurp(dir_ / "blis.yaml"),
+            "trace_version: 2\ntime_unit: us\nmode: generated\nwarm_up_requests: 0\n");
+  const std::string data = slurp(out);
+  // 1.5 us rounds half up to 2.
+  EXPECT_NE(data.find("\n1,,,,,0,,0,false,200,20,0,0,0,0,0,,0,0,2,2,0,0,0,,,\n"), std::string::npos)
+      << data;
+  const Result bad_to = run("trace convert '" + good.string() + "' --to blis --out '" +
+                            (dir_ / "x.csv").string() + "'");
+  EXPECT_EQ(bad_to.exit_code, 2) << bad_to.err;
+  EXPECT_FALSE(fs::exists(dir_ / "x.csv"));
 }
 
 TEST_F(Cli, OpTraceConvertsToChromeJson) {

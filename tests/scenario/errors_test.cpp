@@ -96,6 +96,19 @@ const BadInput k_bad_inputs[] = {
     {"TraceNeedsPath", "workload:\n  source: trace\n",
      "s.yaml:2:3: workload.trace.path: missing required key \"path\" (needed when "
      "workload.source is trace)"},
+    {"CsvTraceNeedsTheLengthColumns",
+     "workload:\n  source: trace\n  trace: {path: t.csv, format: csv, columns: {arrival: t}}\n",
+     "s.yaml:3:46: workload.trace.columns.input_tokens: missing required key \"input_tokens\" "
+     "(needed when workload.trace.format is csv)"},
+    {"ColumnsOnlyForCsvTraces",
+     "workload:\n  source: trace\n  trace: {path: t.csv, columns: {input_tokens: p}}\n",
+     "s.yaml:3:24: workload.trace.columns: \"columns\" is not used when workload.trace.format "
+     "is auto; it applies when workload.trace.format is csv"},
+    {"UnknownArrivalUnit",
+     "workload:\n  source: trace\n  trace:\n    path: t.csv\n    format: csv\n"
+     "    columns: {input_tokens: p, output_tokens: c, arrival_unit: min}\n",
+     "s.yaml:6:64: workload.trace.columns.arrival_unit: expected one of s, ms, us, ns, "
+     "datetime, found \"min\"; did you mean \"ms\"?"},
     {"ExplicitModelNeedsShape", "model:\n  d_model: 64\n",
      "s.yaml:2:3: model.n_heads: missing required key \"n_heads\" (needed when model.preset and "
      "model.hf_config are null)"},

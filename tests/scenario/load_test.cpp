@@ -106,6 +106,27 @@ TEST(LoadScenario, EveryExampleLoadsAndRoundTrips) {
   EXPECT_GE(count, 2);
 }
 
+TEST(LoadScenario, GenericCsvTraceColumnsLoadAndRoundTrip) {
+  const Scenario s = load_scenario_text(
+      "workload:\n  source: trace\n  trace:\n    path: t.csv\n    format: csv\n"
+      "    columns: {arrival: ts, arrival_unit: ms, input_tokens: prompt, output_tokens: out}\n",
+      "s.yaml");
+  EXPECT_EQ(s.workload.trace.format, "csv");
+  EXPECT_EQ(s.workload.trace.columns.arrival, "ts");
+  EXPECT_EQ(s.workload.trace.columns.arrival_unit, "ms");
+  EXPECT_EQ(s.workload.trace.columns.input_tokens, "prompt");
+  EXPECT_EQ(s.workload.trace.columns.output_tokens, "out");
+  expect_round_trip(s);
+  // Without an arrival column the rows carry no times; the unit defaults to seconds.
+  const Scenario lengths = load_scenario_text(
+      "workload:\n  source: trace\n  trace:\n    path: t.csv\n    format: csv\n"
+      "    columns: {input_tokens: prompt, output_tokens: out}\n",
+      "s.yaml");
+  EXPECT_EQ(lengths.workload.trace.columns.arrival, "");
+  EXPECT_EQ(lengths.workload.trace.columns.arrival_unit, "s");
+  expect_round_trip(lengths);
+}
+
 TEST(LoadScenario, ExamplesResolveAsDescribed) {
   // The examples name the public traces through $EXITSIM_TRACES.
   ::setenv("EXITSIM_TRACES", "/data/traces", 1);

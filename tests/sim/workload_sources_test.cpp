@@ -232,6 +232,36 @@ TEST(TraceWorkload, LengthOnlyTracesGetArrivalsFromTheArrivalProcess) {
   }
 }
 
+TEST(TraceWorkload, GenericCsvReadsTheScenariosColumnMapping) {
+  const TempDir dir;
+  scenario::WorkloadConfig c =
+      replay(dir.write("g.csv", "out,ts,prompt\n44,1000,374\n109,1250.5,396\n"));
+  c.trace.format = "csv";
+  c.trace.columns = {"ts", "ms", "prompt", "out"};
+  c.arrivals.rate = 0.0;  // would be rejected if it were used
+  const auto source = make_workload(c, 1);
+  EXPECT_EQ(source->format_name(), "csv");
+  const auto requests = drain(*source);
+  ASSERT_EQ(requests.size(), 2u);
+  EXPECT_EQ(requests[0], test_support::request(0, 0, 374, 44));
+  EXPECT_EQ(requests[1], test_support::request(1, 250'500'000, 396, 109));
+}
+
+TEST(TraceWorkload, GenericCsvWithoutArrivalsTakesThemFromTheArrivalProcess) {
+  const TempDir dir;
+  scenario::WorkloadConfig c = replay(dir.write("g.csv", "prompt,out\n374,44\n396,109\n"));
+  c.trace.format = "csv";
+  c.trace.columns = {"", "s", "prompt", "out"};
+  c.arrivals.process = "poisson";
+  c.arrivals.rate = 5.0;
+  const auto requests = drain(*make_workload(c, 3));
+  ASSERT_EQ(requests.size(), 2u);
+  PoissonArrivals expected(5.0, RandomStream(3, k_arrivals_stream));
+  for (const RequestDescriptor& r : requests)
+    EXPECT_EQ(*r.arrival, expected.next());
+  EXPECT_EQ(requests[1].input_tokens, 396);
+}
+
 TEST(TraceWorkload, ReplaysThePublishedAzureTrace) {
   const std::string path = shared_trace("azure_llm_2023_conv.csv");
   EXITSIM_SKIP_UNLESS_EXISTS(path);
@@ -290,7 +320,7 @@ TEST(MakeWorkload, RejectsImpossibleConfigurations) {
   format.trace.format = "azur";
   EXPECT_EQ(error_of(format),
             "workload.trace.format: expected one of auto, azure, vidur, mooncake, burstgpt, "
-            "native, found 'azur' (did you mean 'azure'?)");
+            "native, tracev2, csv, found 'azur' (did you mean 'azure'?)");
 
   scenario::WorkloadConfig length_only = replay(dir.write("lengths.csv", k_vidur_fixture));
   length_only.arrivals.process = "gamma";

@@ -87,20 +87,86 @@ TEST(RequestAzure, MalformedRowsNameFileLineColumnAndField) {
         "1: TIMESTAMP: expected a time at or after the previous request's "
         "\"2023-11-16 18:15:46.6805900\", found \"2023-11-16 18:15:45.0\"");
   check("2023-02-29 18:15:47.0,374,44\n",
-        "1: TIMESTAMP: expected a date and time YYYY-MM-DD HH:MM:SS.fffffff, found "
+        "1: TIMESTAMP: expected a date and time YYYY-MM-DD HH:MM:SS[.fffffff][+HH:MM|Z], found "
         "\"2023-02-29 18:15:47.0\"");
   check("2023-11-16T18:15:47,374,44\n",
-        "1: TIMESTAMP: expected a date and time YYYY-MM-DD HH:MM:SS.fffffff, found "
+        "1: TIMESTAMP: expected a date and time YYYY-MM-DD HH:MM:SS[.fffffff][+HH:MM|Z], found "
         "\"2023-11-16T18:15:47\"");
   check("2023-11-16 18:15:47.0123456789,374,44\n",
-        "1: TIMESTAMP: expected a date and time YYYY-MM-DD HH:MM:SS.fffffff, found "
+        "1: TIMESTAMP: expected a date and time YYYY-MM-DD HH:MM:SS[.fffffff][+HH:MM|Z], found "
         "\"2023-11-16 18:15:47.0123456789\"");
   check("2023-11-16 18:15:47.,374,44\n",
-        "1: TIMESTAMP: expected a date and time YYYY-MM-DD HH:MM:SS.fffffff, found "
+        "1: TIMESTAMP: expected a date and time YYYY-MM-DD HH:MM:SS[.fffffff][+HH:MM|Z], found "
         "\"2023-11-16 18:15:47.\"");
   check("2400-01-01 00:00:00,374,44\n",
         "1: TIMESTAMP: expected a time within 292 years of the first request's, found "
         "\"2400-01-01 00:00:00\"");
+}
+
+TEST(RequestAzure, UtcOffsetsOfThe2024TracesAreConvertedToUtc) {
+  TempDir dir;
+  // One second apart in UTC, each written in another zone; -07:00 falls on the day before.
+  const auto path = dir.write("a.csv", k_header +
+                                           "2024-05-10 00:00:00.009930+00:00,1,1\n"
+                                           "2024-05-10 05:30:01+05:30,2,1\n"
+                                           "2024-05-09 17:00:02-07:00,3,1\n"
+                                           "2024-05-10 00:00:03Z,4,1\n");
+  EXPECT_EQ(detect_request_trace_format(path), RequestTraceFormat::azure);
+  const auto result = read_all(path);
+  ASSERT_EQ(result.requests.size(), 4U);
+  EXPECT_EQ(result.requests[0], request(0, 0, 1, 1));
+  EXPECT_EQ(result.requests[1], request(1, 990'070'000, 2, 1));
+  EXPECT_EQ(result.requests[2], request(2, 1'990'070'000, 3, 1));
+  EXPECT_EQ(result.requests[3], request(3, 2'990'070'000, 4, 1));
+}
+
+TEST(RequestAzure, OrderIsCheckedInUtcNotInLocalTime) {
+  TempDir dir;
+  // 06:00 +05:30 is 00:30 UTC: later on the clock face, a minute earlier in fact.
+  const auto path = dir.write("a.csv", k_header +
+                                           "2024-05-10 00:31:00+00:00,1,1\n"
+                                           "2024-05-10 06:00:00+05:30,1,1\n");
+  EXPECT_EQ(error_of(path), path +
+                                ":3:1: TIMESTAMP: expected a time at or after the previous "
+                                "request's \"2024-05-10 00:31:00+00:00\", found "
+                                "\"2024-05-10 06:00:00+05:30\"");
+}
+
+TEST(RequestAzure, MalformedOffsetsAndMixedZonesAreRefused) {
+  TempDir dir;
+  const auto check = [&](const std::string& first, const std::string& row,
+                         const std::string& expected) {
+    const auto path = dir.write("bad.csv", k_header + first + ",1,1\n" + row + ",1,1\n");
+    EXPECT_EQ(error_of(path), path + ":3:1: TIMESTAMP: expected " + expected) << row;
+  };
+  const std::string shape = "a date and time YYYY-MM-DD HH:MM:SS[.fffffff][+HH:MM|Z], found ";
+  const std::string utc = "2024-05-10 00:00:00+00:00";
+  check(utc, "2024-05-10 00:00:01+24:00", shape + "\"2024-05-10 00:00:01+24:00\"");
+  check(utc, "2024-05-10 00:00:01+05:60", shape + "\"2024-05-10 00:00:01+05:60\"");
+  check(utc, "2024-05-10 00:00:01+0530", shape + "\"2024-05-10 00:00:01+0530\"");
+  check(utc, "2024-05-10 00:00:01+5:30", shape + "\"2024-05-10 00:00:01+5:30\"");
+  check(utc, "2024-05-10 00:00:01z", shape + "\"2024-05-10 00:00:01z\"");
+  check(utc, "2024-05-10 00:00:01.+00:00", shape + "\"2024-05-10 00:00:01.+00:00\"");
+  check(utc, "2024-05-10 00:00:01 +00:00", shape + "\"2024-05-10 00:00:01 +00:00\"");
+  check(utc, "2024-05-10 00:00:01",
+        "a time with a UTC offset, as the first row's, found \"2024-05-10 00:00:01\"");
+  check("2024-05-10 00:00:00", "2024-05-10 00:00:01Z",
+        "a time without a UTC offset, as the first row's, found \"2024-05-10 00:00:01Z\"");
+}
+
+TEST(RequestAzure, RowsAreReadOneAtATime) {
+  TempDir dir;
+  // A week-long trace is millions of rows: the reader must hand out the first before it reads
+  // the rest, so a broken last row is met only when reached.
+  const auto path = dir.write("a.csv", k_header +
+                                           "2024-05-10 00:00:00.009930+00:00,7,8\n"
+                                           "2024-05-10 00:00:01+00:00,x,1\n");
+  auto source = open_request_trace(path);
+  const auto first = source->next();
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(*first, request(0, 0, 7, 8));
+  EXPECT_EQ(error_of([&] { source->next(); }),
+            path + ":3:27: ContextTokens: expected an integer token count, found \"x\"");
 }
 
 TEST(RequestAzure, ArrivalsReachTheLastNanosecondInt64HoldsAndNoFurther) {
@@ -163,7 +229,7 @@ TEST(RequestTraceOpen, MissingFileEmptyFileHeaderOnlyAndUnknownHeader) {
   EXPECT_EQ(error_of(empty),
             empty +
                 ":1:1: expected a request-trace header (one of azure, vidur, mooncake, burstgpt, "
-                "native), found an empty file");
+                "native, tracev2), found an empty file");
   EXPECT_EQ(error_of(empty, RequestTraceOptions{RequestTraceFormat::azure, false}),
             empty +
                 ":1:1: expected the azure header \"TIMESTAMP,ContextTokens,GeneratedTokens\", "
@@ -178,12 +244,13 @@ TEST(RequestTraceOpen, MissingFileEmptyFileHeaderOnlyAndUnknownHeader) {
   EXPECT_EQ(error_of(unknown),
             unknown +
                 ":1:1: expected a request-trace header (one of azure, vidur, mooncake, burstgpt, "
-                "native), found \"time,prompt_tokens,completion_tokens,a_rather_long_column_na\"");
+                "native, tracev2), found "
+                "\"time,prompt_tokens,completion_tokens,a_rather_long_column_na\"");
 }
 
 TEST(RequestTraceOpen, FormatNamesRoundTrip) {
   const auto names = request_trace_format_names();
-  ASSERT_EQ(names.size(), 5U);
+  ASSERT_EQ(names.size(), 7U);
   for (const auto& name : names) {
     const auto format = parse_request_trace_format(name);
     ASSERT_TRUE(format.has_value()) << name;

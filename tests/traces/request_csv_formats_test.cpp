@@ -1,4 +1,4 @@
-// Vidur/Metron length traces and BurstGPT traces.
+// Vidur length and arrival traces, and BurstGPT traces.
 #include <gtest/gtest.h>
 
 #include "support/request_traces.hpp"
@@ -50,6 +50,69 @@ TEST(RequestVidur, MalformedRows) {
   check("5,six,11,0.8\n", "3: num_decode_tokens: expected an integer token count, found \"six\"");
   check("0,6,6,0\n", "1: num_prefill_tokens: expected a token count of at least 1, found 0");
   check("5,0,5,inf\n", "3: num_decode_tokens: expected a token count of at least 1, found 0");
+}
+
+TEST(RequestVidur, ReadsArrivalTracesInSeconds) {
+  TempDir dir;
+  // Vidur's own arrival traces, as splitwise_conv.csv; Python writes small floats as 1e-05.
+  const auto path = dir.write("splitwise_conv.csv",
+                              "arrived_at,num_prefill_tokens,num_decode_tokens\n"
+                              "0.0,374,44\n"
+                              "1e-05,396,109\n"
+                              "2.828480710548229,2015,156\n");
+  EXPECT_EQ(detect_request_trace_format(path), RequestTraceFormat::vidur);
+  const auto result = read_all(path);
+  EXPECT_EQ(result.format, "vidur");
+  EXPECT_TRUE(result.has_arrivals);
+  ASSERT_EQ(result.requests.size(), 3U);
+  EXPECT_EQ(result.requests[0], request(0, 0, 374, 44));
+  EXPECT_EQ(result.requests[1], request(1, 10'000, 396, 109));
+  // 2.828480710|548229 s: rounded up at the nanosecond.
+  EXPECT_EQ(result.requests[2], request(2, 2'828'480'711, 2015, 156));
+}
+
+TEST(RequestVidur, ArrivalTracesIgnoreFurtherColumnsAndRebaseOnTheFirstArrival) {
+  TempDir dir;
+  const auto path = dir.write("t.csv",
+                              "arrived_at,num_prefill_tokens,num_decode_tokens,request_id\n"
+                              "10.5,7,8,0\n"
+                              "12,9,10,1\n");
+  const auto result = read_all(path, RequestTraceOptions{RequestTraceFormat::vidur, false});
+  ASSERT_EQ(result.requests.size(), 2U);
+  EXPECT_EQ(result.requests[0], request(0, 0, 7, 8));
+  EXPECT_EQ(result.requests[1], request(1, 1'500'000'000, 9, 10));
+}
+
+TEST(RequestVidur, MalformedArrivalRows) {
+  TempDir dir;
+  const auto check = [&](const std::string& row, const std::string& expected) {
+    const auto path = dir.write("bad.csv", "arrived_at,num_prefill_tokens,num_decode_tokens\n" +
+                                               std::string("5,1,1\n") + row);
+    EXPECT_EQ(error_of(path), path + ":3:" + expected) << row;
+  };
+  check("4.5,1,1\n",
+        "1: arrived_at: expected a time at or after the previous request's \"5\", found \"4.5\"");
+  check("-6,1,1\n",
+        "1: arrived_at: expected a non-negative decimal number of seconds, found \"-6\"");
+  check("nan,1,1\n",
+        "1: arrived_at: expected a non-negative decimal number of seconds, found \"nan\"");
+  check("6e+-1,1,1\n",
+        "1: arrived_at: expected a non-negative decimal number of seconds, found \"6e+-1\"");
+  check("6,1.5,1\n", "3: num_prefill_tokens: expected an integer token count, found \"1.5\"");
+  check(",1,1\n",
+        "1: arrived_at: expected a non-negative decimal number of seconds, found an "
+        "empty field");
+  check("6,1\n", "4: num_decode_tokens: expected 3 fields, found 2");
+}
+
+TEST(RequestVidur, ForcedFormatNamesBothHeaders) {
+  TempDir dir;
+  const auto path = dir.write("v.csv", "arrived_at,num_decode_tokens,num_prefill_tokens\n1,1,1\n");
+  EXPECT_EQ(error_of(path, RequestTraceOptions{RequestTraceFormat::vidur, false}),
+            path +
+                ":1:1: expected a vidur header starting \"num_prefill_tokens,num_decode_tokens\" "
+                "or \"arrived_at,num_prefill_tokens,num_decode_tokens\", found "
+                "\"arrived_at,num_decode_tokens,num_prefill_tokens\"");
 }
 
 TEST(RequestBurstGpt, SkipsFailedRequestsAndReadsFractionalSeconds) {

@@ -1,5 +1,5 @@
-// Azure LLM inference traces (Splitwise, 2023): wall-clock TIMESTAMP, ContextTokens,
-// GeneratedTokens.
+// Azure LLM inference traces: wall-clock TIMESTAMP, ContextTokens, GeneratedTokens. The 2023
+// traces (Splitwise) write times without a zone; the 2024 week-long ones end in a UTC offset.
 #include "civil_time.hpp"
 #include "exitsim/core/error.hpp"
 #include "readers.hpp"
@@ -27,21 +27,30 @@ class AzureSource final : public RowSource {
     split_row(line, where, columns_);
     const Field& time = fields()[0];
     ParsedRow row;
-    row.time = parse_civil_time(time.text);
+    const std::optional<CivilTime> civil = parse_civil_time(time.text);
     time_text_ = quoted(time.text);
-    if (!row.time) {
-      fail_at(where, time.column, columns_[0],
-              expected_found("a date and time YYYY-MM-DD HH:MM:SS.fffffff", time_text_));
+    if (!civil) {
+      fail_at(
+          where, time.column, columns_[0],
+          expected_found("a date and time YYYY-MM-DD HH:MM:SS[.fffffff][+HH:MM|Z]", time_text_));
     }
+    const std::string broken = offset_choice_broken(with_offset_, *civil);
+    if (!broken.empty())
+      fail_at(where, time.column, columns_[0], expected_found(broken, time_text_));
+    row.time = civil->time;
     row.time_text = time_text_;
     row.time_column = time.column;
     row.input_tokens = parse_token_count(where, fields()[1], columns_[1]);
     row.output_tokens = parse_token_count(where, fields()[2], columns_[2]);
+    // Set once the row parsed whole, so a malformed first row does not choose for the file.
+    if (!with_offset_)
+      with_offset_ = civil->has_offset;
     return row;
   }
 
   const std::vector<std::string> columns_ = {"TIMESTAMP", "ContextTokens", "GeneratedTokens"};
   std::string time_text_;
+  std::optional<bool> with_offset_;  // whether the first well-formed row's time had an offset
 };
 
 }  // namespace

@@ -43,10 +43,25 @@ bool separator(std::string_view text, std::size_t pos, char c) {
   return pos < text.size() && text[pos] == c;
 }
 
+// Parses a UTC offset: "Z", or "+HH:MM" / "-HH:MM" with HH <= 23 and MM <= 59 (the forms
+// Python's isoformat and pandas write). Returns the offset in seconds east of UTC.
+std::optional<std::int64_t> offset_seconds(std::string_view text) {
+  if (text == "Z")
+    return 0;
+  if (text.size() != 6 || (text[0] != '+' && text[0] != '-') || text[3] != ':')
+    return std::nullopt;
+  const auto hours = digits(text, 1, 2);
+  const auto minutes = digits(text, 4, 2);
+  if (!hours || !minutes || *hours > 23 || *minutes > 59)
+    return std::nullopt;
+  const std::int64_t seconds = *hours * 3600 + *minutes * 60;
+  return text[0] == '-' ? -seconds : seconds;
+}
+
 }  // namespace
 
-std::optional<Timestamp> parse_civil_time(std::string_view text) {
-  // Layout: YYYY-MM-DD HH:MM:SS[.f...]
+std::optional<CivilTime> parse_civil_time(std::string_view text) {
+  // Layout: YYYY-MM-DD HH:MM:SS[.f...][Z|+HH:MM|-HH:MM]
   //         0    5  8  11 14 17 19
   const auto year = digits(text, 0, 4);
   const auto month = digits(text, 5, 2);
@@ -65,21 +80,43 @@ std::optional<Timestamp> parse_civil_time(std::string_view text) {
     return std::nullopt;
   }
 
+  std::size_t pos = 19;
   std::int64_t nanos = 0;
-  if (text.size() > 19) {
-    const std::size_t fraction_digits = text.size() - 20;
-    if (text[19] != '.' || fraction_digits < 1 || fraction_digits > 9)
+  if (separator(text, pos, '.')) {
+    const std::size_t fraction_start = pos + 1;
+    std::size_t fraction_end = fraction_start;
+    while (fraction_end < text.size() && text[fraction_end] >= '0' && text[fraction_end] <= '9')
+      ++fraction_end;
+    const std::size_t fraction_digits = fraction_end - fraction_start;
+    if (fraction_digits < 1 || fraction_digits > 9)
       return std::nullopt;
-    const auto fraction = digits(text, 20, fraction_digits);
-    if (!fraction)
-      return std::nullopt;
-    nanos = *fraction;
+    nanos = *digits(text, fraction_start, fraction_digits);
     for (std::size_t i = fraction_digits; i < 9; ++i)
       nanos *= 10;
+    pos = fraction_end;
+  }
+
+  CivilTime result;
+  std::int64_t offset = 0;
+  if (pos < text.size()) {
+    const auto parsed = offset_seconds(text.substr(pos));
+    if (!parsed)
+      return std::nullopt;
+    offset = *parsed;
+    result.has_offset = true;
   }
 
   const std::int64_t days = days_since_year_zero(*year, *month, *day);
-  return Timestamp{days * k_seconds_per_day + *hour * 3600 + *minute * 60 + *second, nanos};
+  result.time =
+      Timestamp{days * k_seconds_per_day + *hour * 3600 + *minute * 60 + *second - offset, nanos};
+  return result;
+}
+
+std::string offset_choice_broken(std::optional<bool> first_with_offset, const CivilTime& time) {
+  if (!first_with_offset || *first_with_offset == time.has_offset)
+    return "";
+  return *first_with_offset ? "a time with a UTC offset, as the first row's"
+                            : "a time without a UTC offset, as the first row's";
 }
 
 }  // namespace exitsim::traces

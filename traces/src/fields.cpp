@@ -97,4 +97,49 @@ std::optional<Timestamp> parse_decimal_seconds(std::string_view text) {
   return Timestamp{*seconds, nanos};
 }
 
+std::optional<Timestamp> parse_scaled_decimal_seconds(std::string_view text, int scale_exponent) {
+  constexpr int k_max_exponent = 400;
+  const std::size_t e = text.find_first_of("eE");
+  const std::string_view mantissa = text.substr(0, e);
+  int exponent = scale_exponent;
+  if (e != std::string_view::npos) {
+    std::string_view power = text.substr(e + 1);
+    if (power.starts_with('+') && power.size() > 1 && is_digit(power[1]))
+      power.remove_prefix(1);
+    const auto value = parse_integer<int>(power).value;
+    if (!value || *value > k_max_exponent || *value < -k_max_exponent)
+      return std::nullopt;
+    exponent += *value;
+  }
+  const std::size_t dot = mantissa.find('.');
+  const std::string_view whole = mantissa.substr(0, dot);
+  const std::string_view fraction =
+      dot == std::string_view::npos ? std::string_view{} : mantissa.substr(dot + 1);
+  if (whole.empty() || !is_digit(whole[0]))
+    return std::nullopt;
+  // All digits, with the decimal point `point` digits from the left once the exponent moved it.
+  const std::string digits = std::string(whole) + std::string(fraction);
+  if (digits.find_first_not_of("0123456789") != std::string::npos)
+    return std::nullopt;
+  const std::int64_t point = static_cast<std::int64_t>(whole.size()) + exponent;
+  std::string shifted;
+  if (point <= 0) {
+    shifted = "0." + std::string(static_cast<std::size_t>(-point), '0') + digits;
+  } else if (point >= static_cast<std::int64_t>(digits.size())) {
+    shifted = digits + std::string(static_cast<std::size_t>(point) - digits.size(), '0');
+  } else {
+    const auto split = static_cast<std::size_t>(point);
+    shifted = digits.substr(0, split) + "." + digits.substr(split);
+  }
+  // Leading zeros would make an in-range number look like an overflow to parse_int64.
+  const std::size_t first = shifted.find_first_not_of('0');
+  if (first == std::string::npos)
+    return Timestamp{0, 0};
+  if (shifted[first] == '.')
+    shifted.erase(0, first - 1);
+  else
+    shifted.erase(0, first);
+  return parse_decimal_seconds(shifted);
+}
+
 }  // namespace exitsim::traces

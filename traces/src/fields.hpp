@@ -90,4 +90,11 @@ std::int64_t check_token_count(const RowContext& where, std::int64_t value, std:
 // into arrival times.
 std::optional<Timestamp> parse_decimal_seconds(std::string_view text);
 
+// A non-negative decimal number, optionally with an exponent ("1.5", "2e-05", "3E+2"), times
+// 10^scale_exponent seconds (0: seconds, -3: milliseconds, -9: nanoseconds), rounded to the
+// nanosecond. The digits are moved, not multiplied, so the result is exact: Python and pandas
+// write floats such as 1e-05 in exponent form. nullopt for anything else (signs on the mantissa,
+// nan, inf, an exponent beyond +-400) or a time past int64 seconds.
+std::optional<Timestamp> parse_scaled_decimal_seconds(std::string_view text, int scale_exponent);
+
 }  // namespace exitsim::traces

@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "exitsim/traces/request_source.hpp"
+#include "exitsim/traces/request_trace.hpp"
 
 namespace exitsim::traces {
 
@@ -14,10 +15,16 @@ std::unique_ptr<RequestSource> open_vidur_trace(const std::string& path, bool sk
 std::unique_ptr<RequestSource> open_mooncake_trace(const std::string& path, bool skip_bad_rows);
 std::unique_ptr<RequestSource> open_burstgpt_trace(const std::string& path, bool skip_bad_rows);
 std::unique_ptr<RequestSource> open_native_trace(const std::string& path, bool skip_bad_rows);
+std::unique_ptr<RequestSource> open_tracev2_trace(const std::string& path, bool skip_bad_rows);
+std::unique_ptr<RequestSource> open_csv_trace(const std::string& path, bool skip_bad_rows,
+                                              const CsvColumnMapping& columns);
 
 // Header text each CSV format starts with, shared by detection and the readers' checks.
 inline constexpr std::string_view k_azure_header = "TIMESTAMP,ContextTokens,GeneratedTokens";
 inline constexpr std::string_view k_vidur_header_prefix = "num_prefill_tokens,num_decode_tokens";
+// Vidur's arrival traces (e.g. splitwise_conv.csv): arrived_at in seconds, then the lengths.
+inline constexpr std::string_view k_vidur_arrival_header_prefix =
+    "arrived_at,num_prefill_tokens,num_decode_tokens";
 inline constexpr std::string_view k_native_magic = "# exitsim-requests";
 inline constexpr std::string_view k_native_version_line = "# exitsim-requests v1";
 inline constexpr std::string_view k_native_header =
@@ -32,9 +39,18 @@ inline constexpr std::string_view k_burstgpt_time = "Timestamp";
 inline constexpr std::string_view k_burstgpt_request = "Request tokens";
 inline constexpr std::string_view k_burstgpt_response = "Response tokens";
 
+// BLIS TraceV2 data files: the first column and the ones a request needs.
+inline constexpr std::string_view k_tracev2_id = "request_id";
+inline constexpr std::string_view k_tracev2_input = "input_tokens";
+inline constexpr std::string_view k_tracev2_output = "output_tokens";
+inline constexpr std::string_view k_tracev2_arrival = "arrival_time_us";
+// "\"request_id\", ... and \"arrival_time_us\"" for messages.
+std::string tracev2_required_columns();
+
 // Whether a split CSV header line matches each format (detection and forced formats agree).
 bool is_azure_header(std::string_view line);
 bool is_vidur_header(std::string_view line);
 bool is_burstgpt_header(std::string_view line);
+bool is_tracev2_header(std::string_view line);
 
 }  // namespace exitsim::traces

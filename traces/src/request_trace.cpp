@@ -11,17 +11,26 @@
 namespace exitsim::traces {
 namespace {
 
-constexpr std::array<std::pair<RequestTraceFormat, std::string_view>, 5> k_formats = {{
+constexpr std::array<std::pair<RequestTraceFormat, std::string_view>, 7> k_formats = {{
     {RequestTraceFormat::azure, "azure"},
     {RequestTraceFormat::vidur, "vidur"},
     {RequestTraceFormat::mooncake, "mooncake"},
     {RequestTraceFormat::burstgpt, "burstgpt"},
     {RequestTraceFormat::native, "native"},
+    {RequestTraceFormat::tracev2, "tracev2"},
+    {RequestTraceFormat::csv, "csv"},
 }};
+
+// A generic CSV has no header of its own: it is read only when asked for, with a mapping.
+bool is_detectable(RequestTraceFormat format) {
+  return format != RequestTraceFormat::csv;
+}
 
 std::string any_header() {
   std::string names;
   for (const auto& [format, name] : k_formats) {
+    if (!is_detectable(format))
+      continue;
     if (!names.empty())
       names += ", ";
     names += name;
@@ -41,6 +50,8 @@ std::optional<RequestTraceFormat> format_of_header(std::string_view line) {
     return RequestTraceFormat::vidur;
   if (is_burstgpt_header(line))
     return RequestTraceFormat::burstgpt;
+  if (is_tracev2_header(line))
+    return RequestTraceFormat::tracev2;
   return std::nullopt;
 }
 
@@ -98,6 +109,10 @@ std::unique_ptr<RequestSource> open_request_trace(const std::string& path,
       return open_burstgpt_trace(path, options.skip_bad_rows);
     case RequestTraceFormat::native:
       return open_native_trace(path, options.skip_bad_rows);
+    case RequestTraceFormat::tracev2:
+      return open_tracev2_trace(path, options.skip_bad_rows);
+    case RequestTraceFormat::csv:
+      return open_csv_trace(path, options.skip_bad_rows, options.columns);
   }
   throw InputError(SourceLocation{path, 0, 0, ""}, "unknown request-trace format");
 }

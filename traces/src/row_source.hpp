@@ -55,6 +55,9 @@ class RowSource : public RequestSource {
 
   // Reads one header line; throws "expected <what>, found an empty file|the end of the file".
   std::string_view read_header(const std::string& what);
+  // For formats whose header says whether rows carry times (Vidur with or without arrived_at):
+  // opened with ArrivalPresence::as_first_row, then fixed here once the header is read.
+  void set_arrivals_present(bool present) { arrivals_ = present; }
   // Reads the first request ahead, so that has_arrivals() is known before the first next().
   void read_ahead();
 

@@ -66,6 +66,10 @@ std::unique_ptr<traces::RequestSource> make_replay(const scenario::WorkloadConfi
   traces::RequestTraceOptions options;
   options.format = trace_format(trace.format);
   options.skip_bad_rows = trace.skip_bad_rows;
+  options.columns.arrival = trace.columns.arrival;
+  options.columns.arrival_unit = trace.columns.arrival_unit;
+  options.columns.input_tokens = trace.columns.input_tokens;
+  options.columns.output_tokens = trace.columns.output_tokens;
   std::unique_ptr<traces::RequestSource> source = traces::open_request_trace(trace.path, options);
   std::unique_ptr<ArrivalProcess> arrivals;
   if (!source->has_arrivals()) {

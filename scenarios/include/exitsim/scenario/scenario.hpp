@@ -68,9 +68,20 @@ struct LengthConfig {
   friend bool operator==(const LengthConfig&, const LengthConfig&) = default;
 };
 
+// Which columns of a generic CSV trace (format csv) hold what, by header name.
+struct TraceColumnsConfig {
+  std::string arrival;       // "" = no arrival times: workload.arrivals draws them
+  std::string arrival_unit;  // s | ms | us | ns | datetime
+  std::string input_tokens;
+  std::string output_tokens;
+
+  friend bool operator==(const TraceColumnsConfig&, const TraceColumnsConfig&) = default;
+};
+
 struct TraceConfig {
   std::string path;               // "" = no trace
-  std::string format;             // auto | azure | vidur | mooncake | burstgpt | native
+  std::string format;             // auto | azure | vidur | mooncake | burstgpt | native | csv
+  TraceColumnsConfig columns{};   // format csv
   std::int64_t max_requests = 0;  // replay the first N requests only (0 = the whole trace)
   double rate_scale = 1.0;        // replay at x k: inter-arrival gaps divided by k
   bool skip_bad_rows = false;
