@@ -151,7 +151,7 @@ scratch_copy() {
 
 traces_dir() {
   if [ -n "${EXITSIM_TRACES:-}" ] && [ -d "$EXITSIM_TRACES" ]; then
-    printf '%s\n' "$EXITSIM_TRACES"
+    (cd "$EXITSIM_TRACES" && pwd)
   elif [ -n "$traces_default" ] && [ -d "$traces_default" ]; then
     (cd "$traces_default" && pwd)
   fi
