@@ -81,7 +81,25 @@ void add_sweep_command(CLI::App& app) {
   command->add_option("--jobs,-j", args->jobs, "Runs at a time (default: the cores)");
   command->add_option("--shard", args->shard,
                       "Run only points i, i+N, i+2N, ... (i/N, for job arrays; default 0/1)");
-  command->callback([args] { run_sweep_command(*args); });
+  // `exitsim sweep merge OUT IN...`: one database from a job array's per-task databases.
+  auto merge_args = std::make_shared<std::vector<std::string>>();
+  CLI::App* merge = command->add_subcommand(
+      "merge",
+      "Merge the databases of one sweep's shards (e.g. one per job-array task) into a new one, "
+      "keeping where each run came from; refuses databases of different sweeps");
+  merge->add_option("databases", *merge_args, "OUT.db IN.db...: the new database, then the inputs")
+      ->required()
+      ->expected(2, -1);
+  merge->callback([merge_args] {
+    const std::string& out = merge_args->front();
+    const std::vector<std::string> inputs(merge_args->begin() + 1, merge_args->end());
+    const std::size_t runs = analysis::merge_sweep_databases(out, inputs);
+    fmt::print("merged     {} runs of {} databases into {}\n", runs, inputs.size(), out);
+  });
+  command->callback([args, merge] {
+    if (!merge->parsed())
+      run_sweep_command(*args);
+  });
 }
 
 }  // namespace exitsim::cli
