@@ -66,9 +66,6 @@ void ProgressReporter::update(double done, double total, const std::string& deta
     last_tenth_ = std::max(last_tenth_, tenth);
     last_line_ = now;
     print(done, total, detail, true);
-    reported_last_ = true;
-  } else {
-    reported_last_ = false;
   }
 }
 
@@ -79,7 +76,7 @@ void ProgressReporter::finish() {
   if (terminal_) {
     print(done_, total_, detail_, false);
     fmt::print(stderr, "\n");
-  } else if (!reported_last_) {
+  } else if (printed_done_ != done_) {
     print(done_, total_, detail_, true);
   }
   std::fflush(stderr);
@@ -107,8 +104,10 @@ void ProgressReporter::print(double done, double total, const std::string& detai
   }
   if (!detail.empty())
     text += ", " + detail;
-  if (line)
+  if (line) {
+    printed_done_ = done;
     fmt::print(stderr, "{}\n", text);
+  }
   else
     fmt::print(stderr, "\r\033[K{}", text);
   std::fflush(stderr);

@@ -41,7 +41,7 @@ class ProgressReporter {
   int last_tenth_ = 0;
   double done_ = 0, total_ = 0;
   std::string detail_;
-  bool reported_last_ = true;
+  double printed_done_ = -1;  // the last state a line reported (off a terminal)
   bool updated_ = false;
 };
 

@@ -184,6 +184,8 @@ void simulate(const SimulateArgs& args) {
                     fmt::format("{:.1f} s simulated", to_seconds(p.now)));
   };
   const sim::SimulationResult result = sim::simulate(config, *workload, progress);
+  reporter.update(static_cast<double>(result.summary.requests), static_cast<double>(expected),
+                  fmt::format("{:.1f} s simulated", to_seconds(result.totals.end_time)));
   reporter.finish();
 
   fmt::print("\n{}", sim::format_summary(result.summary));
