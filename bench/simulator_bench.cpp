@@ -9,6 +9,7 @@
 // `x_real_time` = simulated span / wall time.
 #include <benchmark/benchmark.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 
@@ -19,7 +20,11 @@
 
 namespace {
 
-const std::string k_azure = std::string(EXITSIM_SHARED_TRACES_DIR) + "/azure_llm_2023_conv.csv";
+// $EXITSIM_TRACES when set, else this project's ../shared/traces.
+const std::string k_azure =
+    (std::getenv("EXITSIM_TRACES") != nullptr ? std::string(std::getenv("EXITSIM_TRACES"))
+                                              : std::string(EXITSIM_SHARED_TRACES_DIR)) +
+    "/azure_llm_2023_conv.csv";
 
 // The default scenario (Llama-3-8B on one H100) replaying the trace. The token budget admits
 // the trace's longest prompt (14,050 tokens) in one piece.

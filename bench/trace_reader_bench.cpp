@@ -7,6 +7,7 @@
 // README quotes.
 #include <benchmark/benchmark.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -17,7 +18,10 @@
 
 namespace {
 
-const std::string k_traces_dir = EXITSIM_SHARED_TRACES_DIR;
+// $EXITSIM_TRACES when set, else this project's ../shared/traces.
+const std::string k_traces_dir = std::getenv("EXITSIM_TRACES") != nullptr
+                                     ? std::string(std::getenv("EXITSIM_TRACES"))
+                                     : std::string(EXITSIM_SHARED_TRACES_DIR);
 
 // The trace's path, or nullopt after marking the benchmark skipped when the file is absent.
 std::optional<std::string> present_trace(benchmark::State& state, const char* name) {

@@ -13,6 +13,7 @@
 
 #include "cli_grammar.hpp"
 #include "commands.hpp"
+#include "progress.hpp"
 #include "engine_support.hpp"
 #include "exitsim/core/dtype.hpp"
 #include "exitsim/core/error.hpp"
@@ -52,7 +53,7 @@ void run_engine(const RunArgs& args) {
       engine_requests(s, args.model.corpus(loaded->config));
   const std::int64_t longest = longest_request(requests);
   profiler::HostProfiler profiler(profiler::HostProfilerOptions{.enabled = !args.profile.empty()});
-  const engine::EngineOptions options = engine_options(s, args, longest);
+  engine::EngineOptions options = engine_options(s, args, longest);
   if (s.scheduler.kv_blocks == 0) {
     // No device memory to size from on the CPU: the substituted size is said, not silent.
     fmt::print(
@@ -66,9 +67,21 @@ void run_engine(const RunArgs& args) {
   warm_up_engine(*loaded->model, requests, options, warmup);
   if (!args.profile.empty())
     conditions.probe_start = engine::speed_probe(*loaded->model);
+  // Progress in output tokens, set after the warm-up (which runs without observers).
+  std::int64_t total_tokens = 0;
+  for (const engine::EngineRequest& r : requests)
+    total_tokens += r.output_tokens;
+  ProgressReporter reporter("engine run", "output tokens");
+  std::int64_t emitted = 0;
+  options.step_observer = [&](const policy::StepTrace& step) {
+    for (const policy::StepRow& row : step.rows)
+      emitted += row.emits ? 1 : 0;
+    reporter.update(static_cast<double>(emitted), static_cast<double>(total_tokens));
+  };
   engine::Engine engine(*loaded->model, options, args.profile.empty() ? nullptr : &profiler);
   DeviceTrace device_trace(loaded->cuda, args.profile.empty() ? nullptr : &profiler);
   const engine::EngineRun run = engine.run(requests);
+  reporter.finish();
   std::vector<traces::OpTraceRow> device_rows = device_trace.take();
   if (!args.profile.empty())
     conditions.probe_end = engine::speed_probe(*loaded->model);
@@ -217,7 +230,12 @@ void run_eval(const EvalArgs& args) {
                                                 options.window),
                                     fmt::format("{} tokens", corpus.size())));
   }
+  ProgressReporter reporter("engine eval", "tokens scored");
+  options.progress = [&](std::int64_t done, std::int64_t total) {
+    reporter.update(static_cast<double>(done), static_cast<double>(total));
+  };
   const auto results = engine::evaluate_quality(*loaded->model, corpus, settings, options);
+  reporter.finish();
   const engine::QualityTable table = engine::quality_table_of(results);
   std::ostringstream text;
   table.write(text);

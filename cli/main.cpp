@@ -6,6 +6,7 @@
 
 #include "cli_grammar.hpp"
 #include "commands.hpp"
+#include "progress.hpp"
 #include "exitsim/core/error.hpp"
 #include "exitsim/core/version.hpp"
 
@@ -25,6 +26,13 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "exitsim " + exitsim::version_line());
   // Every option's default shows in its --help.
   app.option_defaults()->always_capture_default();
+  // --quiet may follow any command: options a command does not know fall through to here.
+  app.fallthrough();
+  app.add_flag_callback(
+         "-q,--quiet", [] { exitsim::cli::set_quiet(true); },
+         "No progress output (progress goes to stderr: a bar on a terminal, else a line each 10% "
+         "or 30 s)")
+      ->trigger_on_parse();
   exitsim::cli::add_simulate_command(app);
   exitsim::cli::add_scenario_commands(app);
   exitsim::cli::add_trace_commands(app);

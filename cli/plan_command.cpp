@@ -12,6 +12,7 @@
 
 #include "cli_grammar.hpp"
 #include "commands.hpp"
+#include "progress.hpp"
 #include "exitsim/analysis/plan.hpp"
 #include "exitsim/core/error.hpp"
 #include "exitsim/traces/atomic_output.hpp"
@@ -60,7 +61,13 @@ void run_plan(PlanArgs& args) {
   if (args.trace_scale != 0)
     args.options.trace_scale = args.trace_scale;
   parse_gpu_hour_prices(args.gpu_hour_prices, args.options);
-  const analysis::Plan plan = analysis::plan_capacity(args.options);
+  ProgressReporter reporter("plan", "candidates");
+  analysis::PlanOptions options = args.options;
+  options.progress = [&](std::size_t done, std::size_t total) {
+    reporter.update(static_cast<double>(done), static_cast<double>(total));
+  };
+  const analysis::Plan plan = analysis::plan_capacity(options);
+  reporter.finish();
   fmt::print("{:<48} {:>18} {:>12} {:>11} {:>11} {:>11} {:>9} {:>5} {:>10}\n", "candidate",
              "replica", "max load", "saturation", "TPOT p99", "TTFT p99", "replicas", "GPUs",
              "cost/h");

@@ -18,7 +18,7 @@ namespace exitsim::cli {
 namespace {
 
 struct ReportArgs {
-  std::string database;
+  std::vector<std::string> databases;
   std::string quality;
   std::string profile;
   std::string validation;
@@ -42,11 +42,14 @@ std::string read_whole(const std::string& path, const char* option) {
 
 void run_report(const ReportArgs& args) {
   analysis::ReportInputs in;
-  if (!args.database.empty()) {
-    if (!std::filesystem::exists(args.database))
-      throw InputError({args.database, 0, 0, "--db"}, expected_found("a sweep database", "none"));
-    in.runs =
-        analysis::SweepDatabase(args.database, analysis::SweepDatabase::Access::read_only).runs();
+  if (args.databases.size() == 1) {
+    const std::string& path = args.databases.front();
+    if (!std::filesystem::exists(path))
+      throw InputError({path, 0, 0, "--db"}, expected_found("a sweep database", "none"));
+    in.runs = analysis::SweepDatabase(path, analysis::SweepDatabase::Access::read_only).runs();
+  } else if (args.databases.size() > 1) {
+    // A job array's databases, read as one sweep (the same checks as `sweep merge`).
+    in.runs = analysis::read_sweep_databases(args.databases).runs;
   }
   if (!args.quality.empty())
     in.quality = policy::QualityTable::read(args.quality);
@@ -102,7 +105,10 @@ void add_report_command(CLI::App& app) {
       "Write one self-contained HTML report (inline SVG, no network) with the Pareto frontier, "
       "throughput per strategy, latency, depth and KV charts, capacity, calibration and "
       "validation error; plus JSON and CSV of every number");
-  command->add_option("--db", args->database, "Sweep database (exitsim sweep)");
+  command->add_option("--db", args->databases,
+                      "Sweep database (exitsim sweep); several (repeat, or a,b) are one sweep's "
+                      "shards, read as one")
+      ->delimiter(',');
   command->add_option("--quality", args->quality, "Quality table (exitsim engine eval)");
   command->add_option("--profile", args->profile, "Cost profile (exitsim calibrate)");
   command->add_option("--validation", args->validation, "validation.json (exitsim validate)");

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "commands.hpp"
+#include "progress.hpp"
 #include "exitsim/core/error.hpp"
 #include "exitsim/sim/kv_capacity.hpp"
 #include "exitsim/sim/simulator.hpp"
@@ -174,17 +175,18 @@ void simulate(const SimulateArgs& args) {
   const sim::SimulationConfig config = sim::simulation_config_from(s, out ? out->staging() : "");
   const auto workload = sim::make_workload(s.workload, s.seed);
 
-  sim::ProgressCallback progress;
-  const bool interactive = ::isatty(STDOUT_FILENO) != 0;
-  if (interactive) {
-    progress = [](const sim::Progress& p) {
-      fmt::print(stderr, "\r  simulated {:.1f} s, {} requests finished", to_seconds(p.now),
-                 p.requests_finished);
-    };
-  }
+  // A synthetic workload's size is known; a trace's, only when capped.
+  const std::int64_t expected = s.workload.source == "synthetic" ? s.workload.requests
+                                                                 : s.workload.trace.max_requests;
+  ProgressReporter reporter("simulate", "requests finished");
+  const sim::ProgressCallback progress = [&](const sim::Progress& p) {
+    reporter.update(static_cast<double>(p.requests_finished), static_cast<double>(expected),
+                    fmt::format("{:.1f} s simulated", to_seconds(p.now)));
+  };
   const sim::SimulationResult result = sim::simulate(config, *workload, progress);
-  if (interactive)
-    fmt::print(stderr, "\r\033[K");
+  reporter.update(static_cast<double>(result.summary.requests), static_cast<double>(expected),
+                  fmt::format("{:.1f} s simulated", to_seconds(result.totals.end_time)));
+  reporter.finish();
 
   fmt::print("\n{}", sim::format_summary(result.summary));
   if (args.baseline) {

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "commands.hpp"
+#include "progress.hpp"
 #include "exitsim/analysis/sweep.hpp"
 #include "scenario_options.hpp"
 
@@ -25,30 +26,6 @@ struct SweepArgs {
   unsigned jobs = std::max(1U, std::thread::hardware_concurrency());
 };
 
-std::string eta_text(double seconds) {
-  const auto s = static_cast<long long>(seconds + 0.5);
-  return s >= 3600 ? fmt::format("{}h{:02}m", s / 3600, s / 60 % 60)
-                   : fmt::format("{}m{:02}s", s / 60, s % 60);
-}
-
-// A one-line bar redrawn in place on a terminal; nothing when stderr is a file or a pipe.
-void draw_progress(const analysis::SweepProgress& p) {
-  if (isatty(fileno(stderr)) == 0 || p.total == 0)
-    return;
-  constexpr std::size_t k_width = 30;
-  const double fraction = static_cast<double>(p.done) / static_cast<double>(p.total);
-  const auto filled = static_cast<std::size_t>(fraction * static_cast<double>(k_width));
-  const double eta =
-      p.done > 0 ? p.elapsed_s / static_cast<double>(p.done) * static_cast<double>(p.total - p.done)
-                 : 0.0;
-  fmt::print(stderr, "\r[{}{}] {}/{} runs, {} elapsed, ETA {}", std::string(filled, '#'),
-             std::string(k_width - filled, '.'), p.done, p.total, eta_text(p.elapsed_s),
-             p.done > 0 ? eta_text(eta) : "-");
-  if (p.done == p.total)
-    fmt::print(stderr, "\n");
-  std::fflush(stderr);
-}
-
 void run_sweep_command(const SweepArgs& args) {
   analysis::SweepOptions options;
   options.scenario_file = args.scenario.file;
@@ -59,11 +36,13 @@ void run_sweep_command(const SweepArgs& args) {
   std::size_t skipped = 0;
   std::size_t stale = 0;
   std::size_t total = 0;
+  ProgressReporter reporter("sweep", "runs");
   options.progress = [&](const analysis::SweepProgress& p) {
     skipped = p.skipped;
     stale = p.stale;
     total = p.total;
-    draw_progress(p);
+    if (p.total > 0)
+      reporter.update(static_cast<double>(p.done), static_cast<double>(p.total));
   };
   std::size_t made = 0;
   if (analysis::launched_by_mpi()) {
@@ -74,6 +53,7 @@ void run_sweep_command(const SweepArgs& args) {
   } else {
     made = analysis::run_sweep(options);
   }
+  reporter.finish();
   fmt::print("sweep      {} runs made, {} already in {} (shard {}), {}\n", made, skipped,
              args.database, args.shard,
              analysis::launched_by_mpi() ? std::string("over MPI ranks")
@@ -101,7 +81,25 @@ void add_sweep_command(CLI::App& app) {
   command->add_option("--jobs,-j", args->jobs, "Runs at a time (default: the cores)");
   command->add_option("--shard", args->shard,
                       "Run only points i, i+N, i+2N, ... (i/N, for job arrays; default 0/1)");
-  command->callback([args] { run_sweep_command(*args); });
+  // `exitsim sweep merge OUT IN...`: one database from a job array's per-task databases.
+  auto merge_args = std::make_shared<std::vector<std::string>>();
+  CLI::App* merge = command->add_subcommand(
+      "merge",
+      "Merge the databases of one sweep's shards (e.g. one per job-array task) into a new one, "
+      "keeping where each run came from; refuses databases of different sweeps");
+  merge->add_option("databases", *merge_args, "OUT.db IN.db...: the new database, then the inputs")
+      ->required()
+      ->expected(2, -1);
+  merge->callback([merge_args] {
+    const std::string& out = merge_args->front();
+    const std::vector<std::string> inputs(merge_args->begin() + 1, merge_args->end());
+    const std::size_t runs = analysis::merge_sweep_databases(out, inputs);
+    fmt::print("merged     {} runs of {} databases into {}\n", runs, inputs.size(), out);
+  });
+  command->callback([args, merge] {
+    if (!merge->parsed())
+      run_sweep_command(*args);
+  });
 }
 
 }  // namespace exitsim::cli

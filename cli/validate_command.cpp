@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "progress.hpp"
 #include "engine_support.hpp"
 #include "exitsim/analysis/validation.hpp"
 #include "exitsim/core/error.hpp"
@@ -213,6 +214,9 @@ void run_validate(const ValidateArgs& args) {
   }
 
   std::vector<analysis::ValidationResult> results;
+  ProgressReporter reporter("validate", "engine runs");
+  const auto total_runs = static_cast<double>(args.strategies.size()) * args.repeat;
+  double runs_done = 0;
   for (const std::string& strategy : args.strategies) {
     ScenarioOptions options = with_engine_model(args.scenario, loaded->config.shape);
     options.overrides.push_back("sync.strategy=" + strategy);
@@ -232,6 +236,7 @@ void run_validate(const ValidateArgs& args) {
       measured.compared.priced_steps = price_engine_steps(
           measured, priced, loaded->config.shape.depth, *policy::parse_sync_strategy(strategy));
       runs.push_back(std::move(measured.compared));
+      reporter.update(++runs_done, total_runs, strategy);
     }
     const auto [summary, iterations] =
         simulate_same(options, args, profile, token_trace, kv_blocks);

@@ -468,6 +468,7 @@ Plan plan_capacity(const PlanOptions& options) {
   plan.candidates.resize(points.size());
   std::atomic<std::size_t> next{0};
   std::mutex mutex;
+  std::size_t planned = 0;  // under the mutex
   std::exception_ptr failure;
   std::vector<std::thread> workers;
   const unsigned jobs =
@@ -477,6 +478,9 @@ Plan plan_capacity(const PlanOptions& options) {
       for (std::size_t i = next.fetch_add(1); i < points.size(); i = next.fetch_add(1)) {
         try {
           plan.candidates[i] = planner.plan(points[i]);
+          const std::lock_guard lock(mutex);
+          if (options.progress)
+            options.progress(++planned, points.size());
         } catch (...) {
           const std::lock_guard lock(mutex);
           if (!failure)

@@ -1,3 +1,4 @@
+#include "exitsim/core/version.hpp"
 #include "exitsim/analysis/sweep.hpp"
 
 #include <fmt/format.h>
@@ -131,6 +132,13 @@ PendingPoints pending_points(const SweepOptions& options, const SweepDatabase& d
   return out;
 }
 
+void record_sweep_provenance(const SweepOptions& options, SweepDatabase& database) {
+  FileHashes hashes;
+  database.record_provenance({"exitsim sweep", run_digest(load_base(options), hashes),
+                              fmt::format("{}/{}", options.shard.index, options.shard.count),
+                              std::string(version()), std::string(commit())});
+}
+
 std::string run_record_to_json(const RunRecord& run) {
   const RunMetrics& m = run.metrics;
   const std::vector<double> metrics = {m.throughput_tokens_per_s,
@@ -187,6 +195,7 @@ bool launched_by_mpi() {
 std::size_t run_sweep(const SweepOptions& options) {
   load_base(options);  // a scenario error leaves no database behind
   SweepDatabase database(options.database);
+  record_sweep_provenance(options, database);
   PendingPoints pending = pending_points(options, database);
   std::vector<SweepPoint>& todo = pending.todo;
   SweepProgress progress;

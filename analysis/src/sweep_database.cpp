@@ -16,6 +16,12 @@ constexpr const char* k_schema =
     " tpot_p99_ms REAL, e2e_p50_ms REAL, e2e_p99_ms REAL, mean_exit_depth REAL,"
     " summary TEXT NOT NULL, digest TEXT NOT NULL DEFAULT '')";
 
+constexpr const char* k_provenance_schema =
+    "CREATE TABLE IF NOT EXISTS provenance ("
+    " source TEXT NOT NULL, identity TEXT NOT NULL, shard TEXT NOT NULL,"
+    " exitsim_version TEXT NOT NULL, exitsim_commit TEXT NOT NULL,"
+    " UNIQUE (source, identity, shard, exitsim_version, exitsim_commit))";
+
 constexpr const char* k_columns =
     "key, point, overrides, scenario, throughput_tokens_per_s, goodput_requests_per_s,"
     " slo_attainment, ttft_p50_ms, ttft_p99_ms, tpot_p50_ms, tpot_p99_ms, e2e_p50_ms,"
@@ -77,7 +83,10 @@ namespace {
 
 // The names of the file's tables other than runs, comma-separated ("" when none).
 std::string other_tables(sqlite3* db, const std::string& path) {
-  Statement tables(db, "SELECT name FROM sqlite_master WHERE type='table' AND name<>'runs'", path);
+  Statement tables(db,
+                   "SELECT name FROM sqlite_master WHERE type='table' AND name NOT IN ('runs', "
+                   "'provenance')",
+                   path);
   std::string names;
   while (sqlite3_step(tables.get()) == SQLITE_ROW)
     names += (names.empty() ? "" : ", ") + tables.text_at(0);
@@ -124,6 +133,7 @@ SweepDatabase::SweepDatabase(const std::string& path, Access access)
   impl_->writable = true;
   impl_->exec("PRAGMA journal_mode=WAL", "a SQLite database");
   impl_->exec(k_schema, "a sweep database (table runs)");
+  impl_->exec(k_provenance_schema, "a sweep database (table provenance)");
   // Databases written before runs carried digests: their rows get "" and are rerun as stale.
   {
     Statement digest(impl_->db,
@@ -222,6 +232,47 @@ std::vector<RunRecord> SweepDatabase::runs() const {
     out.push_back(std::move(r));
   }
   return out;
+}
+
+std::vector<SweepProvenance> SweepDatabase::provenance() const {
+  std::vector<SweepProvenance> rows;
+  {
+    Statement exists(impl_->db,
+                     "SELECT COUNT(*) FROM sqlite_master WHERE type='table' AND name='provenance'",
+                     impl_->path);
+    if (sqlite3_step(exists.get()) != SQLITE_ROW || sqlite3_column_int64(exists.get(), 0) == 0)
+      return rows;
+  }
+  Statement select(impl_->db,
+                   "SELECT source, identity, shard, exitsim_version, exitsim_commit FROM "
+                   "provenance ORDER BY rowid",
+                   impl_->path);
+  while (sqlite3_step(select.get()) == SQLITE_ROW) {
+    rows.push_back({select.text_at(0), select.text_at(1), select.text_at(2), select.text_at(3),
+                    select.text_at(4)});
+  }
+  return rows;
+}
+
+void SweepDatabase::record_provenance(const SweepProvenance& row) {
+  // Recorded again, a row moves to the end: the last row says which sweep the file holds now.
+  Statement erase(impl_->db,
+                  "DELETE FROM provenance WHERE source=?1 AND identity=?2 AND shard=?3 AND "
+                  "exitsim_version=?4 AND exitsim_commit=?5",
+                  impl_->path);
+  Statement insert(impl_->db,
+                   "INSERT INTO provenance (source, identity, shard, exitsim_version, "
+                   "exitsim_commit) VALUES (?1, ?2, ?3, ?4, ?5)",
+                   impl_->path);
+  for (Statement* s : {&erase, &insert}) {
+    s->text(1, row.source);
+    s->text(2, row.identity);
+    s->text(3, row.shard);
+    s->text(4, row.exitsim_version);
+    s->text(5, row.exitsim_commit);
+    if (sqlite3_step(s->get()) != SQLITE_DONE)
+      s->fail(impl_->db, "a writable sweep database");
+  }
 }
 
 }  // namespace exitsim::analysis

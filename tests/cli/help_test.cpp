@@ -1,5 +1,6 @@
 // `exitsim help`, `scenario schema --json` and the bash completion script: what a user and a tool
 // read to find their way, generated from the command tree and the schema so they cannot drift.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -100,6 +101,35 @@ TEST_F(Cli, SummaryRecordsTheVersionAndCommit) {
   const std::string recorded = "exitsim " + std::string(summary["exitsim"]["version"]) +
                                " (commit " + std::string(summary["exitsim"]["commit"]) + ")";
   EXPECT_EQ(recorded, line);
+}
+
+}  // namespace
+
+namespace {
+
+using namespace cli_support;
+
+// Off a terminal (a Slurm log), progress is one line per tenth of the work on stderr; --quiet,
+// after any command, turns it off.
+TEST_F(Cli, ProgressOffATerminalIsALinePerTenthAndQuietSilencesIt) {
+  const fs::path scenario = file("sweep.yaml",
+                                 "workload:\n  requests: 40\n"
+                                 "sweep:\n"
+                                 "  - key: scheduler.max_running\n    values: [2, 4, 8, 16, 32]\n");
+  const Result swept = run("sweep '" + scenario.string() + "' --db '" +
+                           (dir_ / "a.db").string() + "' -j 1");
+  ASSERT_EQ(swept.exit_code, 0) << swept.err;
+  for (int k = 1; k <= 5; ++k) {
+    EXPECT_NE(swept.err.find(fmt::format("sweep: {}/5 runs ({}%), ", k, 20 * k)),
+              std::string::npos)
+        << swept.err;
+  }
+  EXPECT_EQ(std::count(swept.err.begin(), swept.err.end(), '\n'), 5) << swept.err;
+  const Result quiet = run("sweep '" + scenario.string() + "' --db '" +
+                           (dir_ / "b.db").string() + "' -j 1 --quiet");
+  ASSERT_EQ(quiet.exit_code, 0) << quiet.err;
+  EXPECT_EQ(quiet.err, "");
+  EXPECT_NE(quiet.out.find("5 runs made"), std::string::npos) << quiet.out;
 }
 
 }  // namespace

@@ -143,6 +143,7 @@ TEST(ReplicaGroups, OverridesAreCanonicalAndRoundTrip) {
 }
 
 TEST(ReplicaGroups, ExampleResolvesAsDescribed) {
+  ::setenv("EXITSIM_TRACES", "/traces", 0);  // the trace examples name their folder by it
   const Scenario s =
       load_scenario_file(std::string(EXITSIM_SOURCE_DIR) + "/scenarios/examples/mixed_fleet.yaml");
   EXPECT_EQ(s.cluster.replicas, 4);

@@ -119,6 +119,7 @@ TEST(MetricsOutput, JsonIsDeterministicAndFollowsTheSchema) {
   for (const auto& item : j.items())
     keys.push_back(item.key());
   const std::vector<std::string> expected_keys{"schema",
+                                               "exitsim",
                                                "requests",
                                                "input_tokens",
                                                "output_tokens",

@@ -15,23 +15,6 @@ namespace {
 constexpr std::string_view k_expected_header =
     "a burstgpt header with columns \"Timestamp\", \"Request tokens\" and \"Response tokens\"";
 
-std::optional<std::size_t> find_column(const std::vector<std::string>& columns,
-                                       std::string_view name) {
-  const auto it = std::find(columns.begin(), columns.end(), name);
-  if (it == columns.end())
-    return std::nullopt;
-  return static_cast<std::size_t>(it - columns.begin());
-}
-
-std::vector<std::string> split_header(std::string_view line) {
-  std::vector<Field> fields;
-  split_csv(line, fields);
-  std::vector<std::string> columns;
-  for (const Field& field : fields)
-    columns.emplace_back(field.text);
-  return columns;
-}
-
 class BurstGptSource final : public RowSource {
  public:
   BurstGptSource(const std::string& path, bool skip_bad_rows)
@@ -42,7 +25,7 @@ class BurstGptSource final : public RowSource {
       throw InputError(SourceLocation{path, 1, 1, ""},
                        expected_found(std::string(k_expected_header), quoted_line(header)));
     }
-    columns_ = split_header(header);
+    columns_ = header_columns(header);
     // A column named twice would be read from its first place without a word: refused.
     for (std::size_t i = 0; i < columns_.size(); ++i) {
       for (std::size_t j = 0; j < i; ++j) {
@@ -91,7 +74,7 @@ class BurstGptSource final : public RowSource {
 }  // namespace
 
 bool is_burstgpt_header(std::string_view line) {
-  const std::vector<std::string> columns = split_header(line);
+  const std::vector<std::string> columns = header_columns(line);
   return find_column(columns, k_burstgpt_time) && find_column(columns, k_burstgpt_request) &&
          find_column(columns, k_burstgpt_response);
 }

@@ -1,5 +1,6 @@
 #include "fields.hpp"
 
+#include <algorithm>
 #include <limits>
 
 #include "exitsim/core/error.hpp"
@@ -140,6 +141,23 @@ std::optional<Timestamp> parse_scaled_decimal_seconds(std::string_view text, int
   else
     shifted.erase(0, first);
   return parse_decimal_seconds(shifted);
+}
+
+std::vector<std::string> header_columns(std::string_view line) {
+  std::vector<Field> fields;
+  split_csv(line, fields);
+  std::vector<std::string> columns;
+  for (const Field& field : fields)
+    columns.emplace_back(field.text);
+  return columns;
+}
+
+std::optional<std::size_t> find_column(const std::vector<std::string>& columns,
+                                       std::string_view name) {
+  const auto it = std::find(columns.begin(), columns.end(), name);
+  if (it == columns.end())
+    return std::nullopt;
+  return static_cast<std::size_t>(it - columns.begin());
 }
 
 }  // namespace exitsim::traces

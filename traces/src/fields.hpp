@@ -43,6 +43,12 @@ std::string quoted(std::string_view text);
 // The same for a whole line (headers): "an empty line" when empty.
 std::string quoted_line(std::string_view text);
 
+// A header line's column names, and where one is (nullopt when absent): readers that find their
+// columns by name (BurstGPT, TraceV2) share them.
+std::vector<std::string> header_columns(std::string_view line);
+std::optional<std::size_t> find_column(const std::vector<std::string>& columns,
+                                       std::string_view name);
+
 // Splits on commas; surrounding spaces and tabs are trimmed. Quoted fields are not supported:
 // none of the supported formats quotes its fields.
 inline void split_csv(std::string_view line, std::vector<Field>& out) {

@@ -24,14 +24,6 @@ namespace {
 constexpr std::int64_t k_us_per_s = 1'000'000;
 constexpr std::int64_t k_ns_per_us = 1'000;
 
-std::optional<std::size_t> find_column(const std::vector<std::string>& columns,
-                                       std::string_view name) {
-  const auto it = std::find(columns.begin(), columns.end(), name);
-  if (it == columns.end())
-    return std::nullopt;
-  return static_cast<std::size_t>(it - columns.begin());
-}
-
 // Splits a line as Go's encoding/csv writes it: a field holding a comma, a quote or a leading
 // space is quoted, quotes doubled inside. The view of a quoted field is its inner text with the
 // quotes still doubled (no field this reader interprets is ever quoted). A quoted line break
@@ -74,15 +66,6 @@ void split_go_csv(std::string_view line, const RowContext& where, std::vector<Fi
       return;
     pos = comma + 1;
   }
-}
-
-std::vector<std::string> header_columns(std::string_view line) {
-  std::vector<Field> fields;
-  split_csv(line, fields);
-  std::vector<std::string> columns;
-  for (const Field& field : fields)
-    columns.emplace_back(field.text);
-  return columns;
 }
 
 class TraceV2Source final : public RowSource {

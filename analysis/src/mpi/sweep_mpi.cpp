@@ -157,6 +157,7 @@ std::optional<std::size_t> run_sweep_mpi(const SweepOptions& options) {
       std::optional<InputError> error;
       try {
         database.emplace(options.database);
+        record_sweep_provenance(options, *database);
       } catch (const InputError& e) {
         error = e;
       }

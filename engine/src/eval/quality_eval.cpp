@@ -55,6 +55,10 @@ std::vector<QualityMeasurement> evaluate_quality(const Backend& model,
   const std::vector<int> exit_depths = model.depth().effective_exit_points();
   const std::int64_t block_size = 16;
   const std::int64_t per_window = (options.context + options.window + block_size - 1) / block_size;
+  std::int64_t tokens_done = 0;
+  const auto runs = static_cast<std::int64_t>(1 + settings.size() * options.strategies.size());
+  const std::int64_t tokens_total =
+      runs * static_cast<std::int64_t>(requests.size()) * options.window;
 
   const auto measure = [&](const policy::ExitPolicyParams& exit_policy,
                            policy::SyncStrategy strategy, Scored& scored) {
@@ -67,6 +71,13 @@ std::vector<QualityMeasurement> evaluate_quality(const Backend& model,
     engine_options.block_size = block_size;
     engine_options.kv_blocks = per_window * (options.max_running + 1);
     engine_options.seed = options.seed;
+    if (options.progress) {
+      engine_options.step_observer = [&](const policy::StepTrace& step) {
+        for (const policy::StepRow& row : step.rows)
+          tokens_done += row.emits ? 1 : 0;
+        options.progress(tokens_done, tokens_total);
+      };
+    }
     engine_options.observer.on_logits = [&](RequestId id, std::int64_t position, int,
                                             std::span<const float> logits) {
       const EngineRequest& r = requests[static_cast<std::size_t>(id.value)];

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <functional>
 #include <cstddef>
 #include <map>
 #include <optional>
@@ -36,6 +37,8 @@ struct PlanOptions {
   int bisection_steps = 8;  // halvings of the rate bracket
   int max_replicas = 256;
   unsigned jobs = 1;  // candidates planned at a time
+  // Called (from one thread at a time) as each candidate's plan is done.
+  std::function<void(std::size_t done, std::size_t total)> progress;
 };
 
 struct CandidatePlan {

@@ -51,6 +51,18 @@ struct RunMetrics {
   std::string summary_json;
 };
 
+// Where a database's runs came from: one row per sweep invocation's shard (or per database a
+// merge read). `identity` is the run_digest of the sweep's base scenario (every --set applied,
+// the axes included, input files hashed): shards of one sweep share it, another sweep's differs.
+struct SweepProvenance {
+  std::string source;  // "exitsim sweep" for runs made into this file; a merged file's path
+  std::string identity;
+  std::string shard;  // "i/N"
+  std::string exitsim_version;
+  std::string exitsim_commit;
+  friend bool operator==(const SweepProvenance&, const SweepProvenance&) = default;
+};
+
 // One completed run, as stored.
 struct RunRecord {
   SweepPoint point;
@@ -77,6 +89,10 @@ class SweepDatabase {
   void record(const RunRecord& run);
   // Every stored run, by point index.
   std::vector<RunRecord> runs() const;
+  // Provenance rows in the order they were added (none in databases from before it was kept);
+  // the last row's identity is the sweep the file holds now.
+  std::vector<SweepProvenance> provenance() const;
+  void record_provenance(const SweepProvenance& row);
 
  private:
   struct Impl;
@@ -113,6 +129,23 @@ struct PendingPoints {
   std::size_t stale = 0;         // in the todo list because their stored run has another digest
 };
 PendingPoints pending_points(const SweepOptions& options, const SweepDatabase& database);
+// Notes in the database which sweep (SweepProvenance::identity), shard and exitsim made its runs.
+void record_sweep_provenance(const SweepOptions& options, SweepDatabase& database);
+
+// The runs of one sweep spread over several databases (shards, job-array tasks), as one list by
+// point index. Throws InputError naming the file: a database without provenance (not written by
+// this exitsim's sweep), one of another sweep than the first, or two runs of one point with
+// different digests.
+struct SweepRuns {
+  std::vector<RunRecord> runs;
+  std::vector<SweepProvenance> provenance;  // every input's, sources named by file
+};
+SweepRuns read_sweep_databases(const std::vector<std::string>& paths);
+
+// `exitsim sweep merge OUT IN...`: writes a new database OUT holding the inputs' runs and
+// provenance (read_sweep_databases's checks), beside OUT first and moved in when whole: a refused
+// merge leaves nothing. Throws InputError when OUT exists. Returns the runs written.
+std::size_t merge_sweep_databases(const std::string& out, const std::vector<std::string>& inputs);
 // One point run: the scenario with the command line's overrides, then the point's.
 RunRecord run_sweep_point(const SweepOptions& options, const SweepPoint& point);
 // A run as one line of JSON and back (how MPI ranks pass results to rank 0).

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <span>
+#include <functional>
 #include <vector>
 
 #include "exitsim/engine/backend.hpp"
@@ -18,6 +19,9 @@ struct QualityEvalOptions {
   // later tokens attend over differs).
   std::vector<policy::SyncStrategy> strategies = {policy::SyncStrategy::state_copy};
   std::int64_t max_running = 16;
+  // Called after each engine step with the output tokens decoded so far and in all (every
+  // window under the baseline and each setting and strategy): a long evaluation's progress.
+  std::function<void(std::int64_t done, std::int64_t total)> progress;
   std::uint64_t seed = 0;
 };
 
