@@ -133,10 +133,14 @@ lint() {
   echo "doc_blocks: every code block names its language; illustrative commands are marked"
 }
 
+# Scratch copies are removed however the script ends (a failed block, a ctest timeout).
+scratch_root=$(mktemp -d "${TMPDIR:-/tmp}/exitsim-docs.XXXXXX")
+trap 'rm -rf "$scratch_root"' EXIT
+
 # Sets up a scratch copy of the repository; prints its path.
 scratch_copy() {
   local scratch
-  scratch=$(mktemp -d "${TMPDIR:-/tmp}/exitsim-docs.XXXXXX")
+  scratch=$(mktemp -d "$scratch_root/copy.XXXXXX")
   local entry
   for entry in "$repo"/* "$repo"/.[!.]*; do
     case ${entry##*/} in
