@@ -179,7 +179,7 @@ run_blocks() {
         cd "$scratch"
         export PATH="$bin_dir:$PATH"
         if [ "$want_traces" = 1 ]; then export EXITSIM_TRACES="$traces"; else unset EXITSIM_TRACES; fi
-        timeout 120 bash -e .block.sh </dev/null
+        timeout 300 bash -e .block.sh </dev/null
       ) >"$scratch/.block.log" 2>&1 || status=$?
       ran=$((ran + 1))
       if [ "$status" -ne 0 ]; then
@@ -211,7 +211,7 @@ run_scenarios() {
     (
       cd "$scratch"
       if [ "$want_traces" = 1 ]; then export EXITSIM_TRACES="$traces"; else unset EXITSIM_TRACES; fi
-      timeout 120 "$bin_dir/exitsim" simulate "$name" --no-output </dev/null
+      timeout 300 "$bin_dir/exitsim" simulate "$name" --no-output </dev/null
     ) >"$scratch/.scenario.log" 2>&1 || status=$?
     ran=$((ran + 1))
     if [ "$status" -ne 0 ]; then
