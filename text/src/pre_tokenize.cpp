@@ -1,0 +1,86 @@
+#include "pre_tokenize.hpp"
+
+#include <unicode/normalizer2.h>
+#include <unicode/regex.h>
+#include <unicode/utext.h>
+
+#include <memory>
+#include <stdexcept>
+
+namespace exitsim::text {
+namespace {
+
+void check(UErrorCode status, const char* what) {
+  if (U_FAILURE(status))
+    throw std::runtime_error(std::string("ICU ") + what + ": " + u_errorName(status));
+}
+
+struct UTextCloser {
+  void operator()(UText* text) const { utext_close(text); }
+};
+
+// Appends the pieces of `piece` split on the pattern: each match, and each non-empty stretch
+// between matches. ICU walks UTF-8 directly, so match offsets are byte offsets and invalid
+// bytes (read as U+FFFD) stay as they were.
+void split_on(const icu::RegexPattern& pattern, const std::string& piece,
+              std::vector<std::string>& out) {
+  UErrorCode status = U_ZERO_ERROR;
+  const std::unique_ptr<UText, UTextCloser> input(
+      utext_openUTF8(nullptr, piece.data(), static_cast<std::int64_t>(piece.size()), &status));
+  check(status, "utext_openUTF8");
+  const std::unique_ptr<icu::RegexMatcher> matcher(pattern.matcher(status));
+  check(status, "RegexPattern::matcher");
+  matcher->reset(input.get());
+  std::size_t done = 0;
+  while (matcher->find(status)) {
+    const auto start = static_cast<std::size_t>(matcher->start64(status));
+    const auto end = static_cast<std::size_t>(matcher->end64(status));
+    check(status, "RegexMatcher::find");
+    if (end == start)
+      continue;
+    if (start > done)
+      out.push_back(piece.substr(done, start - done));
+    out.push_back(piece.substr(start, end - start));
+    done = end;
+  }
+  check(status, "RegexMatcher::find");
+  if (done < piece.size())
+    out.push_back(piece.substr(done));
+}
+
+std::string nfc(const icu::Normalizer2& normalizer, std::string_view text) {
+  UErrorCode status = U_ZERO_ERROR;
+  const icu::UnicodeString source = icu::UnicodeString::fromUTF8(
+      icu::StringPiece(text.data(), static_cast<std::int32_t>(text.size())));
+  // Text already in NFC (nearly all) keeps its bytes, invalid ones included.
+  if (normalizer.isNormalized(source, status) && U_SUCCESS(status))
+    return std::string(text);
+  std::string out;
+  normalizer.normalize(source, status).toUTF8String(out);
+  check(status, "Normalizer2::normalize");
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> pre_tokenize(const BpeModel& model, std::string_view text) {
+  std::vector<std::string> pieces;
+  if (text.empty())
+    return pieces;
+  pieces.push_back(model.nfc != nullptr ? nfc(*model.nfc, text) : std::string(text));
+  for (const PreTokenizerStep& step : model.pre_tokenizer) {
+    std::vector<std::string> next;
+    for (std::string& piece : pieces) {
+      if (step.add_prefix_space && !piece.starts_with(' '))
+        piece.insert(piece.begin(), ' ');
+      if (step.pattern != nullptr)
+        split_on(*step.pattern, piece, next);
+      else
+        next.push_back(std::move(piece));
+    }
+    pieces = std::move(next);
+  }
+  return pieces;
+}
+
+}  // namespace exitsim::text
