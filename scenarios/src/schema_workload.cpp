@@ -157,7 +157,7 @@ std::vector<KeyDef> workload_keys() {
           .bind(trace_field(&TraceConfig::path)),
       Key("workload.trace.format", Type::enumeration,
           "File format; auto detects it from the header.")
-          .allowed({"auto", "azure", "vidur", "mooncake", "burstgpt", "native"})
+          .allowed({"auto", "azure", "vidur", "mooncake", "burstgpt", "native", "sharegpt"})
           .def(std::string("auto"))
           .bind(trace_field(&TraceConfig::format)),
       Key("workload.trace.max_requests", Type::integer,
@@ -176,6 +176,11 @@ std::vector<KeyDef> workload_keys() {
           "Skip malformed rows (counted and reported) instead of failing.")
           .def(false)
           .bind(trace_field(&TraceConfig::skip_bad_rows)),
+      Key("workload.trace.tokenizer", Type::string,
+          "A Hugging Face tokenizer.json (byte-level BPE) that counts the tokens of a ShareGPT "
+          "trace's turns; other formats hold token counts and ignore it.")
+          .def(std::string(""))
+          .bind(trace_field(&TraceConfig::tokenizer)),
       Key("workload.arrivals", Type::section,
           "Arrival process for synthetic workloads and for traces without timestamps."),
       Key("workload.arrivals.process", Type::enumeration,

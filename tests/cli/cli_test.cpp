@@ -144,7 +144,7 @@ TEST_F(Cli, UserErrorsAreOneLineWithExitCodeOne) {
   EXPECT_EQ(bad_format.exit_code, 1);
   EXPECT_EQ(bad_format.err,
             "exitsim: error: --format: expected one of auto, azure, vidur, mooncake, burstgpt, "
-            "native, found \"azur\"; did you mean \"azure\"?\n");
+            "native, sharegpt, found \"azur\"; did you mean \"azure\"?\n");
 }
 
 TEST_F(Cli, UsageErrorsExitWithTwo) {

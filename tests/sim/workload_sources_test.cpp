@@ -290,7 +290,7 @@ TEST(MakeWorkload, RejectsImpossibleConfigurations) {
   format.trace.format = "azur";
   EXPECT_EQ(error_of(format),
             "workload.trace.format: expected one of auto, azure, vidur, mooncake, burstgpt, "
-            "native, found 'azur' (did you mean 'azure'?)");
+            "native, sharegpt, found 'azur' (did you mean 'azure'?)");
 
   scenario::WorkloadConfig length_only = replay(dir.write("lengths.csv", k_vidur_fixture));
   length_only.arrivals.process = "gamma";

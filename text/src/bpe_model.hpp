@@ -47,6 +47,9 @@ struct BpeModel {
   std::array<std::int32_t, 256> byte_ids{};             // the id of each byte's one-symbol token
   std::unordered_map<std::uint64_t, MergeRule> merges;  // key: pair_key(left, right)
   std::vector<AddedToken> added;  // longest content first, for leftmost-longest splits
+  // Whether some added token starts with the byte: most text positions skip the added tokens
+  // (Llama 3 has 256, all starting with '<').
+  std::array<bool, 256> starts_added{};
   std::vector<PreTokenizerStep> pre_tokenizer;
   const icu::Normalizer2* nfc = nullptr;  // set for an NFC normalizer; ICU owns it
   bool ignore_merges = false;             // a piece that is a whole vocabulary token stays one

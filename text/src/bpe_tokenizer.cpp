@@ -119,7 +119,9 @@ std::vector<std::int32_t> BpeTokenizer::encode(std::string_view text) const {
   std::size_t plain_start = 0;
   std::size_t at = 0;
   while (at < text.size()) {
-    const AddedToken* added = model_->added.empty() ? nullptr : added_token_at(*model_, text, at);
+    const AddedToken* added = model_->starts_added[static_cast<unsigned char>(text[at])]
+                                  ? added_token_at(*model_, text, at)
+                                  : nullptr;
     if (added == nullptr) {
       ++at;
       continue;

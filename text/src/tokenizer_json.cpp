@@ -208,6 +208,7 @@ void read_added_tokens(const Reader& reader, const json& root, BpeModel& model) 
       reader.fail(prefix + ".content", "the token's text", "\"\"");
     record_token(model, content, id, true);
     model.token_ids[content] = id;
+    model.starts_added[static_cast<unsigned char>(content.front())] = true;
     model.added.push_back(AddedToken{std::move(content), id});
   }
   std::stable_sort(model.added.begin(), model.added.end(), [](const auto& a, const auto& b) {

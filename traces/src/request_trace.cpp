@@ -11,12 +11,13 @@
 namespace exitsim::traces {
 namespace {
 
-constexpr std::array<std::pair<RequestTraceFormat, std::string_view>, 5> k_formats = {{
+constexpr std::array<std::pair<RequestTraceFormat, std::string_view>, 6> k_formats = {{
     {RequestTraceFormat::azure, "azure"},
     {RequestTraceFormat::vidur, "vidur"},
     {RequestTraceFormat::mooncake, "mooncake"},
     {RequestTraceFormat::burstgpt, "burstgpt"},
     {RequestTraceFormat::native, "native"},
+    {RequestTraceFormat::sharegpt, "sharegpt"},
 }};
 
 std::string any_header() {
@@ -35,6 +36,9 @@ std::optional<RequestTraceFormat> format_of_header(std::string_view line) {
   const std::size_t first = line.find_first_not_of(" \t");
   if (first != std::string_view::npos && line[first] == '{')
     return RequestTraceFormat::mooncake;
+  // A JSON array: ShareGPT's conversations (Mooncake's lines are objects).
+  if (first != std::string_view::npos && line[first] == '[')
+    return RequestTraceFormat::sharegpt;
   if (is_azure_header(line))
     return RequestTraceFormat::azure;
   if (is_vidur_header(line))
@@ -98,6 +102,8 @@ std::unique_ptr<RequestSource> open_request_trace(const std::string& path,
       return open_burstgpt_trace(path, options.skip_bad_rows);
     case RequestTraceFormat::native:
       return open_native_trace(path, options.skip_bad_rows);
+    case RequestTraceFormat::sharegpt:
+      return open_sharegpt_trace(path, options.tokenizer, options.skip_bad_rows);
   }
   throw InputError(SourceLocation{path, 0, 0, ""}, "unknown request-trace format");
 }

@@ -66,6 +66,7 @@ std::unique_ptr<traces::RequestSource> make_replay(const scenario::WorkloadConfi
   traces::RequestTraceOptions options;
   options.format = trace_format(trace.format);
   options.skip_bad_rows = trace.skip_bad_rows;
+  options.tokenizer = trace.tokenizer;
   std::unique_ptr<traces::RequestSource> source = traces::open_request_trace(trace.path, options);
   std::unique_ptr<ArrivalProcess> arrivals;
   if (!source->has_arrivals()) {

@@ -10,7 +10,7 @@
 
 namespace exitsim::traces {
 
-enum class RequestTraceFormat : std::uint8_t { azure, vidur, mooncake, burstgpt, native };
+enum class RequestTraceFormat : std::uint8_t { azure, vidur, mooncake, burstgpt, native, sharegpt };
 
 std::string_view to_string(RequestTraceFormat format);
 std::optional<RequestTraceFormat> parse_request_trace_format(std::string_view name);
@@ -19,6 +19,8 @@ std::vector<std::string> request_trace_format_names();
 struct RequestTraceOptions {
   std::optional<RequestTraceFormat> format;  // nullopt = detect from the header
   bool skip_bad_rows = false;                // count malformed rows instead of failing
+  // A Hugging Face tokenizer.json: ShareGPT traces hold text, counted in its tokens.
+  std::string tokenizer{};
 };
 
 // Opens a request trace for streaming. Throws InputError naming the file when it is missing,
