@@ -63,6 +63,19 @@ TEST(RequestShareGpt, FirstHumanTurnIsThePromptAndTheReplyAfterItTheOutput) {
   EXPECT_EQ(result.requests[1], request(1, std::nullopt, 1, 3));
 }
 
+TEST(RequestShareGpt, DetectsAOneLineArrayLongerThanAnyCsvLine) {
+  TempDir dir;
+  // Past the line reader's 16 MiB: detection reads only the first bytes (after a BOM and blanks).
+  std::string one_line = "\xEF\xBB\xBF \r\n [";
+  const std::string conversation =
+      R"({"conversations": [{"from": "human", "value": "hi"}, {"from": "gpt", "value": "hi"}]},)";
+  while (one_line.size() <= (std::size_t{16} << 20))
+    one_line += conversation;
+  one_line.back() = ']';
+  const std::string path = dir.write("s.json", one_line);
+  EXPECT_EQ(detect_request_trace_format(path), RequestTraceFormat::sharegpt);
+}
+
 TEST(RequestShareGpt, NotesNameTheSkippedConversations) {
   TempDir dir;
   const std::string path = dir.write("s.json", R"([{"conversations": []},

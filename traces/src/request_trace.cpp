@@ -1,6 +1,7 @@
 #include "exitsim/traces/request_trace.hpp"
 
 #include <array>
+#include <fstream>
 #include <utility>
 
 #include "exitsim/core/error.hpp"
@@ -36,9 +37,6 @@ std::optional<RequestTraceFormat> format_of_header(std::string_view line) {
   const std::size_t first = line.find_first_not_of(" \t");
   if (first != std::string_view::npos && line[first] == '{')
     return RequestTraceFormat::mooncake;
-  // A JSON array: ShareGPT's conversations (Mooncake's lines are objects).
-  if (first != std::string_view::npos && line[first] == '[')
-    return RequestTraceFormat::sharegpt;
   if (is_azure_header(line))
     return RequestTraceFormat::azure;
   if (is_vidur_header(line))
@@ -46,6 +44,20 @@ std::optional<RequestTraceFormat> format_of_header(std::string_view line) {
   if (is_burstgpt_header(line))
     return RequestTraceFormat::burstgpt;
   return std::nullopt;
+}
+
+// Whether the file's first byte after a UTF-8 BOM and whitespace is '[' (a JSON array:
+// ShareGPT's conversations; Mooncake's lines are objects). False when it cannot be read: the
+// line reader then reports why.
+bool starts_json_array(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::array<char, 4096> head{};
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  std::string_view text(head.data(), static_cast<std::size_t>(in.gcount()));
+  if (text.starts_with("\xEF\xBB\xBF"))
+    text.remove_prefix(3);
+  const std::size_t first = text.find_first_not_of(" \t\r\n");
+  return first != std::string_view::npos && text[first] == '[';
 }
 
 }  // namespace
@@ -74,6 +86,10 @@ std::vector<std::string> request_trace_format_names() {
 }
 
 RequestTraceFormat detect_request_trace_format(const std::string& path) {
+  // ShareGPT files are often one line of hundreds of megabytes, longer than any line the line
+  // reader takes: a JSON array is recognised by its first bytes.
+  if (starts_json_array(path))
+    return RequestTraceFormat::sharegpt;
   LineReader lines(path);
   std::string_view first;
   if (!lines.next(first)) {
