@@ -116,6 +116,68 @@ TEST(BpeTokenizer, LowerRankedMergeAppliesFirstWhereverItIs) {
   EXPECT_EQ(tokenizer.encode("lll"), (Ids{256, 108}));
 }
 
+TEST(BpeTokenizer, LongRunsMergeLeftToRightWithoutQuadraticTime) {
+  const BpeTokenizer tokenizer = load(gpt2_style_tokenizer());
+  // 200 001 'l's are one piece: "l l" (rank 0) pairs them from the left, 100 000 times, and no
+  // merge joins two "ll". A quadratic merge loop would take some 10^10 steps here.
+  Ids expected(100'000, 256);
+  expected.push_back(108);
+  EXPECT_EQ(tokenizer.encode(std::string(200'001, 'l')), expected);
+}
+
+// The textbook loop over strings: find the lowest-ranked adjacent pair (leftmost of equals),
+// join it, repeat. Written independently of the library's heap-based merging.
+Ids reference_merge(const std::string& word) {
+  std::vector<std::string> symbols;
+  for (const char c : word)
+    symbols.emplace_back(1, c);
+  while (symbols.size() > 1) {
+    std::size_t best = symbols.size();
+    std::size_t best_rank = k_merges.size();
+    for (std::size_t i = 0; i + 1 < symbols.size(); ++i) {
+      for (std::size_t rank = 0; rank < best_rank; ++rank) {
+        if (k_merges[rank].first == symbols[i] && k_merges[rank].second == symbols[i + 1]) {
+          best = i;
+          best_rank = rank;
+        }
+      }
+    }
+    if (best == symbols.size())
+      break;
+    symbols[best] += symbols[best + 1];
+    symbols.erase(symbols.begin() + static_cast<std::ptrdiff_t>(best) + 1);
+  }
+  Ids ids;
+  for (const std::string& symbol : symbols) {
+    if (symbol.size() == 1) {
+      ids.push_back(static_cast<unsigned char>(symbol[0]));
+      continue;
+    }
+    for (std::size_t rank = 0; rank < k_merges.size(); ++rank) {
+      if (k_merges[rank].first + k_merges[rank].second == symbol)
+        ids.push_back(static_cast<std::int32_t>(256 + rank));
+    }
+  }
+  return ids;
+}
+
+TEST(BpeTokenizer, MergesLikeTheTextbookLoopOnRandomWords) {
+  const BpeTokenizer tokenizer = load(gpt2_style_tokenizer());
+  // Letters only, so GPT-2's pattern leaves each word one piece; these letters make most merges
+  // of the fixture reachable ("hell", "el", "or" ...).
+  const std::string letters = "hellowrd";
+  std::uint64_t state = 12345;
+  for (std::size_t trial = 0; trial < 2000; ++trial) {
+    std::string word;
+    const std::size_t length = 1 + trial % 12;
+    for (std::size_t i = 0; i < length; ++i) {
+      state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+      word.push_back(letters[(state >> 33) % letters.size()]);
+    }
+    ASSERT_EQ(tokenizer.encode(word), reference_merge(word)) << word;
+  }
+}
+
 TEST(BpeTokenizer, MultiByteUtf8AndEmojiEncodeByteByByteAndRoundTrip) {
   const BpeTokenizer tokenizer = load(gpt2_style_tokenizer());
   // "héllo" is one piece (\p{L}+); bytes h C3 A9 l l o = symbols h Ã © l l o. (l,l) rank 0,

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <queue>
 #include <stdexcept>
 #include <system_error>
 
@@ -53,7 +54,8 @@ std::string read_tokenizer_file(const std::filesystem::path& path) {
 }
 
 // Merges one piece's byte symbols: while some adjacent pair has a merge, the lowest-ranked one
-// (the leftmost of equals) joins. Pieces are words, so the quadratic scan stays short.
+// (the leftmost of equals) joins. The symbols form a linked list and the candidate pairs a
+// min-heap, so a long piece (a run of 100 000 spaces or '=') costs O(n log n), not O(n^2).
 void merge_piece(const BpeModel& model, const std::string& piece, std::vector<std::int32_t>& out) {
   if (model.ignore_merges) {
     std::string spelled;
@@ -64,26 +66,64 @@ void merge_piece(const BpeModel& model, const std::string& piece, std::vector<st
       return;
     }
   }
-  std::vector<std::int32_t> symbols;
-  symbols.reserve(piece.size());
-  for (const char c : piece)
-    symbols.push_back(model.byte_ids[static_cast<unsigned char>(c)]);
-  while (symbols.size() > 1) {
-    std::size_t best = symbols.size();
-    MergeRule best_rule{std::numeric_limits<std::int32_t>::max(), 0};
-    for (std::size_t i = 0; i + 1 < symbols.size(); ++i) {
-      const auto it = model.merges.find(pair_key(symbols[i], symbols[i + 1]));
-      if (it != model.merges.end() && it->second.rank < best_rule.rank) {
-        best = i;
-        best_rule = it->second;
-      }
+  constexpr std::size_t k_none = std::numeric_limits<std::size_t>::max();
+  struct Symbol {
+    std::int32_t id = 0;
+    std::size_t prev = k_none;
+    std::size_t next = k_none;
+    bool alive = true;
+  };
+  // A pair that could merge when it was pushed; stale once either side has changed.
+  struct Candidate {
+    std::int32_t rank = 0;
+    std::size_t left = 0;
+    std::size_t right = 0;
+    std::int32_t left_id = 0;
+    std::int32_t right_id = 0;
+    std::int32_t merged = 0;
+    // std::priority_queue keeps the largest first: invert to pop the lowest rank, then leftmost.
+    bool operator<(const Candidate& other) const {
+      return rank != other.rank ? rank > other.rank : left > other.left;
     }
-    if (best == symbols.size())
-      break;
-    symbols[best] = best_rule.merged;
-    symbols.erase(symbols.begin() + static_cast<std::ptrdiff_t>(best) + 1);
+  };
+  std::vector<Symbol> symbols(piece.size());
+  for (std::size_t i = 0; i < piece.size(); ++i) {
+    symbols[i].id = model.byte_ids[static_cast<unsigned char>(piece[i])];
+    symbols[i].prev = i == 0 ? k_none : i - 1;
+    symbols[i].next = i + 1 == piece.size() ? k_none : i + 1;
   }
-  out.insert(out.end(), symbols.begin(), symbols.end());
+  std::priority_queue<Candidate> candidates;
+  const auto offer = [&](std::size_t left, std::size_t right) {
+    if (left == k_none || right == k_none)
+      return;
+    const auto it = model.merges.find(pair_key(symbols[left].id, symbols[right].id));
+    if (it != model.merges.end()) {
+      candidates.push(Candidate{it->second.rank, left, right, symbols[left].id, symbols[right].id,
+                                it->second.merged});
+    }
+  };
+  for (std::size_t i = 0; i + 1 < symbols.size(); ++i)
+    offer(i, i + 1);
+  while (!candidates.empty()) {
+    const Candidate c = candidates.top();
+    candidates.pop();
+    Symbol& left = symbols[c.left];
+    Symbol& right = symbols[c.right];
+    if (!left.alive || !right.alive || left.next != c.right || left.id != c.left_id ||
+        right.id != c.right_id)
+      continue;
+    left.id = c.merged;
+    right.alive = false;
+    left.next = right.next;
+    if (right.next != k_none)
+      symbols[right.next].prev = c.left;
+    offer(left.prev, c.left);
+    offer(c.left, left.next);
+  }
+  for (const Symbol& symbol : symbols) {
+    if (symbol.alive)
+      out.push_back(symbol.id);
+  }
 }
 
 // The added token starting at `at`, longest first; null when none does.
