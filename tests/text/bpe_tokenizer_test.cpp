@@ -125,6 +125,18 @@ TEST(BpeTokenizer, LongRunsMergeLeftToRightWithoutQuadraticTime) {
   EXPECT_EQ(tokenizer.encode(std::string(200'001, 'l')), expected);
 }
 
+TEST(BpeTokenizer, SplitsAMillionsLongRunOfSpaces) {
+  const BpeTokenizer tokenizer = load(gpt2_style_tokenizer());
+  // "a", 3 999 999 spaces, " b": "\s+(?!\S)" backtracks over the whole run (past ICU's default
+  // match stack) to leave the last space to " b". The run's spaces pair from the left by "Ġ Ġ"
+  // (rank 11): 1 999 999 ĠĠ and one Ġ; then Ġb (268).
+  Ids expected{97};
+  expected.insert(expected.end(), 1'999'999, 267);
+  expected.push_back(32);
+  expected.push_back(268);
+  EXPECT_EQ(tokenizer.encode("a" + std::string(4'000'000, ' ') + "b"), expected);
+}
+
 // The textbook loop over strings: find the lowest-ranked adjacent pair (leftmost of equals),
 // join it, repeat. Written independently of the library's heap-based merging.
 Ids reference_merge(const std::string& word) {

@@ -31,6 +31,10 @@ void split_on(const icu::RegexPattern& pattern, const std::string& piece,
   const std::unique_ptr<icu::RegexMatcher> matcher(pattern.matcher(status));
   check(status, "RegexPattern::matcher");
   matcher->reset(input.get());
+  // Backtracking over a long run (\s+(?!\S) on a megabyte of spaces) needs more than ICU's
+  // default 8 MB of match stack; the run is bounded by the input, so the stack may grow with it.
+  matcher->setStackLimit(0, status);
+  check(status, "RegexMatcher::setStackLimit");
   std::size_t done = 0;
   while (matcher->find(status)) {
     const auto start = static_cast<std::size_t>(matcher->start64(status));
