@@ -291,6 +291,23 @@ TEST(BpeTokenizer, Llama3SplitKeepsDigitsInThreesAndContractionsApart) {
   EXPECT_EQ(load(gpt2).encode("12345"), (Ids{270, 269, 53}));
 }
 
+TEST(BpeTokenizer, ASplitPatternThatBacktracksWithoutEndIsRefused) {
+  json config = gpt2_style_tokenizer();
+  config["pre_tokenizer"] = {{"type", "Split"},
+                             {"pattern", {{"Regex", "(a+)+b"}}},
+                             {"behavior", "Isolated"},
+                             {"invert", false}};
+  TempDir dir;
+  const std::string path = dir.write("tokenizer.json", config.dump());
+  const BpeTokenizer tokenizer = BpeTokenizer::from_file(path);
+  EXPECT_EQ(tokenizer.encode("aab"), (Ids{97, 97, 98}));
+  // 40 'a's and no 'b': 2^40 ways to fail.
+  EXPECT_EQ(error_of([&] { (void)tokenizer.encode(std::string(40, 'a')); }),
+            path +
+                ": pre_tokenizer: expected a split pattern ICU can match on the text, found ICU "
+                "error U_REGEX_TIME_OUT");
+}
+
 // Every bad tokenizer.json fails with one line naming the file and the key.
 struct BadTokenizer {
   const char* name;

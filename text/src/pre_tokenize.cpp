@@ -7,6 +7,8 @@
 #include <memory>
 #include <stdexcept>
 
+#include "exitsim/core/error.hpp"
+
 namespace exitsim::text {
 namespace {
 
@@ -15,6 +17,11 @@ void check(UErrorCode status, const char* what) {
     throw std::runtime_error(std::string("ICU ") + what + ": " + u_errorName(status));
 }
 
+// A pattern that backtracks without end on some text (a tokenizer.json's own (a+)+b) is the
+// file's fault, not the text's: refused after about this many of ICU's steps (~1 ms each) per
+// match, long before a user would give up on it.
+constexpr std::int32_t k_match_time_limit = 5000;
+
 struct UTextCloser {
   void operator()(UText* text) const { utext_close(text); }
 };
@@ -22,7 +29,7 @@ struct UTextCloser {
 // Appends the pieces of `piece` split on the pattern: each match, and each non-empty stretch
 // between matches. ICU walks UTF-8 directly, so match offsets are byte offsets and invalid
 // bytes (read as U+FFFD) stay as they were.
-void split_on(const icu::RegexPattern& pattern, const std::string& piece,
+void split_on(const BpeModel& model, const icu::RegexPattern& pattern, const std::string& piece,
               std::vector<std::string>& out) {
   UErrorCode status = U_ZERO_ERROR;
   const std::unique_ptr<UText, UTextCloser> input(
@@ -35,11 +42,20 @@ void split_on(const icu::RegexPattern& pattern, const std::string& piece,
   // default 8 MB of match stack; the run is bounded by the input, so the stack may grow with it.
   matcher->setStackLimit(0, status);
   check(status, "RegexMatcher::setStackLimit");
+  matcher->setTimeLimit(k_match_time_limit, status);
+  check(status, "RegexMatcher::setTimeLimit");
+  const auto check_match = [&] {
+    if (U_FAILURE(status)) {
+      throw InputError(SourceLocation{model.file, 0, 0, "pre_tokenizer"},
+                       expected_found("a split pattern ICU can match on the text",
+                                      std::string("ICU error ") + u_errorName(status)));
+    }
+  };
   std::size_t done = 0;
   while (matcher->find(status)) {
     const auto start = static_cast<std::size_t>(matcher->start64(status));
     const auto end = static_cast<std::size_t>(matcher->end64(status));
-    check(status, "RegexMatcher::find");
+    check_match();
     if (end == start)
       continue;
     if (start > done)
@@ -47,7 +63,7 @@ void split_on(const icu::RegexPattern& pattern, const std::string& piece,
     out.push_back(piece.substr(start, end - start));
     done = end;
   }
-  check(status, "RegexMatcher::find");
+  check_match();
   if (done < piece.size())
     out.push_back(piece.substr(done));
 }
@@ -78,7 +94,7 @@ std::vector<std::string> pre_tokenize(const BpeModel& model, std::string_view te
       if (step.add_prefix_space && !piece.starts_with(' '))
         piece.insert(piece.begin(), ' ');
       if (step.pattern != nullptr)
-        split_on(*step.pattern, piece, next);
+        split_on(model, *step.pattern, piece, next);
       else
         next.push_back(std::move(piece));
     }
