@@ -400,7 +400,7 @@ const BadTokenizer k_bad_tokenizers[] = {
 INSTANTIATE_TEST_SUITE_P(Matrix, BpeTokenizerBadInput, ::testing::ValuesIn(k_bad_tokenizers),
                          [](const auto& param_info) { return std::string(param_info.param.name); });
 
-TEST(BpeTokenizerBadFile, MissingFileDirectoryAndNonJsonNameTheFile) {
+TEST(BpeTokenizerBadFile, MissingFileDirectoryNonJsonAndHugeNumbersNameTheFile) {
   TempDir dir;
   const std::string missing = dir.path("absent.json");
   EXPECT_EQ(error_of([&] { (void)BpeTokenizer::from_file(missing); }),
@@ -412,6 +412,11 @@ TEST(BpeTokenizerBadFile, MissingFileDirectoryAndNonJsonNameTheFile) {
   EXPECT_TRUE(error.starts_with(not_json + ":2: expected a tokenizer.json (JSON), found: "))
       << error;
   EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+  const std::string huge = dir.write("huge.json", R"({"version": 1e400})");
+  EXPECT_EQ(error_of([&] { (void)BpeTokenizer::from_file(huge); }),
+            huge +
+                ": expected JSON numbers within the range of a double, found number overflow "
+                "parsing '1e400'");
 }
 
 }  // namespace

@@ -294,6 +294,10 @@ std::unique_ptr<const BpeModel> parse_tokenizer_json(std::string_view text,
         1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(offset), '\n');
     throw InputError(SourceLocation{file, line, 0, ""},
                      "expected a tokenizer.json (JSON), found: " + library_message(error));
+  } catch (const json::exception& error) {  // 1e400: nlohmann's out_of_range
+    throw InputError(
+        SourceLocation{file, 0, 0, ""},
+        expected_found("JSON numbers within the range of a double", library_message(error)));
   }
   const Reader reader(file);
   if (!root.is_object())
