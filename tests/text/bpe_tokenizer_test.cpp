@@ -257,6 +257,39 @@ TEST(BpeTokenizer, NfcNormalizerComposesBeforeMerging) {
   EXPECT_EQ(load(gpt2_style_tokenizer()).encode("e\u0301"), (Ids{101, 0xCC, 0x81}));
 }
 
+// Llama 3's post-processor: a Sequence of ByteLevel and a template putting <|begin_of_text|>
+// (here id 1002, an added token) before the text.
+json with_bos_template(json config) {
+  config["added_tokens"].push_back(
+      {{"id", 1002}, {"content", "<|begin_of_text|>"}, {"special", true}});
+  config["post_processor"] = json::parse(R"({"type": "Sequence", "processors": [
+      {"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": false},
+      {"type": "TemplateProcessing",
+       "single": [{"SpecialToken": {"id": "<|begin_of_text|>", "type_id": 0}},
+                  {"Sequence": {"id": "A", "type_id": 0}}],
+       "special_tokens": {"<|begin_of_text|>": {"id": "<|begin_of_text|>", "ids": [1002]}}}]})");
+  return config;
+}
+
+TEST(BpeTokenizer, TemplateAddsTheBosTokenOnlyWhenAskedFor) {
+  const BpeTokenizer tokenizer = load(with_bos_template(gpt2_style_tokenizer()));
+  EXPECT_EQ(tokenizer.encode("hello"), (Ids{259}));
+  EXPECT_EQ(tokenizer.encode_with_template("hello"), (Ids{1002, 259}));
+  EXPECT_EQ(tokenizer.encode_with_template(""), (Ids{1002}));
+  // Without a post-processor the template is empty.
+  EXPECT_EQ(load(gpt2_style_tokenizer()).encode_with_template("hello"), (Ids{259}));
+}
+
+TEST(BpeTokenizer, TemplateTokensAfterTheTextComeAfterIt) {
+  json config = gpt2_style_tokenizer();
+  // No special_tokens map: the name is looked up as a token.
+  config["post_processor"] = {
+      {"type", "TemplateProcessing"},
+      {"single", json::array({{{"Sequence", {{"id", "A"}}}},
+                              {{"SpecialToken", {{"id", "<|endoftext|>"}}}}})}};
+  EXPECT_EQ(load(config).encode_with_template("hi"), (Ids{104, 105, 1000}));
+}
+
 // Llama 3's layout: a Split with its own pattern, then ByteLevel without a regex.
 TEST(BpeTokenizer, Llama3SplitKeepsDigitsInThreesAndContractionsApart) {
   json config = gpt2_style_tokenizer();
@@ -390,6 +423,32 @@ const BadTokenizer k_bad_tokenizers[] = {
                              {"invert", false}};
      },
      "pre_tokenizer.pattern.Regex: expected a regular expression, found \"(\\\\p{L}\" (U_REGEX_"},
+    {"UnknownPostProcessor",
+     [](json& c) {
+       c["post_processor"] = {{"type", "BertProcessing"}};
+     },
+     "post_processor.type: expected \"ByteLevel\", \"TemplateProcessing\" or \"Sequence\", found "
+     "\"BertProcessing\""},
+    {"TemplateWithoutSequence",
+     [](json& c) {
+       c["post_processor"] = {{"type", "TemplateProcessing"},
+                              {"single", json::array({{{"SpecialToken", {{"id", "<|end|>"}}}}})}};
+     },
+     "post_processor.single: expected one {\"Sequence\": ...} item for the text, found none"},
+    {"TemplateNamingAnUnknownToken",
+     [](json& c) {
+       c["post_processor"] = {{"type", "TemplateProcessing"},
+                              {"single", json::array({{{"SpecialToken", {{"id", "<s>"}}}},
+                                                      {{"Sequence", {{"id", "A"}}}}})}};
+     },
+     "post_processor.single: expected special tokens the vocabulary has, found \"<s>\""},
+    {"TemplateIdWithoutToken",
+     [](json& c) {
+       c = with_bos_template(c);
+       c["post_processor"]["processors"][1]["special_tokens"]["<|begin_of_text|>"]["ids"][0] = 5000;
+     },
+     "post_processor.processors[1].special_tokens.\"<|begin_of_text|>\".ids[0]: expected the id of "
+     "a vocabulary or added token, found 5000"},
     {"NfkcNormalizer",
      [](json& c) {
        c["normalizer"] = {{"type", "NFKC"}};

@@ -63,6 +63,28 @@ TEST(RequestShareGpt, FirstHumanTurnIsThePromptAndTheReplyAfterItTheOutput) {
   EXPECT_EQ(result.requests[1], request(1, std::nullopt, 1, 3));
 }
 
+TEST(RequestShareGpt, PromptsCountTheTemplatesBosRepliesDoNot) {
+  TempDir dir;
+  // The fixture tokenizer with Llama 3's post-processor: <|begin_of_text|> (id 300) before the
+  // text.
+  nlohmann::json tokenizer = nlohmann::json::parse(test_support::byte_level_tokenizer_json(
+      {"h i", "\u0120 t", "h e", "\u0120t he", "r e", "\u0120the re"}));
+  tokenizer["added_tokens"] = {{{"id", 300}, {"content", "<|begin_of_text|>"}}};
+  tokenizer["post_processor"] = nlohmann::json::parse(R"({"type": "TemplateProcessing",
+      "single": [{"SpecialToken": {"id": "<|begin_of_text|>"}}, {"Sequence": {"id": "A"}}]})");
+  const std::string path =
+      dir.write("s.json", R"([{"conversations": [{"from": "human", "value": "hi there"},
+                                       {"from": "gpt", "value": "hello!"}]},
+                   {"conversations": [{"from": "human", "value": ""},
+                                      {"from": "gpt", "value": "hello!"}]}])");
+  const auto result = read_all(path, with_tokenizer(dir.write("tokenizer.json", tokenizer.dump())));
+  // "hi there" is 2 tokens, 3 with the BOS; "hello!" stays 5. An empty prompt is still skipped,
+  // though its template alone has a token.
+  ASSERT_EQ(result.requests.size(), 1U);
+  EXPECT_EQ(result.requests[0], request(0, std::nullopt, 3, 5));
+  EXPECT_EQ(result.skipped, 1);
+}
+
 TEST(RequestShareGpt, DetectsAOneLineArrayLongerThanAnyCsvLine) {
   TempDir dir;
   // Past the line reader's 16 MiB: detection reads only the first bytes (after a BOM and blanks).

@@ -52,7 +52,11 @@ struct BpeModel {
   std::array<bool, 256> starts_added{};
   std::vector<PreTokenizerStep> pre_tokenizer;
   const icu::Normalizer2* nfc = nullptr;  // set for an NFC normalizer; ICU owns it
-  bool ignore_merges = false;             // a piece that is a whole vocabulary token stays one
+  // The post-processor's single-sequence template: ids around the text's own (Llama 3's
+  // <|begin_of_text|> before it).
+  std::vector<std::int32_t> template_before;
+  std::vector<std::int32_t> template_after;
+  bool ignore_merges = false;  // a piece that is a whole vocabulary token stays one
 };
 
 inline std::uint64_t pair_key(std::int32_t left, std::int32_t right) {

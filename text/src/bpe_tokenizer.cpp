@@ -175,6 +175,14 @@ std::vector<std::int32_t> BpeTokenizer::encode(std::string_view text) const {
   return ids;
 }
 
+std::vector<std::int32_t> BpeTokenizer::encode_with_template(std::string_view text) const {
+  std::vector<std::int32_t> ids = model_->template_before;
+  const std::vector<std::int32_t> own = encode(text);
+  ids.insert(ids.end(), own.begin(), own.end());
+  ids.insert(ids.end(), model_->template_after.begin(), model_->template_after.end());
+  return ids;
+}
+
 std::string BpeTokenizer::decode(std::span<const std::int32_t> ids) const {
   std::string text;
   for (const std::int32_t id : ids) {

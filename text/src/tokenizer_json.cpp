@@ -281,6 +281,84 @@ void read_normalizer(const Reader& reader, const json& root, BpeModel& model) {
     reader.fail("normalizer", "an NFC normalizer ICU can load", u_errorName(status));
 }
 
+// The ids a template's {"SpecialToken": {"id": NAME}} item stands for: the post-processor's
+// special_tokens[NAME].ids, or else the token NAME itself.
+std::vector<std::int32_t> special_token_ids(const Reader& reader, const json& processor,
+                                            const std::string& name, const std::string& key,
+                                            const BpeModel& model) {
+  std::vector<std::int32_t> ids;
+  const auto specials = processor.find("special_tokens");
+  if (specials != processor.end() && specials->is_object() && specials->contains(name)) {
+    const std::string ids_key = key + ".special_tokens." + quoted_token(name) + ".ids";
+    const json& entry = (*specials)[name];
+    const auto listed = entry.is_object() ? entry.find("ids") : entry.end();
+    if (!entry.is_object() || listed == entry.end() || !listed->is_array())
+      reader.fail(ids_key, "an array of token ids", entry.is_object() ? "none" : shown(entry));
+    for (std::size_t i = 0; i < listed->size(); ++i) {
+      const std::string id_key = fmt::format("{}[{}]", ids_key, i);
+      const std::int32_t id = reader.id_value((*listed)[i], id_key);
+      // Only ids with a token decode, and id_limit() must cover every id encoding gives.
+      const auto index = static_cast<std::size_t>(id);
+      if (index >= model.tokens.size() || model.tokens[index].empty())
+        reader.fail(id_key, "the id of a vocabulary or added token", std::to_string(id));
+      ids.push_back(id);
+    }
+    return ids;
+  }
+  const auto it = model.token_ids.find(name);
+  if (it == model.token_ids.end())
+    reader.fail(key + ".single", "special tokens the vocabulary has", quoted_token(name));
+  ids.push_back(it->second);
+  return ids;
+}
+
+// TemplateProcessing's "single": special tokens around one {"Sequence": {"id": "A"}}.
+void read_template(const Reader& reader, const json& processor, const std::string& key,
+                   BpeModel& model) {
+  const json& single = reader.member(processor, key, "single", "an array of template items");
+  if (!single.is_array())
+    reader.fail(key + ".single", "an array of template items", shown(single));
+  bool sequence_seen = false;
+  for (std::size_t i = 0; i < single.size(); ++i) {
+    const std::string item_key = fmt::format("{}.single[{}]", key, i);
+    const json& item = single[i];
+    constexpr const char* expected = R"({"SpecialToken": {"id": ...}} or {"Sequence": ...})";
+    if (item.is_object() && item.contains("Sequence") && !sequence_seen) {
+      sequence_seen = true;
+      continue;
+    }
+    if (!item.is_object() || !item.contains("SpecialToken") || !item["SpecialToken"].is_object())
+      reader.fail(item_key, expected, shown(item));
+    const std::string name =
+        reader.string_member(item["SpecialToken"], item_key + ".SpecialToken", "id", "a token");
+    for (const std::int32_t id : special_token_ids(reader, processor, name, key, model))
+      (sequence_seen ? model.template_after : model.template_before).push_back(id);
+  }
+  if (!sequence_seen)
+    reader.fail(key + ".single", R"(one {"Sequence": ...} item for the text)", "none");
+}
+
+void read_post_processor(const Reader& reader, const json& processor, const std::string& key,
+                         BpeModel& model) {
+  if (processor.is_null())
+    return;
+  constexpr const char* expected = R"("ByteLevel", "TemplateProcessing" or "Sequence")";
+  if (!processor.is_object())
+    reader.fail(key, "an object with a \"type\"", shown(processor));
+  const std::string type = reader.string_member(processor, key, "type", expected);
+  if (type == "Sequence") {
+    const json& steps = reader.member(processor, key, "processors", "an array of processors");
+    if (!steps.is_array())
+      reader.fail(key + ".processors", "an array of processors", shown(steps));
+    for (std::size_t i = 0; i < steps.size(); ++i)
+      read_post_processor(reader, steps[i], fmt::format("{}.processors[{}]", key, i), model);
+  } else if (type == "TemplateProcessing") {
+    read_template(reader, processor, key, model);
+  } else if (type != "ByteLevel") {  // ByteLevel only trims offsets, which are not kept here
+    reader.fail(key + ".type", expected, shown(json(type)));
+  }
+}
+
 }  // namespace
 
 std::unique_ptr<const BpeModel> parse_tokenizer_json(std::string_view text,
@@ -309,6 +387,8 @@ std::unique_ptr<const BpeModel> parse_tokenizer_json(std::string_view text,
   read_normalizer(reader, root, *model);
   if (const auto it = root.find("pre_tokenizer"); it != root.end())
     read_pre_tokenizer(reader, *it, "pre_tokenizer", *model);
+  if (const auto it = root.find("post_processor"); it != root.end())
+    read_post_processor(reader, *it, "post_processor", *model);
   return model;
 }
 

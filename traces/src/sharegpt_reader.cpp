@@ -43,7 +43,10 @@ struct Lengths {
 class ShareGptReader {
  public:
   ShareGptReader(const std::string& path, const text::BpeTokenizer& tokenizer, bool skip_bad)
-      : path_(path), tokenizer_(tokenizer), skip_bad_(skip_bad) {}
+      : path_(path),
+        tokenizer_(tokenizer),
+        template_tokens_(static_cast<std::int64_t>(tokenizer.encode_with_template("").size())),
+        skip_bad_(skip_bad) {}
 
   // Parses the whole file, keeping only each conversation's two lengths: the array is read one
   // conversation at a time (each discarded once counted), so memory does not grow with turns.
@@ -154,19 +157,20 @@ class ShareGptReader {
       const std::string& reply_role = roles[i + 1].first;
       if (is_prompt_role(reply_role) || reply_role == "system")
         return std::nullopt;
-      Lengths lengths;
-      lengths.input_tokens = static_cast<std::int64_t>(tokenizer_.encode(*roles[i].second).size());
-      lengths.output_tokens =
-          static_cast<std::int64_t>(tokenizer_.encode(*roles[i + 1].second).size());
-      if (lengths.input_tokens == 0 || lengths.output_tokens == 0)
+      const auto prompt = static_cast<std::int64_t>(tokenizer_.encode(*roles[i].second).size());
+      const auto reply = static_cast<std::int64_t>(tokenizer_.encode(*roles[i + 1].second).size());
+      if (prompt == 0 || reply == 0)
         return std::nullopt;
-      return lengths;
+      // The prompt as the model sees it, in the template (BOS) as vLLM counts
+      // tokenizer(prompt).input_ids; the reply as the model generates it, without one.
+      return Lengths{prompt + template_tokens_, reply};
     }
     return std::nullopt;
   }
 
   std::string path_;
   const text::BpeTokenizer& tokenizer_;
+  std::int64_t template_tokens_ = 0;  // the post-processor's tokens around every prompt
   bool skip_bad_ = false;
   bool top_level_array_ = true;
 };

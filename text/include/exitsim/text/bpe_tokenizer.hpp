@@ -4,8 +4,8 @@
 // tokenizer.json: text is split on the added tokens, the rest normalized (none or NFC),
 // pre-tokenized (ByteLevel / Split / Sequence), each piece's bytes mapped to GPT-2's printable
 // byte alphabet and merged by the lowest-ranked merge until none applies. What is not read: the
-// post-processor (no BOS/EOS is added: callers that want one ask token_id for it) and the
-// decoder (decoding is always byte-level), plus the added tokens' lstrip/rstrip/single_word.
+// decoder (decoding is always byte-level) and the added tokens' lstrip/rstrip/single_word; the
+// post-processor's template (BOS) is added by encode_with_template only.
 
 #include <cstdint>
 #include <filesystem>
@@ -36,6 +36,11 @@ class BpeTokenizer {
   // Any bytes encode: invalid UTF-8 is split like U+FFFD but its bytes are kept as they are, so
   // decode(encode(text)) == text for every text whose normalization changes nothing.
   std::vector<std::int32_t> encode(std::string_view text) const;
+  // encode(text) inside the post-processor's single-sequence template (TemplateProcessing), as
+  // Hugging Face's tokenizer(text).input_ids: Llama 3 puts <|begin_of_text|> first; GPT-2 has no
+  // template and adds nothing.
+  std::vector<std::int32_t> encode_with_template(std::string_view text) const;
+
   // Ids the tokenizer does not know (a model's padded vocabulary) decode to nothing. Throws
   // std::invalid_argument for a negative id, which no model produces.
   std::string decode(std::span<const std::int32_t> ids) const;
