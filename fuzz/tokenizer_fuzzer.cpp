@@ -1,4 +1,5 @@
-// Hugging Face tokenizer.json files: read, then a fixed set of texts encoded. Encoding is checked
+// Hugging Face tokenizer.json files: read, then a fixed set of texts encoded with the template.
+// Encoding is checked
 // for ids the tokenizer can decode, and for the same ids twice.
 #include <cstdint>
 #include <string>
@@ -14,12 +15,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const text::BpeTokenizer tokenizer = text::BpeTokenizer::from_file(path);
     for (const std::string text : {"", "hello world", "  a\tb\r\n\n", "h\u00E9llo \U0001F600!",
                                    "12345 don't <|endoftext|>", "\xFF\xFE\xC3"}) {
-      const std::vector<std::int32_t> ids = tokenizer.encode(text);
+      const std::vector<std::int32_t> ids = tokenizer.encode_with_template(text);
       for (const std::int32_t id : ids) {
         if (id < 0 || id >= tokenizer.id_limit())
           fuzz::finding("an id outside the tokenizer's range");
       }
-      if (tokenizer.encode(text) != ids)
+      if (tokenizer.encode_with_template(text) != ids)
         fuzz::finding("two encodings of one text differ");
       (void)tokenizer.decode(ids);
     }
