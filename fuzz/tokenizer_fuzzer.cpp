@@ -1,6 +1,5 @@
 // Hugging Face tokenizer.json files: read, then a fixed set of texts encoded with the template.
-// Encoding is checked
-// for ids the tokenizer can decode, and for the same ids twice.
+// Encoding is checked for ids within the tokenizer's range, and for the same ids twice.
 #include <cstdint>
 #include <string>
 #include <vector>
