@@ -1,9 +1,9 @@
 #pragma once
 
 // Where the engine's token ids come from: raw text through the byte tokenizer (models with
-// `tokenizer: bytes`), or token-id files for models whose own tokenizer is not run here
-// (`tokenizer: ids`); and the prompts a request trace's requests get when it is replayed on the
-// engine.
+// `tokenizer: bytes`) or the model directory's tokenizer.json (`tokenizer: bpe`), or token-id
+// files for models whose own tokenizer is not run here (`tokenizer: ids`); and the prompts a
+// request trace's requests get when it is replayed on the engine.
 
 #include <cstddef>
 #include <cstdint>
