@@ -44,7 +44,9 @@ void ModelOptions::add_to(CLI::App& command) {
       .add_option("--exit-layers", exit_layers,
                   "Exit points of a plain model (layers, ascending), e.g. 8,16,24")
       ->delimiter(',');
-  command.add_option("--text", text, "Text the prompts come from (byte-level models)");
+  command.add_option(
+      "--text", text,
+      "Text the prompts come from (byte-level models, or a tokenizer.json beside the model)");
   command.add_option("--token-ids", token_ids,
                      "Token-id file the prompts come from (one document per line)");
   command.add_option("--backend", backend, "Where the model runs: cpu, or cuda (an NVIDIA GPU)")
@@ -77,11 +79,8 @@ std::vector<std::int32_t> ModelOptions::corpus(const engine::ModelConfig& config
     throw InputError({"", 0, 0, "--text"},
                      "expected --text FILE (or --token-ids FILE) for the model's prompts");
   }
-  if (config.tokenizer != engine::TokenizerKind::bytes) {
-    throw InputError({config.config_file, 0, 0, "tokenizer"},
-                     "this model's tokenizer is not run here: give --token-ids instead of --text");
-  }
-  std::vector<std::int32_t> tokens = engine::ByteTokenizer{}.encode(engine::read_text_file(text));
+  std::vector<std::int32_t> tokens =
+      engine::encode_model_text(config, engine::read_text_file(text));
   if (tokens.empty())
     throw InputError({text, 0, 0, "--text"},
                      expected_found("a text to take prompts from", "an empty file"));

@@ -16,6 +16,7 @@
 #include "exitsim/core/error.hpp"
 #include "exitsim/engine/op_timing.hpp"
 #include "exitsim/traces/op_grid.hpp"
+#include "progress.hpp"
 
 namespace exitsim::cli {
 
@@ -89,9 +90,14 @@ void run_profile_ops(const ProfileOpsArgs& args) {
   std::vector<std::vector<engine::OpTiming>> timings(points.size());
   engine::OpTimingOptions per_round = args.timing;
   per_round.repetitions = (args.timing.repetitions + args.rounds - 1) / args.rounds;
+  ProgressReporter reporter("engine profile-ops", "grid points timed");
+  const double grid_total = static_cast<double>(args.rounds) * static_cast<double>(points.size());
+  double grid_done = 0;
   for (int round = 0; round < args.rounds; ++round) {
     for (std::size_t i = 0; i < points.size(); ++i) {
       std::vector<engine::OpTiming> taken = engine::time_ops(backend, points[i], per_round);
+      reporter.update(++grid_done, grid_total,
+                      fmt::format("round {} of {}", round + 1, args.rounds));
       if (timings[i].empty()) {
         timings[i] = std::move(taken);
         continue;
@@ -102,6 +108,7 @@ void run_profile_ops(const ProfileOpsArgs& args) {
       }
     }
   }
+  reporter.finish();
   std::vector<traces::OpGridRow> rows;
   // Per op: the widest relative spread (p90 - p10) / median of any point, and where.
   std::map<std::string, std::pair<double, std::string>> widest;

@@ -24,23 +24,27 @@ struct RequestTraceArgs {
   std::string path;
   std::string format = "auto";
   bool skip_bad_rows = false;
+  std::string tokenizer;
 
   void add_to(CLI::App& command) {
     command
         .add_option("file", path,
                     "Request trace (Azure, Vidur/Metron, Mooncake, BurstGPT, "
-                    "native, BLIS TraceV2)")
+                    "native, BLIS TraceV2, ShareGPT)")
         ->required();
     command.add_option("--format", format, "Override format detection")
         ->type_name("auto|" +
                     fmt::format("{}", fmt::join(traces::request_trace_format_names(), "|")));
     command.add_flag("--skip-bad-rows", skip_bad_rows,
                      "Skip and count malformed rows instead of stopping at the first");
+    command.add_option("--tokenizer", tokenizer,
+                       "tokenizer.json counting a ShareGPT trace's tokens");
   }
 
   traces::RequestTraceOptions options() const {
     traces::RequestTraceOptions result;
     result.skip_bad_rows = skip_bad_rows;
+    result.tokenizer = tokenizer;
     if (format != "auto") {
       result.format = traces::parse_request_trace_format(format);
       if (!result.format) {

@@ -13,6 +13,8 @@ exitsim_require_package(yaml-cpp libyaml-cpp-dev)
 exitsim_require_package(nlohmann_json nlohmann-json3-dev 3.10)
 exitsim_require_package(CLI11 libcli11-dev CONFIG)
 exitsim_require_package(fmt libfmt-dev)
+# The BPE tokenizer's pre-tokenizer patterns use Unicode classes (\p{L}, \p{N}): ICU's regex.
+exitsim_require_package(ICU libicu-dev 70 COMPONENTS uc i18n)
 # Sweep results: one row per run, written atomically, so interrupted sweeps resume.
 exitsim_require_package(SQLite3 libsqlite3-dev)
 # The CPU engine spreads rows over the cores; GCC's libgomp comes with the compiler.

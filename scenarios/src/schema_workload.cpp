@@ -163,7 +163,8 @@ std::vector<KeyDef> workload_keys() {
       Key("workload.trace.format", Type::enumeration,
           "File format; auto detects it from the header (all but csv, which needs "
           "workload.trace.columns). See docs/traces.md.")
-          .allowed({"auto", "azure", "vidur", "mooncake", "burstgpt", "native", "tracev2", "csv"})
+          .allowed({"auto", "azure", "vidur", "mooncake", "burstgpt", "native", "tracev2", "csv",
+                    "sharegpt"})
           .def(std::string("auto"))
           .bind(trace_field(&TraceConfig::format)),
       Key("workload.trace.columns", Type::section,
@@ -204,6 +205,12 @@ std::vector<KeyDef> workload_keys() {
           "Skip malformed rows (counted and reported) instead of failing.")
           .def(false)
           .bind(trace_field(&TraceConfig::skip_bad_rows)),
+      Key("workload.trace.tokenizer", Type::string,
+          "A Hugging Face tokenizer.json (byte-level BPE) that counts the tokens of a ShareGPT "
+          "trace's turns; other formats hold token counts and ignore it.")
+          .input_path()
+          .def(std::string(""))
+          .bind(trace_field(&TraceConfig::tokenizer)),
       Key("workload.arrivals", Type::section,
           "Arrival process for synthetic workloads and for traces without timestamps."),
       Key("workload.arrivals.process", Type::enumeration,

@@ -148,7 +148,7 @@ TEST_F(Cli, UserErrorsAreOneLineWithExitCodeOne) {
   EXPECT_EQ(bad_format.exit_code, 1);
   EXPECT_EQ(bad_format.err,
             "exitsim: error: --format: expected one of auto, azure, vidur, mooncake, burstgpt, "
-            "native, tracev2, csv, found \"azur\"; did you mean \"azure\"?\n");
+            "native, tracev2, csv, sharegpt, found \"azur\"; did you mean \"azure\"?\n");
 }
 
 TEST_F(Cli, UsageErrorsExitWithTwo) {

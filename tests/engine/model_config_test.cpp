@@ -142,7 +142,8 @@ TEST(ModelConfig, WrongTypesAndRangesNameTheKey) {
             "exitsim.json: depth.lora_rank: expected an array of integers in [0, 65536], found "
             "the string \"2\" in the array");
   EXPECT_EQ(tiny_error(tiny_with("\"tokenizer\": \"bytes\"", "\"tokenizer\": \"byte\"")),
-            "exitsim.json: tokenizer: expected \"bytes\" or \"ids\", found \"byte\" (did you mean "
+            "exitsim.json: tokenizer: expected \"bytes\", \"ids\" or \"bpe\", found \"byte\" (did "
+            "you mean "
             "\"bytes\"?)");
   EXPECT_EQ(tiny_error(tiny_with("\"exitsim-model v1\"", "\"exitsim-model v2\"")),
             "exitsim.json: format: expected \"exitsim-model v1\", found the string "

@@ -320,7 +320,7 @@ TEST(MakeWorkload, RejectsImpossibleConfigurations) {
   format.trace.format = "azur";
   EXPECT_EQ(error_of(format),
             "workload.trace.format: expected one of auto, azure, vidur, mooncake, burstgpt, "
-            "native, tracev2, csv, found 'azur' (did you mean 'azure'?)");
+            "native, tracev2, csv, sharegpt, found 'azur' (did you mean 'azure'?)");
 
   scenario::WorkloadConfig length_only = replay(dir.write("lengths.csv", k_vidur_fixture));
   length_only.arrivals.process = "gamma";

@@ -229,7 +229,7 @@ TEST(RequestTraceOpen, MissingFileEmptyFileHeaderOnlyAndUnknownHeader) {
   EXPECT_EQ(error_of(empty),
             empty +
                 ":1:1: expected a request-trace header (one of azure, vidur, mooncake, burstgpt, "
-                "native, tracev2), found an empty file");
+                "native, tracev2, sharegpt), found an empty file");
   EXPECT_EQ(error_of(empty, RequestTraceOptions{RequestTraceFormat::azure, false}),
             empty +
                 ":1:1: expected the azure header \"TIMESTAMP,ContextTokens,GeneratedTokens\", "
@@ -244,13 +244,13 @@ TEST(RequestTraceOpen, MissingFileEmptyFileHeaderOnlyAndUnknownHeader) {
   EXPECT_EQ(error_of(unknown),
             unknown +
                 ":1:1: expected a request-trace header (one of azure, vidur, mooncake, burstgpt, "
-                "native, tracev2), found "
+                "native, tracev2, sharegpt), found "
                 "\"time,prompt_tokens,completion_tokens,a_rather_long_column_na\"");
 }
 
 TEST(RequestTraceOpen, FormatNamesRoundTrip) {
   const auto names = request_trace_format_names();
-  ASSERT_EQ(names.size(), 7U);
+  ASSERT_EQ(names.size(), 8U);
   for (const auto& name : names) {
     const auto format = parse_request_trace_format(name);
     ASSERT_TRUE(format.has_value()) << name;

@@ -118,7 +118,7 @@ TEST(RequestGenericCsv, IsNeverDetected) {
   EXPECT_EQ(error_of(path),
             path +
                 ":1:1: expected a request-trace header (one of azure, vidur, mooncake, burstgpt, "
-                "native, tracev2), found \"t,prompt,completion\"");
+                "native, tracev2, sharegpt), found \"t,prompt,completion\"");
 }
 
 TEST(RequestGenericCsv, MalformedRows) {

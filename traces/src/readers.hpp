@@ -18,6 +18,10 @@ std::unique_ptr<RequestSource> open_native_trace(const std::string& path, bool s
 std::unique_ptr<RequestSource> open_tracev2_trace(const std::string& path, bool skip_bad_rows);
 std::unique_ptr<RequestSource> open_csv_trace(const std::string& path, bool skip_bad_rows,
                                               const CsvColumnMapping& columns);
+// ShareGPT conversations, their turns counted in tokens of the tokenizer.json at tokenizer_path.
+std::unique_ptr<RequestSource> open_sharegpt_trace(const std::string& path,
+                                                   const std::string& tokenizer_path,
+                                                   bool skip_bad_rows);
 
 // Header text each CSV format starts with, shared by detection and the readers' checks.
 inline constexpr std::string_view k_azure_header = "TIMESTAMP,ContextTokens,GeneratedTokens";

@@ -1,6 +1,7 @@
 #include "exitsim/traces/request_trace.hpp"
 
 #include <array>
+#include <fstream>
 #include <utility>
 
 #include "exitsim/core/error.hpp"
@@ -11,7 +12,7 @@
 namespace exitsim::traces {
 namespace {
 
-constexpr std::array<std::pair<RequestTraceFormat, std::string_view>, 7> k_formats = {{
+constexpr std::array<std::pair<RequestTraceFormat, std::string_view>, 8> k_formats = {{
     {RequestTraceFormat::azure, "azure"},
     {RequestTraceFormat::vidur, "vidur"},
     {RequestTraceFormat::mooncake, "mooncake"},
@@ -19,6 +20,7 @@ constexpr std::array<std::pair<RequestTraceFormat, std::string_view>, 7> k_forma
     {RequestTraceFormat::native, "native"},
     {RequestTraceFormat::tracev2, "tracev2"},
     {RequestTraceFormat::csv, "csv"},
+    {RequestTraceFormat::sharegpt, "sharegpt"},
 }};
 
 // A generic CSV has no header of its own: it is read only when asked for, with a mapping.
@@ -55,6 +57,20 @@ std::optional<RequestTraceFormat> format_of_header(std::string_view line) {
   return std::nullopt;
 }
 
+// Whether the file's first byte after a UTF-8 BOM and whitespace is '[' (a JSON array:
+// ShareGPT's conversations; Mooncake's lines are objects). False when it cannot be read: the
+// line reader then reports why.
+bool starts_json_array(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::array<char, 4096> head{};
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  std::string_view text(head.data(), static_cast<std::size_t>(in.gcount()));
+  if (text.starts_with("\xEF\xBB\xBF"))
+    text.remove_prefix(3);
+  const std::size_t first = text.find_first_not_of(" \t\r\n");
+  return first != std::string_view::npos && text[first] == '[';
+}
+
 }  // namespace
 
 std::string_view to_string(RequestTraceFormat format) {
@@ -81,6 +97,10 @@ std::vector<std::string> request_trace_format_names() {
 }
 
 RequestTraceFormat detect_request_trace_format(const std::string& path) {
+  // ShareGPT files are often one line of hundreds of megabytes, longer than any line the line
+  // reader takes: a JSON array is recognised by its first bytes.
+  if (starts_json_array(path))
+    return RequestTraceFormat::sharegpt;
   LineReader lines(path);
   std::string_view first;
   if (!lines.next(first)) {
@@ -113,6 +133,8 @@ std::unique_ptr<RequestSource> open_request_trace(const std::string& path,
       return open_tracev2_trace(path, options.skip_bad_rows);
     case RequestTraceFormat::csv:
       return open_csv_trace(path, options.skip_bad_rows, options.columns);
+    case RequestTraceFormat::sharegpt:
+      return open_sharegpt_trace(path, options.tokenizer, options.skip_bad_rows);
   }
   throw InputError(SourceLocation{path, 0, 0, ""}, "unknown request-trace format");
 }

@@ -41,9 +41,11 @@ TokenizerKind parse_tokenizer(const ObjectReader& reader) {
     return TokenizerKind::bytes;
   if (name == "ids")
     return TokenizerKind::ids;
-  const std::array<std::string, 2> names = {"bytes", "ids"};
+  if (name == "bpe")
+    return TokenizerKind::bpe;
+  const std::array<std::string, 3> names = {"bytes", "ids", "bpe"};
   const std::string near = nearest_match(name, names);
-  throw reader.error("tokenizer", "\"bytes\" or \"ids\"",
+  throw reader.error("tokenizer", "\"bytes\", \"ids\" or \"bpe\"",
                      detail::json_quoted(name) +
                          (near.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", near)));
 }
@@ -145,7 +147,15 @@ double shortest_double(float value) {
 }  // namespace
 
 std::string_view to_string(TokenizerKind kind) {
-  return kind == TokenizerKind::bytes ? "bytes" : "ids";
+  switch (kind) {
+    case TokenizerKind::bytes:
+      return "bytes";
+    case TokenizerKind::bpe:
+      return "bpe";
+    case TokenizerKind::ids:
+      break;
+  }
+  return "ids";
 }
 
 void validate_model_config(const ModelConfig& config) {
@@ -319,8 +329,12 @@ ModelConfig parse_hf_llama_config(std::string_view text, const std::string& file
   config.rope_scaling = rope_scaling;
   config.max_positions = reader.integer("max_position_embeddings", 1, k_max_dimension, 2048);
   config.routers = false;
-  config.tokenizer = TokenizerKind::ids;
   std::error_code ec;
+  // A checkpoint's tokenizer.json (byte-level BPE) lets --text prompts run; without one the
+  // prompts come as token ids.
+  config.tokenizer = std::filesystem::is_regular_file(config.tokenizer_path(), ec)
+                         ? TokenizerKind::bpe
+                         : TokenizerKind::ids;
   const bool sharded = !std::filesystem::exists(dir / "model.safetensors", ec) &&
                        std::filesystem::exists(dir / "model.safetensors.index.json", ec);
   config.weights = sharded ? "model.safetensors.index.json" : "model.safetensors";

@@ -70,6 +70,7 @@ std::unique_ptr<traces::RequestSource> make_replay(const scenario::WorkloadConfi
   options.columns.arrival_unit = trace.columns.arrival_unit;
   options.columns.input_tokens = trace.columns.input_tokens;
   options.columns.output_tokens = trace.columns.output_tokens;
+  options.tokenizer = trace.tokenizer;
   std::unique_ptr<traces::RequestSource> source = traces::open_request_trace(trace.path, options);
   std::unique_ptr<ArrivalProcess> arrivals;
   if (!source->has_arrivals()) {

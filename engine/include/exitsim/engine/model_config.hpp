@@ -17,15 +17,17 @@
 //     layers.
 namespace exitsim::engine {
 
-// How text becomes token ids: "bytes" (one token per byte, ids 0-255, vocab >= 256) or "ids"
-// (the inputs are token-id files; the model's own tokenizer is not run here).
-enum class TokenizerKind : std::uint8_t { bytes, ids };
+// How text becomes token ids: "bytes" (one token per byte, ids 0-255, vocab >= 256), "bpe" (the
+// byte-level BPE of the directory's Hugging Face tokenizer.json; a Llama directory that has one
+// gets it) or "ids" (the inputs are token-id files; the model's own tokenizer is not run here).
+enum class TokenizerKind : std::uint8_t { bytes, ids, bpe };
 
 enum class ModelFormat : std::uint8_t { exitsim, hf_llama };
 
 inline constexpr const char* k_model_format_v1 = "exitsim-model v1";
 inline constexpr const char* k_exitsim_config_file = "exitsim.json";
 inline constexpr const char* k_hf_config_file = "config.json";
+inline constexpr const char* k_hf_tokenizer_file = "tokenizer.json";
 
 struct ModelConfig {
   ModelShape shape;  // dtype fp32: the CPU engine computes in fp32 whatever the file holds
@@ -42,6 +44,7 @@ struct ModelConfig {
   std::string config_file;  // the file this came from, for messages; empty when built in memory
 
   std::filesystem::path weights_path() const { return dir / weights; }
+  std::filesystem::path tokenizer_path() const { return dir / k_hf_tokenizer_file; }
 
   friend bool operator==(const ModelConfig&, const ModelConfig&) = default;
 };

@@ -1,9 +1,9 @@
 #pragma once
 
 // Where the engine's token ids come from: raw text through the byte tokenizer (models with
-// `tokenizer: bytes`), or token-id files for models whose own tokenizer is not run here
-// (`tokenizer: ids`); and the prompts a request trace's requests get when it is replayed on the
-// engine.
+// `tokenizer: bytes`) or the model directory's tokenizer.json (`tokenizer: bpe`), or token-id
+// files for models whose own tokenizer is not run here (`tokenizer: ids`); and the prompts a
+// request trace's requests get when it is replayed on the engine.
 
 #include <cstddef>
 #include <cstdint>
@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "exitsim/core/ids.hpp"
+#include "exitsim/engine/model_config.hpp"
 
 namespace exitsim::engine {
 
@@ -28,6 +29,12 @@ class ByteTokenizer {
   // id, which no model produces.
   std::string decode(std::span<const std::int32_t> ids) const;
 };
+
+// `text` as the model's token ids: through the byte tokenizer (`tokenizer: bytes`) or the BPE of
+// the model directory's tokenizer.json (`bpe`). Throws InputError naming the config file and key
+// "tokenizer" for an `ids` model, whose tokenizer is not run here, and naming tokenizer.json when
+// it is bad or its ids do not fit the model's vocabulary.
+std::vector<std::int32_t> encode_model_text(const ModelConfig& config, std::string_view text);
 
 // Reads a token-id file: one document per line, its ids as non-negative decimal integers
 // separated by spaces or tabs ('\r' counts as a space, so CRLF files read alike). Blank lines and

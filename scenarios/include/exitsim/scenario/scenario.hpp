@@ -80,11 +80,13 @@ struct TraceColumnsConfig {
 
 struct TraceConfig {
   std::string path;               // "" = no trace
-  std::string format;             // auto | azure | vidur | mooncake | burstgpt | native | csv
-  TraceColumnsConfig columns{};   // format csv
+  // auto | azure | vidur | mooncake | burstgpt | native | tracev2 | csv | sharegpt
+  std::string format;
+  TraceColumnsConfig columns{};  // format csv
   std::int64_t max_requests = 0;  // replay the first N requests only (0 = the whole trace)
   double rate_scale = 1.0;        // replay at x k: inter-arrival gaps divided by k
   bool skip_bad_rows = false;
+  std::string tokenizer{};  // a tokenizer.json: ShareGPT turns are counted in its tokens
 
   friend bool operator==(const TraceConfig&, const TraceConfig&) = default;
 };

@@ -16,8 +16,9 @@ enum class RequestTraceFormat : std::uint8_t {
   mooncake,
   burstgpt,
   native,
-  tracev2,  // BLIS (inference-sim) TraceV2 data CSV
-  csv,      // generic, through RequestTraceOptions::columns
+  tracev2,   // BLIS (inference-sim) TraceV2 data CSV
+  csv,       // generic, through RequestTraceOptions::columns
+  sharegpt,  // conversations as text, through RequestTraceOptions::tokenizer
 };
 
 std::string_view to_string(RequestTraceFormat format);
@@ -41,6 +42,8 @@ struct RequestTraceOptions {
   std::optional<RequestTraceFormat> format;  // nullopt = detect from the header
   bool skip_bad_rows = false;                // count malformed rows instead of failing
   CsvColumnMapping columns{};                // format csv only
+  // A Hugging Face tokenizer.json: ShareGPT traces hold text, counted in its tokens.
+  std::string tokenizer{};
 };
 
 // Opens a request trace for streaming. Throws InputError naming the file when it is missing,
