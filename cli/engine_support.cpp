@@ -361,6 +361,18 @@ void check_output_directory(const std::string& path, const std::string& option) 
   }
 }
 
+void check_output_file_folder(const std::string& path, const std::string& option) {
+  const std::filesystem::path folder = std::filesystem::path(path).parent_path();
+  if (!folder.empty())
+    check_output_directory(folder.string(), option);
+}
+
+void make_output_file_folder(const std::string& path) {
+  const std::filesystem::path folder = std::filesystem::path(path).parent_path();
+  if (!folder.empty())
+    std::filesystem::create_directories(folder);
+}
+
 void write_profile(const profiler::HostProfiler& profiler, const engine::EngineRun& run,
                    const engine::Backend& backend, const std::string& dir,
                    const RunConditions& conditions, std::vector<traces::OpTraceRow> device_rows) {

@@ -87,6 +87,10 @@ std::string omp_wait_policy();
 // Refuses, before any work, an output folder that cannot be made: one of its existing ancestors
 // (or the path itself) is not a directory. `option` names it ("--out").
 void check_output_directory(const std::string& path, const std::string& option);
+// For an output file: its folder can be created (checked before the work, as above), and is
+// (made when the file is written, so a run that fails first leaves no folder behind).
+void check_output_file_folder(const std::string& path, const std::string& option);
+void make_output_file_folder(const std::string& path);
 // The build that measured: compiler, optimisation and sanitizers ("g++ 12.2.0, optimised"). A
 // debug or sanitized build times the engine several times slower: run.json and the profile
 // record it, and `validate` refuses a profile of another build.

@@ -12,6 +12,7 @@
 
 #include "cli_grammar.hpp"
 #include "commands.hpp"
+#include "engine_support.hpp"
 #include "progress.hpp"
 #include "exitsim/analysis/plan.hpp"
 #include "exitsim/core/error.hpp"
@@ -54,6 +55,8 @@ void parse_gpu_hour_prices(const std::vector<std::string>& given, analysis::Plan
 }
 
 void run_plan(PlanArgs& args) {
+  if (!args.out.empty())
+    check_output_file_folder(args.out, "--out");
   args.options.scenario_file = args.scenario.file;
   args.options.overrides = args.scenario.overrides;
   if (args.target_rate != 0)
@@ -117,6 +120,7 @@ void run_plan(PlanArgs& args) {
   }
   fmt::print("recommend  {}\n", plan.recommendation);
   if (!args.out.empty()) {
+    make_output_file_folder(args.out);
     traces::write_file_atomically(args.out, analysis::plan_csv(plan));
     const std::string json = std::filesystem::path(args.out).replace_extension(".json").string();
     traces::write_file_atomically(json, analysis::plan_json(plan));

@@ -51,6 +51,7 @@ traces::OpGridRow grid_row(const engine::OpTiming& t) {
 }
 
 void run_profile_ops(const ProfileOpsArgs& args) {
+  check_output_file_folder(args.out, "--out");
   const auto loaded = load_model(args.model);
   const engine::Backend& backend = *loaded->model;
   if (args.timing.repetitions < 3) {
@@ -126,6 +127,7 @@ void run_profile_ops(const ProfileOpsArgs& args) {
   }
   conditions.probe_end = engine::speed_probe(backend);
 
+  make_output_file_folder(args.out);
   traces::OpGridWriter writer(args.out);
   for (const traces::OpGridRow& row : rows)
     writer.write(row);

@@ -25,9 +25,9 @@ TEST_F(Cli, HelpListsCommandsAndTopicsAndExplainsKeys) {
   const Result command = run("help engine run");
   EXPECT_NE(command.out.find("--profile-dir"), std::string::npos) << command.out;
   const Result key = run("help scheduler.preemption");
-  EXPECT_EQ(key.out.rfind("scheduler.preemption (enum, default recompute, allowed recompute, swap)",
-                          0),
-            0U)
+  EXPECT_EQ(
+      key.out.rfind("scheduler.preemption (enum, default recompute, allowed recompute, swap)", 0),
+      0U)
       << key.out;
   const Result topic = run("help schedulers");
   EXPECT_NE(topic.out.find("scheduler.max_running (integer, default 256"), std::string::npos)
@@ -116,20 +116,37 @@ TEST_F(Cli, ProgressOffATerminalIsALinePerTenthAndQuietSilencesIt) {
                                  "workload:\n  requests: 40\n"
                                  "sweep:\n"
                                  "  - key: scheduler.max_running\n    values: [2, 4, 8, 16, 32]\n");
-  const Result swept = run("sweep '" + scenario.string() + "' --db '" +
-                           (dir_ / "a.db").string() + "' -j 1");
+  const Result swept =
+      run("sweep '" + scenario.string() + "' --db '" + (dir_ / "a.db").string() + "' -j 1");
   ASSERT_EQ(swept.exit_code, 0) << swept.err;
   for (int k = 1; k <= 5; ++k) {
-    EXPECT_NE(swept.err.find(fmt::format("sweep: {}/5 runs ({}%), ", k, 20 * k)),
-              std::string::npos)
+    EXPECT_NE(swept.err.find(fmt::format("sweep: {}/5 runs ({}%), ", k, 20 * k)), std::string::npos)
         << swept.err;
   }
   EXPECT_EQ(std::count(swept.err.begin(), swept.err.end(), '\n'), 5) << swept.err;
-  const Result quiet = run("sweep '" + scenario.string() + "' --db '" +
-                           (dir_ / "b.db").string() + "' -j 1 --quiet");
+  const Result quiet =
+      run("sweep '" + scenario.string() + "' --db '" + (dir_ / "b.db").string() + "' -j 1 --quiet");
   ASSERT_EQ(quiet.exit_code, 0) << quiet.err;
   EXPECT_EQ(quiet.err, "");
   EXPECT_NE(quiet.out.find("5 runs made"), std::string::npos) << quiet.out;
+}
+
+}  // namespace
+
+namespace {
+
+using namespace cli_support;
+
+// An output file's folder that cannot be made is refused before the work, not after it.
+TEST_F(Cli, PlanRefusesAnOutputFolderBlockedByAFileBeforeItsWork) {
+  const fs::path blocker = file("afile", "");
+  const Result r = run("plan --target-rate 1 -o '" + (blocker / "plan.csv").string() + "'");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "exitsim: error: " + blocker.string() +
+                       ": --out: expected a directory that can "
+                       "be created, found " +
+                       blocker.string() + " is a file, not a directory\n");
+  EXPECT_EQ(r.out, "");  // nothing planned
 }
 
 }  // namespace
