@@ -20,8 +20,9 @@ CLI::Option* add_renamed_option(CLI::App& command, const std::string& old_name,
       .add_option_function<T>(
           old_name,
           [old_name, new_name, &target](const T& value) {
-            fmt::print(stderr, "exitsim: note: {} is now {}; the old spelling goes in the next "
-                               "release\n",
+            fmt::print(stderr,
+                       "exitsim: note: {} is now {}; the old spelling goes in the next "
+                       "release\n",
                        old_name, new_name);
             target = value;
           })

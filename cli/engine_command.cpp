@@ -13,7 +13,6 @@
 
 #include "cli_grammar.hpp"
 #include "commands.hpp"
-#include "progress.hpp"
 #include "engine_support.hpp"
 #include "exitsim/core/dtype.hpp"
 #include "exitsim/core/error.hpp"
@@ -33,6 +32,7 @@
 #include "exitsim/traces/op_trace.hpp"
 #include "exitsim/traces/staged_output_directory.hpp"
 #include "exitsim/traces/token_trace.hpp"
+#include "progress.hpp"
 #include "scenario_options.hpp"
 
 namespace exitsim::cli {

@@ -143,14 +143,14 @@ complete -o filenames -F _exitsim exitsim
 void add_help_commands(CLI::App& app) {
   auto topic = std::make_shared<std::vector<std::string>>();
   CLI::App* help = app.add_subcommand(
-      "help", "Usage of a command (exitsim help engine run), or the scenario keys of a topic "
-              "(exitsim help schedulers) or key path (exitsim help scheduler.kind)");
+      "help",
+      "Usage of a command (exitsim help engine run), or the scenario keys of a topic "
+      "(exitsim help schedulers) or key path (exitsim help scheduler.kind)");
   help->add_option("topic", *topic, "A command, a topic or a scenario key path");
   help->callback([&app, topic] { print_help(app, *topic); });
 
   auto shell = std::make_shared<std::string>();
-  CLI::App* completion =
-      app.add_subcommand("completion", "Print a shell completion script (bash)");
+  CLI::App* completion = app.add_subcommand("completion", "Print a shell completion script (bash)");
   completion->add_option("shell", *shell, "The shell")->required()->check(CLI::IsMember({"bash"}));
   completion->callback([&app, shell] { fmt::print("{}", bash_completion(app)); });
 }

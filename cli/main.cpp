@@ -6,9 +6,9 @@
 
 #include "cli_grammar.hpp"
 #include "commands.hpp"
-#include "progress.hpp"
 #include "exitsim/core/error.hpp"
 #include "exitsim/core/version.hpp"
+#include "progress.hpp"
 
 namespace {
 

@@ -13,10 +13,10 @@
 #include "cli_grammar.hpp"
 #include "commands.hpp"
 #include "engine_support.hpp"
-#include "progress.hpp"
 #include "exitsim/analysis/plan.hpp"
 #include "exitsim/core/error.hpp"
 #include "exitsim/traces/atomic_output.hpp"
+#include "progress.hpp"
 #include "scenario_options.hpp"
 
 namespace exitsim::cli {
@@ -142,9 +142,10 @@ void add_plan_command(CLI::App& app) {
   command->add_option("--target-rate", args->target_rate, "Requests/s to serve (synthetic)");
   command->add_option("--trace-scale", args->trace_scale,
                       "Serve the replayed trace at k times its rate (workload.source: trace)");
-  command->add_option("--gpu-hour-prices", args->gpu_hour_prices,
-                      "Prices of one GPU-hour, for cost figures: P for every accelerator, or "
-                      "NAME=P per accelerator (hardware.name), e.g. h100-sxm=2.5,h200=3.5")
+  command
+      ->add_option("--gpu-hour-prices", args->gpu_hour_prices,
+                   "Prices of one GPU-hour, for cost figures: P for every accelerator, or "
+                   "NAME=P per accelerator (hardware.name), e.g. h100-sxm=2.5,h200=3.5")
       ->delimiter(',');
   add_renamed_option(*command, "--gpu-hour-price", "--gpu-hour-prices", args->gpu_hour_prices);
   command->add_option("--attainment", args->options.min_attainment,

@@ -96,9 +96,9 @@ void ProgressReporter::print(double done, double total, const std::string& detai
       bar = "[" + std::string(static_cast<std::size_t>(filled), '#') +
             std::string(static_cast<std::size_t>(k_width - filled), '.') + "] ";
     }
-    text = fmt::format("{}: {}{:.0f}/{:.0f} {} ({:.0f}%), {} elapsed, ETA {}", what_, bar, done,
-                       total, unit_, 100 * fraction, clock_text(elapsed),
-                       done > 0 ? clock_text(eta) : "-");
+    text =
+        fmt::format("{}: {}{:.0f}/{:.0f} {} ({:.0f}%), {} elapsed, ETA {}", what_, bar, done, total,
+                    unit_, 100 * fraction, clock_text(elapsed), done > 0 ? clock_text(eta) : "-");
   } else {
     text = fmt::format("{}: {:.0f} {}, {} elapsed", what_, done, unit_, clock_text(elapsed));
   }
@@ -107,8 +107,7 @@ void ProgressReporter::print(double done, double total, const std::string& detai
   if (line) {
     printed_done_ = done;
     fmt::print(stderr, "{}\n", text);
-  }
-  else
+  } else
     fmt::print(stderr, "\r\033[K{}", text);
   std::fflush(stderr);
 }

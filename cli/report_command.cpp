@@ -105,9 +105,10 @@ void add_report_command(CLI::App& app) {
       "Write one self-contained HTML report (inline SVG, no network) with the Pareto frontier, "
       "throughput per strategy, latency, depth and KV charts, capacity, calibration and "
       "validation error; plus JSON and CSV of every number");
-  command->add_option("--db", args->databases,
-                      "Sweep database (exitsim sweep); several (repeat, or a,b) are one sweep's "
-                      "shards, read as one")
+  command
+      ->add_option("--db", args->databases,
+                   "Sweep database (exitsim sweep); several (repeat, or a,b) are one sweep's "
+                   "shards, read as one")
       ->delimiter(',');
   command->add_option("--quality", args->quality, "Quality table (exitsim engine eval)");
   command->add_option("--profile", args->profile, "Cost profile (exitsim calibrate)");

@@ -25,7 +25,8 @@ void add_scenario_commands(CLI::App& app) {
   auto as_json = std::make_shared<bool>(false);
   schema->add_flag("--json", *as_json, "Machine-readable: one JSON object per key");
   schema->callback([as_json] {
-    fmt::print("{}", *as_json ? scenario::render_schema_json() : scenario::render_schema_markdown());
+    fmt::print("{}",
+               *as_json ? scenario::render_schema_json() : scenario::render_schema_markdown());
   });
 }
 

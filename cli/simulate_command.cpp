@@ -9,13 +9,13 @@
 #include <optional>
 
 #include "commands.hpp"
-#include "progress.hpp"
 #include "exitsim/core/error.hpp"
 #include "exitsim/sim/kv_capacity.hpp"
 #include "exitsim/sim/simulator.hpp"
 #include "exitsim/sim/workload/workload.hpp"
 #include "exitsim/traces/atomic_output.hpp"
 #include "exitsim/traces/staged_output_directory.hpp"
+#include "progress.hpp"
 #include "scenario_options.hpp"
 
 namespace exitsim::cli {
@@ -176,8 +176,8 @@ void simulate(const SimulateArgs& args) {
   const auto workload = sim::make_workload(s.workload, s.seed);
 
   // A synthetic workload's size is known; a trace's, only when capped.
-  const std::int64_t expected = s.workload.source == "synthetic" ? s.workload.requests
-                                                                 : s.workload.trace.max_requests;
+  const std::int64_t expected =
+      s.workload.source == "synthetic" ? s.workload.requests : s.workload.trace.max_requests;
   ProgressReporter reporter("simulate", "requests finished");
   const sim::ProgressCallback progress = [&](const sim::Progress& p) {
     reporter.update(static_cast<double>(p.requests_finished), static_cast<double>(expected),

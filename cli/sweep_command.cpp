@@ -11,8 +11,8 @@
 #include <thread>
 
 #include "commands.hpp"
-#include "progress.hpp"
 #include "exitsim/analysis/sweep.hpp"
+#include "progress.hpp"
 #include "scenario_options.hpp"
 
 namespace exitsim::cli {

@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "commands.hpp"
-#include "progress.hpp"
 #include "engine_support.hpp"
 #include "exitsim/analysis/validation.hpp"
 #include "exitsim/core/error.hpp"
@@ -23,6 +22,7 @@
 #include "exitsim/traces/atomic_output.hpp"
 #include "exitsim/traces/staged_output_directory.hpp"
 #include "exitsim/traces/token_trace.hpp"
+#include "progress.hpp"
 
 namespace exitsim::cli {
 

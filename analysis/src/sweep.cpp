@@ -1,4 +1,3 @@
-#include "exitsim/core/version.hpp"
 #include "exitsim/analysis/sweep.hpp"
 
 #include <fmt/format.h>
@@ -17,6 +16,7 @@
 
 #include "exitsim/analysis/run_digest.hpp"
 #include "exitsim/core/error.hpp"
+#include "exitsim/core/version.hpp"
 #include "exitsim/scenario/load.hpp"
 #include "exitsim/sim/simulator.hpp"
 #include "exitsim/sim/workload/workload.hpp"

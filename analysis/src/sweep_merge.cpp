@@ -43,11 +43,11 @@ SweepRuns read_sweep_databases(const std::vector<std::string>& paths) {
     } else if (rows.back().identity != identity) {
       throw InputError(
           {path, 0, 0, "provenance"},
-          expected_found(fmt::format("runs of the sweep in {} (identity {})", first,
-                                     short_identity(identity)),
-                         fmt::format("another sweep (identity {}): its scenario, --set or input "
-                                     "files differ; merge shards of one sweep only",
-                                     short_identity(rows.back().identity))));
+          expected_found(
+              fmt::format("runs of the sweep in {} (identity {})", first, short_identity(identity)),
+              fmt::format("another sweep (identity {}): its scenario, --set or input "
+                          "files differ; merge shards of one sweep only",
+                          short_identity(rows.back().identity))));
     }
     for (SweepProvenance row : rows) {
       if (row.source == "exitsim sweep")

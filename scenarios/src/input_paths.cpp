@@ -29,8 +29,7 @@ std::string expand_traces(const std::string& text, const SourceLocation& where) 
   std::size_t skip = 0;
   if (text.starts_with(braced))
     skip = braced.size();
-  else if (text.starts_with(plain) &&
-           (text.size() == plain.size() || text[plain.size()] == '/'))
+  else if (text.starts_with(plain) && (text.size() == plain.size() || text[plain.size()] == '/'))
     skip = plain.size();
   if (skip == 0)
     return text;

@@ -5,8 +5,8 @@
 #include <array>
 #include <cerrno>
 #include <filesystem>
-#include <optional>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <system_error>
 
@@ -78,8 +78,8 @@ Scenario load_scenario_text(std::string_view yaml, std::string_view source_name,
 }
 
 Scenario load_scenario_file(const std::string& path, std::span<const std::string> overrides) {
-  return load_tree(read_file(path), path,
-                   std::filesystem::path(path).parent_path().string(), overrides);
+  return load_tree(read_file(path), path, std::filesystem::path(path).parent_path().string(),
+                   overrides);
 }
 
 Scenario load_default_scenario(std::span<const std::string> overrides) {

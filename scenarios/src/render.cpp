@@ -3,9 +3,8 @@
 
 #include <fmt/format.h>
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
 #include "exitsim/scenario/load.hpp"
 #include "input_paths.hpp"
@@ -241,23 +240,26 @@ std::string render_key_help(std::string_view prefix) {
   std::string out;
   for (const KeyDef& def : detail::schema()) {
     const std::string path = display_path(def);
-    const bool under = path == prefix || (path.size() > prefix.size() &&
-                                          path.compare(0, prefix.size(), prefix) == 0 &&
-                                          (path[prefix.size()] == '.' || path[prefix.size()] == '['));
+    const bool under =
+        path == prefix ||
+        (path.size() > prefix.size() && path.compare(0, prefix.size(), prefix) == 0 &&
+         (path[prefix.size()] == '.' || path[prefix.size()] == '['));
     if (!under)
       continue;
     if (def.type == Type::section) {
       out += fmt::format("{} (section)\n", path);
     } else {
       const std::string allowed = unquoted(detail::allowed_text(def));
-      out += fmt::format("{} ({}, default {}{})\n", path, detail::type_name(def),
-                         unquoted(default_text(def)), allowed.empty() ? "" : ", allowed " + allowed);
+      out +=
+          fmt::format("{} ({}, default {}{})\n", path, detail::type_name(def),
+                      unquoted(default_text(def)), allowed.empty() ? "" : ", allowed " + allowed);
     }
     std::string text = def.doc;
     if (def.input_path)
       text += std::string(" ") + std::string(detail::k_input_path_note);
     if (!def.when.empty())
-      text += fmt::format(" Applies when {} is {}.", def.when.key, fmt::join(def.when.values, " or "));
+      text +=
+          fmt::format(" Applies when {} is {}.", def.when.key, fmt::join(def.when.values, " or "));
     out += "    " + text + "\n";
   }
   return out;

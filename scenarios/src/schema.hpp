@@ -93,7 +93,7 @@ struct KeyDef {
   // A file the run reads: relative in a scenario file, it names a file beside the scenario; in
   // --set, beside the working directory. $EXITSIM_TRACES at its start is the traces folder.
   bool input_path = false;
-  Binding bind;            // empty for sections and for record children
+  Binding bind;  // empty for sections and for record children
 
   std::string name() const;    // last path segment
   std::string parent() const;  // "" for top-level keys

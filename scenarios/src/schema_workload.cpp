@@ -155,8 +155,7 @@ std::vector<KeyDef> workload_keys() {
           .bind(field(&Scenario::workload, &WorkloadConfig::requests)),
       Key("workload.trace", Type::section, "The request trace to replay.")
           .when("workload.source", {"trace"}),
-      Key("workload.trace.path", Type::string,
-          "Trace file.")
+      Key("workload.trace.path", Type::string, "Trace file.")
           .input_path()
           .required()
           .bind(trace_field(&TraceConfig::path)),

@@ -264,8 +264,8 @@ TEST_F(Cli, OldSpellingsWorkWithAOneLineHint) {
   ASSERT_EQ(simulated.exit_code, 0) << simulated.err;
   EXPECT_TRUE(fs::exists(out / "summary.json"));
   const fs::path grid = file("grid.csv", "");
-  const Result renamed = run("calibrate '" + grid.string() + "' --output '" +
-                             (dir_ / "p.json").string() + "'");
+  const Result renamed =
+      run("calibrate '" + grid.string() + "' --output '" + (dir_ / "p.json").string() + "'");
   // The hint comes first, then the command runs as before (here it refuses the empty grid).
   EXPECT_EQ(renamed.err.rfind("exitsim: note: --output is now -o/--out; the old spelling goes in "
                               "the next release\n",

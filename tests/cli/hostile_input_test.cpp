@@ -173,10 +173,10 @@ TEST_F(Cli, OutputFoldersThatCannotBeMadeAreRefusedBeforeTheRun) {
                         in_the_way.string() + ": --out: expected a directory that can be created",
                         "is a file, not a directory");
   const fs::path out = dir_ / "ok_dir";
-  expect_one_line_error(run("engine run " + engine + " --out '" + out.string() +
-                            "' --profile-dir '" + (in_the_way / "x").string() + "'"),
-                        (in_the_way / "x").string() + ": --profile-dir:",
-                        "is a file, not a directory");
+  expect_one_line_error(
+      run("engine run " + engine + " --out '" + out.string() + "' --profile-dir '" +
+          (in_the_way / "x").string() + "'"),
+      (in_the_way / "x").string() + ": --profile-dir:", "is a file, not a directory");
   EXPECT_FALSE(fs::exists(out));
   const fs::path validation = dir_ / "validation";
   expect_one_line_error(run("validate " + engine + " --profile '" + file("p.json", "{}").string() +

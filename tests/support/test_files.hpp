@@ -2,12 +2,12 @@
 
 // Scratch files and error capture shared by every test suite.
 
-#include <cstdlib>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <concepts>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>

@@ -1,4 +1,3 @@
-#include "exitsim/core/version.hpp"
 #include "exitsim/analysis/report.hpp"
 
 #include <fmt/format.h>
@@ -13,6 +12,7 @@
 
 #include "exitsim/analysis/svg_chart.hpp"
 #include "exitsim/core/error.hpp"
+#include "exitsim/core/version.hpp"
 #include "exitsim/traces/engine_ops.hpp"
 #include "exitsim/traces/json_document.hpp"
 #include "report_parts.hpp"

@@ -1,4 +1,3 @@
-#include "exitsim/core/version.hpp"
 #include "exitsim/sim/cost/cost_profile.hpp"
 
 #include <fmt/format.h>
@@ -10,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "exitsim/core/error.hpp"
+#include "exitsim/core/version.hpp"
 #include "exitsim/traces/atomic_output.hpp"
 #include "exitsim/traces/json_document.hpp"
 

@@ -1,8 +1,8 @@
 #pragma once
 
 #include <cstdint>
-#include <span>
 #include <functional>
+#include <span>
 #include <vector>
 
 #include "exitsim/engine/backend.hpp"

@@ -79,10 +79,10 @@ struct TraceColumnsConfig {
 };
 
 struct TraceConfig {
-  std::string path;               // "" = no trace
+  std::string path;  // "" = no trace
   // auto | azure | vidur | mooncake | burstgpt | native | tracev2 | csv | sharegpt
   std::string format;
-  TraceColumnsConfig columns{};  // format csv
+  TraceColumnsConfig columns{};   // format csv
   std::int64_t max_requests = 0;  // replay the first N requests only (0 = the whole trace)
   double rate_scale = 1.0;        // replay at x k: inter-arrival gaps divided by k
   bool skip_bad_rows = false;
