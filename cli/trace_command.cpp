@@ -25,6 +25,7 @@ struct RequestTraceArgs {
   std::string format = "auto";
   bool skip_bad_rows = false;
   std::string tokenizer;
+  std::vector<std::string> columns;  // --format csv: "input_tokens=NAME", ...
 
   void add_to(CLI::App& command) {
     command
@@ -39,12 +40,42 @@ struct RequestTraceArgs {
                      "Skip and count malformed rows instead of stopping at the first");
     command.add_option("--tokenizer", tokenizer,
                        "tokenizer.json counting a ShareGPT trace's tokens");
+    command
+        .add_option("--columns", columns,
+                    "--format csv: which header columns hold what, e.g. "
+                    "input_tokens=prompt,output_tokens=completion,arrival=t,arrival_unit=s "
+                    "(as workload.trace.columns)")
+        ->delimiter(',');
+  }
+
+  // The --columns assignments as a mapping; errors name --columns.<key>.
+  traces::CsvColumnMapping column_mapping() const {
+    traces::CsvColumnMapping mapping;
+    mapping.key_prefix = "--columns";
+    for (const std::string& assignment : columns) {
+      const std::size_t equals = assignment.find('=');
+      const std::string key = assignment.substr(0, equals);
+      std::string* field = key == "arrival"         ? &mapping.arrival
+                           : key == "arrival_unit"  ? &mapping.arrival_unit
+                           : key == "input_tokens"  ? &mapping.input_tokens
+                           : key == "output_tokens" ? &mapping.output_tokens
+                                                    : nullptr;
+      if (equals == std::string::npos || field == nullptr) {
+        throw InputError({"", 0, 0, "--columns"},
+                         expected_found("KEY=COLUMN with KEY one of arrival, arrival_unit, "
+                                        "input_tokens, output_tokens",
+                                        "\"" + assignment + "\""));
+      }
+      *field = assignment.substr(equals + 1);
+    }
+    return mapping;
   }
 
   traces::RequestTraceOptions options() const {
     traces::RequestTraceOptions result;
     result.skip_bad_rows = skip_bad_rows;
     result.tokenizer = tokenizer;
+    result.columns = column_mapping();
     if (format != "auto") {
       result.format = traces::parse_request_trace_format(format);
       if (!result.format) {

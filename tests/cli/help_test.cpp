@@ -150,3 +150,29 @@ TEST_F(Cli, PlanRefusesAnOutputFolderBlockedByAFileBeforeItsWork) {
 }
 
 }  // namespace
+
+namespace {
+
+using namespace cli_support;
+
+// A generic CSV on the command line: --columns maps its header as workload.trace.columns does.
+TEST_F(Cli, TraceCommandsReadAGenericCsvThroughColumns) {
+  const fs::path csv = file("g.csv", "t,prompt,completion\n0.5,10,20\n1.25,30,40\n");
+  const std::string inspect = "trace inspect '" + csv.string() + "' --format csv";
+  const Result read =
+      run(inspect + " --columns input_tokens=prompt,output_tokens=completion,arrival=t");
+  ASSERT_EQ(read.exit_code, 0) << read.err;
+  EXPECT_NE(read.out.find("requests            2"), std::string::npos) << read.out;
+  const Result typo = run(inspect + " --columns input_tokens=promt,output_tokens=completion");
+  EXPECT_EQ(typo.exit_code, 1);
+  EXPECT_EQ(typo.err,
+            "exitsim: error: " + csv.string() +
+                ":1:1: --columns.input_tokens: expected a column of the header (\"t\", "
+                "\"prompt\", \"completion\"), found \"promt\" (did you mean \"prompt\"?)\n");
+  const Result bad_key = run(inspect + " --columns inputs=prompt");
+  EXPECT_EQ(bad_key.err,
+            "exitsim: error: --columns: expected KEY=COLUMN with KEY one of arrival, arrival_unit, "
+            "input_tokens, output_tokens, found \"inputs=prompt\"\n");
+}
+
+}  // namespace
