@@ -1,6 +1,5 @@
 #include <fmt/core.h>
 #include <fmt/ranges.h>
-#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>

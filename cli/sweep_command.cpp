@@ -1,6 +1,5 @@
 // `exitsim sweep`: every point of a scenario's sweep into a resumable SQLite database.
 #include <fmt/core.h>
-#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>

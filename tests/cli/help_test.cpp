@@ -39,7 +39,7 @@ TEST_F(Cli, HelpListsCommandsAndTopicsAndExplainsKeys) {
             "help lists them), found \"nope\"\n");
 }
 
-TEST_F(Cli, SchemaJsonHasEveryKeyTheMarkdownHas) {
+TEST_F(Cli, EveryKeyOfTheSchemaJsonIsInTheMarkdownSchema) {
   const Result json = run("scenario schema --json");
   ASSERT_EQ(json.exit_code, 0) << json.err;
   const nlohmann::json schema = nlohmann::json::parse(json.out);

@@ -14,6 +14,7 @@
 #include "bpe_model.hpp"
 #include "byte_alphabet.hpp"
 #include "exitsim/core/error.hpp"
+#include "exitsim/core/input_file.hpp"
 #include "pre_tokenize.hpp"
 #include "tokenizer_json.hpp"
 
@@ -25,27 +26,17 @@ constexpr std::size_t k_max_tokenizer_bytes = std::size_t{1} << 30;
 
 std::string read_tokenizer_file(const std::filesystem::path& path) {
   const std::string file = path.string();
-  const auto fail = [&](const std::string& reason) {
-    throw InputError(SourceLocation{file, 0, 0, ""},
-                     fmt::format("cannot open the tokenizer file: {}", reason));
-  };
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
-    fail(std::strerror(EISDIR));
-  errno = 0;
-  std::ifstream in(path, std::ios::binary);
-  if (!in.is_open()) {
-    const int err = errno;
-    fail(err != 0 ? std::strerror(err) : "the file could not be opened");
-  }
+  std::ifstream in = open_input_file(file, "tokenizer file");
   std::string text;
   std::array<char, 1 << 16> chunk{};
   while (text.size() <= k_max_tokenizer_bytes && in) {
     in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
     text.append(chunk.data(), static_cast<std::size_t>(in.gcount()));
   }
-  if (in.bad())
-    fail(std::strerror(errno));
+  if (in.bad()) {
+    throw InputError(SourceLocation{file, 0, 0, ""},
+                     fmt::format("cannot open the tokenizer file: {}", std::strerror(errno)));
+  }
   if (text.size() > k_max_tokenizer_bytes) {
     throw InputError(SourceLocation{file, 0, 0, ""},
                      expected_found("a tokenizer.json of at most 1 GiB", "a larger file"));

@@ -15,6 +15,7 @@
 
 #include "exitsim/core/csv_fields.hpp"
 #include "exitsim/core/error.hpp"
+#include "exitsim/core/input_file.hpp"
 #include "exitsim/core/random.hpp"
 
 namespace exitsim::engine {
@@ -22,25 +23,6 @@ namespace {
 
 constexpr std::string_view k_utf8_bom = "\xEF\xBB\xBF";
 constexpr std::size_t k_max_shown_bytes = 60;
-
-// Opens `path` for binary reading; `what` names the kind of file in the error.
-std::ifstream open_input(const std::string& path, std::string_view what) {
-  const auto fail = [&](const std::string& reason) {
-    throw InputError(SourceLocation{path, 0, 0, ""},
-                     fmt::format("cannot open the {}: {}", what, reason));
-  };
-  std::error_code ec;
-  // A directory opens as a stream on Linux and fails only when read, with a vaguer message.
-  if (std::filesystem::is_directory(path, ec))
-    fail(std::strerror(EISDIR));
-  errno = 0;
-  std::ifstream in(path, std::ios::binary);
-  if (!in.is_open()) {
-    const int err = errno;
-    fail(err != 0 ? std::strerror(err) : "the file could not be opened");
-  }
-  return in;
-}
 
 bool is_blank(char c) {
   return c == ' ' || c == '\t' || c == '\r';
@@ -98,7 +80,7 @@ std::vector<std::vector<std::int32_t>> read_token_id_file(const std::string& pat
   // Ids are int32 whatever the vocabulary claims.
   const std::int64_t limit =
       std::min(vocab, std::int64_t{std::numeric_limits<std::int32_t>::max()} + 1) - 1;
-  std::ifstream in = open_input(path, "token-id file");
+  std::ifstream in = open_input_file(path, "token-id file");
   std::vector<std::vector<std::int32_t>> documents;
   std::string line;
   std::int64_t line_number = 0;
@@ -139,7 +121,7 @@ std::string read_text_file(const std::string& path) {
   // Evaluation texts and prompt corpora are megabytes; /dev/zero or a mistaken disk image must
   // not be read until memory runs out.
   constexpr std::size_t k_max_text_bytes = std::size_t{1} << 30;
-  std::ifstream in = open_input(path, "text file");
+  std::ifstream in = open_input_file(path, "text file");
   std::string text;
   std::array<char, 1 << 16> chunk{};
   while (text.size() <= k_max_text_bytes && in) {
