@@ -114,6 +114,26 @@ TEST(RequestNative, RoundTripsPrefixHashes) {
                 "has no such column), found 2 hashes");
 }
 
+// Mooncake rows may name prefix blocks from any row on: converting such a trace whose first row
+// names none keeps the later rows' hashes (the columns follow the source, not the first row).
+TEST(RequestNative, ConvertsAMooncakeTraceWhoseFirstRowHasNoHashes) {
+  TempDir dir;
+  const auto path = dir.write(
+      "m.jsonl",
+      "{\"timestamp\": 0, \"input_length\": 400, \"output_length\": 6}\n"
+      "{\"timestamp\": 27, \"input_length\": 366, \"output_length\": 5, \"hash_ids\": [0, 2]}\n");
+  auto source = open_request_trace(path);
+  EXPECT_TRUE(source->may_carry_prefix_hashes());
+  const auto native = dir.path("native.csv");
+  EXPECT_EQ(write_native_request_trace(*source, native), 2);
+  const auto copy = read_all(native);
+  ASSERT_EQ(copy.requests.size(), 2U);
+  EXPECT_TRUE(copy.requests[0].prefix_hashes.empty());
+  EXPECT_EQ(copy.requests[1].prefix_hashes, (std::vector<std::uint64_t>{0, 2}));
+  EXPECT_EQ(copy.requests[1].prefix_block_tokens, 512);
+  EXPECT_EQ(copy.requests, read_all(path).requests);
+}
+
 TEST(RequestNative, RoundTripsWithArrivals) {
   TempDir dir;
   const std::vector<RequestDescriptor> requests = {request(0, 0, 374, 44),

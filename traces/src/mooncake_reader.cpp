@@ -52,6 +52,8 @@ class MooncakeSource final : public RowSource {
       : RowSource(path, RequestTraceFormat::mooncake, skip_bad_rows, ArrivalPresence::always,
                   Naming{"timestamp", ""}) {}
 
+  bool may_carry_prefix_hashes() const override { return true; }
+
  private:
   std::optional<ParsedRow> parse(std::string_view line, const RowContext& where) override {
     json object;

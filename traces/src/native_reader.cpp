@@ -32,6 +32,7 @@ class NativeSource final : public RowSource {
                                  "\" or \"" + std::string(k_native_header_with_prefix) + "\"";
     const std::string header = trimmed(read_header(expected));
     if (header == k_native_header_with_prefix) {
+      prefix_columns_ = true;
       columns_.insert(columns_.end(), {"prefix_block_tokens", "prefix_hashes"});
     } else if (header != k_native_header) {
       throw InputError(SourceLocation{path, 2, 1, ""},
@@ -39,6 +40,8 @@ class NativeSource final : public RowSource {
     }
     read_ahead();
   }
+
+  bool may_carry_prefix_hashes() const override { return prefix_columns_; }
 
  private:
   std::optional<ParsedRow> parse(std::string_view line, const RowContext& where) override {
@@ -110,6 +113,7 @@ class NativeSource final : public RowSource {
 
   std::vector<std::string> columns_ = {"request_id", "arrival_ns", "input_tokens", "output_tokens"};
   std::string time_text_;
+  bool prefix_columns_ = false;
 };
 
 }  // namespace

@@ -26,9 +26,10 @@ InputError request_trace_io_error(const AtomicOutputFile& file, AtomicOutputFile
 
 }  // namespace
 
-NativeRequestTraceWriter::NativeRequestTraceWriter(std::string path)
+NativeRequestTraceWriter::NativeRequestTraceWriter(std::string path, bool prefix_columns)
     : path_(std::move(path)),
-      file_(std::make_unique<AtomicOutputFile>(path_, request_trace_io_error)) {}
+      file_(std::make_unique<AtomicOutputFile>(path_, request_trace_io_error)),
+      prefix_columns_(prefix_columns) {}
 
 NativeRequestTraceWriter::~NativeRequestTraceWriter() = default;
 
@@ -69,9 +70,9 @@ void NativeRequestTraceWriter::write(const RequestDescriptor& request) {
                         std::to_string(request.prefix_block_tokens)));
   }
   if (written_ == 0) {
-    prefix_columns_ = prefix;
+    prefix_columns_ = prefix_columns_ || prefix;
     file_->write(fmt::format("{}\n{}\n", k_native_version_line,
-                             prefix ? k_native_header_with_prefix : k_native_header));
+                             prefix_columns_ ? k_native_header_with_prefix : k_native_header));
   } else if (prefix && !prefix_columns_) {
     fail("prefix_hashes",
          expected_found("no prefix hashes, like the first request (its file has no such column)",
@@ -109,7 +110,7 @@ void NativeRequestTraceWriter::commit() {
 }
 
 std::int64_t write_native_request_trace(RequestSource& source, const std::string& path) {
-  NativeRequestTraceWriter writer(path);
+  NativeRequestTraceWriter writer(path, source.may_carry_prefix_hashes());
   while (const std::optional<RequestDescriptor> request = source.next())
     writer.write(*request);
   writer.commit();

@@ -25,6 +25,9 @@ class RequestSource {
   virtual bool has_arrivals() const = 0;
   // Human-readable name of the format ("azure", "mooncake", ...).
   virtual std::string format_name() const = 0;
+  // Whether any request may name prefix blocks (Mooncake's hash_ids, a native file with the
+  // prefix columns), known before the first request, so a writer can lay out its columns.
+  virtual bool may_carry_prefix_hashes() const { return false; }
   // What this source did that changes the workload the user described (a cap on a trace, rows
   // skipped, lengths clamped), one line each, for the run's warnings. Called once, after the
   // run pulled its last request; it may read the rest of the input to count what was left out.

@@ -19,8 +19,10 @@ class AtomicOutputFile;
 // never leaves a partial trace where a reader would find it.
 class NativeRequestTraceWriter {
  public:
-  // Throws InputError "<path>.tmp: cannot write request trace: <reason>".
-  explicit NativeRequestTraceWriter(std::string path);
+  // Throws InputError "<path>.tmp: cannot write request trace: <reason>". With
+  // `prefix_columns`, the file has the prefix-block columns whatever the first request holds
+  // (for sources that may name prefix blocks on any request, such as Mooncake's hash_ids).
+  explicit NativeRequestTraceWriter(std::string path, bool prefix_columns = false);
   // Removes the temporary file unless commit() succeeded.
   ~NativeRequestTraceWriter();
   NativeRequestTraceWriter(const NativeRequestTraceWriter&) = delete;
@@ -28,8 +30,9 @@ class NativeRequestTraceWriter {
 
   // Requests must come in the order a reader accepts: increasing ids, non-decreasing arrivals,
   // arrivals on all requests or on none, token counts in [1, 2^31]. Throws InputError otherwise.
-  // The file names prefix blocks (prefix_block_tokens, prefix_hashes) when the first request
-  // does; a later request naming them in a file without those columns is refused, never cut.
+  // The file names prefix blocks (prefix_block_tokens, prefix_hashes) when it was opened with
+  // prefix_columns or the first request names them; a later request naming them in a file
+  // without those columns is refused, never cut.
   void write(const RequestDescriptor& request);
   // Flushes, closes and renames onto the final path. Throws InputError when nothing was
   // written (a reader would reject the file) or the file system fails.
@@ -51,7 +54,8 @@ class NativeRequestTraceWriter {
   std::optional<TimeNs> last_arrival_;
 };
 
-// Drains `source` into a native trace at `path`; returns the number of requests written.
+// Drains `source` into a native trace at `path`, with the prefix columns when the source may
+// carry prefix hashes; returns the number of requests written.
 std::int64_t write_native_request_trace(RequestSource& source, const std::string& path);
 
 }  // namespace exitsim::traces
