@@ -16,6 +16,9 @@ namespace {
 
 struct CalibrateArgs {
   std::vector<std::string> traces;
+  std::vector<std::string> kineto;
+  std::string hardware;
+  std::string model;
   std::string output;
   bool strict = false;
   bool force = false;
@@ -24,11 +27,32 @@ struct CalibrateArgs {
 void run_calibrate(const CalibrateArgs& args) {
   if (args.output.empty())
     throw InputError({"", 0, 0, "--out"}, "expected the cost profile to write, found none");
-  const sim::CostProfile profile = analysis::calibrate(args.traces);
+  if (args.traces.empty() == args.kineto.empty()) {
+    throw InputError({"", 0, 0, "OPTRACE"},
+                     expected_found("exitsim op traces or grids, or --kineto traces",
+                                    args.traces.empty() ? "neither" : "both"));
+  }
+  if (args.kineto.empty() && !(args.hardware.empty() && args.model.empty())) {
+    throw InputError({"", 0, 0, args.hardware.empty() ? "--model-name" : "--hardware"},
+                     expected_found("--kineto traces to name",
+                                    "exitsim op traces, which name "
+                                    "their own hardware and model"));
+  }
+  std::vector<std::string> kineto_report;
+  sim::CostProfile profile;
+  if (args.kineto.empty()) {
+    profile = analysis::calibrate(args.traces);
+  } else {
+    analysis::KinetoCalibration imported =
+        analysis::calibrate_kineto(args.kineto, {args.hardware, args.model});
+    profile = std::move(imported.profile);
+    kineto_report = std::move(imported.report);
+  }
+  const std::string& first_input = args.traces.empty() ? args.kineto.front() : args.traces.front();
   const std::vector<std::string> absurd = analysis::absurd_fits(profile);
   if (!absurd.empty() && !args.force) {
     throw InputError(
-        {args.traces.front(), 0, 0, "duration_ns"},
+        {first_input, 0, 0, args.kineto.empty() ? "duration_ns" : "dur"},
         fmt::format("expected timings of one steady machine, found {} fits whose held-out calls "
                     "miss by far ({}): the machine was busy or its speed changed; measure again "
                     "on a quiet machine with `--threads 1 --pin` (--force writes the profile "
@@ -38,7 +62,7 @@ void run_calibrate(const CalibrateArgs& args) {
   const std::vector<std::string> untrusted = analysis::untrusted_fits(profile);
   if (args.strict && !untrusted.empty()) {
     throw InputError(
-        {args.traces.front(), 0, 0, "--strict"},
+        {first_input, 0, 0, "--strict"},
         fmt::format("expected fits within {:.0f}% held-out error on at least {} "
                     "calls each, found {} that are not ({}); no profile written",
                     100 * analysis::k_untrusted_held_out_mape, analysis::k_min_trusted_samples,
@@ -50,6 +74,8 @@ void run_calibrate(const CalibrateArgs& args) {
              profile.source.model_shape);
   if (!profile.source.build.empty())
     fmt::print("build      {}\n", profile.source.build);
+  for (const std::string& line : kineto_report)
+    fmt::print("{}\n", line);
   if (profile.source.speed_probe_us > 0)
     fmt::print("speed      probe {:.1f} us (mean of the runs' readings)\n",
                profile.source.speed_probe_us);
@@ -98,13 +124,25 @@ void add_calibrate_command(CLI::App& app) {
       "calibrate",
       "Fit a latency model per engine op from op traces (`exitsim engine run --profile-dir DIR` "
       "writes DIR/op_trace.csv and DIR/run.json) and op grids (`exitsim engine profile-ops -o "
-      "ops.csv`) into a cost profile for cost_model.kind: calibrated");
+      "ops.csv`), or from PyTorch-profiler traces (--kineto), into a cost profile for "
+      "cost_model.kind: calibrated");
   command
       ->add_option("OPTRACE", args->traces,
                    "Op traces (op_trace.csv, with run.json beside) and op grids (with "
                    "<name>.run.json beside)")
-      ->required()
       ->check(CLI::ExistingFile);
+  command
+      ->add_option("--kineto", args->kineto,
+                   "PyTorch-profiler traces to calibrate from instead (torch.profiler with "
+                   "record_shapes=True, one prof.step() per model step; .json or .json.gz; "
+                   "docs/calibration.md)")
+      ->check(CLI::ExistingFile);
+  command->add_option("--hardware", args->hardware,
+                      "With --kineto: the device the traces ran on (default: the trace's GPU "
+                      "name, or the exitsim_hardware key)");
+  command->add_option("--model-name", args->model,
+                      "With --kineto: the model's name in the profile (default: the first "
+                      "trace's file name)");
   command->add_option("-o,--out", args->output, "The cost profile to write (JSON; required)");
   add_renamed_option(*command, "--output", "-o/--out", args->output);
   command->add_flag("--strict", args->strict,

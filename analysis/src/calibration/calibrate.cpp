@@ -71,6 +71,51 @@ std::vector<double> step_spread(const sim::CostProfile& profile,
 
 }  // namespace
 
+void fit_measurements(const Samples& traced, const Samples& grid,
+                      const std::vector<TraceStep>& steps, const CalibrationOptions& options,
+                      sim::CostProfile& profile) {
+  // An op the grid timed is fitted from the grid (controlled, repeated measurements over a wide
+  // range); its calls in the traces, where given, measure how the running engine differs (in
+  // isolation an op finds its weights in cache; in the engine the layers between its calls
+  // evicted them). The fit is not scaled to them: scaled to the calls' total, a skewed
+  // distribution (a few stretched calls) lifts every typical call, and the engine's steps were
+  // priced further off (docs/calibration.md has the figures). Ops the grid lacks (sampling) and
+  // the step residual come from the traces.
+  CalibrationOptions grid_options = options;
+  grid_options.match_total = false;
+  for (const auto& [name, entry] : grid) {
+    if (!priced_op(name))
+      continue;
+    sim::OpFit fit = fit_op(name, entry.first, entry.second, grid_options);
+    fit.measured_by = "grid";
+    if (const auto in_situ = traced.find(name); in_situ != traced.end())
+      compare_with_engine(fit, in_situ->second.second);
+    profile.ops.push_back(std::move(fit));
+  }
+  for (const auto& [name, entry] : traced) {
+    if (priced_op(name) && !grid.contains(name))
+      profile.ops.push_back(fit_op(name, entry.first, entry.second, options));
+  }
+  // The step residual: what a step's wall time holds beyond its priced ops' measured times
+  // (scheduling, policy work, gaps), against the tokens it embedded and emitted. Measured, not
+  // priced: charging the residual with what grid-fitted ops spend beyond their isolated time
+  // makes it a difference of large numbers, often below zero (docs/calibration.md).
+  std::vector<OpSample> residuals;
+  for (const TraceStep& step : steps) {
+    double measured = 0;
+    for (const auto& call : step.calls)
+      measured += call.second.time_us;
+    residuals.push_back(
+        {step.embedded, step.emitted, std::max(0.0, step.wall_us - measured - step.idle_us)});
+  }
+  if (!residuals.empty()) {
+    profile.ops.push_back(fit_op(std::string(ops::step_residual), "step", residuals, options));
+  }
+  std::sort(profile.ops.begin(), profile.ops.end(),
+            [](const sim::OpFit& a, const sim::OpFit& b) { return a.name < b.name; });
+  profile.step_variability = step_spread(profile, steps);
+}
+
 sim::CostProfile calibrate(std::span<const std::string> paths, const CalibrationOptions& options) {
   if (paths.empty())
     throw InputError({"", 0, 0, "OPTRACE"}, expected_found("at least one op trace", "none"));
@@ -113,46 +158,7 @@ sim::CostProfile calibrate(std::span<const std::string> paths, const Calibration
                                       "none in any trace or grid given"));
     }
   }
-  // An op the grid timed is fitted from the grid (controlled, repeated measurements over a wide
-  // range); its calls in the traces, where given, measure how the running engine differs (in
-  // isolation an op finds its weights in cache; in the engine the layers between its calls
-  // evicted them). The fit is not scaled to them: scaled to the calls' total, a skewed
-  // distribution (a few stretched calls) lifts every typical call, and the engine's steps were
-  // priced further off (docs/calibration.md has the figures). Ops the grid lacks (sampling) and
-  // the step residual come from the traces.
-  CalibrationOptions grid_options = options;
-  grid_options.match_total = false;
-  for (const auto& [name, entry] : grid) {
-    if (!priced_op(name))
-      continue;
-    sim::OpFit fit = fit_op(name, entry.first, entry.second, grid_options);
-    fit.measured_by = "grid";
-    if (const auto in_situ = traced.find(name); in_situ != traced.end())
-      compare_with_engine(fit, in_situ->second.second);
-    profile.ops.push_back(std::move(fit));
-  }
-  for (const auto& [name, entry] : traced) {
-    if (priced_op(name) && !grid.contains(name))
-      profile.ops.push_back(fit_op(name, entry.first, entry.second, options));
-  }
-  // The step residual: what a step's wall time holds beyond its priced ops' measured times
-  // (scheduling, policy work, gaps), against the tokens it embedded and emitted. Measured, not
-  // priced: charging the residual with what grid-fitted ops spend beyond their isolated time
-  // makes it a difference of large numbers, often below zero (docs/calibration.md).
-  std::vector<OpSample> residuals;
-  for (const TraceStep& step : steps) {
-    double measured = 0;
-    for (const auto& call : step.calls)
-      measured += call.second.time_us;
-    residuals.push_back(
-        {step.embedded, step.emitted, std::max(0.0, step.wall_us - measured - step.idle_us)});
-  }
-  if (!residuals.empty()) {
-    profile.ops.push_back(fit_op(std::string(ops::step_residual), "step", residuals, options));
-  }
-  std::sort(profile.ops.begin(), profile.ops.end(),
-            [](const sim::OpFit& a, const sim::OpFit& b) { return a.name < b.name; });
-  profile.step_variability = step_spread(profile, steps);
+  fit_measurements(traced, grid, steps, options, profile);
   return profile;
 }
 

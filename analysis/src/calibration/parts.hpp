@@ -44,6 +44,12 @@ void read_trace(const std::string& path, bool split_passes, Samples& samples,
 // filed as "<op>.prefill".
 void read_grid(const std::string& path, Samples& samples);
 
+// Fits every priced op of `traced` and `grid` (an op the grid timed from the grid), the step
+// residual of `steps` and the steps' spread around their price, into `profile`.
+void fit_measurements(const Samples& traced, const Samples& grid,
+                      const std::vector<TraceStep>& steps, const CalibrationOptions& options,
+                      sim::CostProfile& profile);
+
 // Throws InputError naming the field where `b` was measured by another engine, backend,
 // hardware or model shape than `a`.
 void same_source(const sim::ProfileSource& a, const sim::ProfileSource& b);

@@ -75,4 +75,26 @@ std::vector<std::string> absurd_fits(const sim::CostProfile& profile);
 sim::CostProfile calibrate(std::span<const std::string> paths,
                            const CalibrationOptions& options = {});
 
+// What `calibrate --kineto` names that the trace may not say.
+struct KinetoNames {
+  std::string hardware;  // empty: the trace's device (GPU name, exitsim_hardware)
+  std::string model;     // empty: the first trace's file name
+};
+
+struct KinetoCalibration {
+  sim::CostProfile profile;
+  // What was mapped and what was not (unmapped operators and their time, gaps, GPU time no
+  // operator launched): all of it is in the step residual. One line each, for the console.
+  std::vector<std::string> report;
+};
+
+// Reads PyTorch-profiler (Kineto) traces of a Llama-shaped model (torch.profiler with
+// record_shapes=True, one prof.step() per model step; gzipped or not), maps their operators to
+// the engine ops the calibrated cost model prices (docs/calibration.md, "From your own
+// framework"), recovers the model's shape, and fits a profile as calibrate() does. Throws
+// InputError naming the trace and key path for malformed traces, traces without shapes or
+// steps, traces of different models, and a model whose structure the mapping cannot read.
+KinetoCalibration calibrate_kineto(std::span<const std::string> paths, const KinetoNames& names,
+                                   const CalibrationOptions& options = {});
+
 }  // namespace exitsim::analysis

@@ -1,0 +1,319 @@
+// Reading a PyTorch-profiler (Kineto) Chrome trace: which events are the model's operators, how
+// they nest, which kernels each launched.
+#include "kineto_events.hpp"
+
+#include <fmt/format.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "exitsim/core/error.hpp"
+#include "exitsim/traces/json_document.hpp"
+
+namespace exitsim::analysis::kineto {
+namespace {
+
+using nlohmann::json;
+
+[[noreturn]] void fail(const std::string& path, const std::string& key, const std::string& what) {
+  throw InputError(SourceLocation{path, 0, 0, key}, what);
+}
+
+// gzread reads plain files unchanged, so one path serves .json and .json.gz.
+std::string read_maybe_gzipped(const std::string& path) {
+  const std::unique_ptr<gzFile_s, int (*)(gzFile)> file(gzopen(path.c_str(), "rb"), gzclose);
+  if (!file)
+    fail(path, "", expected_found("a readable PyTorch profiler trace", "no readable file"));
+  std::string text;
+  std::array<char, 1 << 16> buffer{};
+  for (;;) {
+    const int n = gzread(file.get(), buffer.data(), static_cast<unsigned>(buffer.size()));
+    if (n < 0) {
+      int code = 0;
+      const char* message = gzerror(file.get(), &code);
+      fail(path, "", expected_found("a readable gzip or JSON file", message));
+    }
+    if (n == 0)
+      break;
+    text.append(buffer.data(), static_cast<std::size_t>(n));
+  }
+  return text;
+}
+
+std::string lower(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return text;
+}
+
+std::string describe(const json& value) {
+  if (value.is_string())
+    return "\"" + value.get<std::string>().substr(0, 60) + "\"";
+  if (value.is_null())
+    return "null";
+  if (value.is_array())
+    return "a list";
+  if (value.is_object())
+    return "an object";
+  return value.dump().substr(0, 60);
+}
+
+// The fields of one "X" (complete) event that calibration reads.
+struct Event {
+  std::string category;  // lower case
+  std::string name;
+  std::string thread;  // "pid/tid"
+  double ts = 0;
+  double dur = 0;
+  std::optional<std::int64_t> correlation;
+  const json* args = nullptr;
+};
+
+class EventReader {
+ public:
+  explicit EventReader(std::string path) : path_(std::move(path)) {}
+
+  std::optional<Event> read(const json& e, std::size_t index) const {
+    const std::string at = fmt::format("traceEvents[{}]", index);
+    if (!e.is_object())
+      fail(path_, at, expected_found("an event object", describe(e)));
+    const auto phase = e.find("ph");
+    if (phase == e.end() || !phase->is_string())
+      fail(path_, at + ".ph", expected_found("the event's phase as a string", "none"));
+    if (phase->get<std::string>() != "X")
+      return std::nullopt;  // instants, flows (ac2g), counters, metadata: not needed
+    Event out;
+    out.category = lower(text(e, at, "cat"));
+    out.name = text(e, at, "name");
+    out.ts = number(e, at, "ts", false);
+    out.dur = number(e, at, "dur", true);
+    out.thread = id(e, at, "pid") + "/" + id(e, at, "tid");
+    if (const auto args = e.find("args"); args != e.end()) {
+      if (!args->is_object())
+        fail(path_, at + ".args", expected_found("an object", describe(*args)));
+      out.args = &*args;
+      if (const auto c = args->find("correlation"); c != args->end()) {
+        if (!c->is_number_integer())
+          fail(path_, at + ".args.correlation", expected_found("an integer", describe(*c)));
+        out.correlation = c->get<std::int64_t>();
+      }
+    }
+    return out;
+  }
+
+ private:
+  std::string text(const json& e, const std::string& at, const char* key) const {
+    const auto it = e.find(key);
+    if (it == e.end() || !it->is_string()) {
+      fail(path_, at + "." + key,
+           expected_found("a string", it == e.end() ? "none" : describe(*it)));
+    }
+    return it->get<std::string>();
+  }
+  double number(const json& e, const std::string& at, const char* key, bool non_negative) const {
+    const auto it = e.find(key);
+    if (it == e.end() || !it->is_number() || (non_negative && it->get<double>() < 0)) {
+      fail(path_, at + "." + key,
+           expected_found(non_negative ? "a number of microseconds >= 0" : "a time in microseconds",
+                          it == e.end() ? "none" : describe(*it)));
+    }
+    return it->get<double>();
+  }
+  std::string id(const json& e, const std::string& at, const char* key) const {
+    const auto it = e.find(key);
+    if (it == e.end() || !(it->is_number_integer() || it->is_string())) {
+      fail(path_, at + "." + key,
+           expected_found("a process or thread id", it == e.end() ? "none" : describe(*it)));
+    }
+    return it->is_string() ? it->get<std::string>() : std::to_string(it->get<std::int64_t>());
+  }
+
+  std::string path_;
+};
+
+bool is_operator(const std::string& category) {
+  return category == "cpu_op" || category == "operator";
+}
+bool is_runtime(const std::string& category) {
+  return category == "cuda_runtime" || category == "runtime" || category == "cuda_driver";
+}
+bool is_gpu_activity(const std::string& category) {
+  return category == "kernel" || category == "gpu_memcpy" || category == "gpu_memset";
+}
+
+// "Input Dims": one entry per input, a list of sizes for a tensor, [] for anything else (a
+// tensor list's entry, nested one deeper, counts as no tensor: its sizes are not one shape).
+std::vector<std::vector<std::int64_t>> input_dims(const std::string& path, const Event& e,
+                                                  std::size_t index) {
+  std::vector<std::vector<std::int64_t>> out;
+  if (e.args == nullptr)
+    return out;
+  const auto dims = e.args->find("Input Dims");
+  if (dims == e.args->end())
+    return out;
+  const std::string at = fmt::format("traceEvents[{}].args.Input Dims", index);
+  if (!dims->is_array())
+    fail(path, at, expected_found("a list of input shapes", describe(*dims)));
+  for (const json& input : *dims) {
+    std::vector<std::int64_t> shape;
+    const bool tensor =
+        input.is_array() && std::all_of(input.begin(), input.end(),
+                                        [](const json& v) { return v.is_number_integer(); });
+    if (tensor) {
+      for (const json& size : input) {
+        if (size.get<std::int64_t>() < 0)
+          fail(path, at, expected_found("sizes >= 0", std::to_string(size.get<std::int64_t>())));
+        shape.push_back(size.get<std::int64_t>());
+      }
+    }
+    out.push_back(std::move(shape));
+  }
+  return out;
+}
+
+}  // namespace
+
+Trace read_trace(const std::string& path) {
+  const json root = traces::parse_json_document(read_maybe_gzipped(path), path,
+                                                "a PyTorch profiler trace (Chrome trace JSON)");
+  if (root.is_array()) {
+    fail(path, "",
+         expected_found("a torch.profiler (Kineto) trace, an object with \"traceEvents\"",
+                        "a JSON list of events: the legacy autograd profiler's export, which "
+                        "records no input shapes (profile with torch.profiler under Kineto, or "
+                        "see training/kineto_traces.py)"));
+  }
+  const auto events = root.is_object() ? root.find("traceEvents") : root.end();
+  if (!root.is_object() || events == root.end() || !events->is_array()) {
+    fail(path, "traceEvents",
+         expected_found("a list of trace events", root.is_object() ? "none" : describe(root)));
+  }
+
+  Trace trace;
+  trace.path = path;
+  const EventReader reader(path);
+  std::vector<std::pair<Event, std::size_t>> operators;
+  std::vector<Event> annotations;
+  std::vector<Event> runtime;
+  std::vector<Event> gpu;
+  std::map<std::string, std::int64_t> operators_per_thread;
+  for (std::size_t i = 0; i < events->size(); ++i) {
+    std::optional<Event> e = reader.read((*events)[i], i);
+    if (!e)
+      continue;
+    if (is_operator(e->category)) {
+      ++operators_per_thread[e->thread];
+      operators.emplace_back(std::move(*e), i);
+    } else if (e->category == "user_annotation") {
+      annotations.push_back(std::move(*e));
+    } else if (is_runtime(e->category)) {
+      runtime.push_back(std::move(*e));
+    } else if (is_gpu_activity(e->category)) {
+      gpu.push_back(std::move(*e));
+    }
+  }
+  if (operators.empty()) {
+    fail(path, "traceEvents",
+         expected_found("CPU operator events (category cpu_op)",
+                        "none: profile with the CPU "
+                        "activity on"));
+  }
+  // The model's thread issues the most operators (a data loader or a logger issues a few).
+  const std::string model_thread =
+      std::max_element(operators_per_thread.begin(), operators_per_thread.end(),
+                       [](const auto& a, const auto& b) { return a.second < b.second; })
+          ->first;
+
+  // Top level: not inside another operator of the thread. Ordered by start, longer first, so
+  // that a parent precedes the children that start with it.
+  std::stable_sort(operators.begin(), operators.end(), [](const auto& a, const auto& b) {
+    return a.first.ts != b.first.ts ? a.first.ts < b.first.ts : a.first.dur > b.first.dur;
+  });
+  double open_until = -1;
+  bool any_shape = false;
+  for (const auto& [e, index] : operators) {
+    if (e.thread != model_thread)
+      continue;
+    if (e.ts < open_until)
+      continue;  // nested: its parent's time holds it
+    open_until = e.ts + e.dur;
+    Operator op{e.name, e.ts, e.dur, input_dims(path, e, index)};
+    any_shape = any_shape || std::any_of(op.input_dims.begin(), op.input_dims.end(),
+                                         [](const auto& d) { return !d.empty(); });
+    trace.operators.push_back(std::move(op));
+  }
+  if (!any_shape) {
+    fail(path, "traceEvents[].args.Input Dims",
+         expected_found("operator input shapes (torch.profiler with record_shapes=True)", "none"));
+  }
+  for (const Event& a : annotations) {
+    Range range{a.name, a.ts, a.ts + a.dur};
+    if (a.name.starts_with("ProfilerStep#"))
+      trace.steps.push_back(std::move(range));
+    else if (a.thread == model_thread)
+      trace.ranges.push_back(std::move(range));
+  }
+  const auto by_start = [](const Range& a, const Range& b) { return a.start_us < b.start_us; };
+  std::sort(trace.steps.begin(), trace.steps.end(), by_start);
+  std::sort(trace.ranges.begin(), trace.ranges.end(), by_start);
+
+  if (!gpu.empty()) {
+    // A kernel belongs to the top-level operator whose time holds the runtime call that
+    // launched it (the same correlation id); on a GPU an operator's time is its kernels' time.
+    trace.gpu = true;
+    std::map<std::int64_t, const Event*> launches;
+    for (const Event& r : runtime) {
+      if (r.correlation)
+        launches[*r.correlation] = &r;
+    }
+    std::vector<double> cpu_end;
+    for (Operator& op : trace.operators) {
+      cpu_end.push_back(op.start_us + op.duration_us);
+      op.duration_us = 0;
+    }
+    for (const Event& k : gpu) {
+      const auto launch = k.correlation ? launches.find(*k.correlation) : launches.end();
+      Operator* owner = nullptr;
+      if (launch != launches.end() && launch->second->thread == model_thread) {
+        const double at = launch->second->ts;
+        auto it = std::upper_bound(trace.operators.begin(), trace.operators.end(), at,
+                                   [](double t, const Operator& op) { return t < op.start_us; });
+        if (it != trace.operators.begin()) {
+          --it;
+          if (at <= cpu_end[static_cast<std::size_t>(it - trace.operators.begin())])
+            owner = &*it;
+        }
+        if (launch->second->name.find("GraphLaunch") != std::string::npos) {
+          ++trace.graph_kernels;
+          owner = nullptr;
+        }
+      }
+      if (owner != nullptr) {
+        owner->duration_us += k.dur;
+      } else {
+        trace.unattributed_gpu_us += k.dur;
+        ++trace.unattributed_kernels;
+      }
+    }
+  }
+  if (const auto f = root.find("exitsim_framework"); f != root.end() && f->is_string())
+    trace.framework = f->get<std::string>();
+  if (const auto h = root.find("exitsim_hardware"); h != root.end() && h->is_string())
+    trace.hardware = h->get<std::string>();
+  const auto devices = root.find("deviceProperties");
+  if (trace.hardware.empty() && devices != root.end() && devices->is_array() && !devices->empty() &&
+      devices->front().is_object()) {
+    const json& device = devices->front();
+    if (const auto name = device.find("name"); name != device.end() && name->is_string())
+      trace.hardware = name->get<std::string>();
+  }
+  return trace;
+}
+
+}  // namespace exitsim::analysis::kineto
