@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "exitsim/analysis/calibrate.hpp"
 #include "exitsim/sim/cost/calibrated_cost_model.hpp"
 #include "exitsim/traces/engine_ops.hpp"
+#include "support/test_files.hpp"
 
 namespace exitsim::analysis {
 namespace {
@@ -159,6 +161,119 @@ TEST(Kineto, PredictsHeldOutStepsOfTheRandomModel) {
   std::printf("random: held-out steps' median error %.1f%% (profiled), %.1f%% (unprofiled)\n",
               100 * e.median_profiled, 100 * e.median_unprofiled);
   EXPECT_LE(e.median_profiled, 0.10);
+}
+
+}  // namespace
+}  // namespace exitsim::analysis
+
+namespace exitsim::analysis {
+namespace {
+
+using test_support::error_of;
+using test_support::TempDir;
+
+// A GPU trace (hand-made in torch.profiler's CUDA schema, make_gpu_fixture.py): an op's time is
+// its kernels' time, found through the runtime call's correlation id, not its CPU time (10 us
+// for every operator there); a CUDA graph replay's kernels are nobody's and are reported.
+TEST(Kineto, PricesGpuOpsByTheKernelsTheyLaunched) {
+  const std::vector<std::string> traces = {k_data + "gpu_plain.kineto.json"};
+  const KinetoCalibration imported = calibrate_kineto(traces, {});
+  const sim::CostProfile& profile = imported.profile;
+  EXPECT_EQ(profile.source.backend, "cuda");
+  EXPECT_EQ(profile.source.hardware, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(profile.source.model_shape, "d64 h4/2x16 ffn128 v100 gated depth 1+0x0+0 lora -");
+  // Kernel lines of make_gpu_fixture.py, summed over each op's operators.
+  const auto expect_line = [&](const char* op, double a, double b) {
+    SCOPED_TRACE(op);
+    const sim::OpFit* fit = profile.find(op);
+    ASSERT_NE(fit, nullptr);
+    for (const double batch : {1.0, 7.0, 32.0})
+      EXPECT_NEAR(fit->predict_us(batch, 11 * batch), a + b * batch, 1e-6 * (a + b * batch));
+  };
+  expect_line("qkv_proj", 3 * 3.0, 3 * 0.10);
+  expect_line("mlp.gate_up", 2 * 3.0, 2 * 0.10);
+  expect_line("mlp.act", 2 * 1.0, 2 * 0.03);
+  expect_line("kv_write", 2 * 1.5, 2 * 0.05);
+  expect_line("attention", 4.0, 0.20);
+  expect_line("lm_head", 2 * 1.0 + 5.0, 2 * 0.02 + 0.30);
+  expect_line("sampling", 2.0, 0.01);
+  bool reported = false;
+  for (const std::string& line : imported.report)
+    reported = reported || line.find("3 kernels (21 us)") != std::string::npos;
+  EXPECT_TRUE(reported);
+}
+
+// Every malformed trace: one line naming the file and the key, nothing written.
+TEST(Kineto, RefusesMalformedTracesNamingFileAndKey) {
+  TempDir dir;
+  const std::string op =
+      R"({"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":0,"dur":1,)"
+      R"("args":{"Input Dims":[[2,3],[3,4]]}})";
+  const auto events = [](const std::string& list) { return R"({"traceEvents":[)" + list + "]}"; };
+  struct Case {
+    std::string content;
+    std::string expected;
+  };
+  const std::vector<Case> cases = {
+      {"", "expected a PyTorch profiler trace (Chrome trace JSON)"},
+      {"{\"traceEvents\": [", "found invalid JSON at byte 18"},
+      {R"([{"name":"aten::mm","ph":"X","ts":1,"dur":2,"tid":1,"pid":"CPU functions","args":{}}])",
+       "the legacy autograd profiler's export"},
+      {R"({"schemaVersion":1})", "traceEvents: expected a list of trace events, found none"},
+      {R"({"traceEvents":{}})", "traceEvents: expected a list of trace events"},
+      {events("3"), "traceEvents[0]: expected an event object, found 3"},
+      {events(R"({"name":"x"})"), "traceEvents[0].ph: expected the event's phase as a string"},
+      {events(R"({"ph":"X","cat":"cpu_op","pid":1,"tid":1,"ts":0,"dur":1})"),
+       "traceEvents[0].name: expected a string, found none"},
+      {events(R"({"ph":"X","cat":"cpu_op","name":"a","pid":1,"tid":1,"ts":"0","dur":1})"),
+       "traceEvents[0].ts: expected a time in microseconds, found \"0\""},
+      {events(R"({"ph":"X","cat":"cpu_op","name":"a","pid":1,"tid":1,"ts":0,"dur":-1})"),
+       "traceEvents[0].dur: expected a number of microseconds >= 0, found -1"},
+      {events(R"({"ph":"X","cat":"cpu_op","name":"a","tid":1,"ts":0,"dur":1})"),
+       "traceEvents[0].pid: expected a process or thread id, found none"},
+      {events(R"({"ph":"X","cat":"cpu_op","name":"a","pid":1,"tid":1,"ts":0,"dur":1,"args":3})"),
+       "traceEvents[0].args: expected an object, found 3"},
+      {events(R"({"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":0,"dur":1,)"
+              R"("args":{"correlation":"7"}})"),
+       "traceEvents[0].args.correlation: expected an integer, found \"7\""},
+      {events(R"({"ph":"X","cat":"cpu_op","name":"a","pid":1,"tid":1,"ts":0,"dur":1,)"
+              R"("args":{"Input Dims":5}})"),
+       "traceEvents[0].args.Input Dims: expected a list of input shapes, found 5"},
+      {events(R"({"ph":"X","cat":"cpu_op","name":"a","pid":1,"tid":1,"ts":0,"dur":1,)"
+              R"("args":{"Input Dims":[[2,-3]]}})"),
+       "traceEvents[0].args.Input Dims: expected sizes >= 0, found -3"},
+      {events(R"({"ph":"X","cat":"user_annotation","name":"ProfilerStep#0","pid":1,"tid":1,)"
+              R"("ts":0,"dur":1})"),
+       "traceEvents: expected CPU operator events (category cpu_op)"},
+      {events(R"({"ph":"X","cat":"cpu_op","name":"a","pid":1,"tid":1,"ts":0,"dur":1})"),
+       "expected operator input shapes (torch.profiler with record_shapes=True), found none"},
+      {events(op),
+       "traceEvents: expected steps with an embedding, transformer layers and an LM "
+       "head, found none of 0 steps"},
+  };
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE(cases[i].content);
+    const std::string path = dir.write("t" + std::to_string(i) + ".json", cases[i].content);
+    const std::string error =
+        error_of([&] { calibrate_kineto(std::vector<std::string>{path}, {}); });
+    EXPECT_TRUE(error.starts_with(path + ": ")) << error;
+    EXPECT_NE(error.find(cases[i].expected), std::string::npos) << error;
+    EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+  }
+  // A gzip file cut short.
+  std::ifstream gz(k_data + "tiny.kineto.json.gz", std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(gz)), std::istreambuf_iterator<char>());
+  const std::string cut = dir.write("cut.json.gz", bytes.substr(0, bytes.size() / 2));
+  const std::string error = error_of([&] { calibrate_kineto(std::vector<std::string>{cut}, {}); });
+  EXPECT_TRUE(error.starts_with(cut + ": ")) << error;
+  // Traces of two different models.
+  const std::vector<std::string> two = {k_data + "tiny.kineto.json.gz",
+                                        k_data + "random.kineto.json.gz"};
+  const std::string mixed = error_of([&] { calibrate_kineto(two, {}); });
+  EXPECT_NE(mixed.find("random.kineto.json.gz: ProfilerStep[0]: expected the model of the "
+                       "earlier steps (d192 h6/2x32"),
+            std::string::npos)
+      << mixed;
 }
 
 }  // namespace
