@@ -59,6 +59,9 @@ HELD_OUT = ([("prefill", b, t) for b, t in [(1, 64), (2, 96), (3, 48), (1, 192),
                                             (18, 90), (22, 350), (26, 140), (30, 480), (11, 30),
                                             (16, 400), (4, 180)]])
 
+QUICK = [("prefill", 1, 16), ("prefill", 2, 8), ("decode", 1, 16), ("decode", 4, 24),
+         ("decode", 8, 8), ("decode", 2, 40)]
+
 
 class Config:
     def __init__(self, name):
@@ -328,6 +331,8 @@ def main():
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--repeats", type=int, default=3,
                         help="unprofiled repetitions per step; their median is kept")
+    parser.add_argument("--quick", action="store_true",
+                        help="a few small steps only (the test of this script)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
@@ -336,8 +341,9 @@ def main():
     if args.model == "tiny":
         load_tiny(model)
     generator = torch.Generator().manual_seed(1)
-    calibration = [inputs(c, model, *s, generator) for s in CALIBRATION]
-    held_out = [inputs(c, model, *s, generator) for s in HELD_OUT]
+    shapes, held_shapes = (QUICK, QUICK[:2]) if args.quick else (CALIBRATION, HELD_OUT)
+    calibration = [inputs(c, model, *s, generator) for s in shapes]
+    held_out = [inputs(c, model, *s, generator) for s in held_shapes]
 
     timed_steps(model, calibration + held_out)  # warm-up: allocator, thread pool, caches
     os.makedirs(args.out, exist_ok=True)
@@ -368,14 +374,14 @@ def main():
         "threads": torch.get_num_threads(),
         "attention": ("scaled_dot_product_attention"
                       if hasattr(F, "scaled_dot_product_attention") else "matmul_softmax_matmul"),
-        "calibration": rows(CALIBRATION, profiled_cal, 0),
-        "held_out": rows(HELD_OUT, profiled_held, len(CALIBRATION)),
+        "calibration": rows(shapes, profiled_cal, 0),
+        "held_out": rows(held_shapes, profiled_held, len(shapes)),
     }
     with open(os.path.join(args.out, f"{args.model}.steps.json"), "w") as f:
         json.dump(steps, f, indent=1)
         f.write("\n")
     print(f"wrote {args.out}/{args.model}.kineto.json.gz and {args.model}.steps.json "
-          f"({len(CALIBRATION)} calibration steps, {len(HELD_OUT)} held out)", file=sys.stderr)
+          f"({len(shapes)} calibration steps, {len(held_shapes)} held out)", file=sys.stderr)
 
 
 if __name__ == "__main__":
