@@ -167,8 +167,13 @@ std::vector<std::vector<std::int64_t>> input_dims(const std::string& path, const
                                         [](const json& v) { return v.is_number_integer(); });
     if (tensor) {
       for (const json& size : input) {
-        if (size.get<std::int64_t>() < 0)
-          fail(path, at, expected_found("sizes >= 0", std::to_string(size.get<std::int64_t>())));
+        // No tensor dimension reaches 2^40 elements; larger ones would overflow the products.
+        constexpr std::int64_t k_max_size = std::int64_t{1} << 40;
+        if (size.get<std::int64_t>() < 0 || size.get<std::int64_t>() > k_max_size) {
+          fail(path, at,
+               expected_found(fmt::format("sizes from 0 to {}", k_max_size),
+                              std::to_string(size.get<std::int64_t>())));
+        }
         shape.push_back(size.get<std::int64_t>());
       }
     }

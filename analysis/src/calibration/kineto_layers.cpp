@@ -6,8 +6,6 @@
 
 #include <algorithm>
 #include <array>
-#include <functional>
-#include <numeric>
 #include <optional>
 #include <span>
 
@@ -21,8 +19,14 @@ namespace {
 namespace ops = traces::engine_ops;
 using Dims = std::vector<std::int64_t>;
 
-std::int64_t product(std::span<const std::int64_t> dims) {
-  return std::accumulate(dims.begin(), dims.end(), std::int64_t{1}, std::multiplies<>());
+// The elements of a shape; nullopt when they overflow (a hostile trace, not a tensor).
+std::optional<std::int64_t> product(std::span<const std::int64_t> dims) {
+  std::int64_t n = 1;
+  for (const std::int64_t d : dims) {
+    if (__builtin_mul_overflow(n, d, &n))
+      return std::nullopt;
+  }
+  return n;
 }
 
 const Dims* input(const Operator& op, std::size_t i) {
@@ -39,9 +43,11 @@ struct Projection {
 std::optional<Projection> projection(const Operator& op) {
   const auto make = [](const Dims& x, std::int64_t in,
                        std::int64_t out) -> std::optional<Projection> {
-    if (x.size() < 2 || x.back() != in)
+    const std::optional<std::int64_t> rows =
+        x.size() >= 2 ? product(std::span(x).first(x.size() - 1)) : std::nullopt;
+    if (!rows || x.back() != in)
       return std::nullopt;
-    return Projection{in, out, product(std::span(x).first(x.size() - 1))};
+    return Projection{in, out, *rows};
   };
   const Dims* a = input(op, 0);
   const Dims* b = input(op, 1);
@@ -316,10 +322,11 @@ constexpr std::array<std::string_view, 10> k_kinds = {
 // The (query, key) pairs the simulator prices a layer's attention by (sim/cost/stack_work.hpp):
 // per decode sequence its keys; per prefill sequence q*c + q(q+1)/2 causal pairs.
 double attention_pairs(const Attention& a) {
-  const std::int64_t q = a.queries;
-  const std::int64_t c = std::max<std::int64_t>(0, a.keys - q);
-  const std::int64_t per_sequence = q == 1 ? a.keys : q * c + q * (q + 1) / 2;
-  return static_cast<double>(a.sequences * per_sequence);
+  const auto q = static_cast<double>(a.queries);
+  const double c = std::max(0.0, static_cast<double>(a.keys) - q);
+  const double per_sequence =
+      a.queries == 1 ? static_cast<double>(a.keys) : q * c + q * (q + 1) / 2;
+  return static_cast<double>(a.sequences) * per_sequence;
 }
 
 // The recursion (1-based) whose "exitsim.recursion.<r>" range holds time t; 0 outside all.
@@ -349,14 +356,21 @@ ModelShape shape_of(const Trace& trace, const Step& step, std::size_t index) {
   const Attention& a = first.attention;
   shape.n_heads = a.heads;
   shape.head_dim = a.head_dim;
-  if (first.o_proj.in != a.heads * a.head_dim) {
+  std::int64_t q_width = 0;
+  if (a.heads <= 0 || a.head_dim <= 0 || a.sequences <= 0 ||
+      __builtin_mul_overflow(a.heads, a.head_dim, &q_width)) {
+    fail(expected_found(
+        "an attention over whole heads (sequences, heads, head size above 0)",
+        fmt::format("{} sequences, {} heads of {}", a.sequences, a.heads, a.head_dim)));
+  }
+  if (first.o_proj.in != q_width) {
     fail(expected_found(
         fmt::format("an output projection from the attention's {} heads x {}", a.heads, a.head_dim),
         fmt::format("one of {} inputs", first.o_proj.in)));
   }
   std::int64_t qkv_out = 0;
   for (const Projection& p : first.qkv)
-    qkv_out += p.out;
+    qkv_out += p.out;  // at most a few outputs of at most 2^40 each
   const std::int64_t kv = qkv_out - first.o_proj.in;
   if (kv <= 0 || kv % (2 * a.head_dim) != 0) {
     fail(expected_found("query, key and value projections of whole heads",
@@ -466,8 +480,8 @@ void map_trace(const Trace& trace, Samples& samples, std::vector<TraceStep>& ste
 
     TraceStep traced;
     traced.wall_us = bound.end_us - bound.start_us;
-    const Dims& ids = (*embedding)->input_dims[1];
-    traced.embedded = static_cast<double>(product(ids));
+    const std::optional<std::int64_t> ids = product((*embedding)->input_dims[1]);
+    traced.embedded = static_cast<double>(ids.value_or(0));
     traced.emitted = static_cast<double>(step.lm_rows);
     add_sample(samples, traced, std::string(ops::embed), "other",
                {traced.embedded, 0, step.embedding->duration_us});
