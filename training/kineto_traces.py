@@ -29,13 +29,14 @@ import os
 import platform
 import shutil
 import statistics
-import struct
 import sys
 import tempfile
 import time
 
 import torch
 import torch.nn.functional as F
+
+from train_tiny import read_safetensors  # the shipped weights' reader (this folder)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -183,22 +184,6 @@ class Model(torch.nn.Module):
             recursion_range[1].__exit__(None, None, None)
         logits = self.lm_head(self.norm(x[:, -1:, :]))
         return torch.argmax(logits, dim=-1)
-
-
-def read_safetensors(path):
-    with open(path, "rb") as f:
-        raw = f.read()
-    (length,) = struct.unpack("<Q", raw[:8])
-    header = json.loads(raw[8:8 + length])
-    out = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        begin, end = info["data_offsets"]
-        dtype = {"F16": torch.float16, "F32": torch.float32}[info["dtype"]]
-        blob = bytearray(raw[8 + length + begin:8 + length + end])
-        out[name] = torch.frombuffer(blob, dtype=dtype).float().view(info["shape"])
-    return out
 
 
 def load_tiny(model):

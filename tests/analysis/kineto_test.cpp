@@ -176,7 +176,7 @@ using test_support::TempDir;
 // its kernels' time, found through the runtime call's correlation id, not its CPU time (10 us
 // for every operator there); a CUDA graph replay's kernels are nobody's and are reported.
 TEST(Kineto, PricesGpuOpsByTheKernelsTheyLaunched) {
-  const std::vector<std::string> traces = {k_data + "gpu_plain.kineto.json"};
+  const std::vector<std::string> traces = {k_data + "gpu_plain.kineto.json.gz"};
   const KinetoCalibration imported = calibrate_kineto(traces, {});
   const sim::CostProfile& profile = imported.profile;
   EXPECT_EQ(profile.source.backend, "cuda");

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes gpu_plain.kineto.json: a hand-made torch.profiler (Kineto) trace of a GPU run, in the
+"""Writes gpu_plain.kineto.json.gz: a hand-made torch.profiler (Kineto) trace of a GPU run, in the
 schema torch.profiler's export_chrome_trace writes for CUDA activity (PyTorch 2.x): operators
 ("cat": "cpu_op", with "Input Dims"), the runtime calls they make ("cuda_runtime",
 cudaLaunchKernel, with a "correlation" id), the kernels on the device ("kernel", same
@@ -12,6 +12,7 @@ replays a CUDA graph of 3 kernels (cudaGraphLaunch), which no operator can claim
 Run once by hand (the test reads the committed output; tests never run Python):
   python3 tests/analysis/data/kineto/make_gpu_fixture.py
 """
+import gzip
 import json
 import os
 
@@ -102,10 +103,10 @@ def main():
                                       "computeMinor": 0}],
                 "cuda_runtime_version": 12040,
                 "traceEvents": events, "traceName": "gpu_plain", "displayTimeUnit": "ms"}
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gpu_plain.kineto.json")
-    with open(path, "w") as f:
-        json.dump(document, f, indent=None, separators=(",", ":"))
-        f.write("\n")
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gpu_plain.kineto.json.gz")
+    text = json.dumps(document, indent=None, separators=(",", ":")) + "\n"
+    with open(path, "wb") as out, gzip.GzipFile(fileobj=out, mode="wb", mtime=0) as f:
+        f.write(text.encode())
 
 
 if __name__ == "__main__":
