@@ -271,8 +271,8 @@ void run_validate(const ValidateArgs& args) {
   const std::string csv = (staging / "validation.csv").string();
   traces::write_file_atomically(csv, analysis::validation_csv(results));
   const std::string json = (staging / "validation.json").string();
-  const analysis::ValidationConditions conditions{loaded->model->hardware(), args.repeat, warmup,
-                                                  omp_wait_policy(), speed};
+  const analysis::ValidationConditions conditions{
+      loaded->model->hardware(), args.repeat, warmup, omp_wait_policy(), speed, std::nullopt};
   traces::write_file_atomically(json, analysis::validation_json(results, conditions));
   out.commit();
   fmt::print("wrote      {} and validation.json\n",
@@ -363,7 +363,8 @@ void run_validate_against(const ValidateArgs& args) {
     const std::vector<TimeNs> arrivals = analysis::benchmark_arrivals(bench, seed);
     runs.push_back(analysis::simulate_benchmark(s, bench, arrivals));
     rejected = std::max(rejected, runs.back().rejected.total());
-    reporter.update(k + 1, seeds, fmt::format("seed {}", seed));
+    reporter.update(static_cast<double>(k + 1), static_cast<double>(seeds),
+                    fmt::format("seed {}", seed));
   }
   if (rejected > 0) {
     unmatched.push_back(fmt::format(

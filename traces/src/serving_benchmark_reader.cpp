@@ -113,7 +113,6 @@ class Reader {
     const std::string cleaned = without_python_constants(text);
     if (json::accept(cleaned))
       return parse_json_document(cleaned, path_, what);
-    std::vector<std::string> lines;
     std::istringstream stream(cleaned);
     std::string line;
     std::int64_t number = 0;
