@@ -169,7 +169,11 @@ std::string validation_csv(std::span<const ValidationResult> results);
 // "strategies": [{"strategy", "pass", "targets", "iterations": {...}, "same_batches": {...},
 // "metrics": [{"metric", "engine", "engine_min", "engine_max", "engine_cv", "simulated",
 // "relative_error", "inside_engine_range", "target", "pass", and with a price band
-// "simulated_low", "simulated_high"}], "price_change"}]}.
+// "simulated_low", "simulated_high"}], "price_change"}]}. Against a benchmark (conditions.against
+// set): {"format", "hardware", "against": {file, format, ..., "unmatched": [...]}, "strategies":
+// [{"strategy", "reference", "pass", "targets", "metrics": [{"metric", "benchmark", "simulated",
+// "simulated_seeds", "simulated_seed_min", "simulated_seed_max", "relative_error",
+// "benchmark_inside_seed_range", "target", "pass"}]}]}.
 std::string validation_json(std::span<const ValidationResult> results,
                             const ValidationConditions& conditions);
 std::string format_validation(std::span<const ValidationResult> results);
