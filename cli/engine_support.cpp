@@ -37,9 +37,9 @@
 
 namespace exitsim::cli {
 
-void ModelOptions::add_to(CLI::App& command) {
+void ModelOptions::add_to(CLI::App& command, bool model_required) {
   command.add_option("--model", dir, "Model directory (exitsim.json or a Hugging Face Llama)")
-      ->required();
+      ->required(model_required);
   command
       .add_option("--exit-layers", exit_layers,
                   "Exit points of a plain model (layers, ascending), e.g. 8,16,24")

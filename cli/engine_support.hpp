@@ -41,7 +41,8 @@ struct ModelOptions {
                                 // OpenMP's choice)
   bool pin = false;             // each of them bound to its own core (or the scenario's engine.pin)
 
-  void add_to(CLI::App& command);
+  // --model is required unless `model_required` is false (the command then checks it itself).
+  void add_to(CLI::App& command, bool model_required = true);
 
   // The prompts' tokens: the text through the byte tokenizer, or the token-id file.
   std::vector<std::int32_t> corpus(const engine::ModelConfig& config) const;

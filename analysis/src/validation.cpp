@@ -234,10 +234,24 @@ void add_price_band(ValidationResult& result, double change, const sim::MetricsS
 }
 
 std::string validation_csv(std::span<const ValidationResult> results) {
+  // Against a benchmark the simulator's spread over the arrival seeds is two more columns.
+  const bool seeds = std::any_of(results.begin(), results.end(),
+                                 [](const ValidationResult& r) { return r.reference != "engine"; });
   std::string out =
       "strategy,metric,engine,simulated,relative_error,engine_min,engine_max,engine_cv,target,"
-      "pass,simulated_low,simulated_high\n";
+      "pass,simulated_low,simulated_high";
+  out += seeds ? ",simulated_seed_min,simulated_seed_max\n" : "\n";
   for (const ValidationResult& r : results) {
+    if (r.reference != "engine") {
+      for (const MetricComparison& m : r.metrics) {
+        out += fmt::format("{},{},{:.6g},{:.6g},{:.6g},,,,{},{},,,{:.6g},{:.6g}\n", r.strategy,
+                           m.metric, m.engine, m.simulated, m.relative_error,
+                           m.target > 0 ? fmt::format("{:.6g}", m.target) : "",
+                           m.target > 0 ? (m.pass ? "true" : "false") : "", m.simulated_seed_min,
+                           m.simulated_seed_max);
+      }
+      continue;
+    }
     const IterationError& it = r.iterations;
     out += fmt::format(
         "{},iterations,{},{},{:.6g},,,,,,,\n", r.strategy, it.engine_iterations,
@@ -277,16 +291,75 @@ std::string validation_csv(std::span<const ValidationResult> results) {
                       m.target > 0 ? (m.pass ? "true" : "false") : "",
                       band ? fmt::format("{:.6g}", m.simulated_low) : "",
                       band ? fmt::format("{:.6g}", m.simulated_high) : "");
+      if (seeds)
+        out.insert(out.size() - 1, ",,");
     }
   }
   return out;
 }
+
+namespace {
+
+// A strategy's comparison with a serving benchmark: request metrics only, the benchmark's figure
+// under "benchmark" and the simulator's spread over the arrival seeds.
+nlohmann::json benchmark_strategy_json(const ValidationResult& r) {
+  nlohmann::json metrics = nlohmann::json::array();
+  for (const MetricComparison& m : r.metrics) {
+    nlohmann::json metric = {{"metric", m.metric},
+                             {"benchmark", m.engine},
+                             {"simulated", m.simulated},
+                             {"simulated_seeds", m.simulated_seeds},
+                             {"simulated_seed_min", m.simulated_seed_min},
+                             {"simulated_seed_max", m.simulated_seed_max},
+                             {"relative_error", m.relative_error},
+                             {"benchmark_inside_seed_range", m.reference_inside_seed_range}};
+    if (m.target > 0) {
+      metric["target"] = m.target;
+      metric["pass"] = m.pass;
+    }
+    metrics.push_back(std::move(metric));
+  }
+  return {{"strategy", r.strategy},
+          {"reference", r.reference},
+          {"pass", r.pass},
+          {"targets", {{"metric", r.targets.metric}}},
+          {"metrics", metrics}};
+}
+
+nlohmann::json provenance_json(const BenchmarkProvenance& p) {
+  return {{"file", p.file},
+          {"format", p.format},
+          {"line", p.line},
+          {"backend", p.backend},
+          {"model_id", p.model_id},
+          {"tokenizer_id", p.tokenizer_id},
+          {"date", p.date},
+          {"scenario_model", p.scenario_model},
+          {"request_rate", p.request_rate},
+          {"burstiness",
+           std::isfinite(p.burstiness) ? nlohmann::json(p.burstiness) : nlohmann::json("inf")},
+          {"requests_in_file", p.requests_in_file},
+          {"requests_compared", p.requests_compared},
+          {"excluded_failed", p.excluded_failed},
+          {"arrival_seeds", p.arrival_seeds},
+          {"arrivals", p.arrivals},
+          {"max_concurrency",
+           p.max_concurrency ? nlohmann::json(*p.max_concurrency) : nlohmann::json(nullptr)},
+          {"max_concurrency_ignored", p.max_concurrency_ignored},
+          {"unmatched", p.unmatched}};
+}
+
+}  // namespace
 
 std::string validation_json(std::span<const ValidationResult> results,
                             const ValidationConditions& conditions) {
   const SpeedCheck& speed = conditions.speed;
   nlohmann::json list = nlohmann::json::array();
   for (const ValidationResult& r : results) {
+    if (r.reference != "engine") {
+      list.push_back(benchmark_strategy_json(r));
+      continue;
+    }
     const IterationError& it = r.iterations;
     nlohmann::json metrics = nlohmann::json::array();
     for (const MetricComparison& m : r.metrics) {
@@ -342,6 +415,14 @@ std::string validation_json(std::span<const ValidationResult> results,
                                 {"tolerance", speed.tolerance},
                                 {"normalized", speed.normalized},
                                 {"factor", speed.factor}};
+  if (conditions.against) {
+    return nlohmann::json{{"format", "exitsim-validation v1"},
+                          {"hardware", conditions.hardware},
+                          {"against", provenance_json(*conditions.against)},
+                          {"strategies", list}}
+               .dump(2) +
+           "\n";
+  }
   return nlohmann::json{{"format", "exitsim-validation v1"},
                         {"hardware", conditions.hardware},
                         {"repeats", conditions.repeats},
@@ -375,6 +456,30 @@ std::string band_of(const ValidationResult& r, const MetricComparison& m) {
 std::string format_validation(std::span<const ValidationResult> results) {
   std::string out;
   for (const ValidationResult& r : results) {
+    if (r.reference != "engine") {
+      const int seeds = r.metrics.empty() ? 0 : r.metrics.front().simulated_seeds;
+      out += fmt::format(
+          "{}: against the {}; simulated: the median of {} runs, one per reconstructed arrival "
+          "seed, [lowest, highest] of them\n",
+          r.strategy, r.reference, seeds);
+      for (const MetricComparison& m : r.metrics) {
+        const std::string verdict =
+            m.target > 0
+                ? fmt::format("  {} (target {:.0f}%{})", m.pass ? "pass" : "FAIL", 100 * m.target,
+                              m.reference_inside_seed_range
+                                  ? ", the benchmark is inside the seeds' range"
+                                  : "")
+                : std::string();
+        out += fmt::format(
+            "  {:<28} {} {:>10.2f}  simulated {:>10.2f} [{:.2f}, {:.2f}]  error {:>5.1f}%{}\n",
+            m.metric, r.reference, m.engine, m.simulated, m.simulated_seed_min,
+            m.simulated_seed_max, 100 * m.relative_error, verdict);
+      }
+      out +=
+          fmt::format("  {}: throughput and the p50s judged: within {:.0f}% or the seeds' range\n",
+                      r.pass ? "PASS" : "FAIL", 100 * r.targets.metric);
+      continue;
+    }
     const IterationError& it = r.iterations;
     out += fmt::format(
         "{}: iterations engine {} / simulated {}; per-iteration error median {:.1f}%, p90 "

@@ -56,6 +56,13 @@ struct MetricComparison {
   // moves it. Equal to `simulated` without a band.
   double simulated_low = 0;
   double simulated_high = 0;
+  // Against a serving benchmark (`validate --against`): the simulator ran once per arrival seed,
+  // `simulated` is the median of those runs and these their lowest and highest figure (what
+  // reconstructing the unknown arrivals costs). 0 seeds: one run, no spread.
+  int simulated_seeds = 0;
+  double simulated_seed_min = 0;
+  double simulated_seed_max = 0;
+  bool reference_inside_seed_range = false;  // seed_min <= engine (the benchmark) <= seed_max
   // The band's widest distance from `simulated`, relative to it (0 without a band).
   double price_sensitivity() const;
 };
@@ -63,6 +70,10 @@ struct MetricComparison {
 // One strategy's validation: iteration error and the request metrics of both executors.
 struct ValidationResult {
   std::string strategy;
+  // What the simulator is compared with: "engine" (exitsim's own, iterations compared too) or
+  // "benchmark" (a vLLM/SGLang result file: request metrics only; MetricComparison::engine holds
+  // the benchmark's figure).
+  std::string reference = "engine";
   // The engine's steps against the simulator's own run of the same requests (the schedules may
   // drift apart where the predicted times differ); of the engine run with the median error.
   IterationError iterations;
@@ -120,12 +131,34 @@ struct SpeedCheck {
 
 // How the engine was measured: the machine (with its thread setting), the runs per strategy, the
 // warm-up, the OpenMP wait policy, the speed check.
+// Against a serving benchmark: the file, what was compared and what could not be matched.
+struct BenchmarkProvenance {
+  std::string file;
+  std::string format;     // "vllm" or "sglang"
+  std::int64_t line = 0;  // the JSON Lines line read; 0: one document
+  std::string backend, model_id, tokenizer_id, date;
+  std::string scenario_model;  // the scenario's model name, to compare with model_id
+  std::string request_rate;    // as the file gives it ("inf" or the number)
+  double burstiness = 1;
+  std::int64_t requests_in_file = 0;
+  std::int64_t requests_compared = 0;
+  std::int64_t excluded_failed = 0;
+  std::vector<std::uint64_t> arrival_seeds;
+  std::string arrivals;  // how the arrivals were reconstructed
+  std::optional<std::int64_t> max_concurrency;
+  bool max_concurrency_ignored = false;
+  // What could not be matched or was assumed, one line each (also printed).
+  std::vector<std::string> unmatched;
+};
+
 struct ValidationConditions {
   std::string hardware;
   int repeats = 1;
   int warmup_requests = 0;
   std::string omp_wait_policy = "default";
   SpeedCheck speed;
+  // Set by `validate --against`: written as "against" (engine-only fields are left out).
+  std::optional<BenchmarkProvenance> against;
 };
 
 // The results as CSV (one row per strategy and metric, iteration errors as metrics too) and as
@@ -136,7 +169,11 @@ std::string validation_csv(std::span<const ValidationResult> results);
 // "strategies": [{"strategy", "pass", "targets", "iterations": {...}, "same_batches": {...},
 // "metrics": [{"metric", "engine", "engine_min", "engine_max", "engine_cv", "simulated",
 // "relative_error", "inside_engine_range", "target", "pass", and with a price band
-// "simulated_low", "simulated_high"}], "price_change"}]}.
+// "simulated_low", "simulated_high"}], "price_change"}]}. Against a benchmark (conditions.against
+// set): {"format", "hardware", "against": {file, format, ..., "unmatched": [...]}, "strategies":
+// [{"strategy", "reference", "pass", "targets", "metrics": [{"metric", "benchmark", "simulated",
+// "simulated_seeds", "simulated_seed_min", "simulated_seed_max", "relative_error",
+// "benchmark_inside_seed_range", "target", "pass"}]}]}.
 std::string validation_json(std::span<const ValidationResult> results,
                             const ValidationConditions& conditions);
 std::string format_validation(std::span<const ValidationResult> results);

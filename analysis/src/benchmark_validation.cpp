@@ -1,0 +1,282 @@
+#include "exitsim/analysis/benchmark_validation.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+#include "exitsim/core/random.hpp"
+#include "exitsim/core/request.hpp"
+#include "exitsim/sim/metrics/latency_sketch.hpp"
+#include "exitsim/sim/simulator.hpp"
+#include "exitsim/traces/request_source.hpp"
+
+namespace exitsim::analysis {
+namespace {
+
+constexpr double k_ns_per_ms = 1e6;
+
+TimeNs to_ns(double seconds) {
+  return static_cast<TimeNs>(std::llround(seconds * 1e9));
+}
+
+// Mean, p50, p90, p99 of `values` (ms): percentiles by nearest rank, as exitsim's metrics.
+struct Stats {
+  double mean = 0, p50 = 0, p90 = 0, p99 = 0;
+};
+
+Stats stats_of(std::vector<double> values) {
+  Stats s;
+  if (values.empty())
+    return s;
+  std::sort(values.begin(), values.end());
+  double sum = 0;
+  for (const double v : values)
+    sum += v;
+  const auto n = static_cast<std::int64_t>(values.size());
+  const auto at = [&](double q) {
+    return values[static_cast<std::size_t>(sim::nearest_rank(q, n) - 1)];
+  };
+  s.mean = sum / static_cast<double>(n);
+  s.p50 = at(0.5);
+  s.p90 = at(0.9);
+  s.p99 = at(0.99);
+  return s;
+}
+
+void add_latency(std::vector<NamedFigure>& out, const char* name, const Stats& s) {
+  out.push_back({fmt::format("{}_mean_ms", name), s.mean, false});
+  out.push_back({fmt::format("{}_p50_ms", name), s.p50, true});
+  out.push_back({fmt::format("{}_p90_ms", name), s.p90, false});
+  out.push_back({fmt::format("{}_p99_ms", name), s.p99, false});
+}
+
+// The per-request values of the successful requests, in ms.
+struct Samples {
+  std::vector<double> ttft, tpot, itl, e2e;
+  std::int64_t requests = 0;
+  std::int64_t output_tokens = 0;
+};
+
+Samples samples_of(const traces::ServingBenchmark& b) {
+  Samples s;
+  for (const traces::BenchmarkRequest& r : b.requests) {
+    if (r.failed)
+      continue;
+    ++s.requests;
+    s.output_tokens += r.output_tokens;
+    TimeNs decode = 0;
+    for (const TimeNs gap : r.itls) {
+      decode += gap;
+      s.itl.push_back(static_cast<double>(gap) / k_ns_per_ms);
+    }
+    s.ttft.push_back(static_cast<double>(r.ttft) / k_ns_per_ms);
+    s.e2e.push_back(static_cast<double>(r.ttft + decode) / k_ns_per_ms);
+    if (r.output_tokens > 1) {
+      s.tpot.push_back(static_cast<double>(decode) / k_ns_per_ms /
+                       static_cast<double>(r.output_tokens - 1));
+    }
+  }
+  return s;
+}
+
+// Replays the successful requests at their reconstructed arrivals.
+class ReplaySource final : public traces::RequestSource {
+ public:
+  ReplaySource(const traces::ServingBenchmark& b, std::span<const TimeNs> arrivals) {
+    if (arrivals.size() != b.requests.size())
+      throw std::invalid_argument("simulate_benchmark: one arrival per request of the file");
+    for (std::size_t i = 0; i < b.requests.size(); ++i) {
+      const traces::BenchmarkRequest& r = b.requests[i];
+      if (r.failed)
+        continue;
+      RequestDescriptor d;
+      d.id = RequestId(requests_.size());
+      d.arrival = arrivals[i];
+      d.input_tokens = r.input_tokens;
+      d.output_tokens = r.output_tokens;
+      requests_.push_back(std::move(d));
+    }
+  }
+  std::optional<RequestDescriptor> next() override {
+    if (next_ == requests_.size())
+      return std::nullopt;
+    return requests_[next_++];
+  }
+  std::int64_t skipped_rows() const override { return 0; }
+  bool has_arrivals() const override { return true; }
+  std::string format_name() const override { return "serving benchmark"; }
+
+ private:
+  std::vector<RequestDescriptor> requests_;
+  std::size_t next_ = 0;
+};
+
+// The lower middle of the sorted values (a value some run gave), the min and the max.
+struct Spread {
+  double median = 0, min = 0, max = 0;
+};
+
+Spread spread_of(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return {values[(values.size() - 1) / 2], values.front(), values.back()};
+}
+
+}  // namespace
+
+std::vector<TimeNs> benchmark_arrivals(const traces::ServingBenchmark& benchmark,
+                                       std::uint64_t seed) {
+  const std::size_t n = benchmark.requests.size();
+  std::vector<TimeNs> arrivals(n, 0);
+  if (!benchmark.request_rate || n == 0)
+    return arrivals;
+  const double rate = *benchmark.request_rate;
+  RandomStream rng(seed, "validate.against.arrivals");
+  std::vector<double> sent(n, 0.0);  // seconds
+  if (benchmark.format == traces::ServingBenchmarkFormat::sglang) {
+    // The first request at once, then an exponential gap after each.
+    for (std::size_t i = 1; i < n; ++i)
+      sent[i] = sent[i - 1] + rng.exponential(rate);
+  } else {
+    const double shape = benchmark.burstiness;
+    double total = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      total += std::isinf(shape) ? 1.0 / rate : rng.gamma(shape, 1.0 / (rate * shape));
+      sent[i] = total;
+    }
+    // vLLM rescales the delays so that the last is num_requests / rate.
+    if (total > 0) {
+      const double scale = static_cast<double>(n) / rate / total;
+      for (double& t : sent)
+        t *= scale;
+    }
+  }
+  // Relative to the first request, as the simulator's traces are.
+  for (std::size_t i = 0; i < n; ++i)
+    arrivals[i] = to_ns(sent[i] - sent[0]);
+  return arrivals;
+}
+
+std::vector<NamedFigure> benchmark_figures(const traces::ServingBenchmark& benchmark) {
+  const Samples s = samples_of(benchmark);
+  std::vector<NamedFigure> out{
+      {"throughput_tokens_per_s", static_cast<double>(s.output_tokens) / benchmark.duration_s,
+       true},
+      {"throughput_requests_per_s", static_cast<double>(s.requests) / benchmark.duration_s, true}};
+  add_latency(out, "ttft", stats_of(s.ttft));
+  add_latency(out, "tpot", stats_of(s.tpot));
+  add_latency(out, "itl", stats_of(s.itl));
+  add_latency(out, "e2e", stats_of(s.e2e));
+  return out;
+}
+
+std::vector<NamedFigure> simulated_figures(const sim::MetricsSummary& summary) {
+  std::vector<NamedFigure> out{
+      {"throughput_tokens_per_s", summary.throughput_tokens_per_s, true},
+      {"throughput_requests_per_s", summary.request_throughput_per_s, true}};
+  const auto add = [&](const char* name, const sim::LatencyStats& l) {
+    add_latency(out, name, Stats{l.mean, l.p50, l.p90, l.p99});
+  };
+  add("ttft", summary.ttft);
+  add("tpot", summary.tpot);
+  add("itl", summary.itl);
+  add("e2e", summary.e2e);
+  return out;
+}
+
+std::vector<std::string> summary_cross_checks(const traces::ServingBenchmark& benchmark,
+                                              double tolerance) {
+  const std::vector<NamedFigure> figures = benchmark_figures(benchmark);
+  const auto figure = [&](const std::string& name) {
+    for (const NamedFigure& f : figures) {
+      if (f.name == name)
+        return f.value;
+    }
+    return 0.0;
+  };
+  // The file's key, and the figure computed here from its per-request lists.
+  const std::vector<std::pair<std::string, std::string>> keys = {
+      {"output_throughput", "throughput_tokens_per_s"},
+      {"request_throughput", "throughput_requests_per_s"},
+      {"mean_ttft_ms", "ttft_mean_ms"},
+      {"median_ttft_ms", "ttft_p50_ms"},
+      {"mean_tpot_ms", "tpot_mean_ms"},
+      {"median_tpot_ms", "tpot_p50_ms"},
+      {"mean_itl_ms", "itl_mean_ms"},
+      {"median_itl_ms", "itl_p50_ms"},
+      {"mean_e2el_ms", "e2e_mean_ms"},
+      {"median_e2el_ms", "e2e_p50_ms"},
+      {"mean_e2e_latency_ms", "e2e_mean_ms"},
+      {"median_e2e_latency_ms", "e2e_p50_ms"}};
+  std::vector<std::string> out;
+  for (const auto& [key, name] : keys) {
+    const auto it = benchmark.summary.find(key);
+    if (it == benchmark.summary.end())
+      continue;
+    const double mine = figure(name);
+    const double theirs = it->second;
+    const double scale = std::max(std::abs(mine), std::abs(theirs));
+    if (scale > 0 && std::abs(mine - theirs) / scale > tolerance) {
+      out.push_back(fmt::format(
+          "the file's {} is {:.4g} but its per-request lists give {:.4g} ({}; {:.1f}% apart){}",
+          key, theirs, mine, name, 100 * std::abs(mine - theirs) / scale,
+          key.starts_with("median")
+              ? ": numpy's median interpolates between the two middle values, exitsim's is the "
+                "nearest rank"
+              : ""));
+    }
+  }
+  return out;
+}
+
+sim::MetricsSummary simulate_benchmark(const scenario::Scenario& scenario,
+                                       const traces::ServingBenchmark& benchmark,
+                                       std::span<const TimeNs> arrivals) {
+  const sim::SimulationConfig config = sim::simulation_config_from(scenario, "");
+  ReplaySource source(benchmark, arrivals);
+  return sim::simulate(config, source).summary;
+}
+
+ValidationResult compare_with_benchmark(const std::string& strategy,
+                                        std::span<const NamedFigure> benchmark,
+                                        std::span<const sim::MetricsSummary> simulated,
+                                        const ValidationTargets& targets) {
+  if (simulated.empty())
+    throw std::invalid_argument("compare_with_benchmark: no simulation");
+  std::vector<std::vector<NamedFigure>> runs;
+  for (const sim::MetricsSummary& s : simulated)
+    runs.push_back(simulated_figures(s));
+  ValidationResult r;
+  r.strategy = strategy;
+  r.reference = "benchmark";
+  r.targets = targets;
+  for (std::size_t i = 0; i < benchmark.size(); ++i) {
+    std::vector<double> values;
+    for (const std::vector<NamedFigure>& run : runs)
+      values.push_back(run.at(i).value);
+    const Spread spread = spread_of(values);
+    MetricComparison m;
+    m.metric = benchmark[i].name;
+    m.engine = benchmark[i].value;
+    m.engine_min = m.engine;
+    m.engine_max = m.engine;
+    m.simulated = spread.median;
+    m.simulated_low = spread.median;
+    m.simulated_high = spread.median;
+    m.simulated_seeds = static_cast<int>(simulated.size());
+    m.simulated_seed_min = spread.min;
+    m.simulated_seed_max = spread.max;
+    m.relative_error = m.engine != 0 ? std::abs(m.simulated - m.engine) / std::abs(m.engine)
+                                     : (m.simulated == 0 ? 0.0 : 1.0);
+    m.reference_inside_seed_range = m.engine >= spread.min && m.engine <= spread.max;
+    m.target = benchmark[i].judged ? targets.metric : 0;
+    m.pass = m.target <= 0 || m.relative_error <= m.target || m.reference_inside_seed_range;
+    r.pass = r.pass && m.pass;
+    r.metrics.push_back(std::move(m));
+  }
+  return r;
+}
+
+}  // namespace exitsim::analysis

@@ -1,0 +1,221 @@
+// `exitsim validate --against RESULT.json`: a vLLM result made here from the simulator's own run
+// is reproduced on the same scenario and not on a slower one; engine-only options, a missing
+// scenario, a closed client limit and a broken file are refused in one line, leaving nothing.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "support/cli_fixture.hpp"
+
+namespace {
+
+using namespace cli_support;
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+constexpr const char* k_scenario = "scenarios/default.yaml";
+constexpr const char* k_workload =
+    " --set workload.requests=300 --set workload.arrivals.rate=2 --set seed=11";
+
+class ValidateAgainst : public Cli {
+ protected:
+  // Simulates the scenario (Poisson arrivals at 2 req/s) and writes its requests, in arrival
+  // order, as `vllm bench serve --save-result --save-detailed` would have: ttfts in seconds and
+  // output_len - 1 inter-token gaps each equal to the request's TPOT (the per-request CSV holds
+  // no single gaps), duration the simulated makespan.
+  fs::path simulated_result(const std::string& extra = "") {
+    const fs::path sim = dir_ / "sim";
+    const Result r =
+        run(std::string("simulate ") + k_scenario + k_workload + " --out '" + sim.string() + "'");
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    std::istringstream csv(slurp(sim / "requests.csv"));
+    std::string line;
+    std::getline(csv, line);  // header
+    struct Row {
+      long long id, first_token, completion, input, output;
+      double ttft_ms;
+    };
+    std::vector<Row> rows;
+    while (std::getline(csv, line)) {
+      std::vector<std::string> f;
+      std::stringstream fields(line);
+      for (std::string x; std::getline(fields, x, ',');)
+        f.push_back(x);
+      // request_id,replica,arrival_ns,first_scheduled_ns,first_token_ns,completion_ns,
+      // input_tokens,output_tokens,preemptions,ttft_ms,tpot_ms,e2e_ms
+      rows.push_back({std::stoll(f[0]), std::stoll(f[4]), std::stoll(f[5]), std::stoll(f[6]),
+                      std::stoll(f[7]), std::stod(f[9])});
+    }
+    std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.id < b.id; });
+    json j = json::parse(slurp(sim / "summary.json"));
+    json result = {{"date", "20250101-000000"},
+                   {"backend", "vllm"},
+                   {"model_id", "meta-llama/Meta-Llama-3-8B"},
+                   {"tokenizer_id", "meta-llama/Meta-Llama-3-8B"},
+                   {"num_prompts", rows.size()},
+                   {"request_rate", 2.0},
+                   {"burstiness", 1.0},
+                   {"max_concurrency", nullptr},
+                   {"duration", j["makespan_s"]}};
+    json inputs = json::array(), outputs = json::array(), ttfts = json::array(),
+         itls = json::array(), errors = json::array();
+    for (const Row& row : rows) {
+      inputs.push_back(row.input);
+      outputs.push_back(row.output);
+      ttfts.push_back(row.ttft_ms / 1000.0);
+      json gaps = json::array();
+      for (long long k = 1; k < row.output; ++k) {
+        gaps.push_back(static_cast<double>(row.completion - row.first_token) /
+                       static_cast<double>(row.output - 1) / 1e9);
+      }
+      itls.push_back(gaps);
+      errors.push_back("");
+    }
+    result["input_lens"] = inputs;
+    result["output_lens"] = outputs;
+    result["ttfts"] = ttfts;
+    result["itls"] = itls;
+    result["errors"] = errors;
+    json edited = json::parse(extra.empty() ? "{}" : extra);
+    result.update(edited);
+    return file("result.json", result.dump());
+  }
+
+  std::map<std::string, json> metrics_of(const fs::path& out) const {
+    const json v = json::parse(slurp(out / "validation.json"));
+    std::map<std::string, json> m;
+    for (const json& metric : v["strategies"][0]["metrics"])
+      m[metric["metric"].get<std::string>()] = metric;
+    return m;
+  }
+};
+
+TEST_F(ValidateAgainst, ReproducesItsOwnRunAndNotASlowerOne) {
+  const fs::path result = simulated_result();
+  const fs::path out = dir_ / "validation";
+  const Result same = run(std::string("validate ") + k_scenario + " --against '" + result.string() +
+                          "' -o '" + out.string() + "'");
+  ASSERT_EQ(same.exit_code, 0) << same.err;
+  EXPECT_NE(same.out.find("full_depth: against the benchmark"), std::string::npos) << same.out;
+  EXPECT_NE(same.out.find("not matched arrivals: not in the file"), std::string::npos);
+  ASSERT_TRUE(fs::exists(out / "validation.csv"));
+  const auto m = metrics_of(out);
+  // The replay draws other arrival times than the run that wrote the file (that is the point:
+  // arrivals are not in vLLM's file). At 2 requests/s the batches stay small, so a request's TTFT
+  // and TPOT hardly depend on who else is in its batch: 10% on the p50s. Throughput divides by a
+  // makespan that ends with the last Poisson arrival, whose time varies by 1/sqrt(300) ~ 6%
+  // between draws: 15%.
+  for (const char* name : {"ttft_p50_ms", "tpot_p50_ms", "e2e_p50_ms"})
+    EXPECT_LT(m.at(name)["relative_error"].get<double>(), 0.10) << name << same.out;
+  EXPECT_LT(m.at("throughput_tokens_per_s")["relative_error"].get<double>(), 0.15) << same.out;
+  EXPECT_EQ(m.at("ttft_p50_ms")["simulated_seeds"], 5);
+  EXPECT_LE(m.at("ttft_p50_ms")["simulated_seed_min"].get<double>(),
+            m.at("ttft_p50_ms")["simulated_seed_max"].get<double>());
+  const json v = json::parse(slurp(out / "validation.json"));
+  EXPECT_EQ(v["against"]["format"], "vllm");
+  EXPECT_EQ(v["against"]["requests_compared"], 300);
+  EXPECT_EQ(v["against"]["arrival_seeds"].size(), 5u);
+
+  // Half the FLOP/s and bandwidth: every step takes about twice as long.
+  const fs::path slow = dir_ / "slow";
+  const Result slower =
+      run(std::string("validate ") + k_scenario + " --against '" + result.string() +
+          "' --set cost_model.flops_efficiency=0.35 --set "
+          "cost_model.bandwidth_efficiency=0.425 --arrival-seeds 2 -o '" +
+          slow.string() + "'");
+  ASSERT_EQ(slower.exit_code, 0) << slower.err;
+  const auto s = metrics_of(slow);
+  EXPECT_GT(s.at("tpot_p50_ms")["relative_error"].get<double>(), 0.5) << slower.out;
+  EXPECT_GT(s.at("e2e_p50_ms")["relative_error"].get<double>(), 0.5) << slower.out;
+  EXPECT_EQ(s.at("tpot_p50_ms")["simulated_seeds"], 2);
+}
+
+TEST_F(ValidateAgainst, RefusesEngineOptionsAndAMissingScenario) {
+  const fs::path result = file("r.json", slurp(fs::path(EXITSIM_SOURCE_DIR) /
+                                               "tests/traces/serving_benchmark/vllm_result.json"));
+  const fs::path out = dir_ / "out";
+  const Result profile = run(std::string("validate ") + k_scenario + " --against '" +
+                             result.string() + "' --profile p.json -o '" + out.string() + "'");
+  EXPECT_NE(profile.exit_code, 0);
+  EXPECT_EQ(profile.err,
+            "exitsim: error: --profile: expected no engine option with --against (the simulator "
+            "replays the benchmark; the engine does not run), found --profile\n");
+  const Result repeat = run(std::string("validate ") + k_scenario + " --against '" +
+                            result.string() + "' --repeat 3 -o '" + out.string() + "'");
+  EXPECT_NE(repeat.exit_code, 0);
+  EXPECT_NE(repeat.err.find("--repeat: expected no engine option with --against"),
+            std::string::npos);
+  const Result no_scenario =
+      run("validate --against '" + result.string() + "' -o '" + out.string() + "'");
+  EXPECT_NE(no_scenario.exit_code, 0);
+  EXPECT_NE(no_scenario.err.find("--against: expected a scenario file with it"), std::string::npos)
+      << no_scenario.err;
+  const Result seeds_alone = run(std::string("validate ") + k_scenario + " --arrival-seeds 3");
+  EXPECT_NE(seeds_alone.exit_code, 0);
+  EXPECT_NE(seeds_alone.err.find("--arrival-seeds: expected --against"), std::string::npos)
+      << seeds_alone.err;
+  const Result engine = run(std::string("validate ") + k_scenario);
+  EXPECT_NE(engine.exit_code, 0);
+  EXPECT_NE(engine.err.find("--model is required"), std::string::npos) << engine.err;
+  EXPECT_FALSE(fs::exists(out));
+}
+
+TEST_F(ValidateAgainst, MaxConcurrencyIsRefusedUnlessIgnoredAndThenSaid) {
+  std::string text =
+      slurp(fs::path(EXITSIM_SOURCE_DIR) / "tests/traces/serving_benchmark/vllm_result.json");
+  json j = json::parse(text);
+  j["max_concurrency"] = 4;
+  const fs::path result = file("r.json", j.dump());
+  const fs::path out = dir_ / "out";
+  const std::string base = std::string("validate ") + k_scenario + " --against '" +
+                           result.string() + "' --arrival-seeds 2 -o '" + out.string() + "'";
+  const Result refused = run(base);
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_EQ(refused.err, "exitsim: error: " + result.string() +
+                             ": max_concurrency: expected null: the simulator has no closed "
+                             "client limit (give --ignore-max-concurrency to compare anyway, as "
+                             "an open workload), found 4\n");
+  EXPECT_TRUE(refused.out.empty());
+  EXPECT_FALSE(fs::exists(out));
+  const Result ignored = run(base + " --ignore-max-concurrency");
+  ASSERT_EQ(ignored.exit_code, 0) << ignored.err;
+  EXPECT_NE(ignored.out.find("not matched max_concurrency 4:"), std::string::npos) << ignored.out;
+  EXPECT_NE(ignored.out.find("not matched 1 of 20 requests failed in the benchmark"),
+            std::string::npos)
+      << ignored.out;
+  const json v = json::parse(slurp(out / "validation.json"));
+  EXPECT_EQ(v["against"]["max_concurrency_ignored"], true);
+  EXPECT_EQ(v["against"]["excluded_failed"], 1);
+  EXPECT_EQ(v["against"]["model_id"], "meta-llama/Llama-3.1-8B-Instruct");
+}
+
+TEST_F(ValidateAgainst, ABrokenFileIsOneLineAndLeavesNothing) {
+  const fs::path result = file("bad.json",
+                               "{\"model_id\": \"m\", \"request_rate\": 1, "
+                               "\"duration\": 1, \"input_lens\": [1], "
+                               "\"output_lens\": [2], \"ttfts\": [0.1], "
+                               "\"itls\": [[\"x\"]]}");
+  const fs::path out = dir_ / "out";
+  const Result r = run(std::string("validate ") + k_scenario + " --against '" + result.string() +
+                       "' -o '" + out.string() + "'");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.err, "exitsim: error: " + result.string() +
+                       ": itls[0][0]: expected an inter-token latency in seconds, >= 0 and "
+                       "finite, found \"x\"\n");
+  EXPECT_TRUE(r.out.empty());
+  EXPECT_FALSE(fs::exists(out));
+  // Nothing beside the input and the captured streams: no folder, no staging left over.
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(dir_))
+    names.push_back(entry.path().filename().string());
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"bad.json", "stderr.txt", "stdout.txt"}));
+}
+
+}  // namespace
