@@ -8,6 +8,7 @@
 #include "commands.hpp"
 #include "exitsim/core/error.hpp"
 #include "exitsim/core/version.hpp"
+#include "full_binary.hpp"
 #include "progress.hpp"
 
 namespace {
@@ -19,6 +20,10 @@ constexpr int k_exit_internal_error = 3;
 }  // namespace
 
 int main(int argc, char** argv) {
+#ifndef EXITSIM_FULL_BINARY
+  if (exitsim::cli::needs_full_binary(argc, argv))
+    return exitsim::cli::run_in_full_binary(argv);
+#endif
   CLI::App app{
       "exitsim: simulate batched dynamic-depth LLM inference (early exit, recursion, "
       "routers) and chart whether it pays off"};

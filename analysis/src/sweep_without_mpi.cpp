@@ -1,5 +1,5 @@
-// run_sweep_mpi for builds without MPI: launched by mpirun, the sweep says how to get it.
-#ifndef EXITSIM_HAVE_MPI
+// run_sweep_mpi where MPI is not linked (the lean `exitsim` binary, which hands runs under mpirun
+// to exitsim-full, and builds without MPI): launched by mpirun, the sweep says how to get it.
 #include "exitsim/analysis/sweep.hpp"
 #include "exitsim/core/error.hpp"
 
@@ -12,4 +12,3 @@ std::optional<std::size_t> run_sweep_mpi(const SweepOptions& options) {
 }
 
 }  // namespace exitsim::analysis
-#endif
