@@ -164,6 +164,22 @@ void DepthModel::choose_exit_depths(std::span<const DecodeToken> tokens) {
 
 FillWork DepthModel::plan(std::span<const DecodeToken> tokens, std::span<policy::StepRow> rows) {
   const std::size_t n = tokens.size();
+  if (!dynamic_) {
+    // Without exits every token's plan is the whole stack, the same for all: planned once.
+    policy::DepthPlan whole;
+    const int depth = full_depth_;
+    policy::plan_depths(policy::SyncStrategy::full_depth, std::span<const int>(&depth, 1),
+                        full_depth_, {}, std::span<policy::DepthPlan>(&whole, 1));
+    FillWork fill;
+    for (const DecodeToken& token : tokens) {
+      policy::StepRow& row = rows[token.row_index];
+      row.kind = policy::RowKind::decode;
+      row.plan.assign_used(whole);
+      row.exit_depth = whole.useful_depth;
+      fill.add(whole);
+    }
+    return fill;
+  }
   exit_depth_.resize(n);
   if (policy_ != nullptr && dynamic_) {
     choose_exit_depths(tokens);
