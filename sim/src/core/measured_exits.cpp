@@ -8,6 +8,7 @@
 #include "exitsim/core/error.hpp"
 #include "exitsim/policy/exit_table.hpp"
 #include "exitsim/policy/quality_table.hpp"
+#include "exitsim/sim/inputs/shared_inputs.hpp"
 
 namespace exitsim::sim {
 namespace {
@@ -28,7 +29,9 @@ void check_points(std::size_t found, const std::string& table, const DepthStruct
 std::vector<double> confidence_distribution(const scenario::ExitPolicyConfig& config,
                                             const std::string& strategy,
                                             const DepthStructure& depth) {
-  const policy::ExitTable table = policy::ExitTable::read(config.threshold_table, strategy);
+  const std::shared_ptr<const policy::ExitTable> shared =
+      shared_exit_table(config.threshold_table, strategy);
+  const policy::ExitTable& table = *shared;
   check_points(table.exit_points(), config.threshold_table, depth);
   // A quality table says which confidence it thresholded; a table of another measure would give
   // the wrong exit distribution silently.
@@ -52,7 +55,9 @@ bool same_capacities(const std::vector<double>& a, const std::vector<double>& b)
 
 std::vector<double> measured_row(const scenario::ExitPolicyConfig& config,
                                  const std::string& strategy, const DepthStructure& depth) {
-  const policy::QualityTable table = policy::QualityTable::read(config.threshold_table);
+  const std::shared_ptr<const policy::QualityTable> shared =
+      shared_quality_table(config.threshold_table);
+  const policy::QualityTable& table = *shared;
   check_points(table.exit_points(), config.threshold_table, depth);
   const bool thresholded = config.kind == "router_expert_choice" && config.router_mode != "top_k";
   std::vector<double> thresholds;

@@ -6,6 +6,7 @@
 #include "exitsim/sim/cost/calibrated_cost_model.hpp"
 #include "exitsim/sim/cost/roofline.hpp"
 #include "exitsim/sim/cost/table_cost_model.hpp"
+#include "exitsim/sim/inputs/shared_inputs.hpp"
 
 namespace exitsim::sim {
 
@@ -37,14 +38,14 @@ std::unique_ptr<CostModel> make_cost_model(const scenario::CostModelConfig& conf
       throw InputError({"", 0, 0, "cost_model.profile"},
                        expected_found("the path of a cost table", "none"));
     }
-    return std::make_unique<TableCostModel>(CostTable::read(config.profile), model);
+    return std::make_unique<TableCostModel>(*shared_cost_table(config.profile), model);
   }
   if (config.kind == "calibrated") {
     if (config.profile.empty()) {
       throw InputError({"", 0, 0, "cost_model.profile"},
                        expected_found("the path of a cost profile (exitsim calibrate)", "none"));
     }
-    CostProfile profile = CostProfile::read(config.profile);
+    CostProfile profile = *shared_cost_profile(config.profile);
     // A profile prices the machine it was measured on: another accelerator would be priced
     // silently wrong.
     if (profile.source.hardware != hardware.name) {
