@@ -63,13 +63,23 @@ std::uint64_t mix64(std::uint64_t z) {
 
 }  // namespace
 
-double keyed_uniform(std::uint64_t seed, std::string_view stream, std::uint64_t a, std::uint64_t b,
-                     std::uint64_t c) {
-  constexpr std::uint64_t k_golden = 0x9e3779b97f4a7c15ULL;
-  std::uint64_t h = mix64(seed + k_golden);
-  for (const std::uint64_t word : {fnv1a_64(stream), a, b, c})
+namespace {
+constexpr std::uint64_t k_golden = 0x9e3779b97f4a7c15ULL;
+}  // namespace
+
+KeyedUniform::KeyedUniform(std::uint64_t seed, std::string_view stream)
+    : prefix_(mix64(mix64(seed + k_golden) + k_golden + fnv1a_64(stream))) {}
+
+double KeyedUniform::operator()(std::uint64_t a, std::uint64_t b, std::uint64_t c) const {
+  std::uint64_t h = prefix_;
+  for (const std::uint64_t word : {a, b, c})
     h = mix64(h + k_golden + word);
   return static_cast<double>(h >> 11) * 0x1.0p-53;
+}
+
+double keyed_uniform(std::uint64_t seed, std::string_view stream, std::uint64_t a, std::uint64_t b,
+                     std::uint64_t c) {
+  return KeyedUniform(seed, stream)(a, b, c);
 }
 
 double RandomStream::uniform() {

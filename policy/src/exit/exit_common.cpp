@@ -90,8 +90,15 @@ double exit_confidence(std::span<const float> probabilities, ConfidenceMeasure m
 }
 
 double exit_uniform(std::uint64_t seed, RequestId request, std::int64_t position, int draw) {
-  return keyed_uniform(seed, "exit.token", request.value, static_cast<std::uint64_t>(position),
-                       static_cast<std::uint64_t>(draw));
+  // One draw per token on the simulator's hot path: the stream's hash is kept per seed.
+  thread_local std::uint64_t hashed_seed = 0;
+  thread_local KeyedUniform stream(0, "exit.token");
+  if (seed != hashed_seed) {
+    stream = KeyedUniform(seed, "exit.token");
+    hashed_seed = seed;
+  }
+  return stream(request.value, static_cast<std::uint64_t>(position),
+                static_cast<std::uint64_t>(draw));
 }
 
 }  // namespace exitsim::policy

@@ -76,7 +76,8 @@ DepthModel::DepthModel(const scenario::ExitPolicyConfig& exit_policy,
       depthwise_rule_(depthwise_rule(sync)),
       rollback_probability_(
           strategy_ == policy::SyncStrategy::deferred_fill ? sync.rollback_probability : 0.0),
-      seed_(seed) {
+      seed_(seed),
+      rollback_draw_(seed, "exit.rollback") {
   const bool exits = exit_policy.kind != "none";
   // Shared K/V changes memory and attention work even when every token runs the full depth, and
   // depth-wise batching the way every token is stepped.
@@ -210,9 +211,8 @@ FillWork DepthModel::plan(std::span<const DecodeToken> tokens, std::span<policy:
       const std::int64_t filled = p.fill_tokens();
       for (std::int64_t k = 0; k < filled; ++k) {
         // Keyed by the filling token and the state's rank, like the exit draws.
-        if (keyed_uniform(seed_, "exit.rollback", tokens[i].request.value,
-                          static_cast<std::uint64_t>(tokens[i].position),
-                          static_cast<std::uint64_t>(k)) < rollback_probability_) {
+        if (rollback_draw_(tokens[i].request.value, static_cast<std::uint64_t>(tokens[i].position),
+                           static_cast<std::uint64_t>(k)) < rollback_probability_) {
           state.rollback = filled - k;
           break;
         }

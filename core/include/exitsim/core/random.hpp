@@ -95,4 +95,15 @@ class RandomStream {
 double keyed_uniform(std::uint64_t seed, std::string_view stream, std::uint64_t a, std::uint64_t b,
                      std::uint64_t c);
 
+// keyed_uniform with its (seed, stream) part hashed once: the same numbers, for draws made per
+// token on the simulator's hot path.
+class KeyedUniform {
+ public:
+  KeyedUniform(std::uint64_t seed, std::string_view stream);
+  double operator()(std::uint64_t a, std::uint64_t b, std::uint64_t c) const;
+
+ private:
+  std::uint64_t prefix_;
+};
+
 }  // namespace exitsim
