@@ -221,5 +221,23 @@ TEST(RandomStream, LognormalHasTheLognormalMean) {
   EXPECT_THROW(s.lognormal(0.0, -1.0), std::invalid_argument);
 }
 
+// The hot path's KeyedUniform (stream hashed once) draws exactly what keyed_uniform draws: the
+// simulator's and the engine's exit decisions must not depend on which of the two made them.
+TEST(KeyedUniform, DrawsWhatKeyedUniformDraws) {
+  for (const std::uint64_t seed : {0ULL, 1ULL, 42ULL, 0xffffffffffffffffULL}) {
+    for (const std::string_view stream : {"exit.token", "exit.rollback", ""}) {
+      const KeyedUniform draw(seed, stream);
+      for (std::uint64_t a = 0; a < 20; ++a) {
+        for (std::uint64_t b = 0; b < 20; b += 3) {
+          const std::uint64_t c = a * 7 + b;
+          ASSERT_EQ(draw(a, b, c), keyed_uniform(seed, stream, a, b, c));
+        }
+      }
+    }
+  }
+  EXPECT_NE(KeyedUniform(1, "exit.token")(1, 2, 3), KeyedUniform(2, "exit.token")(1, 2, 3));
+  EXPECT_NE(KeyedUniform(1, "exit.token")(1, 2, 3), KeyedUniform(1, "exit.rollback")(1, 2, 3));
+}
+
 }  // namespace
 }  // namespace exitsim
