@@ -138,8 +138,8 @@ void add_calibrate_command(CLI::App& app) {
                    "docs/calibration.md)")
       ->check(CLI::ExistingFile);
   command->add_option("--hardware", args->hardware,
-                      "With --kineto: the device the traces ran on (default: the trace's GPU "
-                      "name, or the exitsim_hardware key)");
+                      "With --kineto: the device the traces ran on (default: the trace's "
+                      "exitsim_hardware key, else its first GPU's name)");
   command->add_option("--model-name", args->model,
                       "With --kineto: the model's name in the profile (default: the first "
                       "trace's file name)");

@@ -278,3 +278,127 @@ TEST(Kineto, RefusesMalformedTracesNamingFileAndKey) {
 
 }  // namespace
 }  // namespace exitsim::analysis
+
+#include <zlib.h>
+
+namespace exitsim::analysis {
+namespace {
+
+// The GPU fixture's events, to vary one rule at a time.
+nlohmann::json gpu_fixture() {
+  gzFile file = gzopen((k_data + "gpu_plain.kineto.json.gz").c_str(), "rb");
+  std::string text;
+  char buffer[1 << 15];
+  int n = 0;
+  while ((n = gzread(file, buffer, sizeof buffer)) > 0)
+    text.append(buffer, static_cast<std::size_t>(n));
+  gzclose(file);
+  return nlohmann::json::parse(text);
+}
+
+KinetoCalibration import_json(const test_support::TempDir& dir, const std::string& name,
+                              const nlohmann::json& trace) {
+  const std::string path = dir.write(name, trace.dump());
+  return calibrate_kineto(std::vector<std::string>{path}, {});
+}
+
+// Applies `change` to every operator named `name` (in place), or inserts what it returns after
+// each one when it returns events.
+template <typename Change>
+nlohmann::json rewrite(nlohmann::json trace, Change change) {
+  nlohmann::json events = nlohmann::json::array();
+  for (nlohmann::json& e : trace["traceEvents"]) {
+    events.push_back(e);
+    for (nlohmann::json& extra : change(events.back()))
+      events.push_back(std::move(extra));
+  }
+  trace["traceEvents"] = std::move(events);
+  return trace;
+}
+
+std::int64_t steps_mapped(const KinetoCalibration& imported) {
+  const sim::OpFit* embed = imported.profile.find("embed");
+  return embed == nullptr ? 0 : embed->samples + embed->held_out;
+}
+
+const std::string k_gpu_shape = "d64 h4/2x16 ffn128 v100 gated depth 1+0x0+0 lora -";
+
+// Without prof.step() a step runs from one embedding to the next: all 12 steps are mapped.
+TEST(Kineto, StepsWithoutProfilerStepRangesRunFromEmbeddingToEmbedding) {
+  TempDir dir;
+  nlohmann::json trace = gpu_fixture();
+  nlohmann::json kept = nlohmann::json::array();
+  for (const nlohmann::json& e : trace["traceEvents"]) {
+    if (e["cat"] != "user_annotation")
+      kept.push_back(e);
+  }
+  trace["traceEvents"] = kept;
+  const KinetoCalibration imported = import_json(dir, "no_steps.json", trace);
+  EXPECT_EQ(imported.profile.source.model_shape, k_gpu_shape);
+  EXPECT_EQ(steps_mapped(imported), 12);
+}
+
+// A rotary table's product after the projections ([B, hd/2, 1] x [B, 1, 1], as Hugging Face's
+// per-layer rotary computes it) is no attention: its shapes do not match the projections.
+TEST(Kineto, ARotaryTablesProductIsNotTheAttention) {
+  TempDir dir;
+  int linears = 0;
+  const nlohmann::json trace = rewrite(gpu_fixture(), [&](nlohmann::json& e) {
+    nlohmann::json extra = nlohmann::json::array();
+    if (e["name"] == "aten::linear" && ++linears % 8 == 3) {  // after v_proj
+      const std::int64_t batch = e["args"]["Input Dims"][0][0];
+      nlohmann::json rotary = e;
+      rotary["name"] = "aten::matmul";
+      // In the 1 us gap the fixture leaves between operators: top level, not nested.
+      rotary["ts"] = e["ts"].get<double>() + e["dur"].get<double>() + 0.25;
+      rotary["dur"] = 0.5;
+      rotary["args"] = {{"Input Dims", {{batch, 8, 1}, {batch, 1, 1}}}};
+      extra.push_back(rotary);
+    }
+    return extra;
+  });
+  const KinetoCalibration imported = import_json(dir, "rotary.json", trace);
+  EXPECT_EQ(imported.profile.source.model_shape, k_gpu_shape);
+  EXPECT_EQ(steps_mapped(imported), 12);
+}
+
+// baddbmm(scores, q, k^T) (GPT-NeoX's attention): the product's operands are its 2nd and 3rd.
+TEST(Kineto, ReadsABaddbmmAttentionFromItsProductsOperands) {
+  TempDir dir;
+  const nlohmann::json trace = rewrite(gpu_fixture(), [](nlohmann::json& e) {
+    if (e["name"] == "aten::scaled_dot_product_attention") {
+      const std::int64_t batch = e["args"]["Input Dims"][0][0];
+      e["name"] = "aten::baddbmm";
+      e["args"]["Input Dims"] = {{batch * 4, 1, 11}, {batch * 4, 1, 16}, {batch * 4, 16, 11}};
+    }
+    return nlohmann::json::array();
+  });
+  const KinetoCalibration imported = import_json(dir, "baddbmm.json", trace);
+  EXPECT_EQ(imported.profile.source.model_shape, k_gpu_shape);
+  EXPECT_EQ(steps_mapped(imported), 12);
+}
+
+// A third projection in the MLP (a router and experts) is no dense layer: every step is skipped,
+// and the trace is refused, rather than priced as a model it is not.
+TEST(Kineto, SkipsLayersWhoseMlpIsNotDense) {
+  TempDir dir;
+  int linears = 0;
+  const nlohmann::json trace = rewrite(gpu_fixture(), [&](nlohmann::json& e) {
+    nlohmann::json extra = nlohmann::json::array();
+    if (e["name"] == "aten::linear" && ++linears % 8 == 5) {  // after the gate projection
+      nlohmann::json expert = e;
+      expert["ts"] = e["ts"].get<double>() + e["dur"].get<double>() + 0.25;
+      expert["dur"] = 0.5;
+      extra.push_back(expert);
+    }
+    return extra;
+  });
+  const std::string error = error_of([&] { import_json(dir, "moe.json", trace); });
+  EXPECT_NE(error.find("expected steps with an embedding, transformer layers and an LM head, "
+                       "found none of 12 steps"),
+            std::string::npos)
+      << error;
+}
+
+}  // namespace
+}  // namespace exitsim::analysis

@@ -53,15 +53,21 @@ std::string lower(std::string text) {
 }
 
 std::string describe(const json& value) {
-  if (value.is_string())
-    return "\"" + value.get<std::string>().substr(0, 60) + "\"";
   if (value.is_null())
     return "null";
   if (value.is_array())
     return "a list";
   if (value.is_object())
     return "an object";
-  return value.dump().substr(0, 60);
+  // Escaped (a string's newline stays "\n": one line), cut at a character boundary.
+  std::string text = value.dump(-1, ' ', true, json::error_handler_t::replace);
+  if (text.size() > 60) {
+    std::size_t cut = 60;
+    while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80)
+      --cut;
+    text = text.substr(0, cut) + "...";
+  }
+  return text;
 }
 
 // The fields of one "X" (complete) event that calibration reads.
@@ -72,6 +78,7 @@ struct Event {
   double ts = 0;
   double dur = 0;
   std::optional<std::int64_t> correlation;
+  std::int64_t external_id = 0;  // "External id": a parent's is below its children's
   const json* args = nullptr;
 };
 
@@ -84,8 +91,11 @@ class EventReader {
     if (!e.is_object())
       fail(path_, at, expected_found("an event object", describe(e)));
     const auto phase = e.find("ph");
-    if (phase == e.end() || !phase->is_string())
-      fail(path_, at + ".ph", expected_found("the event's phase as a string", "none"));
+    if (phase == e.end() || !phase->is_string()) {
+      fail(path_, at + ".ph",
+           expected_found("the event's phase as a string",
+                          phase == e.end() ? "none" : describe(*phase)));
+    }
     if (phase->get<std::string>() != "X")
       return std::nullopt;  // instants, flows (ac2g), counters, metadata: not needed
     Event out;
@@ -98,6 +108,8 @@ class EventReader {
       if (!args->is_object())
         fail(path_, at + ".args", expected_found("an object", describe(*args)));
       out.args = &*args;
+      if (const auto id = args->find("External id"); id != args->end() && id->is_number_integer())
+        out.external_id = id->get<std::int64_t>();
       if (const auto c = args->find("correlation"); c != args->end()) {
         if (!c->is_number_integer())
           fail(path_, at + ".args.correlation", expected_found("an integer", describe(*c)));
@@ -237,16 +249,23 @@ Trace read_trace(const std::string& path) {
 
   // Top level: not inside another operator of the thread. Ordered by start, longer first, so
   // that a parent precedes the children that start with it.
+  // Exact ties (integer-microsecond traces) go to the parent: its External id is the smaller.
   std::stable_sort(operators.begin(), operators.end(), [](const auto& a, const auto& b) {
-    return a.first.ts != b.first.ts ? a.first.ts < b.first.ts : a.first.dur > b.first.dur;
+    if (a.first.ts != b.first.ts)
+      return a.first.ts < b.first.ts;
+    if (a.first.dur != b.first.dur)
+      return a.first.dur > b.first.dur;
+    return a.first.external_id < b.first.external_id;
   });
   double open_until = -1;
   bool any_shape = false;
   for (const auto& [e, index] : operators) {
     if (e.thread != model_thread)
       continue;
-    if (e.ts < open_until)
-      continue;  // nested: its parent's time holds it
+    // Nested: its parent's time holds it. An operator of no duration at its parent's very end
+    // (a view after the product, in a trace of whole microseconds) is the parent's too.
+    if (e.ts < open_until || (e.ts == open_until && e.dur == 0))
+      continue;
     open_until = e.ts + e.dur;
     Operator op{e.name, e.ts, e.dur, input_dims(path, e, index)};
     any_shape = any_shape || std::any_of(op.input_dims.begin(), op.input_dims.end(),

@@ -33,7 +33,7 @@ struct Trace {
   std::vector<Range> ranges;        // every other record_function range
   bool gpu = false;                 // the trace has kernels
   std::string framework;            // "pytorch 2.4.0" where the trace says; empty otherwise
-  std::string hardware;             // the GPU's name, or exitsim_hardware; empty otherwise
+  std::string hardware;  // the exitsim_hardware key, else the first GPU's name; empty otherwise
   // GPU time that no top-level operator launched (CUDA graph replays, kernels of other
   // threads), in microseconds and kernels; it goes to the step residual.
   double unattributed_gpu_us = 0;

@@ -75,27 +75,49 @@ bool is_fused_attention(const std::string& name) {
          name.find("efficient_attention") != std::string::npos;
 }
 
+// Whether `a` reads the queries of the projections before it: whole heads of more than one
+// element, as many as the query projection makes (separate q, k, v: the first one's outputs;
+// one fused projection: its outputs less 2 x the K/V heads' width).
+bool matches_projections(const Attention& a, std::span<const Projection> qkv) {
+  std::int64_t width = 0;
+  if (a.head_dim < 2 || a.heads < 1 || a.sequences < 1 || qkv.empty() ||
+      __builtin_mul_overflow(a.heads, a.head_dim, &width))
+    return false;
+  if (qkv.front().out == width)
+    return true;
+  const std::int64_t kv = qkv.front().out - width;
+  return qkv.size() == 1 && kv > 0 && kv % (2 * a.head_dim) == 0;
+}
+
 // Where a layer's attention starts: a fused attention operator, or a batched matrix product of
 // activations (queries by keys), 4-D [sequences, heads, tokens, head_dim] or 3-D
-// [sequences x heads, tokens, head_dim].
-std::optional<Attention> attention_core(const Operator& op, std::int64_t tokens) {
-  const Dims* q = input(op, 0);
-  const Dims* k = input(op, 1);
+// [sequences x heads, tokens, head_dim], whose shapes agree with each other and with the
+// projections before it (a rotary table's product, [B, hd/2, 1] x [B, 1, T], does not).
+std::optional<Attention> attention_core(const Operator& op, std::int64_t tokens,
+                                        std::span<const Projection> qkv) {
+  // baddbmm(input, batch1, batch2): the product's operands come second and third.
+  const std::size_t first = op.name == "aten::baddbmm" ? 1 : 0;
+  const Dims* q = input(op, first);
+  const Dims* k = input(op, first + 1);
   if (q == nullptr || k == nullptr)
     return std::nullopt;
-  if (is_fused_attention(op.name) && q->size() == 4 && k->size() == 4)
-    return Attention{(*q)[0], (*q)[1], (*q)[3], (*q)[2], (*k)[2]};
-  const bool product_op = op.name == "aten::matmul" || op.name == "aten::bmm" ||
-                          op.name == "aten::baddbmm" || op.name == "aten::einsum";
-  if (!product_op)
-    return std::nullopt;
-  if (q->size() == 4 && k->size() == 4)  // q [B, H, tq, hd] x k^T [B, H, hd, tk]
-    return Attention{(*q)[0], (*q)[1], (*q)[3], (*q)[2], (*k)[3]};
-  if (q->size() == 3 && k->size() == 3 && (*q)[1] > 0 && tokens % (*q)[1] == 0) {
-    const std::int64_t sequences = tokens / (*q)[1];
-    if (sequences > 0 && (*q)[0] % sequences == 0)
-      return Attention{sequences, (*q)[0] / sequences, (*q)[2], (*q)[1], (*k)[2]};
+  std::optional<Attention> found;
+  if (is_fused_attention(op.name)) {  // q [B, H, tq, hd], k [B, Hkv, tk, hd]
+    if (q->size() == 4 && k->size() == 4 && (*q)[0] == (*k)[0] && (*q)[3] == (*k)[3])
+      found = Attention{(*q)[0], (*q)[1], (*q)[3], (*q)[2], (*k)[2]};
+  } else if (op.name == "aten::matmul" || op.name == "aten::bmm" || op.name == "aten::baddbmm") {
+    if (q->size() == 4 && k->size() == 4 && (*q)[0] == (*k)[0] && (*q)[1] == (*k)[1] &&
+        (*q)[3] == (*k)[2]) {  // q [B, H, tq, hd] x k^T [B, H, hd, tk]
+      found = Attention{(*q)[0], (*q)[1], (*q)[3], (*q)[2], (*k)[3]};
+    } else if (q->size() == 3 && k->size() == 3 && (*q)[0] == (*k)[0] && (*q)[2] == (*k)[1] &&
+               (*q)[1] > 0 && tokens % (*q)[1] == 0) {  // [B x H, tq, hd] x [B x H, hd, tk]
+      const std::int64_t sequences = tokens / (*q)[1];
+      if (sequences > 0 && (*q)[0] % sequences == 0)
+        found = Attention{sequences, (*q)[0] / sequences, (*q)[2], (*q)[1], (*k)[2]};
+    }
   }
+  if (found && matches_projections(*found, qkv))
+    return found;
   return std::nullopt;
 }
 
@@ -173,6 +195,24 @@ struct Step {
   bool complete = false;
 };
 
+// Every layer of a step shaped as the first: the shape is read from the first, and a step whose
+// layers differ (experts, a structure the mapping misread) is skipped rather than mis-priced.
+bool same_layers(std::span<const Layer> layers) {
+  const Layer& first = layers.front();
+  const auto outs = [](const std::vector<Projection>& ps) {
+    std::vector<std::int64_t> out;
+    for (const Projection& p : ps)
+      out.push_back(p.out);
+    return out;
+  };
+  return std::all_of(layers.begin(), layers.end(), [&](const Layer& l) {
+    return outs(l.qkv) == outs(first.qkv) && outs(l.gate_up) == outs(first.gate_up) &&
+           l.o_proj.in == first.o_proj.in && l.down.in == first.down.in &&
+           l.attention.heads == first.attention.heads &&
+           l.attention.head_dim == first.attention.head_dim;
+  });
+}
+
 class StepMapper {
  public:
   StepMapper(std::int64_t d_model, std::int64_t vocab) : d_(d_model), vocab_(vocab) {}
@@ -184,6 +224,7 @@ class StepMapper {
     std::vector<const Operator*> pending;
     Layer layer;
     State state = State::seek_layer;
+    bool malformed = false;
     for (const Operator* op : operators) {
       const std::optional<Projection> p = projection(*op);
       switch (state) {
@@ -212,7 +253,7 @@ class StepMapper {
             pending.clear();
             layer.groups[qkv_proj].push_back(op);
             layer.qkv.push_back(*p);
-          } else if (const auto core = attention_core(*op, layer.tokens)) {
+          } else if (const auto core = attention_core(*op, layer.tokens, layer.qkv)) {
             split_rotary(pending, layer);
             layer.attention = *core;
             layer.groups[attention].push_back(op);
@@ -254,6 +295,10 @@ class StepMapper {
             pending.clear();
             layer.groups[down].push_back(op);
             layer.down = *p;
+            // A router and experts' projections (a mixture of experts) or projections of unequal
+            // widths are no dense MLP this mapping knows: the step is skipped, not mis-priced.
+            malformed = malformed || layer.gate_up.size() > 2 ||
+                        (layer.gate_up.size() == 2 && layer.gate_up[0].out != layer.gate_up[1].out);
             step.layers.push_back(std::move(layer));
             state = State::seek_layer;
           } else {
@@ -265,7 +310,8 @@ class StepMapper {
           break;
       }
     }
-    step.complete = state == State::sampling && !step.layers.empty();
+    step.complete =
+        state == State::sampling && !step.layers.empty() && !malformed && same_layers(step.layers);
     if (!step.complete)
       step.unmapped.insert(step.unmapped.end(), pending.begin(), pending.end());
     return step;
@@ -369,8 +415,10 @@ ModelShape shape_of(const Trace& trace, const Step& step, std::size_t index) {
         fmt::format("one of {} inputs", first.o_proj.in)));
   }
   std::int64_t qkv_out = 0;
-  for (const Projection& p : first.qkv)
-    qkv_out += p.out;  // at most a few outputs of at most 2^40 each
+  for (const Projection& p : first.qkv) {
+    if (__builtin_add_overflow(qkv_out, p.out, &qkv_out))
+      fail(expected_found("query, key and value projections of a plausible width", "more"));
+  }
   const std::int64_t kv = qkv_out - first.o_proj.in;
   if (kv <= 0 || kv % (2 * a.head_dim) != 0) {
     fail(expected_found("query, key and value projections of whole heads",
@@ -379,11 +427,12 @@ ModelShape shape_of(const Trace& trace, const Step& step, std::size_t index) {
   }
   shape.n_kv_heads = kv / (2 * a.head_dim);
   // Two projections (gate, up) or one fused one split in two: gated; one without a split: plain.
-  const bool split = std::any_of(first.groups[mlp_act].begin(), first.groups[mlp_act].end(),
-                                 [](const Operator* op) {
-                                   return op->name == "aten::chunk" || op->name == "aten::split" ||
-                                          op->name == "aten::slice" || op->name == "aten::narrow";
-                                 });
+  const bool split = std::any_of(
+      first.groups[mlp_act].begin(), first.groups[mlp_act].end(), [](const Operator* op) {
+        return op->name == "aten::chunk" || op->name == "aten::split" ||
+               op->name == "aten::split_with_sizes" || op->name == "aten::unbind" ||
+               op->name == "aten::slice" || op->name == "aten::narrow";
+      });
   shape.mlp = first.gate_up.size() == 2 || split ? MlpKind::gated : MlpKind::plain;
   shape.ffn_dim =
       first.gate_up.size() == 1 && split ? first.gate_up[0].out / 2 : first.gate_up[0].out;
@@ -403,6 +452,11 @@ ModelShape shape_of(const Trace& trace, const Step& step, std::size_t index) {
     depth.prelude_layers = static_cast<int>(first_r - recursion.begin());
     depth.coda_layers = static_cast<int>(last_r - recursion.rbegin());
     depth.recursions = *std::max_element(recursion.begin(), recursion.end());
+    if (depth.recursions > static_cast<int>(step.layers.size())) {
+      fail(expected_found("exitsim.recursion.<r> ranges numbered 1 to the recursions run",
+                          fmt::format("recursion {} in a step of {} layers", depth.recursions,
+                                      step.layers.size())));
+    }
     depth.block_layers = static_cast<int>(std::count(recursion.begin(), recursion.end(), 1));
     if (depth.block_layers * depth.recursions + depth.prelude_layers + depth.coda_layers !=
         static_cast<int>(step.layers.size())) {
@@ -436,9 +490,9 @@ void map_trace(const Trace& trace, Samples& samples, std::vector<TraceStep>& ste
         starts.push_back(op.start_us);
     }
     for (std::size_t i = 0; i < starts.size(); ++i) {
-      const double end = i + 1 < starts.size()
-                             ? starts[i + 1]
-                             : trace.operators.back().start_us + trace.operators.back().duration_us;
+      const double end = i + 1 < starts.size() ? starts[i + 1]
+                                               : trace.operators.back().start_us +
+                                                     trace.operators.back().duration_us + 1;
       bounds.push_back({"embedding", starts[i], end});
     }
   }
@@ -448,7 +502,9 @@ void map_trace(const Trace& trace, Samples& samples, std::vector<TraceStep>& ste
     std::vector<const Operator*> in_step;
     while (next < trace.operators.size() && trace.operators[next].start_us < bound.start_us)
       ++next;
-    for (; next < trace.operators.size() && trace.operators[next].start_us <= bound.end_us; ++next)
+    // Half-open: an operator starting where this step ends starts the next one (the fallback's
+    // next embedding; a whole-microsecond trace's next step).
+    for (; next < trace.operators.size() && trace.operators[next].start_us < bound.end_us; ++next)
       in_step.push_back(&trace.operators[next]);
     const auto embedding = std::find_if(in_step.begin(), in_step.end(), [](const Operator* op) {
       return op->name == "aten::embedding" && op->input_dims.size() >= 2 &&

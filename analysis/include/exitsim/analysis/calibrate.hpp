@@ -77,7 +77,7 @@ sim::CostProfile calibrate(std::span<const std::string> paths,
 
 // What `calibrate --kineto` names that the trace may not say.
 struct KinetoNames {
-  std::string hardware;  // empty: the trace's device (GPU name, exitsim_hardware)
+  std::string hardware;  // empty: the trace's exitsim_hardware key, else its first GPU's name
   std::string model;     // empty: the first trace's file name
 };
 
