@@ -114,16 +114,6 @@ class ReplaySource final : public traces::RequestSource {
   std::size_t next_ = 0;
 };
 
-// The lower middle of the sorted values (a value some run gave), the min and the max.
-struct Spread {
-  double median = 0, min = 0, max = 0;
-};
-
-Spread spread_of(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return {values[(values.size() - 1) / 2], values.front(), values.back()};
-}
-
 }  // namespace
 
 std::vector<TimeNs> benchmark_arrivals(const traces::ServingBenchmark& benchmark,
@@ -256,7 +246,7 @@ ValidationResult compare_with_benchmark(const std::string& strategy,
     std::vector<double> values;
     for (const std::vector<NamedFigure>& run : runs)
       values.push_back(run.at(i).value);
-    const Spread spread = spread_of(values);
+    const RunSpread spread = spread_of_runs(std::move(values));
     MetricComparison m;
     m.metric = benchmark[i].name;
     m.engine = benchmark[i].value;
@@ -268,8 +258,7 @@ ValidationResult compare_with_benchmark(const std::string& strategy,
     m.simulated_seeds = static_cast<int>(simulated.size());
     m.simulated_seed_min = spread.min;
     m.simulated_seed_max = spread.max;
-    m.relative_error = m.engine != 0 ? std::abs(m.simulated - m.engine) / std::abs(m.engine)
-                                     : (m.simulated == 0 ? 0.0 : 1.0);
+    m.relative_error = relative_error(m.engine, m.simulated);
     m.reference_inside_seed_range = m.engine >= spread.min && m.engine <= spread.max;
     m.target = benchmark[i].judged ? targets.metric : 0;
     m.pass = m.target <= 0 || m.relative_error <= m.target || m.reference_inside_seed_range;

@@ -21,12 +21,36 @@ double nearest_rank(std::vector<double> values, double p) {
 }
 
 MetricComparison compared(std::string metric, double engine, double simulated) {
-  const double error =
-      engine != 0 ? std::abs(simulated - engine) / std::abs(engine) : (simulated == 0 ? 0.0 : 1.0);
-  return {std::move(metric), engine, simulated, error};
+  return {std::move(metric), engine, simulated, relative_error(engine, simulated)};
 }
 
 }  // namespace
+
+double relative_error(double reference, double simulated) {
+  return reference != 0 ? std::abs(simulated - reference) / std::abs(reference)
+                        : (simulated == 0 ? 0.0 : 1.0);
+}
+
+RunSpread spread_of_runs(std::vector<double> values) {
+  RunSpread out;
+  if (values.empty())
+    return out;
+  std::sort(values.begin(), values.end());
+  out.min = values.front();
+  out.max = values.back();
+  out.median = values[(values.size() - 1) / 2];
+  double mean = 0;
+  for (const double v : values)
+    mean += v;
+  mean /= static_cast<double>(values.size());
+  double variance = 0;
+  for (const double v : values)
+    variance += (v - mean) * (v - mean);
+  if (values.size() > 1 && mean != 0) {
+    out.cv = std::sqrt(variance / static_cast<double>(values.size() - 1)) / std::abs(mean);
+  }
+  return out;
+}
 
 IterationError compare_iterations(std::span<const TimeNs> engine,
                                   std::span<const TimeNs> simulated) {
@@ -60,35 +84,9 @@ IterationError compare_iterations(std::span<const TimeNs> engine,
 
 namespace {
 
-struct Spread {
-  double min = 0, median = 0, max = 0, cv = 0;
-};
-
-Spread spread_of(std::vector<double> values) {
-  Spread out;
-  if (values.empty())
-    return out;
-  std::sort(values.begin(), values.end());
-  out.min = values.front();
-  out.max = values.back();
-  // The median of an even count: the lower middle value, a value some run really gave.
-  out.median = values[(values.size() - 1) / 2];
-  double mean = 0;
-  for (const double v : values)
-    mean += v;
-  mean /= static_cast<double>(values.size());
-  double variance = 0;
-  for (const double v : values)
-    variance += (v - mean) * (v - mean);
-  if (values.size() > 1 && mean != 0) {
-    out.cv = std::sqrt(variance / static_cast<double>(values.size() - 1)) / std::abs(mean);
-  }
-  return out;
-}
-
 MetricComparison judged(std::string metric, const std::vector<double>& engine_runs,
                         double simulated, double target) {
-  const Spread spread = spread_of(engine_runs);
+  const RunSpread spread = spread_of_runs(engine_runs);
   MetricComparison m = compared(std::move(metric), spread.median, simulated);
   m.engine_runs = static_cast<int>(engine_runs.size());
   m.engine_min = spread.min;

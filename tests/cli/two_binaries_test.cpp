@@ -72,6 +72,7 @@ TEST_F(Cli, TheGpuBackendRunsInTheFullBinary) {
     return;  // a GPU is there: it ran
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_EQ(r.err.find("built without the CUDA toolkit"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("expected exitsim-full"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("cuda"), std::string::npos) << r.err;
 }
 

@@ -25,4 +25,15 @@ nlohmann::json parse_json_document(std::string_view text, const std::string& pat
   }
 }
 
+std::string json_shown(const nlohmann::json& value) {
+  constexpr std::size_t k_max_shown_bytes = 60;
+  std::string text = value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (text.size() <= k_max_shown_bytes)
+    return text;
+  std::size_t cut = k_max_shown_bytes;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80)
+    --cut;  // not inside a UTF-8 sequence
+  return text.substr(0, cut) + "...";
+}
+
 }  // namespace exitsim::traces

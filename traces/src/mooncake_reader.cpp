@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "exitsim/core/error.hpp"
+#include "exitsim/traces/json_document.hpp"
 #include "readers.hpp"
 #include "row_source.hpp"
 
@@ -17,14 +18,6 @@ constexpr std::int64_t k_ns_per_ms = 1'000'000;
 constexpr std::int64_t k_ns_per_s = 1'000'000'000;
 // The largest millisecond count whose nanoseconds still fit in int64.
 constexpr std::int64_t k_max_ms = std::numeric_limits<std::int64_t>::max() / k_ns_per_ms;
-constexpr std::size_t k_max_shown_bytes = 60;
-
-std::string shown(const json& value) {
-  std::string text = value.dump();
-  if (text.size() > k_max_shown_bytes)
-    text = text.substr(0, k_max_shown_bytes) + "...";
-  return text;
-}
 
 // How a JSON value appears after "found" in a message.
 std::string describe(const json& value) {
@@ -34,15 +27,15 @@ std::string describe(const json& value) {
     case json::value_t::array:
       return "an array";
     case json::value_t::string:
-      return "the string " + shown(value);
+      return "the string " + json_shown(value);
     case json::value_t::boolean:
-      return "the boolean " + shown(value);
+      return "the boolean " + json_shown(value);
     case json::value_t::null:
       return "null";
     case json::value_t::number_float:
-      return "the number " + shown(value);
+      return "the number " + json_shown(value);
     default:
-      return shown(value);
+      return json_shown(value);
   }
 }
 
@@ -94,7 +87,7 @@ class MooncakeSource final : public RowSource {
   }
 
   Timestamp timestamp(const RowContext& where, const json& value) {
-    time_text_ = shown(value);
+    time_text_ = json_shown(value);
     const std::string expected = "a number of milliseconds from 0 to " + std::to_string(k_max_ms);
     std::int64_t ns = 0;
     if (value.is_number_unsigned()) {
@@ -126,7 +119,7 @@ class MooncakeSource final : public RowSource {
       if (count > static_cast<std::uint64_t>(k_max_tokens)) {
         fail_at(where, 0, key,
                 expected_found("a token count of at most " + std::to_string(k_max_tokens),
-                               shown(value)));
+                               json_shown(value)));
       }
       return check_token_count(where, static_cast<std::int64_t>(count), 0, key);
     }

@@ -22,16 +22,9 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::size_t k_max_shown_bytes = 60;
+constexpr std::size_t k_max_failure_bytes = 60;  // of a request's error text kept
 // A gap or TTFT beyond a day is no serving benchmark (and keeps every sum far from overflow).
 constexpr double k_max_seconds = 86400.0;
-
-std::string shown(const json& value) {
-  std::string text = value.dump(-1, ' ', false, json::error_handler_t::replace);
-  if (text.size() > k_max_shown_bytes)
-    text = text.substr(0, k_max_shown_bytes) + "...";
-  return text;
-}
 
 // Python's json.dumps writes float('inf') and float('nan') as the bare tokens Infinity,
 // -Infinity and NaN, which JSON does not have: outside strings they become "inf", "-inf" and
@@ -84,7 +77,7 @@ class Reader {
     b.lines = 1;
     const json root = document(text, b);
     if (!root.is_object())
-      fail("", "a JSON object of a vLLM or SGLang benchmark result", shown(root));
+      fail("", "a JSON object of a vLLM or SGLang benchmark result", json_shown(root));
     b.format = detect(root);
     b.backend = text_of(root, "backend");
     b.model_id = text_of(root, "model_id");
@@ -154,7 +147,7 @@ class Reader {
     if (it == root.end() || it->is_null())
       return "";
     if (!it->is_string())
-      fail(key, "a string", shown(*it));
+      fail(key, "a string", json_shown(*it));
     return it->get<std::string>();
   }
 
@@ -168,10 +161,10 @@ class Reader {
   // A finite number (not a bool, not "nan").
   double number(const json& value, const std::string& key, const std::string& expected) const {
     if (!value.is_number())
-      fail(key, expected, shown(value));
+      fail(key, expected, json_shown(value));
     const double v = value.get<double>();
     if (!std::isfinite(v))
-      fail(key, expected, shown(value));
+      fail(key, expected, json_shown(value));
     return v;
   }
 
@@ -187,7 +180,7 @@ class Reader {
     } else {
       const double r = number(rate, "request_rate", "a request rate (a number > 0 or \"inf\")");
       if (!(r > 0))
-        fail("request_rate", "a request rate (a number > 0 or \"inf\")", shown(rate));
+        fail("request_rate", "a request rate (a number > 0 or \"inf\")", json_shown(rate));
       b.request_rate = r;
     }
     if (const auto it = root.find("burstiness"); it != root.end() && !it->is_null()) {
@@ -196,7 +189,7 @@ class Reader {
       } else {
         const double v = number(*it, "burstiness", "a burstiness > 0 (the gamma shape)");
         if (!(v > 0))
-          fail("burstiness", "a burstiness > 0 (the gamma shape)", shown(*it));
+          fail("burstiness", "a burstiness > 0 (the gamma shape)", json_shown(*it));
         b.burstiness = v;
       }
     } else {
@@ -206,17 +199,17 @@ class Reader {
       fail("ramp_up_strategy",
            "null (a request rate that ramps up is not reconstructed; rerun without "
            "--ramp-up-strategy)",
-           shown(*it));
+           json_shown(*it));
     }
     if (const auto it = root.find("max_concurrency"); it != root.end() && !it->is_null()) {
       if (!it->is_number_integer() || it->get<std::int64_t>() < 1)
-        fail("max_concurrency", "null or an integer >= 1", shown(*it));
+        fail("max_concurrency", "null or an integer >= 1", json_shown(*it));
       b.max_concurrency = it->get<std::int64_t>();
     }
     const json& duration = required(root, "duration", "the benchmark's duration in seconds > 0");
     b.duration_s = number(duration, "duration", "the benchmark's duration in seconds > 0");
     if (!(b.duration_s > 0))
-      fail("duration", "the benchmark's duration in seconds > 0", shown(duration));
+      fail("duration", "the benchmark's duration in seconds > 0", json_shown(duration));
   }
 
   // A list of `n` entries (n = the first list's size when n < 0).
@@ -225,7 +218,7 @@ class Reader {
         "a list of one entry per request (saved with --save-detailed or --output-details)";
     const json& value = required(root, key, expected);
     if (!value.is_array())
-      fail(key, expected, shown(value));
+      fail(key, expected, json_shown(value));
     if (value.empty())
       fail(key, "a list of at least one request", "[]");
     if (n >= 0 && static_cast<std::int64_t>(value.size()) != n) {
@@ -238,17 +231,17 @@ class Reader {
   std::int64_t count(const json& value, const std::string& key, std::int64_t least) const {
     const std::string expected = fmt::format("an integer token count >= {}", least);
     if (!value.is_number_integer())
-      fail(key, expected, shown(value));
+      fail(key, expected, json_shown(value));
     const auto v = value.get<std::int64_t>();
     if (v < least || v > k_max_request_tokens)
-      fail(key, fmt::format("{} (at most 2^31)", expected), shown(value));
+      fail(key, fmt::format("{} (at most 2^31)", expected), json_shown(value));
     return v;
   }
 
   TimeNs seconds(const json& value, const std::string& key, const std::string& expected) const {
     const double s = number(value, key, expected);
     if (s < 0 || s > k_max_seconds)
-      fail(key, expected, shown(value));
+      fail(key, expected, json_shown(value));
     return static_cast<TimeNs>(std::llround(s * 1e9));
   }
 
@@ -273,10 +266,10 @@ class Reader {
       if (errors) {
         const json& e = (*errors)[u];
         if (!e.is_null() && !e.is_string())
-          fail(at("errors"), "a string (empty: no error) or null", shown(e));
+          fail(at("errors"), "a string (empty: no error) or null", json_shown(e));
         if (e.is_string() && !e.get<std::string>().empty()) {
           r.failed = true;
-          r.failure = "error: " + e.get<std::string>().substr(0, k_max_shown_bytes);
+          r.failure = "error: " + e.get<std::string>().substr(0, k_max_failure_bytes);
         }
       }
       if (!r.failed && r.output_tokens == 0) {
@@ -289,7 +282,7 @@ class Reader {
       }
       const json& gaps = itls[u];
       if (!gaps.is_array())
-        fail(at("itls"), "a list of numbers (seconds)", shown(gaps));
+        fail(at("itls"), "a list of numbers (seconds)", json_shown(gaps));
       for (std::size_t k = 0; k < gaps.size(); ++k) {
         r.itls.push_back(seconds(gaps[k], fmt::format("itls[{}][{}]", i, k),
                                  "an inter-token latency in seconds, >= 0 and finite"));

@@ -12,6 +12,7 @@
 
 #include "exitsim/core/error.hpp"
 #include "exitsim/text/bpe_tokenizer.hpp"
+#include "exitsim/traces/json_document.hpp"
 #include "readers.hpp"
 
 namespace exitsim::traces {
@@ -21,14 +22,6 @@ using nlohmann::json;
 
 // ShareGPT's longest turns are some 100 KB; a turn far longer is not a conversation.
 constexpr std::size_t k_max_turn_bytes = std::size_t{16} << 20;
-constexpr std::size_t k_max_shown_bytes = 60;
-
-std::string shown(const json& value) {
-  std::string text = value.dump(-1, ' ', false, json::error_handler_t::replace);
-  if (text.size() > k_max_shown_bytes)
-    text = text.substr(0, k_max_shown_bytes) + "...";
-  return text;
-}
 
 bool is_prompt_role(const std::string& from) {
   return from == "human" || from == "user";
@@ -76,7 +69,7 @@ class ShareGptReader {
     }
     if (!root.is_array()) {
       throw InputError(SourceLocation{path_, 0, 0, ""},
-                       expected_found("a ShareGPT JSON array of conversations", shown(root)));
+                       expected_found("a ShareGPT JSON array of conversations", json_shown(root)));
     }
     if (requests_.empty()) {
       throw InputError(
@@ -127,7 +120,7 @@ class ShareGptReader {
     if (it == turn.end())
       fail(key + "." + name, "a string", "none");
     if (!it->is_string())
-      fail(key + "." + name, "a string", shown(*it));
+      fail(key + "." + name, "a string", json_shown(*it));
     const std::string& value = it->get_ref<const std::string&>();
     if (value.size() > k_max_turn_bytes)
       fail(key + "." + name, "a turn of at most 16 MiB", fmt::format("{} bytes", value.size()));
@@ -136,19 +129,19 @@ class ShareGptReader {
 
   std::optional<Lengths> conversation(const json& element, const std::string& at) const {
     if (!element.is_object())
-      fail(at, "a conversation object with \"conversations\"", shown(element));
+      fail(at, "a conversation object with \"conversations\"", json_shown(element));
     const auto turns = element.find("conversations");
     if (turns == element.end())
       fail(at + ".conversations", "an array of turns", "none");
     if (!turns->is_array())
-      fail(at + ".conversations", "an array of turns", shown(*turns));
+      fail(at + ".conversations", "an array of turns", json_shown(*turns));
     // Every turn is checked, not only the two counted, so a broken file is found whole.
     std::vector<std::pair<std::string, const std::string*>> roles;
     for (std::size_t i = 0; i < turns->size(); ++i) {
       const std::string key = fmt::format("{}.conversations[{}]", at, i);
       const json& turn = (*turns)[i];
       if (!turn.is_object())
-        fail(key, "a turn {\"from\", \"value\"}", shown(turn));
+        fail(key, "a turn {\"from\", \"value\"}", json_shown(turn));
       roles.emplace_back(turn_text(turn, key, "from"), &turn_text(turn, key, "value"));
     }
     for (std::size_t i = 0; i + 1 < roles.size(); ++i) {

@@ -53,21 +53,11 @@ std::string lower(std::string text) {
 }
 
 std::string describe(const json& value) {
-  if (value.is_null())
-    return "null";
   if (value.is_array())
     return "a list";
   if (value.is_object())
     return "an object";
-  // Escaped (a string's newline stays "\n": one line), cut at a character boundary.
-  std::string text = value.dump(-1, ' ', true, json::error_handler_t::replace);
-  if (text.size() > 60) {
-    std::size_t cut = 60;
-    while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80)
-      --cut;
-    text = text.substr(0, cut) + "...";
-  }
-  return text;
+  return traces::json_shown(value);
 }
 
 // The fields of one "X" (complete) event that calibration reads.

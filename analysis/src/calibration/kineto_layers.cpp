@@ -569,7 +569,6 @@ void map_trace(const Trace& trace, Samples& samples, std::vector<TraceStep>& ste
     }
     report.gap_us += std::max(0.0, traced.wall_us - mapped - unmapped);
     report.step_us += traced.wall_us;
-    report.layer_calls += static_cast<std::int64_t>(step.layers.size());
     report.prefill_steps += prefill ? 1 : 0;
     ++report.steps;
     steps.push_back(std::move(traced));

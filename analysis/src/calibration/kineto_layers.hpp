@@ -19,7 +19,6 @@ struct ImportReport {
   std::int64_t steps = 0;          // steps mapped
   std::int64_t skipped_steps = 0;  // steps without an embedding, a layer or an LM head
   std::int64_t prefill_steps = 0;
-  std::int64_t layer_calls = 0;  // layers mapped over all steps
   // Top-level operators outside every mapped op (step set-up such as rotary tables and masks),
   // by name: calls and microseconds. Their time is in the step residual.
   std::map<std::string, std::pair<std::int64_t, double>> unmapped;

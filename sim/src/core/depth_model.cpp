@@ -171,30 +171,29 @@ FillWork DepthModel::plan(std::span<const DecodeToken> tokens, std::span<policy:
     const int depth = full_depth_;
     policy::plan_depths(policy::SyncStrategy::full_depth, std::span<const int>(&depth, 1),
                         full_depth_, {}, std::span<policy::DepthPlan>(&whole, 1));
-    FillWork fill;
     for (const DecodeToken& token : tokens) {
       policy::StepRow& row = rows[token.row_index];
       row.kind = policy::RowKind::decode;
       row.plan.assign_used(whole);
       row.exit_depth = whole.useful_depth;
-      fill.add(whole);
     }
-    return fill;
+    return FillWork{};  // the whole stack fills nothing
   }
+  // Dynamic from here on: exits, shared K/V or depth-wise stepping.
   exit_depth_.resize(n);
-  if (policy_ != nullptr && dynamic_) {
+  if (policy_ != nullptr) {
     choose_exit_depths(tokens);
   } else {
     std::fill(exit_depth_.begin(), exit_depth_.end(), full_depth_);
   }
-  const bool fills = dynamic_ && strategy_ == policy::SyncStrategy::deferred_fill;
+  const bool fills = strategy_ == policy::SyncStrategy::deferred_fill;
   pending_.resize(fills ? n : 0);
   plans_.resize(n);
   for (std::size_t i = 0; i < pending_.size(); ++i)
     pending_[i] = tokens[i].state->pending;
-  // Without exits every strategy runs the whole stack; shared_kv still changes the K/V work.
-  policy::plan_depths(dynamic_ ? strategy_ : policy::SyncStrategy::full_depth, exit_depth_,
-                      full_depth_, pending_, plans_);
+  // Without an exit policy (shared_kv alone) every token runs the whole stack; shared_kv still
+  // changes the K/V work.
+  policy::plan_depths(strategy_, exit_depth_, full_depth_, pending_, plans_);
 
   const bool recursive = depth_.block_layers > 0 && depth_.recursions > 0;
   FillWork fill;
@@ -221,7 +220,7 @@ FillWork DepthModel::plan(std::span<const DecodeToken> tokens, std::span<policy:
     if (fills)
       state.pending = pending_[i];
     // The token's K/V now exists at every recursion it ran (skip_kv's context for later tokens).
-    if (recursive && dynamic_) {
+    if (recursive) {
       const int recursions_run = depth_.recursion_of_depth(p.run_depth);
       for (int r = 0; r < std::min<int>(recursions_run, k_max_recursion_contexts); ++r) {
         state.reached[static_cast<std::size_t>(r)] += 1;

@@ -41,32 +41,37 @@ std::int64_t pairs(const WorkCounts& w) {
 
 CalibratedCostModel::CalibratedCostModel(CostProfile profile, std::string profile_path,
                                          const ModelShape& model)
+    : CalibratedCostModel(std::make_shared<const CostProfile>(std::move(profile)),
+                          std::move(profile_path), model) {}
+
+CalibratedCostModel::CalibratedCostModel(std::shared_ptr<const CostProfile> profile,
+                                         std::string profile_path, const ModelShape& model)
     : profile_(std::move(profile)),
       profile_path_(profile_path),
       counts_(model, counting_hardware(model), RooflineEfficiency{1.0, 1.0}),
       layout_(model.depth),
       coda_layers_(model.depth.coda_layers) {
-  uses_.resize(profile_.ops.size());
+  uses_.resize(profile_->ops.size());
   const std::string fingerprint = model_fingerprint(model);
-  if (profile_.source.model_shape != fingerprint) {
+  if (profile_->source.model_shape != fingerprint) {
     throw InputError(
         {profile_path, 0, 0, "cost_model.profile"},
-        expected_found(
-            "a profile measured on the scenario's model (" + fingerprint + ")",
-            fmt::format("one of \"{}\" ({})", profile_.source.model, profile_.source.model_shape)));
+        expected_found("a profile measured on the scenario's model (" + fingerprint + ")",
+                       fmt::format("one of \"{}\" ({})", profile_->source.model,
+                                   profile_->source.model_shape)));
   }
   const auto prefill_fit = [&](std::string_view name, const OpFit* otherwise) {
-    const OpFit* fit = profile_.find(std::string(name) + std::string(ops::prefill_suffix));
+    const OpFit* fit = profile_->find(std::string(name) + std::string(ops::prefill_suffix));
     return fit != nullptr ? fit : otherwise;
   };
   for (std::size_t i = 0; i < ops::layer.size(); ++i) {
-    layer_ops_[i] = required(profile_, profile_path, ops::layer[i]);
+    layer_ops_[i] = required(*profile_, profile_path, ops::layer[i]);
     prefill_layer_ops_[i] = prefill_fit(ops::layer[i], layer_ops_[i]);
   }
-  embed_ = required(profile_, profile_path, ops::embed);
-  lm_head_ = required(profile_, profile_path, ops::lm_head);
-  sampling_ = required(profile_, profile_path, ops::sampling);
-  kv_only_ = profile_.find(std::string(ops::kv_only));
+  embed_ = required(*profile_, profile_path, ops::embed);
+  lm_head_ = required(*profile_, profile_path, ops::lm_head);
+  sampling_ = required(*profile_, profile_path, ops::sampling);
+  kv_only_ = profile_->find(std::string(ops::kv_only));
   if (kv_only_ == nullptr) {
     const double kv = 2.0 * static_cast<double>(model.n_kv_heads * model.head_dim);
     const double qkv = static_cast<double>(model.n_heads * model.head_dim) + kv;
@@ -77,7 +82,7 @@ CalibratedCostModel::CalibratedCostModel(CostProfile profile, std::string profil
         ops::kv_only, ops::qkv_proj, kv_only_share_));
   }
   prefill_kv_only_ = prefill_fit(ops::kv_only, kv_only_);
-  residual_ = profile_.find(std::string(ops::step_residual));
+  residual_ = profile_->find(std::string(ops::step_residual));
   if (residual_ == nullptr) {
     fallbacks_.push_back(
         fmt::format("{}: not in the profile; scheduling and policy work between ops priced as 0",
@@ -86,7 +91,7 @@ CalibratedCostModel::CalibratedCostModel(CostProfile profile, std::string profil
 }
 
 double CalibratedCostModel::price(const OpFit* op, double batch, double context) const {
-  OpUse& use = uses_[static_cast<std::size_t>(op - profile_.ops.data())];
+  OpUse& use = uses_[static_cast<std::size_t>(op - profile_->ops.data())];
   ++use.calls;
   if (batch < static_cast<double>(op->batch_min_seen) ||
       batch > static_cast<double>(op->batch_max_seen)) {
@@ -118,8 +123,8 @@ double CalibratedCostModel::price(const OpFit* op, double batch, double context)
 
 std::vector<std::string> CalibratedCostModel::notes() const {
   std::vector<std::string> out = fallbacks_;
-  for (std::size_t i = 0; i < profile_.ops.size(); ++i) {
-    const OpFit& op = profile_.ops[i];
+  for (std::size_t i = 0; i < profile_->ops.size(); ++i) {
+    const OpFit& op = profile_->ops[i];
     const OpUse& use = uses_[i];
     if (use.outside_range > 0) {
       out.push_back(fmt::format(

@@ -45,13 +45,13 @@ std::unique_ptr<CostModel> make_cost_model(const scenario::CostModelConfig& conf
       throw InputError({"", 0, 0, "cost_model.profile"},
                        expected_found("the path of a cost profile (exitsim calibrate)", "none"));
     }
-    CostProfile profile = *shared_cost_profile(config.profile);
+    std::shared_ptr<const CostProfile> profile = shared_cost_profile(config.profile);
     // A profile prices the machine it was measured on: another accelerator would be priced
     // silently wrong.
-    if (profile.source.hardware != hardware.name) {
+    if (profile->source.hardware != hardware.name) {
       throw InputError({config.profile, 0, 0, "hardware.name"},
                        expected_found("the hardware the profile was measured on (\"" +
-                                          profile.source.hardware + "\")",
+                                          profile->source.hardware + "\")",
                                       "\"" + hardware.name + "\""));
     }
     return std::make_unique<CalibratedCostModel>(std::move(profile), config.profile, model);

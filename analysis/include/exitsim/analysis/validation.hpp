@@ -67,6 +67,16 @@ struct MetricComparison {
   double price_sensitivity() const;
 };
 
+// |simulated - reference| / |reference|: 0 when both are 0, 1 when only the reference is.
+double relative_error(double reference, double simulated);
+
+// A figure over repeated runs: its lowest, its median (the lower middle of an even count, a
+// value some run really gave), its highest, and its coefficient of variation (0 for one run).
+struct RunSpread {
+  double min = 0, median = 0, max = 0, cv = 0;
+};
+RunSpread spread_of_runs(std::vector<double> values);
+
 // One strategy's validation: iteration error and the request metrics of both executors.
 struct ValidationResult {
   std::string strategy;

@@ -13,4 +13,8 @@ namespace exitsim::traces {
 nlohmann::json parse_json_document(std::string_view text, const std::string& path,
                                    const std::string& what);
 
+// How a JSON value appears after "found" in a message: its JSON text (a string quoted and
+// escaped, so it stays on one line), cut after 60 bytes at a character boundary, with "...".
+std::string json_shown(const nlohmann::json& value);
+
 }  // namespace exitsim::traces

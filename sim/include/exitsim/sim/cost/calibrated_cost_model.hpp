@@ -1,6 +1,7 @@
 #pragma once
 
 #include <array>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -23,13 +24,16 @@ class CalibratedCostModel final : public CostModel {
  public:
   // Throws InputError (naming the profile and `cost_model.profile`) when the profile was fitted
   // on another model shape, or lacks an op every iteration needs.
+  // The profile is shared read-only (every replica of every run of a sweep prices from one).
+  CalibratedCostModel(std::shared_ptr<const CostProfile> profile, std::string profile_path,
+                      const ModelShape& model);
   CalibratedCostModel(CostProfile profile, std::string profile_path, const ModelShape& model);
 
   std::string name() const override { return "calibrated"; }
   IterationCost iteration_cost(std::span<const BatchEntry> batch) const override;
 
-  const CostProfile& profile() const { return profile_; }
-  std::span<const double> step_variability() const override { return profile_.step_variability; }
+  const CostProfile& profile() const { return *profile_; }
+  std::span<const double> step_variability() const override { return profile_->step_variability; }
   // Ops priced by a stated stand-in because the profile lacks them, one line each; the CLI and
   // the report print them (never a silent zero).
   const std::vector<std::string>& fallbacks() const { return fallbacks_; }
@@ -54,7 +58,7 @@ class CalibratedCostModel final : public CostModel {
     double largest_context = 0;
   };
 
-  CostProfile profile_;
+  std::shared_ptr<const CostProfile> profile_;
   std::string profile_path_;  // named by a refused price
   std::array<const OpFit*, 10> layer_ops_{};
   std::array<const OpFit*, 10> prefill_layer_ops_{};  // the ".prefill" fits, else layer_ops_
