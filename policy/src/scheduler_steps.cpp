@@ -6,6 +6,11 @@
 namespace exitsim::policy {
 
 std::int64_t blocks_to_grow(const SequenceView& seq, std::int64_t tokens, const KvView& kv) {
+  // One group of one instance (the usual layout): the held blocks cover `rows` rows exactly when
+  // rows <= kv_blocks * block_size, which needs no division (most decode steps grow nothing).
+  if (kv.groups.count == 1 && kv.groups.instances[0] == 1 &&
+      kv_rows_after(seq, 0, tokens) <= seq.kv_blocks * kv.block_size)
+    return 0;
   return std::max<std::int64_t>(0, kv_footprint(seq, tokens, kv) - seq.kv_blocks);
 }
 
@@ -29,6 +34,19 @@ std::int64_t tokens_within_blocks(const SequenceView& seq, std::int64_t spare_bl
       high = mid - 1;
   }
   return kv_footprint(seq, low, kv) <= limit ? low : 0;
+}
+
+bool steady_decode(const SchedulerSnapshot& snapshot) {
+  if (!snapshot.waiting.empty() ||
+      static_cast<std::int64_t>(snapshot.running.size()) > snapshot.limits.max_batched_tokens)
+    return false;
+  std::int64_t needed = 0;
+  for (const SequenceView& seq : snapshot.running) {
+    if (!seq.is_decoding() || seq.in_head_queue)
+      return false;
+    needed += blocks_to_grow(seq, 1, snapshot.kv);
+  }
+  return needed <= snapshot.kv.free_blocks;
 }
 
 std::int64_t watermark_blocks(const KvView& kv, double fraction) {

@@ -107,6 +107,34 @@ TEST(LatencySketch, MeanSurvivesASumBeyond64Bits) {
   EXPECT_EQ(sketch.quantile(0.5), static_cast<double>(big));
 }
 
+TEST(LatencySketch, AddingAValueCountTimesIsCountAdds) {
+  // Counts of repeats, zeros among them, and sums that carry past 64 bits within one call.
+  std::mt19937_64 rng(5);
+  std::uniform_int_distribution<TimeNs> value(0, 80'000'000);
+  std::uniform_int_distribution<std::int64_t> count(0, 40);
+  LatencySketch counted;
+  LatencySketch one_by_one;
+  for (int i = 0; i < 3000; ++i) {
+    const TimeNs v = i % 10 == 0 ? 0 : value(rng);
+    const std::int64_t n = count(rng);
+    counted.add(v, n);
+    for (std::int64_t k = 0; k < n; ++k)
+      one_by_one.add(v);
+  }
+  constexpr TimeNs big = std::numeric_limits<TimeNs>::max() - 3;
+  counted.add(big, 5);  // 5 x (2^63 - 4) carries into the high half of the sum
+  for (int k = 0; k < 5; ++k)
+    one_by_one.add(big);
+  EXPECT_EQ(counted.count(), one_by_one.count());
+  EXPECT_EQ(counted.min(), one_by_one.min());
+  EXPECT_EQ(counted.max(), one_by_one.max());
+  EXPECT_EQ(counted.mean(), one_by_one.mean());
+  EXPECT_EQ(counted.bucket_count(), one_by_one.bucket_count());
+  for (const double q : k_quantiles)
+    EXPECT_EQ(counted.quantile(q), one_by_one.quantile(q)) << q;
+  EXPECT_THROW(counted.add(5, -1), std::invalid_argument);
+}
+
 TEST(LatencySketch, MergeEqualsOneSketchOverTheUnion) {
   const std::vector<TimeNs> a =
       draw(std::lognormal_distribution<double>(std::log(1e6), 1.0), 6, 10'000);

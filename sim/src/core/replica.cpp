@@ -16,7 +16,7 @@
 namespace exitsim::sim {
 
 Replica::Replica(int index, const ReplicaSpec& spec, MetricsCollector& metrics,
-                 const StepObserver* step_observer)
+                 const StepObserver* step_observer, bool reuse_steady_decode_steps)
     : index_(index),
       step_observer_(step_observer != nullptr && *step_observer ? step_observer : nullptr),
       metrics_(metrics),
@@ -71,6 +71,13 @@ Replica::Replica(int index, const ReplicaSpec& spec, MetricsCollector& metrics,
     prefix_reuse_.emplace(kv_view_.block_size, kv_view_.groups.total_instances());
   }
   description_ = fmt::format("replica {} ({} on {})", index, spec.model.name, spec.hardware.name);
+  // Static depth plans every decode row alike, and none of these change a running sequence
+  // between its decode steps.
+  steady_allowed_ = reuse_steady_decode_steps && scheduler_->decodes_all_when_steady() &&
+                    !depth_model_.dynamic() &&
+                    depth_model_.strategy() == policy::SyncStrategy::full_depth &&
+                    !kv_layout_.per_recursion() && !prefix_reuse_ && !swap_ &&
+                    step_observer_ == nullptr && !prefill_only_;
 }
 
 bool Replica::servable(RequestId id, std::int64_t input_tokens, std::int64_t output_tokens,
@@ -142,6 +149,11 @@ void Replica::release_blocks(policy::SequenceView& view, SequenceExtra& extra) {
 }
 
 TimeNs Replica::start_iteration(TimeNs now) {
+  if (steady_) {
+    if (const TimeNs duration = start_steady_decode(now); duration >= 0)
+      return duration;
+    steady_ = false;
+  }
   decision_.clear();
   if (prefix_reuse_)
     offer_prefix_hits();
@@ -204,7 +216,6 @@ TimeNs Replica::start_iteration(TimeNs now) {
   decode_tokens_.clear();
   IterationRecord& record = last_iteration_;
   record = IterationRecord{};
-  const int full_depth = depth_model_.full_depth();
   for (std::size_t i = 0; i < running_.size(); ++i) {
     const std::int64_t tokens = work_tokens_[i];
     if (tokens == 0)
@@ -240,6 +251,60 @@ TimeNs Replica::start_iteration(TimeNs now) {
   } else {
     fill = depth_model_.plan(decode_tokens_, rows);
   }
+  // The next step may reuse these rows when every running sequence decodes in this one (then
+  // rows_[k] is running_[k]'s) and nothing joined or left.
+  steady_ = steady_allowed_ && decision_.admit.empty() && decision_.preempt.empty() &&
+            waiting_.empty() && record.prefill_tokens == 0 && row_count == running_.size();
+  return run_rows(now, row_count, fill);
+}
+
+TimeNs Replica::start_steady_decode(TimeNs now) {
+  policy::KvView kv = kv_view_;
+  kv.total_blocks = kv_total_;
+  kv.free_blocks = kv_free_;
+  const policy::SchedulerSnapshot snapshot{running_.views(), waiting_.views(), kv, limits_, now};
+  if (!policy::steady_decode(snapshot))
+    return -1;
+#ifndef NDEBUG
+  // The scheduler promised this decision (Scheduler::decodes_all_when_steady): hold it to it.
+  decision_.clear();
+  scheduler_->schedule(snapshot, decision_);
+  bool decodes_all = decision_.admit.empty() && decision_.preempt.empty() &&
+                     decision_.work.size() == running_.size();
+  for (std::size_t i = 0; decodes_all && i < decision_.work.size(); ++i)
+    decodes_all = decision_.work[i] == policy::ScheduledWork{{false, i}, 1};
+  if (!decodes_all) {
+    throw std::logic_error(
+        fmt::format("scheduler {} on {} did not decode every running sequence "
+                    "in a steady decode step",
+                    scheduler_name_, description_));
+  }
+#endif
+  decision_.clear();
+  IterationRecord& record = last_iteration_;
+  record = IterationRecord{};
+  const std::size_t n = running_.size();
+  record.decode_tokens = static_cast<std::int64_t>(n);
+  // Static depth planned every row alike (DepthModel::plan), so their depths count at once.
+  metrics_.record_token_depths(rows_[0].exit_depth, rows_[0].plan.run_depth,
+                               static_cast<std::int64_t>(n));
+  for (std::size_t k = 0; k < n; ++k) {
+    policy::SequenceView& view = running_.view(k);
+    policy::StepRow& row = rows_[k];
+    row.context_tokens = view.computed_tokens;
+    // It holds its footprint (kv_footprint(view, 0)): one more row may take a block per instance.
+    const std::int64_t needed = view.kv_blocks + policy::blocks_to_grow(view, 1, kv_view_);
+    kv_free_ -= needed - view.kv_blocks;
+    view.kv_blocks = needed;
+    row.kv_blocks_after = needed;
+  }
+  ++steady_decode_steps_;
+  return price_rows(now, n, FillWork{}, true);
+}
+
+TimeNs Replica::run_rows(TimeNs now, std::size_t row_count, const FillWork& fill) {
+  const std::span<policy::StepRow> rows(rows_.data(), row_count);
+  const int full_depth = depth_model_.full_depth();
   for (std::size_t k = 0; k < rows.size(); ++k) {
     const std::size_t i = row_sequences_[k];
     policy::SequenceView& view = running_.view(i);
@@ -267,13 +332,21 @@ TimeNs Replica::start_iteration(TimeNs now) {
     view.kv_blocks = needed;
     row.kv_blocks_after = needed;
   }
+  return price_rows(now, row_count, fill, false);
+}
+
+TimeNs Replica::price_rows(TimeNs now, std::size_t row_count, const FillWork& fill,
+                           bool only_contexts_changed) {
+  IterationRecord& record = last_iteration_;
+  const std::span<const policy::StepRow> rows(rows_.data(), row_count);
   if (kv_free_ < 0) {
     throw std::logic_error(fmt::format("{} over-allocated K/V blocks ({} free) after scheduler {}",
                                        description_, kv_free_, scheduler_name_));
   }
   if (prefix_reuse_)
     prefix_reuse_->evict_for(kv_free_);
-  const IterationCost cost = pricer_->price(rows);
+  const IterationCost cost =
+      only_contexts_changed ? pricer_->price_new_contexts(rows) : pricer_->price(rows);
   metrics_.record_iteration_work(cost.flops, cost.masked_flops, fill);
   TimeNs duration = StepPricer::duration(scaled(cost));
   if (swap_ && swap_->pending_out + swap_->pending_in > 0) {
@@ -406,6 +479,9 @@ bool Replica::enqueue_handed_off(const HandOff& request, TimeNs now) {
 
 IterationOutcome Replica::complete_iteration(TimeNs now) {
   IterationOutcome outcome;
+  // Inter-token gaps are recorded in runs of equal ones (the sketch counts them the same).
+  TimeNs gap = -1;
+  std::int64_t gap_count = 0;
   scratch_indices_.clear();
   handed_off_.clear();
   for (std::size_t i = 0; i < running_.size(); ++i) {
@@ -443,8 +519,13 @@ IterationOutcome Replica::complete_iteration(TimeNs now) {
     }
     if (extra.first_token < 0) {
       extra.first_token = now;
+    } else if (now - extra.last_token == gap) {
+      ++gap_count;  // sequences that emitted together last time emit together again
     } else {
-      metrics_.record_token_gap(now - extra.last_token);
+      if (gap_count > 0)
+        metrics_.record_token_gap(gap, gap_count);
+      gap = now - extra.last_token;
+      gap_count = 1;
     }
     extra.last_token = now;
     if (extra.depth.rollback > 0) {
@@ -462,7 +543,11 @@ IterationOutcome Replica::complete_iteration(TimeNs now) {
       scratch_indices_.push_back(i);
     }
   }
+  if (gap_count > 0)
+    metrics_.record_token_gap(gap, gap_count);
   running_.remove(scratch_indices_);
+  if (!scratch_indices_.empty())
+    steady_ = false;  // the running set changed: the next step's rows differ
   if (outcome.requests_finished > 0) {
     metrics_.record_kv_usage(index_, now, kv_blocks_used(), kv_blocks_total());
   }

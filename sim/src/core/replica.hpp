@@ -94,7 +94,7 @@ class Replica {
  public:
   // `step_observer` (may be null or empty) is called with every iteration at its completion.
   Replica(int index, const ReplicaSpec& spec, MetricsCollector& metrics,
-          const StepObserver* step_observer = nullptr);
+          const StepObserver* step_observer = nullptr, bool reuse_steady_decode_steps = true);
 
   // Queues the request; false when this replica can never serve it (policy::unservable_reason)
   // and the scenario rejects such requests (counted in the metrics). Throws InputError for one
@@ -111,6 +111,8 @@ class Replica {
   IterationOutcome complete_iteration(TimeNs now);
 
   bool busy() const { return busy_; }
+  // Iterations that reused the previous step's rows (start_steady_decode).
+  std::int64_t steady_decode_steps() const { return steady_decode_steps_; }
   bool has_work() const { return !running_.empty() || !waiting_.empty(); }
   std::size_t waiting() const { return waiting_.size(); }
   std::size_t running() const { return running_.size(); }
@@ -146,6 +148,17 @@ class Replica {
   // drawn from the measured step spread.
   IterationCost scaled(IterationCost cost);
   [[noreturn]] void throw_stalled() const;
+  // A steady decode step (policy::steady_decode) after one: the scheduler would decide what it
+  // did last time, and static depth plans what it planned, so the last step's rows run again
+  // with one more token of context each. Returns -1 when the step is not steady.
+  TimeNs start_steady_decode(TimeNs now);
+  // Allocates the K/V blocks of the first `row_count` rows and counts their tokens' depths,
+  // then price_rows.
+  TimeNs run_rows(TimeNs now, std::size_t row_count, const FillWork& fill);
+  // Prices the first `row_count` rows and records the iteration; returns its duration.
+  // `only_contexts_changed`: the rows are the last step's with new contexts (a steady step).
+  TimeNs price_rows(TimeNs now, std::size_t row_count, const FillWork& fill,
+                    bool only_contexts_changed);
   // deferred_fill's rollback of `tokens` output tokens at an iteration's completion.
   void roll_back(policy::SequenceView& view, IterationOutcome& outcome, std::int64_t tokens);
   // Sets the view's K/V rows (SequenceView::kv_row_offset) from what the sequence holds: under
@@ -223,6 +236,12 @@ class Replica {
   std::vector<std::size_t> scratch_indices_;
   policy::DecisionScratch<QueuedSequence> decision_scratch_;
   IterationRecord last_iteration_;
+  // Steady decode steps: whether this replica's configuration allows them (static depth, no
+  // prefix caching, swap, hand-offs or step observer, a scheduler that decodes all when steady),
+  // and whether the last step qualifies (rows_[k] is running_[k]'s decode row).
+  bool steady_allowed_ = false;
+  bool steady_ = false;
+  std::int64_t steady_decode_steps_ = 0;
 };
 
 }  // namespace exitsim::sim

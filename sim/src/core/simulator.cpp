@@ -42,7 +42,8 @@ class ClusterRun {
     }
     for (std::size_t r = 0; r < config.replicas.size(); ++r) {
       replicas_.push_back(std::make_unique<Replica>(static_cast<int>(r), config.replicas[r],
-                                                    metrics_, &config_.step_observer));
+                                                    metrics_, &config_.step_observer,
+                                                    config.reuse_steady_decode_steps));
     }
     loads_.resize(replicas_.size());
     marked_.assign(replicas_.size(), 0);
@@ -267,6 +268,7 @@ class ClusterRun {
                         replica->running(), replica->waiting()));
       }
       totals_.kv_blocks_leaked += replica->kv_blocks_used();
+      totals_.steady_decode_steps += replica->steady_decode_steps();
     }
     totals_.end_time = now_;
     if (now_ > first_arrival_) {

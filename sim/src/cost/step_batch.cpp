@@ -114,4 +114,10 @@ IterationCost StepPricer::price(std::span<const policy::StepRow> rows) {
   return model_.iteration_cost(std::span<const BatchEntry>(batch_.data(), n));
 }
 
+IterationCost StepPricer::price_new_contexts(std::span<const policy::StepRow> rows) {
+  for (std::size_t k = 0; k < rows.size(); ++k)
+    batch_[k].context_tokens = rows[k].context_tokens;
+  return model_.iteration_cost(std::span<const BatchEntry>(batch_.data(), rows.size()));
+}
+
 }  // namespace exitsim::sim

@@ -12,6 +12,9 @@ namespace {
 // 2^64 as a long double, for turning the two halves of the 128-bit sum into one number.
 constexpr long double k_two_to_64 = 18446744073709551616.0L;
 
+// GCC's and Clang's 128-bit integer (__extension__: not ISO C++, so -Wpedantic would object).
+__extension__ typedef unsigned __int128 Uint128;
+
 }  // namespace
 
 std::int64_t nearest_rank(double q, std::int64_t n) {
@@ -54,6 +57,14 @@ void LatencySketch::cover(int lo, int hi) {
 }
 
 void LatencySketch::add(TimeNs value) {
+  add(value, 1);
+}
+
+void LatencySketch::add(TimeNs value, std::int64_t count) {
+  if (count < 0)
+    throw std::invalid_argument(fmt::format("LatencySketch: negative count {}", count));
+  if (count == 0)
+    return;
   if (value < 0)
     throw std::invalid_argument(fmt::format("LatencySketch: negative duration {} ns", value));
   if (count_ == 0) {
@@ -63,13 +74,14 @@ void LatencySketch::add(TimeNs value) {
     min_ = std::min(min_, value);
     max_ = std::max(max_, value);
   }
-  ++count_;
-  const auto v = static_cast<std::uint64_t>(value);
-  sum_low_ += v;
-  if (sum_low_ < v)
-    ++sum_high_;
+  count_ += count;
+  // The 128-bit sum grows by value x count (each below 2^63, so the product fits 126 bits).
+  const Uint128 added = static_cast<Uint128>(value) * static_cast<Uint128>(count);
+  const auto low = static_cast<std::uint64_t>(added);
+  sum_low_ += low;
+  sum_high_ += static_cast<std::uint64_t>(added >> 64) + (sum_low_ < low ? 1 : 0);
   if (value == 0) {
-    ++zero_count_;
+    zero_count_ += count;
     return;
   }
   if (value != last_value_) {
@@ -78,7 +90,7 @@ void LatencySketch::add(TimeNs value) {
   }
   const int index = last_bucket_;
   cover(index, index);
-  ++counts_[static_cast<std::size_t>(index - first_bucket_)];
+  counts_[static_cast<std::size_t>(index - first_bucket_)] += count;
 }
 
 void LatencySketch::merge(const LatencySketch& other) {

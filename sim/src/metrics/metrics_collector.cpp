@@ -121,10 +121,10 @@ MetricsCollector::MetricsCollector(MetricsOptions options)
 
 MetricsCollector::~MetricsCollector() = default;
 
-void MetricsCollector::record_token_gap(TimeNs gap) {
+void MetricsCollector::record_token_gap(TimeNs gap, std::int64_t count) {
   if (gap < 0)
     invalid(fmt::format("negative inter-token gap {} ns", gap));
-  impl_->itl.add(gap);
+  impl_->itl.add(gap, count);
 }
 
 void MetricsCollector::record_request(const RequestRecord& request) {
@@ -178,14 +178,19 @@ void MetricsCollector::record_kv_usage(int replica, TimeNs time, std::int64_t us
 }
 
 void MetricsCollector::record_token_depth(int exit_depth, int executed_depth) {
+  record_token_depths(exit_depth, executed_depth, 1);
+}
+
+void MetricsCollector::record_token_depths(int exit_depth, int executed_depth, std::int64_t count) {
   Impl& m = *impl_;
   const auto index = static_cast<std::size_t>(std::max(exit_depth, 0));
   if (index >= m.tokens_by_exit_depth.size())
     m.tokens_by_exit_depth.resize(index + 1, 0);
-  ++m.tokens_by_exit_depth[index];
-  ++m.depth_tokens;
-  m.exit_depth_sum += exit_depth;
-  m.executed_depth_sum += executed_depth;
+  m.tokens_by_exit_depth[index] += count;
+  m.depth_tokens += count;
+  // Integer-valued sums, exact in a double below 2^53: the same as `count` single additions.
+  m.exit_depth_sum += static_cast<double>(exit_depth) * static_cast<double>(count);
+  m.executed_depth_sum += static_cast<double>(executed_depth) * static_cast<double>(count);
 }
 
 void MetricsCollector::record_iteration_work(double flops, double masked_flops,

@@ -130,6 +130,11 @@ class Scheduler {
   // Whether prompts may be split across iterations. A scheduler that admits whole prompts only
   // (the default) can never serve a prompt longer than max_batched_tokens (servable.hpp).
   virtual bool chunks_prompts() const { return false; }
+  // Whether, in every snapshot where steady_decode() holds (scheduler_steps.hpp), schedule()
+  // decides exactly one decode token for each running sequence in running order, admitting and
+  // preempting nothing. Executors may then skip the call (the simulator's steady decode steps);
+  // a scheduler that says so must keep to it (every built-in does, and a test holds them to it).
+  virtual bool decodes_all_when_steady() const { return false; }
 };
 
 // "" when the decision is feasible for the snapshot, else what is wrong (for tests and debug

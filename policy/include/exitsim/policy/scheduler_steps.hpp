@@ -51,6 +51,12 @@ std::int64_t watermark_blocks(const KvView& kv, double fraction);
 // The fraction of all blocks the built-in whole-prompt admissions keep back (vLLM's default).
 inline constexpr double k_default_watermark_fraction = 0.01;
 
+// Whether this is a steady decode step: nobody waits, every running sequence is decoding and
+// holds a slot in the batch, and the token budget and the free blocks cover one more token for
+// each. A scheduler whose decodes_all_when_steady() is true then decides one decode token for
+// each running sequence and nothing else.
+bool steady_decode(const SchedulerSnapshot& snapshot);
+
 // Which running sequences schedule_running() gives work to.
 enum class RunningWork : std::uint8_t {
   all_pending,  // every running sequence, all its pending tokens (1 for a decode step)

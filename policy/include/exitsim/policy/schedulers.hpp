@@ -18,6 +18,7 @@ namespace exitsim::policy {
 class StaticBatching final : public Scheduler {
  public:
   std::string_view name() const override { return "static"; }
+  bool decodes_all_when_steady() const override { return true; }
   void schedule(const SchedulerSnapshot& snapshot, SchedulerDecision& out) const override;
 };
 
@@ -35,6 +36,7 @@ class ContinuousBatching final : public Scheduler {
   explicit ContinuousBatching(Params params) : params_(params) {}
 
   std::string_view name() const override { return "continuous"; }
+  bool decodes_all_when_steady() const override { return true; }
   void schedule(const SchedulerSnapshot& snapshot, SchedulerDecision& out) const override;
 
  private:
@@ -62,6 +64,7 @@ class ChunkedPrefill final : public Scheduler {
 
   std::string_view name() const override { return "chunked_prefill"; }
   bool chunks_prompts() const override { return true; }
+  bool decodes_all_when_steady() const override { return true; }
   void schedule(const SchedulerSnapshot& snapshot, SchedulerDecision& out) const override;
 
  private:

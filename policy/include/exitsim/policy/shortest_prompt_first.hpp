@@ -18,6 +18,7 @@ class ShortestPromptFirst final : public Scheduler {
   explicit ShortestPromptFirst(double watermark_fraction = k_default_watermark_fraction)
       : watermark_fraction_(watermark_fraction) {}
   std::string_view name() const override { return "shortest_prompt_first"; }
+  bool decodes_all_when_steady() const override { return true; }
   void schedule(const SchedulerSnapshot& snapshot, SchedulerDecision& out) const override;
 
  private:

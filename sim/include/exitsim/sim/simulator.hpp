@@ -44,6 +44,10 @@ struct SimulationConfig {
   StepObserver step_observer;
   // Called with every finished request (RequestRecord), in completion order.
   std::function<void(const RequestRecord&)> request_observer;
+  // Steady decode steps (policy::steady_decode: nobody waits, the same sequences decode again)
+  // reuse the last step's rows instead of asking the scheduler and planning anew. The outputs
+  // are the same either way; tests turn it off to prove that.
+  bool reuse_steady_decode_steps = true;
 };
 
 // The simulation a scenario describes (outputs go under `output_dir`, "" = write no files).
@@ -60,7 +64,8 @@ struct SimulationTotals {
   std::int64_t tokens_expected = 0;
   std::int64_t tokens_emitted = 0;
   std::int64_t kv_blocks_leaked = 0;
-  std::int64_t max_kv_blocks_used = 0;  // peak over replicas of blocks in use
+  std::int64_t max_kv_blocks_used = 0;   // peak over replicas of blocks in use
+  std::int64_t steady_decode_steps = 0;  // iterations that reused the previous step's rows
   // Time average of the number of requests in the system (arrived, not finished) between the
   // first arrival and the last completion, integrated event by event; with the throughput and
   // mean E2E it checks Little's law.

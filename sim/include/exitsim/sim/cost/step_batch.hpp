@@ -25,6 +25,10 @@ class StepPricer {
       : model_(model), depth_(depth), strategy_(strategy) {}
 
   IterationCost price(std::span<const policy::StepRow> rows);
+  // As price(rows), for the rows of the last price() call that differ from them only in their
+  // context tokens, and are all decode rows without fill groups (a steady decode step): only the
+  // contexts are written again.
+  IterationCost price_new_contexts(std::span<const policy::StepRow> rows);
   // How long an iteration of that cost lasts: at least 1 ns, so the clock never stands still
   // while work proceeds.
   static TimeNs duration(const IterationCost& cost) { return cost.total > 1 ? cost.total : 1; }

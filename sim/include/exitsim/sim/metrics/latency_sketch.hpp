@@ -34,6 +34,8 @@ class LatencySketch {
 
   // Throws std::invalid_argument for a negative value.
   void add(TimeNs value);
+  // Adds `value` `count` times (count >= 0): the same state as that many add(value) calls.
+  void add(TimeNs value, std::int64_t count);
   // Adds every sample of `other`; throws std::invalid_argument when the relative errors differ.
   void merge(const LatencySketch& other);
 

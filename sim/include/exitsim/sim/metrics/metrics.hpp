@@ -242,7 +242,7 @@ class MetricsCollector {
   // Each record_* throws std::invalid_argument for an inconsistent record: times out of order, a
   // negative length or count, an unknown replica, an iteration overlapping the previous one of
   // its replica. record_request() writes the request's CSV row at once (rows in call order).
-  void record_token_gap(TimeNs gap);  // one inter-token latency
+  void record_token_gap(TimeNs gap, std::int64_t count = 1);  // `count` inter-token latencies
   void record_request(const RequestRecord& request);
   void record_iteration(const IterationRecord& iteration);
   void record_preemption();
@@ -251,6 +251,8 @@ class MetricsCollector {
   void record_rejection(policy::UnservableReason reason);
   // One output token that exited at `exit_depth` and was carried through `executed_depth` layers.
   void record_token_depth(int exit_depth, int executed_depth);
+  // `count` tokens of the same depths at once (as many record_token_depth calls).
+  void record_token_depths(int exit_depth, int executed_depth, std::int64_t count);
   // The work of one iteration, from the cost model.
   void record_iteration_work(double flops, double masked_flops, const FillWork& fill);
   void record_rollback(std::int64_t tokens);
