@@ -5,15 +5,6 @@
 
 namespace exitsim::policy {
 
-std::int64_t blocks_to_grow(const SequenceView& seq, std::int64_t tokens, const KvView& kv) {
-  // One group of one instance (the usual layout): the held blocks cover `rows` rows exactly when
-  // rows <= kv_blocks * block_size, which needs no division (most decode steps grow nothing).
-  if (kv.groups.count == 1 && kv.groups.instances[0] == 1 &&
-      kv_rows_after(seq, 0, tokens) <= seq.kv_blocks * kv.block_size)
-    return 0;
-  return std::max<std::int64_t>(0, kv_footprint(seq, tokens, kv) - seq.kv_blocks);
-}
-
 std::int64_t tokens_within_blocks(const SequenceView& seq, std::int64_t spare_blocks,
                                   const KvView& kv) {
   const std::int64_t limit = seq.kv_blocks + std::max<std::int64_t>(0, spare_blocks);

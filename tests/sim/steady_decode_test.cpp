@@ -2,7 +2,8 @@
 // again (Replica::start_steady_decode). The outputs must be the step-by-step path's, byte for
 // byte: each case runs a scenario both ways and compares the summary, requests.csv,
 // timeline.json and every iteration, under the conditions that make steps steady and break
-// them (arrivals, completions, preemptions under a tight K/V budget, several replicas).
+// them (arrivals, completions, preemptions under a tight K/V budget, several replicas), at static
+// depth and with per-token exits (each step's exits drawn anew, rollbacks).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -74,6 +75,16 @@ struct Case {
   bool mostly_steady = false;
 };
 
+// LayerSkip's Llama 2 7B with per-token exits at its four exit points under `strategy`.
+std::vector<std::string> with_exits(const std::string& strategy,
+                                    std::vector<std::string> more = {}) {
+  more.insert(more.end(),
+              {"model.preset=layerskip-llama-2-7b", "scheduler.unservable=reject",
+               "exit_policy.kind=distribution", "exit_policy.probabilities=[0.3, 0.3, 0.2, 0.2]",
+               "sync.strategy=" + strategy});
+  return more;
+}
+
 class SteadyDecodeSteps : public testing::TestWithParam<Case> {};
 
 TEST_P(SteadyDecodeSteps, GiveTheStepByStepOutputsExactly) {
@@ -123,6 +134,19 @@ INSTANTIATE_TEST_SUITE_P(
              true},
         Case{"static", {"scheduler.kind=static"}},
         Case{"shortest_prompt_first", {"scheduler.kind=shortest_prompt_first"}, false, true},
+        Case{"batch_sync_exits", with_exits("batch_sync"), false, true},
+        Case{"state_copy_exits", with_exits("state_copy"), false, true},
+        Case{"deferred_fill_exits_rollback",
+             with_exits("deferred_fill", {"sync.rollback_probability=0.3"}), false, true},
+        Case{"recursive_state_copy_exits",
+             {"model.preset=mor-smollm-1.7b-r3", "scheduler.unservable=reject",
+              "exit_policy.kind=distribution", "exit_policy.probabilities=[0.4, 0.3, 0.3]",
+              "sync.strategy=state_copy"},
+             false,
+             true},
+        Case{"state_copy_exits_tight_kv",
+             with_exits("state_copy", {"scheduler.kv_blocks=900", "workload.arrivals.rate=40"}),
+             true},
         Case{"three_replicas_odd_blocks",
              {"cluster.replicas=3", "scheduler.block_size=7", "cluster.router=least_outstanding"},
              false,

@@ -74,10 +74,8 @@ Replica::Replica(int index, const ReplicaSpec& spec, MetricsCollector& metrics,
   // Static depth plans every decode row alike, and none of these change a running sequence
   // between its decode steps.
   steady_allowed_ = reuse_steady_decode_steps && scheduler_->decodes_all_when_steady() &&
-                    !depth_model_.dynamic() &&
-                    depth_model_.strategy() == policy::SyncStrategy::full_depth &&
-                    !kv_layout_.per_recursion() && !prefix_reuse_ && !swap_ &&
-                    step_observer_ == nullptr && !prefill_only_;
+                    !depth_model_.depthwise() && !kv_layout_.per_recursion() && !prefix_reuse_ &&
+                    !swap_ && step_observer_ == nullptr && !prefill_only_;
 }
 
 bool Replica::servable(RequestId id, std::int64_t input_tokens, std::int64_t output_tokens,
@@ -285,6 +283,9 @@ TimeNs Replica::start_steady_decode(TimeNs now) {
   record = IterationRecord{};
   const std::size_t n = running_.size();
   record.decode_tokens = static_cast<std::int64_t>(n);
+  ++steady_decode_steps_;
+  if (depth_model_.dynamic())
+    return plan_steady_decode(now);
   // Static depth planned every row alike (DepthModel::plan), so their depths count at once.
   metrics_.record_token_depths(rows_[0].exit_depth, rows_[0].plan.run_depth,
                                static_cast<std::int64_t>(n));
@@ -298,8 +299,27 @@ TimeNs Replica::start_steady_decode(TimeNs now) {
     view.kv_blocks = needed;
     row.kv_blocks_after = needed;
   }
-  ++steady_decode_steps_;
   return price_rows(now, n, FillWork{}, true);
+}
+
+TimeNs Replica::plan_steady_decode(TimeNs now) {
+  // Each token's exit is drawn anew: the rows are the last step's sequences, planned again.
+  decode_tokens_.clear();
+  for (std::size_t k = 0; k < running_.size(); ++k) {
+    const policy::SequenceView& view = running_.view(k);
+    SequenceExtra& extra = running_.extra(k);
+    policy::StepRow& row = rows_[k];
+    row.reset();
+    row.request = view.id;
+    row.query_tokens = 1;
+    row.context_tokens = view.computed_tokens;
+    row.emits = true;
+    decode_tokens_.push_back(
+        {k, view.id, view.generated_tokens, extra.target_output_tokens, &extra.depth});
+  }
+  const FillWork fill =
+      depth_model_.plan(decode_tokens_, std::span<policy::StepRow>(rows_.data(), running_.size()));
+  return run_rows(now, running_.size(), fill);
 }
 
 TimeNs Replica::run_rows(TimeNs now, std::size_t row_count, const FillWork& fill) {

@@ -149,9 +149,12 @@ class Replica {
   IterationCost scaled(IterationCost cost);
   [[noreturn]] void throw_stalled() const;
   // A steady decode step (policy::steady_decode) after one: the scheduler would decide what it
-  // did last time, and static depth plans what it planned, so the last step's rows run again
-  // with one more token of context each. Returns -1 when the step is not steady.
+  // did last time, so it is not asked. Static depth plans what it planned, so the last step's
+  // rows run again with one more token of context each; with exits they are planned anew.
+  // Returns -1 when the step is not steady.
   TimeNs start_steady_decode(TimeNs now);
+  // start_steady_decode's rest under exits: the same sequences, each token's depth planned anew.
+  TimeNs plan_steady_decode(TimeNs now);
   // Allocates the K/V blocks of the first `row_count` rows and counts their tokens' depths,
   // then price_rows.
   TimeNs run_rows(TimeNs now, std::size_t row_count, const FillWork& fill);
@@ -236,8 +239,9 @@ class Replica {
   std::vector<std::size_t> scratch_indices_;
   policy::DecisionScratch<QueuedSequence> decision_scratch_;
   IterationRecord last_iteration_;
-  // Steady decode steps: whether this replica's configuration allows them (static depth, no
-  // prefix caching, swap, hand-offs or step observer, a scheduler that decodes all when steady),
+  // Steady decode steps: whether this replica's configuration allows them (no depth-wise
+  // stepping, per-recursion K/V, prefix caching, swap, hand-offs or step observer; a scheduler
+  // that decodes all when steady),
   // and whether the last step qualifies (rows_[k] is running_[k]'s decode row).
   bool steady_allowed_ = false;
   bool steady_ = false;

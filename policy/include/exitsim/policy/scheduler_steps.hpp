@@ -37,7 +37,11 @@ inline std::int64_t kv_footprint(const SequenceView& seq, std::int64_t tokens, c
 // Blocks `seq` must newly allocate to process `tokens` more of its pending tokens; 0 when the
 // blocks it holds already cover them. A sequence whose exited tokens kept no K/V somewhere
 // (skip_kv) needs blocks only where its rows fill a block, not for the K/V it never stored.
-std::int64_t blocks_to_grow(const SequenceView& seq, std::int64_t tokens, const KvView& kv);
+// (Inline: the simulator asks it per sequence per step.)
+inline std::int64_t blocks_to_grow(const SequenceView& seq, std::int64_t tokens, const KvView& kv) {
+  const std::int64_t grown = kv_footprint(seq, tokens, kv) - seq.kv_blocks;
+  return grown > 0 ? grown : 0;
+}
 
 // The most of `seq`'s pending tokens that its held blocks plus `spare_blocks` more can hold
 // (negative `spare_blocks` counts as none).
