@@ -3,7 +3,8 @@
 // byte: each case runs a scenario both ways and compares the summary, requests.csv,
 // timeline.json and every iteration, under the conditions that make steps steady and break
 // them (arrivals, completions, preemptions under a tight K/V budget, several replicas), at static
-// depth and with per-token exits (each step's exits drawn anew, rollbacks).
+// depth and with per-token exits (each step's exits drawn anew, rollbacks), with prefix caching and
+// swap.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -146,6 +147,19 @@ INSTANTIATE_TEST_SUITE_P(
              true},
         Case{"state_copy_exits_tight_kv",
              with_exits("state_copy", {"scheduler.kv_blocks=900", "workload.arrivals.rate=40"}),
+             true},
+        Case{"prefix_caching_system_prompts",
+             {"scheduler.prefix_caching=true", "workload.prefix.kind=system_prompts",
+              "workload.prefix.prompts=4", "workload.prefix.tokens=512"},
+             false,
+             true},
+        Case{"prefix_caching_tight_kv",
+             {"scheduler.prefix_caching=true", "workload.prefix.kind=system_prompts",
+              "workload.prefix.prompts=4", "workload.prefix.tokens=512", "scheduler.kv_blocks=900",
+              "workload.arrivals.rate=40"},
+             true},
+        Case{"swap_tight_kv",
+             {"scheduler.preemption=swap", "scheduler.kv_blocks=900", "workload.arrivals.rate=40"},
              true},
         Case{"three_replicas_odd_blocks",
              {"cluster.replicas=3", "scheduler.block_size=7", "cluster.router=least_outstanding"},

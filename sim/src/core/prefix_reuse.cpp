@@ -77,7 +77,9 @@ void PrefixReuse::mark_shared(policy::SequenceView& view, SequencePrefix& prefix
 }
 
 std::int64_t PrefixReuse::cache_filled(const policy::SequenceView& view, SequencePrefix& prefix) {
-  if (!prefix.hashes)
+  // Without names, or with every named block referenced already (each decode step after the
+  // prompt): nothing to cache.
+  if (!prefix.hashes || prefix.referenced >= prefix.hashes->size())
     return 0;
   const std::vector<policy::BlockHash>& hashes = *prefix.hashes;
   const auto full =

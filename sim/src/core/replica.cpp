@@ -73,9 +73,12 @@ Replica::Replica(int index, const ReplicaSpec& spec, MetricsCollector& metrics,
   description_ = fmt::format("replica {} ({} on {})", index, spec.model.name, spec.hardware.name);
   // Static depth plans every decode row alike, and none of these change a running sequence
   // between its decode steps.
+  // (Prefix caching and swap change nothing in such a step: nobody waits to be offered a hit or
+  // swapped in, and no decode-written block is cached. A running sequence's shared blocks, which
+  // only the scheduler's victim choice reads, are brought up to date by the next full step.)
   steady_allowed_ = reuse_steady_decode_steps && scheduler_->decodes_all_when_steady() &&
-                    !depth_model_.depthwise() && !kv_layout_.per_recursion() && !prefix_reuse_ &&
-                    !swap_ && step_observer_ == nullptr && !prefill_only_;
+                    !depth_model_.depthwise() && !kv_layout_.per_recursion() &&
+                    step_observer_ == nullptr && !prefill_only_;
 }
 
 bool Replica::servable(RequestId id, std::int64_t input_tokens, std::int64_t output_tokens,
