@@ -177,17 +177,15 @@ double CalibratedCostModel::layer_us(std::int64_t b, std::int64_t c, std::int64_
 }
 
 IterationCost CalibratedCostModel::iteration_cost(std::span<const BatchEntry> batch) const {
-  struct Pass {
-    std::vector<WorkCounts> delta;  // difference array over stack layers
-    WorkCounts coda{};
-    std::int64_t embedded = 0;
-    std::int64_t emitting = 0;
-    bool used = false;
-  };
   const auto layers = static_cast<std::size_t>(layout_.stacked_depth());
-  std::array<Pass, 2> passes;  // [0] decode, [1] prefill
-  for (Pass& p : passes)
+  std::array<Pass, 2>& passes = passes_;  // [0] decode, [1] prefill
+  for (Pass& p : passes) {
     p.delta.assign(layers + 1, WorkCounts{});
+    p.coda = WorkCounts{};
+    p.embedded = 0;
+    p.emitting = 0;
+    p.used = false;
+  }
 
   StackLayout::Breakpoints points{};
   for (const BatchEntry& e : batch) {

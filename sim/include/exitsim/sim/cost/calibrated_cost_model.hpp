@@ -71,6 +71,16 @@ class CalibratedCostModel final : public CostModel {
   const OpFit* residual_ = nullptr;  // nullptr: no residual measured (0, named in fallbacks)
   std::vector<std::string> fallbacks_;
   mutable std::vector<OpUse> uses_;  // by index into profile_.ops; the model prices one replica
+  // One pass's work by layer as iteration_cost sums it ([0] decode, [1] prefill), kept so that
+  // an iteration allocates nothing.
+  struct Pass {
+    std::vector<WorkCounts> delta;  // difference array over stack layers
+    WorkCounts coda{};
+    std::int64_t embedded = 0;
+    std::int64_t emitting = 0;
+    bool used = false;
+  };
+  mutable std::array<Pass, 2> passes_;
   RooflineCostModel counts_;
   StackLayout layout_;
   int coda_layers_ = 0;
