@@ -196,3 +196,36 @@ TEST(CostSyncReference, PendingFillShortcutMatchesTheGeneralPathExactly) {
 
 }  // namespace
 }  // namespace exitsim::sim
+
+namespace exitsim::sim {
+namespace {
+
+// RooflineCostModel::counting skips the times: its FLOPs, bytes and masked FLOPs must be exactly
+// a full model's (the calibrated and table models report them), and its times 0. Random batches
+// over every synchronization field, through the slot path and the sweep, plain and recursive.
+TEST(CostSyncReference, CountingModelCountsExactlyWhatTheFullModelCounts) {
+  ModelShape recursive = *find_model_preset("smollm-360m");
+  recursive.depth = DepthStructure::middle_cycle(32, 3);
+  recursive.depth.lora_rank = {0, 16, 64};
+  for (const ModelShape& shape : {*find_model_preset("llama-3-8b"), recursive}) {
+    const RooflineCostModel full(shape, counting_hardware(shape), {1.0, 1.0});
+    const RooflineCostModel counting = RooflineCostModel::counting(shape);
+    std::mt19937 rng(31);
+    for (int trial = 0; trial < 60; ++trial) {
+      SCOPED_TRACE(trial);
+      const std::vector<BatchEntry> batch =
+          random_batch(rng, shape.depth.stacked_depth(),
+                       1 + trial % 24 + (trial % 10 == 0 ? 80 : 0), trial % 10 == 0);
+      const IterationCost expected = full.iteration_cost(batch);
+      const IterationCost counted = counting.iteration_cost(batch);
+      EXPECT_GT(expected.flops, 0);
+      EXPECT_EQ(counted.flops, expected.flops);
+      EXPECT_EQ(counted.bytes, expected.bytes);
+      EXPECT_EQ(counted.masked_flops, expected.masked_flops);
+      EXPECT_EQ(counted.total, 0);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace exitsim::sim

@@ -48,7 +48,7 @@ CalibratedCostModel::CalibratedCostModel(std::shared_ptr<const CostProfile> prof
                                          std::string profile_path, const ModelShape& model)
     : profile_(std::move(profile)),
       profile_path_(profile_path),
-      counts_(model, counting_hardware(model), RooflineEfficiency{1.0, 1.0}),
+      counts_(RooflineCostModel::counting(model)),
       layout_(model.depth),
       coda_layers_(model.depth.coda_layers) {
   uses_.resize(profile_->ops.size());

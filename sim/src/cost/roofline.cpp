@@ -476,6 +476,20 @@ void RooflineCostModel::add_graph(const OpGraph& graph, const OpParams* params,
   // or NaN part, and every op of non-zero duration moves the end (one absorbed by rounding would
   // leave the walk's path). Ops are priced in topological order, so the sum is the walk's.
   const std::vector<int>& order = graph.topological_order();
+  if (counts_only_) {
+    // The same sums in the same order as below, without the times.
+    double counted_flops = 0;
+    double counted_bytes = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto v = static_cast<std::size_t>(order[i]);
+      const Priced p = tabled != nullptr && token_only_[v] != 0 ? tabled[v] : price(params[v], x);
+      counted_flops += p.flops;
+      counted_bytes += p.bytes;
+    }
+    totals.flops += repeat * counted_flops;
+    totals.bytes += repeat * counted_bytes;
+    return;
+  }
   bool chain = graph.chain() && launch_ns_ >= 0;
   double end = 0;
   for (std::size_t i = 0; i < n; ++i) {
@@ -778,7 +792,20 @@ IterationCost RooflineCostModel::iteration_cost(std::span<const BatchEntry> batc
     return pipeline_cost(batch);
   GraphTotals totals;
   price_window(batch, {0, stacked_depth_ + coda_layers_, true}, totals);
+  if (counts_only_) {
+    IterationCost counted;
+    counted.flops = totals.flops;
+    counted.bytes = totals.bytes;
+    counted.masked_flops = totals.masked_flops;
+    return counted;
+  }
   return to_cost(totals);
+}
+
+RooflineCostModel RooflineCostModel::counting(const ModelShape& model) {
+  RooflineCostModel counter(model, counting_hardware(model), RooflineEfficiency{1.0, 1.0});
+  counter.counts_only_ = true;
+  return counter;
 }
 
 [[gnu::always_inline]] inline void RooflineCostModel::price_window(

@@ -209,7 +209,7 @@ double kv_weight_share(const ModelShape& model) {
 
 TableCostModel::TableCostModel(CostTable table, const ModelShape& model)
     : table_(std::move(table)),
-      counts_(model, counting_hardware(model), RooflineEfficiency{1.0, 1.0}),
+      counts_(RooflineCostModel::counting(model)),
       kv_only_fraction_(table_.kv_only_fraction.value_or(kv_weight_share(model))),
       stacked_depth_(model.depth.stacked_depth()),
       coda_layers_(model.depth.coda_layers) {}

@@ -98,6 +98,11 @@ class RooflineCostModel final : public CostModel {
                     RooflineEfficiency efficiency, ParallelSpec parallel = {},
                     bool exit_probes = false);
 
+  // A model that counts work only, for the measured cost models (calibrated, table): its
+  // iteration_cost gives the FLOPs, bytes and masked FLOPs a roofline model of the same shape
+  // gives, with every time 0, and costs less since no op's time or the layer's path is worked out.
+  static RooflineCostModel counting(const ModelShape& model);
+
   std::string name() const override { return "roofline"; }
   // Allocation-free. Entries with no query tokens are ignored; depths are clamped to
   // [0, stacked depth], start_depth, pending_from_depth and useful_depth to [0, depth] and
@@ -113,6 +118,7 @@ class RooflineCostModel final : public CostModel {
   const OpGraph& probe_graph() const { return probe_graph_; }
 
  private:
+  bool counts_only_ = false;  // counting(): FLOPs and bytes only
   struct GraphTotals;
   // Executed layers [first, last) (stack then coda), and whether the head runs here: one
   // pipeline stage, or the whole model.
