@@ -77,8 +77,7 @@ Replica::Replica(int index, const ReplicaSpec& spec, MetricsCollector& metrics,
   // swapped in, and no decode-written block is cached. A running sequence's shared blocks, which
   // only the scheduler's victim choice reads, are brought up to date by the next full step.)
   steady_allowed_ = reuse_steady_decode_steps && scheduler_->decodes_all_when_steady() &&
-                    !depth_model_.depthwise() && !kv_layout_.per_recursion() &&
-                    step_observer_ == nullptr && !prefill_only_;
+                    !depth_model_.depthwise() && step_observer_ == nullptr && !prefill_only_;
 }
 
 bool Replica::servable(RequestId id, std::int64_t input_tokens, std::int64_t output_tokens,

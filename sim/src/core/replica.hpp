@@ -240,8 +240,8 @@ class Replica {
   policy::DecisionScratch<QueuedSequence> decision_scratch_;
   IterationRecord last_iteration_;
   // Steady decode steps: whether this replica's configuration allows them (no depth-wise
-  // stepping, per-recursion K/V, hand-offs or step observer; a scheduler that decodes all when
-  // steady), and whether the last step qualifies (rows_[k] is running_[k]'s decode row).
+  // stepping, hand-offs or step observer; a scheduler that decodes all when steady), and whether
+  // the last step qualifies (rows_[k] is running_[k]'s decode row).
   bool steady_allowed_ = false;
   bool steady_ = false;
   std::int64_t steady_decode_steps_ = 0;
