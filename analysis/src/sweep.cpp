@@ -12,6 +12,7 @@
 #include <iterator>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <thread>
 
 #include "exitsim/analysis/run_digest.hpp"
@@ -100,10 +101,14 @@ scenario::Scenario load_point(const SweepOptions& options, const SweepPoint& poi
 }  // namespace
 
 RunRecord run_sweep_point(const SweepOptions& options, const SweepPoint& point) {
-  const scenario::Scenario s = load_point(options, point);
+  std::optional<scenario::Scenario> loaded;
+  if (!point.scenario)
+    loaded.emplace(load_point(options, point));
+  const scenario::Scenario& s = point.scenario ? *point.scenario : *loaded;
   const auto workload = sim::make_workload(s.workload, s.seed);
   const sim::SimulationResult result = sim::simulate(sim::simulation_config_from(s, ""), *workload);
   RunRecord record{point, scenario::render_resolved_yaml(s), run_metrics_of(result.summary)};
+  record.point.scenario.reset();  // the record keeps the rendered text, not the scenario
   if (record.point.digest.empty()) {
     FileHashes hashes;
     record.point.digest = run_digest(s, hashes);
@@ -119,7 +124,8 @@ PendingPoints pending_points(const SweepOptions& options, const SweepDatabase& d
   for (SweepPoint& p : sweep_points(base.sweep)) {
     if (!options.shard.contains(p.index))
       continue;
-    p.digest = run_digest(load_point(options, p), hashes);
+    auto resolved = std::make_shared<const scenario::Scenario>(load_point(options, p));
+    p.digest = run_digest(*resolved, hashes);
     const auto stored = done.find(p.key);
     if (stored != done.end() && stored->second == p.digest) {
       ++out.skipped;
@@ -127,6 +133,7 @@ PendingPoints pending_points(const SweepOptions& options, const SweepDatabase& d
     }
     if (stored != done.end())
       ++out.stale;
+    p.scenario = std::move(resolved);
     out.todo.push_back(std::move(p));
   }
   return out;
@@ -230,6 +237,7 @@ std::size_t run_sweep(const SweepOptions& options) {
           break;
         try {
           RunRecord record = run_sweep_point(options, todo[i]);
+          todo[i].scenario.reset();  // run: its scenario is not needed again
           const std::lock_guard lock(mutex);
           finished.push_back(std::move(record));
         } catch (const InputError& e) {

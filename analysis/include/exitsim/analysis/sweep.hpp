@@ -24,6 +24,9 @@ struct SweepPoint {
   // run_digest of the point's resolved scenario and input files (set by pending_points): a
   // stored run with another digest is stale and is run again.
   std::string digest;
+  // The resolved scenario that digest was taken of (set by pending_points), so that running the
+  // point does not load and resolve it again; null: run_sweep_point loads it.
+  std::shared_ptr<const scenario::Scenario> scenario;
 };
 
 // Every point of the sweep, in index order (one point with no overrides when there are no axes).
