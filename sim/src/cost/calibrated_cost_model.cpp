@@ -180,7 +180,11 @@ IterationCost CalibratedCostModel::iteration_cost(std::span<const BatchEntry> ba
   const auto layers = static_cast<std::size_t>(layout_.stacked_depth());
   std::array<Pass, 2>& passes = passes_;  // [0] decode, [1] prefill
   for (Pass& p : passes) {
-    p.delta.assign(layers + 1, WorkCounts{});
+    // The sums below leave a pass's deltas zero as they read them (clean): only a pass a throw
+    // interrupted, or a new depth, needs them zeroed here.
+    if (p.delta.size() != layers + 1 || !p.clean)
+      p.delta.assign(layers + 1, WorkCounts{});
+    p.clean = true;
     p.coda = WorkCounts{};
     p.embedded = 0;
     p.emitting = 0;
@@ -193,6 +197,7 @@ IterationCost CalibratedCostModel::iteration_cost(std::span<const BatchEntry> ba
       continue;
     Pass& pass = passes[e.query_tokens > 1 ? 1 : 0];
     pass.used = true;
+    pass.clean = false;
     const EntrySpan s = layout_.span_of(e);
     const std::size_t n = layout_.breakpoints(e, s, points);
     for (std::size_t i = 0; i + 1 < n; ++i) {
@@ -212,7 +217,7 @@ IterationCost CalibratedCostModel::iteration_cost(std::span<const BatchEntry> ba
   std::int64_t embedded = 0;
   std::int64_t emitting = 0;
   for (std::size_t p = 0; p < passes.size(); ++p) {
-    const Pass& pass = passes[p];
+    Pass& pass = passes[p];
     const bool prefill = p == 1;
     if (!pass.used)
       continue;
@@ -221,6 +226,7 @@ IterationCost CalibratedCostModel::iteration_cost(std::span<const BatchEntry> ba
     double priced_us = 0;
     for (std::size_t l = 0; l < layers; ++l) {
       run.add(pass.delta[l]);
+      pass.delta[l] = WorkCounts{};
       // Consecutive layers usually see the same batch: price each distinct one once.
       if (l == 0 || !(run == priced)) {
         priced = run;
@@ -228,6 +234,8 @@ IterationCost CalibratedCostModel::iteration_cost(std::span<const BatchEntry> ba
       }
       us += priced_us;
     }
+    pass.delta[layers] = WorkCounts{};
+    pass.clean = true;
     us += static_cast<double>(coda_layers_) *
           layer_us(pass.coda.tokens, pairs(pass.coda), 0, prefill);
     if (pass.embedded > 0)

@@ -79,6 +79,7 @@ class CalibratedCostModel final : public CostModel {
     std::int64_t embedded = 0;
     std::int64_t emitting = 0;
     bool used = false;
+    bool clean = false;  // every delta is zero
   };
   mutable std::array<Pass, 2> passes_;
   RooflineCostModel counts_;
