@@ -86,6 +86,15 @@ std::vector<std::string> with_exits(const std::string& strategy,
   return more;
 }
 
+// MoR-SmolLM-1.7B (3 recursions) stepping depth-wise, exited tokens handled as `exited`.
+std::vector<std::string> depthwise(const std::string& exited, std::vector<std::string> more = {}) {
+  more.insert(more.end(),
+              {"model.preset=mor-smollm-1.7b-r3", "scheduler.unservable=reject",
+               "exit_policy.kind=distribution", "exit_policy.probabilities=[0.4, 0.3, 0.3]",
+               "sync.strategy=depthwise", "sync.exited_tokens=" + exited});
+  return more;
+}
+
 class SteadyDecodeSteps : public testing::TestWithParam<Case> {};
 
 TEST_P(SteadyDecodeSteps, GiveTheStepByStepOutputsExactly) {
@@ -149,6 +158,11 @@ INSTANTIATE_TEST_SUITE_P(
              {"model.preset=mor-smollm-1.7b-r3", "scheduler.unservable=reject",
               "exit_policy.kind=distribution", "exit_policy.probabilities=[0.4, 0.3, 0.3]",
               "sync.strategy=skip_kv", "scheduler.kv_blocks=400", "workload.arrivals.rate=40"},
+             true},
+        Case{"depthwise_immediate", depthwise("immediate"), false, true},
+        Case{"depthwise_accumulate", depthwise("accumulate"), false, true},
+        Case{"depthwise_head_queue_tight_kv",
+             depthwise("head_queue", {"scheduler.kv_blocks=400", "workload.arrivals.rate=40"}),
              true},
         Case{"state_copy_exits_tight_kv",
              with_exits("state_copy", {"scheduler.kv_blocks=900", "workload.arrivals.rate=40"}),

@@ -77,7 +77,7 @@ Replica::Replica(int index, const ReplicaSpec& spec, MetricsCollector& metrics,
   // swapped in, and no decode-written block is cached. A running sequence's shared blocks, which
   // only the scheduler's victim choice reads, are brought up to date by the next full step.)
   steady_allowed_ = reuse_steady_decode_steps && scheduler_->decodes_all_when_steady() &&
-                    !depth_model_.depthwise() && step_observer_ == nullptr && !prefill_only_;
+                    step_observer_ == nullptr && !prefill_only_;
 }
 
 bool Replica::servable(RequestId id, std::int64_t input_tokens, std::int64_t output_tokens,
@@ -149,6 +149,11 @@ void Replica::release_blocks(policy::SequenceView& view, SequenceExtra& extra) {
 }
 
 TimeNs Replica::start_iteration(TimeNs now) {
+  // Who holds a slot in the shared block is part of what the scheduler sees, steady or not.
+  if (depth_model_.parks_in_head_queue()) {
+    for (std::size_t i = 0; i < running_.size(); ++i)
+      running_.view(i).in_head_queue = running_.extra(i).depth.stage.awaiting_head;
+  }
   if (steady_) {
     if (const TimeNs duration = start_steady_decode(now); duration >= 0)
       return duration;
@@ -157,10 +162,6 @@ TimeNs Replica::start_iteration(TimeNs now) {
   decision_.clear();
   if (prefix_reuse_)
     offer_prefix_hits();
-  if (depth_model_.parks_in_head_queue()) {
-    for (std::size_t i = 0; i < running_.size(); ++i)
-      running_.view(i).in_head_queue = running_.extra(i).depth.stage.awaiting_head;
-  }
   policy::KvView kv = kv_view_;
   kv.total_blocks = kv_total_;
   kv.free_blocks = kv_free_;
@@ -319,8 +320,13 @@ TimeNs Replica::plan_steady_decode(TimeNs now) {
     decode_tokens_.push_back(
         {k, view.id, view.generated_tokens, extra.target_output_tokens, &extra.depth});
   }
-  const FillWork fill =
-      depth_model_.plan(decode_tokens_, std::span<policy::StepRow>(rows_.data(), running_.size()));
+  const std::span<policy::StepRow> rows(rows_.data(), running_.size());
+  FillWork fill;
+  if (depth_model_.depthwise()) {
+    depth_model_.plan_depthwise(decode_tokens_, rows);
+  } else {
+    fill = depth_model_.plan(decode_tokens_, rows);
+  }
   return run_rows(now, running_.size(), fill);
 }
 

@@ -153,7 +153,8 @@ class Replica {
   // rows run again with one more token of context each; with exits they are planned anew.
   // Returns -1 when the step is not steady.
   TimeNs start_steady_decode(TimeNs now);
-  // start_steady_decode's rest under exits: the same sequences, each token's depth planned anew.
+  // start_steady_decode's rest under exits or depth-wise stepping: the same sequences, each
+  // token's depth (or recursion) planned anew.
   TimeNs plan_steady_decode(TimeNs now);
   // Allocates the K/V blocks of the first `row_count` rows and counts their tokens' depths,
   // then price_rows.
@@ -239,9 +240,9 @@ class Replica {
   std::vector<std::size_t> scratch_indices_;
   policy::DecisionScratch<QueuedSequence> decision_scratch_;
   IterationRecord last_iteration_;
-  // Steady decode steps: whether this replica's configuration allows them (no depth-wise
-  // stepping, hand-offs or step observer; a scheduler that decodes all when steady), and whether
-  // the last step qualifies (rows_[k] is running_[k]'s decode row).
+  // Steady decode steps: whether this replica's configuration allows them (no hand-offs or step
+  // observer; a scheduler that decodes all when steady), and whether the last step qualifies
+  // (rows_[k] is running_[k]'s decode row).
   bool steady_allowed_ = false;
   bool steady_ = false;
   std::int64_t steady_decode_steps_ = 0;
