@@ -6,12 +6,16 @@
 //   build/release/bin/simulator_bench --benchmark_filter=azure
 //
 // Counters: requests/s and events/s of wall time, simulated output tokens/s, and
-// `x_real_time` = simulated span / wall time.
+// `x_real_time` = simulated span / wall time. `steady_steps_against_stepping` times the same
+// replay with and without steady decode steps, alternately, and reports their ratio.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "exitsim/scenario/load.hpp"
 #include "exitsim/sim/simulator.hpp"
@@ -96,7 +100,54 @@ void simulate_azure(benchmark::State& state, const std::string& scheduler,
   state.counters["iterations"] = static_cast<double>(result.summary.iterations);
 }
 
+// Steady decode steps (docs/simulator.md) against the step-by-step path on one replay, the two
+// alternated within each benchmark iteration so that both see the same machine: counters give
+// each one's median wall time and the ratio of the medians (outputs are identical:
+// tests/sim/steady_decode_test.cpp).
+void steady_steps_against_stepping(benchmark::State& state, const std::string& scheduler,
+                                   const std::string& depth_yaml) {
+  if (!std::filesystem::exists(k_azure)) {
+    state.SkipWithError("trace absent (../shared/traces)");
+    return;
+  }
+  const auto scenario = azure_scenario(scheduler, depth_yaml, std::string());
+  exitsim::sim::SimulationConfig reused = exitsim::sim::simulation_config_from(scenario, "");
+  exitsim::sim::SimulationConfig stepped = reused;
+  stepped.reuse_steady_decode_steps = false;
+  const auto seconds_of = [&](const exitsim::sim::SimulationConfig& config) {
+    const auto start = std::chrono::steady_clock::now();
+    const auto workload = exitsim::sim::make_workload(scenario.workload, scenario.seed);
+    benchmark::DoNotOptimize(exitsim::sim::simulate(config, *workload));
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  std::vector<double> reused_s;
+  std::vector<double> stepped_s;
+  for (auto _ : state) {
+    reused_s.push_back(seconds_of(reused));
+    stepped_s.push_back(seconds_of(stepped));
+  }
+  const auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  state.counters["reused_ms"] = 1e3 * median(reused_s);
+  state.counters["stepped_ms"] = 1e3 * median(stepped_s);
+  state.counters["reused/stepped"] = median(reused_s) / median(stepped_s);
+}
+
 BENCHMARK(BM_read_azure_trace)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(steady_steps_against_stepping, chunked_prefill, std::string("chunked_prefill"),
+                  std::string())
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(5);
+BENCHMARK_CAPTURE(steady_steps_against_stepping, layerskip_state_copy, std::string("continuous"),
+                  k_layerskip + k_exits + "sync: {strategy: state_copy}\n")
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(5);
+BENCHMARK_CAPTURE(steady_steps_against_stepping, mor_depthwise, std::string("continuous"),
+                  k_mor + k_mor_exits)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3);
 BENCHMARK_CAPTURE(simulate_azure, continuous, std::string("continuous"), std::string())
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(simulate_azure, chunked_prefill, std::string("chunked_prefill"), std::string())
