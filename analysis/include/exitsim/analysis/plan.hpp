@@ -13,8 +13,8 @@
 
 namespace exitsim::analysis {
 
-// Capacity planning (docs/planning.md): the candidates are the points of the scenario's sweep
-// (the base scenario when it has none); the SLOs are its `slo` section.
+// Capacity planning (docs/pipeline.md, "Capacity planning"): the candidates are the points of the
+// scenario's sweep (the base scenario when it has none); the SLOs are its `slo` section.
 struct PlanOptions {
   std::string scenario_file;  // "" = the embedded default
   std::vector<std::string> overrides;
