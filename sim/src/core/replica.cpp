@@ -71,11 +71,11 @@ Replica::Replica(int index, const ReplicaSpec& spec, MetricsCollector& metrics,
     prefix_reuse_.emplace(kv_view_.block_size, kv_view_.groups.total_instances());
   }
   description_ = fmt::format("replica {} ({} on {})", index, spec.model.name, spec.hardware.name);
-  // Static depth plans every decode row alike, and none of these change a running sequence
-  // between its decode steps.
-  // (Prefix caching and swap change nothing in such a step: nobody waits to be offered a hit or
-  // swapped in, and no decode-written block is cached. A running sequence's shared blocks, which
-  // only the scheduler's victim choice reads, are brought up to date by the next full step.)
+  // Steady decode steps need a scheduler that promises their decision. A hand-off replica never
+  // decodes twice, and the step observer wants each full step's trace. Prefix caching and swap
+  // change nothing in such a step: nobody waits to be offered a hit or swapped in, and no
+  // decode-written block is cached. A running sequence's shared blocks, which only the
+  // scheduler's victim choice reads, are brought up to date by the next full step.
   steady_allowed_ = reuse_steady_decode_steps && scheduler_->decodes_all_when_steady() &&
                     step_observer_ == nullptr && !prefill_only_;
 }
@@ -306,7 +306,8 @@ TimeNs Replica::start_steady_decode(TimeNs now) {
 }
 
 TimeNs Replica::plan_steady_decode(TimeNs now) {
-  // Each token's exit is drawn anew: the rows are the last step's sequences, planned again.
+  // Each token's exit (depth-wise: its next recursion) is decided anew: the rows are the last
+  // step's sequences, planned again.
   decode_tokens_.clear();
   for (std::size_t k = 0; k < running_.size(); ++k) {
     const policy::SequenceView& view = running_.view(k);
