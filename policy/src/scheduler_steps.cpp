@@ -27,15 +27,19 @@ std::int64_t tokens_within_blocks(const SequenceView& seq, std::int64_t spare_bl
   return kv_footprint(seq, low, kv) <= limit ? low : 0;
 }
 
-bool steady_decode(const SchedulerSnapshot& snapshot) {
+bool steady_decode(const SchedulerSnapshot& snapshot, std::span<std::int64_t> growth) {
   if (!snapshot.waiting.empty() ||
       static_cast<std::int64_t>(snapshot.running.size()) > snapshot.limits.max_batched_tokens)
     return false;
   std::int64_t needed = 0;
-  for (const SequenceView& seq : snapshot.running) {
+  for (std::size_t i = 0; i < snapshot.running.size(); ++i) {
+    const SequenceView& seq = snapshot.running[i];
     if (!seq.is_decoding() || seq.in_head_queue)
       return false;
-    needed += blocks_to_grow(seq, 1, snapshot.kv);
+    const std::int64_t grow = blocks_to_grow(seq, 1, snapshot.kv);
+    if (!growth.empty())
+      growth[i] = grow;
+    needed += grow;
   }
   return needed <= snapshot.kv.free_blocks;
 }

@@ -264,7 +264,8 @@ TimeNs Replica::start_steady_decode(TimeNs now) {
   kv.total_blocks = kv_total_;
   kv.free_blocks = kv_free_;
   const policy::SchedulerSnapshot snapshot{running_.views(), waiting_.views(), kv, limits_, now};
-  if (!policy::steady_decode(snapshot))
+  steady_growth_.resize(running_.size());
+  if (!policy::steady_decode(snapshot, steady_growth_))
     return -1;
 #ifndef NDEBUG
   // The scheduler promised this decision (Scheduler::decodes_all_when_steady): hold it to it.
@@ -281,7 +282,6 @@ TimeNs Replica::start_steady_decode(TimeNs now) {
                     scheduler_name_, description_));
   }
 #endif
-  decision_.clear();
   IterationRecord& record = last_iteration_;
   record = IterationRecord{};
   const std::size_t n = running_.size();
@@ -296,11 +296,11 @@ TimeNs Replica::start_steady_decode(TimeNs now) {
     policy::SequenceView& view = running_.view(k);
     policy::StepRow& row = rows_[k];
     row.context_tokens = view.computed_tokens;
-    // It holds its footprint (kv_footprint(view, 0)): one more row may take a block per instance.
-    const std::int64_t needed = view.kv_blocks + policy::blocks_to_grow(view, 1, kv_view_);
-    kv_free_ -= needed - view.kv_blocks;
-    view.kv_blocks = needed;
-    row.kv_blocks_after = needed;
+    // It holds its footprint (kv_footprint(view, 0)), so growing by steady_decode's blocks for
+    // one more token gives kv_footprint(view, 1), as a full step allocates.
+    kv_free_ -= steady_growth_[k];
+    view.kv_blocks += steady_growth_[k];
+    row.kv_blocks_after = view.kv_blocks;
   }
   return price_rows(now, n, FillWork{}, true);
 }

@@ -245,6 +245,7 @@ class Replica {
   // (rows_[k] is running_[k]'s decode row).
   bool steady_allowed_ = false;
   bool steady_ = false;
+  std::vector<std::int64_t> steady_growth_;  // each running sequence's new blocks, this step
   std::int64_t steady_decode_steps_ = 0;
 };
 

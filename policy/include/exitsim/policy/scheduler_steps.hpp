@@ -58,8 +58,9 @@ inline constexpr double k_default_watermark_fraction = 0.01;
 // Whether this is a steady decode step: nobody waits, every running sequence is decoding and
 // holds a slot in the batch, and the token budget and the free blocks cover one more token for
 // each. A scheduler whose decodes_all_when_steady() is true then decides one decode token for
-// each running sequence and nothing else.
-bool steady_decode(const SchedulerSnapshot& snapshot);
+// each running sequence and nothing else. `growth`, when given (one entry per running sequence),
+// receives each one's blocks_to_grow(seq, 1), so an executor need not work them out again.
+bool steady_decode(const SchedulerSnapshot& snapshot, std::span<std::int64_t> growth = {});
 
 // Which running sequences schedule_running() gives work to.
 enum class RunningWork : std::uint8_t {
