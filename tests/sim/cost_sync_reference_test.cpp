@@ -9,7 +9,9 @@
 #include <vector>
 
 #include "exitsim/core/presets.hpp"
+#include "exitsim/sim/cost/calibrated_cost_model.hpp"
 #include "exitsim/sim/cost/roofline.hpp"
+#include "exitsim/traces/engine_ops.hpp"
 
 namespace exitsim::sim {
 namespace {
@@ -210,6 +212,7 @@ TEST(CostSyncReference, CountingModelCountsExactlyWhatTheFullModelCounts) {
   for (const ModelShape& shape : {*find_model_preset("llama-3-8b"), recursive}) {
     const RooflineCostModel full(shape, counting_hardware(shape), {1.0, 1.0});
     const RooflineCostModel counting = RooflineCostModel::counting(shape);
+    EXPECT_TRUE(counting.counts_regroup_exactly());  // the launch classes' sums are tested here
     std::mt19937 rng(31);
     for (int trial = 0; trial < 60; ++trial) {
       SCOPED_TRACE(trial);
@@ -224,6 +227,88 @@ TEST(CostSyncReference, CountingModelCountsExactlyWhatTheFullModelCounts) {
       EXPECT_EQ(counted.masked_flops, expected.masked_flops);
       EXPECT_EQ(counted.total, 0);
     }
+  }
+}
+
+// The counting model sums a graph's FLOPs per launch condition rather than op by op, which can
+// only give the op-by-op doubles where every FLOP term is an integer (any order of integer sums
+// below 2^53 is exact). A mixture of experts scales its FLOPs by a load factor, so it is counted
+// op by op; a batch past 2^53 FLOPs is counted again op by op.
+TEST(CostSyncReference, CountingByLaunchClassIsExactOrNotUsed) {
+  const ModelShape dense = *find_model_preset("llama-3.1-405b");
+  const ModelShape mixture = *find_model_preset("mixtral-8x7b");
+  EXPECT_TRUE(RooflineCostModel::counting(dense).counts_regroup_exactly());
+  EXPECT_FALSE(RooflineCostModel::counting(mixture).counts_regroup_exactly());
+  for (const ModelShape& shape : {dense, mixture}) {
+    SCOPED_TRACE(shape.name);
+    const RooflineCostModel full(shape, counting_hardware(shape), {1.0, 1.0});
+    const RooflineCostModel counting = RooflineCostModel::counting(shape);
+    std::mt19937 rng(5);
+    for (int trial = 0; trial < 20; ++trial) {
+      const std::vector<BatchEntry> batch =
+          random_batch(rng, shape.depth.stacked_depth(), 1 + trial % 24, false);
+      EXPECT_EQ(counting.iteration_cost(batch).flops, full.iteration_cost(batch).flops);
+    }
+    // 64 prompt chunks of 2,048 tokens: 2.1e16 FLOPs on the 405B model, past 2^53.
+    const std::vector<BatchEntry> huge(64,
+                                       BatchEntry{2048, 1000, shape.depth.stacked_depth(), true});
+    const IterationCost expected = full.iteration_cost(huge);
+    if (shape.name == dense.name) {
+      EXPECT_GT(expected.flops, 0x1p53);
+    }
+    EXPECT_EQ(counting.iteration_cost(huge).flops, expected.flops);
+    EXPECT_EQ(counting.iteration_cost(huge).bytes, expected.bytes);
+  }
+}
+
+// The calibrated model counts FLOPs and bytes from its own walk over the layers (both passes'
+// batches of each run of layers, through RooflineCostModel::count_stack_layers) rather than
+// handing the batch to its counting model: the same FLOPs, bytes and masked FLOPs, exactly,
+// on random batches over every synchronization field (a batch with masked layers is counted by
+// the counting model itself).
+TEST(CostSyncReference, CalibratedModelCountsWhatItsCountingModelCounts) {
+  namespace ops = traces::engine_ops;
+  ModelShape recursive = *find_model_preset("smollm-360m");
+  recursive.depth = DepthStructure::middle_cycle(32, 3);
+  recursive.depth.lora_rank = {0, 16, 64};
+  for (const ModelShape& shape : {*find_model_preset("llama-3-8b"), recursive}) {
+    CostProfile profile;
+    profile.source.model = shape.name;
+    profile.source.model_shape = model_fingerprint(shape);
+    std::vector<std::string> names(ops::layer.begin(), ops::layer.end());
+    for (const std::string_view name : {ops::embed, ops::lm_head, ops::sampling, ops::kv_only})
+      names.emplace_back(name);
+    for (const std::string& name : names) {
+      OpFit fit;
+      fit.name = name;
+      fit.regimes = {{1 << 20, {1, 0.1, name == ops::attention ? 0.01 : 0, 0}}};
+      fit.batch_min_seen = 1;
+      fit.batch_max_seen = 1 << 20;
+      profile.ops.push_back(fit);
+    }
+    std::sort(profile.ops.begin(), profile.ops.end(),
+              [](const OpFit& a, const OpFit& b) { return a.name < b.name; });
+    const CalibratedCostModel calibrated(profile, "p.json", shape);
+    const RooflineCostModel counting = RooflineCostModel::counting(shape);
+    std::mt19937 rng(17);
+    int unmasked = 0;
+    for (int trial = 0; trial < 80; ++trial) {
+      SCOPED_TRACE(trial);
+      const std::vector<BatchEntry> batch =
+          random_batch(rng, shape.depth.stacked_depth(), 1 + trial % 6, trial % 10 == 0);
+      unmasked += std::none_of(batch.begin(), batch.end(),
+                               [](const BatchEntry& e) {
+                                 return e.query_tokens > 0 && e.useful_depth < e.depth;
+                               })
+                      ? 1
+                      : 0;
+      const IterationCost expected = counting.iteration_cost(batch);
+      const IterationCost counted = calibrated.iteration_cost(batch);
+      EXPECT_EQ(counted.flops, expected.flops);
+      EXPECT_EQ(counted.bytes, expected.bytes);
+      EXPECT_EQ(counted.masked_flops, expected.masked_flops);
+    }
+    EXPECT_GT(unmasked, 20);  // most batches take the calibrated model's own count
   }
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "exitsim/core/error.hpp"
@@ -52,6 +53,14 @@ CalibratedCostModel::CalibratedCostModel(std::shared_ptr<const CostProfile> prof
       layout_(model.depth),
       coda_layers_(model.depth.coda_layers) {
   uses_.resize(profile_->ops.size());
+  batch_prices_.resize(profile_->ops.size());
+  for (const OpFit& op : profile_->ops) {
+    const auto reads = [](const OpFit::Regime& r) {
+      return r.coefficients[2] != 0 || r.coefficients[3] != 0;
+    };
+    context_free_.push_back(std::none_of(op.regimes.begin(), op.regimes.end(), reads) ? 1 : 0);
+    reads_context_.push_back(reads(op.regimes.front()) ? 1 : 0);
+  }
   const std::string fingerprint = model_fingerprint(model);
   if (profile_->source.model_shape != fingerprint) {
     throw InputError(
@@ -65,8 +74,21 @@ CalibratedCostModel::CalibratedCostModel(std::shared_ptr<const CostProfile> prof
     return fit != nullptr ? fit : otherwise;
   };
   for (std::size_t i = 0; i < ops::layer.size(); ++i) {
-    layer_ops_[i] = required(*profile_, profile_path, ops::layer[i]);
-    prefill_layer_ops_[i] = prefill_fit(ops::layer[i], layer_ops_[i]);
+    layer_fits_[0].ops[i] = required(*profile_, profile_path, ops::layer[i]);
+    layer_fits_[1].ops[i] = prefill_fit(ops::layer[i], layer_fits_[0].ops[i]);
+  }
+  for (LayerFits& fits : layer_fits_) {
+    fits.batch_lo = -std::numeric_limits<double>::infinity();
+    fits.batch_hi = std::numeric_limits<double>::infinity();
+    fits.context_hi = std::numeric_limits<double>::infinity();
+    for (std::size_t i = 0; i < fits.ops.size(); ++i) {
+      const OpFit& op = *fits.ops[i];
+      fits.index[i] = static_cast<std::size_t>(&op - profile_->ops.data());
+      fits.batch_lo = std::max(fits.batch_lo, static_cast<double>(op.batch_min_seen));
+      fits.batch_hi = std::min(fits.batch_hi, static_cast<double>(op.batch_max_seen));
+      if (reads_context_[fits.index[i]] != 0 && op.context_max_seen >= 0)
+        fits.context_hi = std::min(fits.context_hi, static_cast<double>(op.context_max_seen));
+    }
   }
   embed_ = required(*profile_, profile_path, ops::embed);
   lm_head_ = required(*profile_, profile_path, ops::lm_head);
@@ -90,23 +112,35 @@ CalibratedCostModel::CalibratedCostModel(std::shared_ptr<const CostProfile> prof
   }
 }
 
-double CalibratedCostModel::price(const OpFit* op, double batch, double context) const {
-  OpUse& use = uses_[static_cast<std::size_t>(op - profile_->ops.data())];
-  ++use.calls;
-  if (batch < static_cast<double>(op->batch_min_seen) ||
-      batch > static_cast<double>(op->batch_max_seen)) {
+void CalibratedCostModel::note_off_range(std::size_t index, double batch, double context) const {
+  const OpFit& op = profile_->ops[index];
+  OpUse& use = uses_[index];
+  if (batch < static_cast<double>(op.batch_min_seen) ||
+      batch > static_cast<double>(op.batch_max_seen)) {
     ++use.outside_range;
     use.largest = std::max(use.largest, batch);
   }
   // Context is part of the price only where the fit uses it (attention, K/V writes).
-  const bool uses_context =
-      op->regimes.front().coefficients[2] != 0 || op->regimes.front().coefficients[3] != 0;
-  if (uses_context && op->context_max_seen >= 0 &&
-      context > static_cast<double>(op->context_max_seen)) {
+  if (reads_context_[index] != 0 && op.context_max_seen >= 0 &&
+      context > static_cast<double>(op.context_max_seen)) {
     ++use.beyond_context;
     use.largest_context = std::max(use.largest_context, context);
   }
-  const double us = op->predict_us(batch, context);
+}
+
+double CalibratedCostModel::checked_us(std::size_t index, double batch, double context) const {
+  const OpFit& op = profile_->ops[index];
+  double* tabled = nullptr;
+  if (context_free_[index] != 0 && batch >= 0 && batch < static_cast<double>(k_batch_table) &&
+      static_cast<double>(static_cast<std::size_t>(batch)) == batch) {
+    std::vector<double>& prices = batch_prices_[index];
+    if (prices.empty())
+      prices.assign(k_batch_table, -1.0);
+    tabled = &prices[static_cast<std::size_t>(batch)];
+    if (*tabled >= 0)
+      return *tabled;
+  }
+  const double us = op.predict_us(batch, context);
   // One op's price past a whole iteration's bound is a fit gone wild off its calls: name it.
   if (!std::isfinite(us) || us > k_max_iteration_us) {
     throw InputError(
@@ -116,8 +150,36 @@ double CalibratedCostModel::price(const OpFit* op, double batch, double context)
             fmt::format("{:.4g} us for {} at batch {:g} and context {:g} (its calls "
                         "had batches {} to {}): its fit extrapolates far beyond what "
                         "was measured; calibrate from runs that cover these batches",
-                        us, op->name, batch, context, op->batch_min_seen, op->batch_max_seen)));
+                        us, op.name, batch, context, op.batch_min_seen, op.batch_max_seen)));
   }
+  if (tabled != nullptr)
+    *tabled = us;
+  return us;
+}
+
+double CalibratedCostModel::price(const OpFit* op, double batch, double context) const {
+  const auto index = static_cast<std::size_t>(op - profile_->ops.data());
+  ++uses_[index].calls;
+  note_off_range(index, batch, context);
+  return checked_us(index, batch, context);
+}
+
+double CalibratedCostModel::layer_ops_us(const LayerFits& fits, double batch,
+                                         double context) const {
+  ++fits.calls;
+  if (batch < fits.batch_lo || batch > fits.batch_hi || context > fits.context_hi) {
+    for (const std::size_t index : fits.index)
+      note_off_range(index, batch, context);
+  }
+  if (batch == fits.last_batch && context == fits.last_context)
+    return fits.last_us;
+  // Summed in op order, as the engine runs them.
+  double us = 0;
+  for (const std::size_t index : fits.index)
+    us += checked_us(index, batch, context);
+  fits.last_batch = batch;
+  fits.last_context = context;
+  fits.last_us = us;
   return us;
 }
 
@@ -125,7 +187,9 @@ std::vector<std::string> CalibratedCostModel::notes() const {
   std::vector<std::string> out = fallbacks_;
   for (std::size_t i = 0; i < profile_->ops.size(); ++i) {
     const OpFit& op = profile_->ops[i];
-    const OpUse& use = uses_[i];
+    OpUse use = uses_[i];
+    for (const LayerFits& fits : layer_fits_)
+      use.calls += fits.calls * std::count(fits.index.begin(), fits.index.end(), i);
     if (use.outside_range > 0) {
       out.push_back(fmt::format(
           "cost_model.profile: {}: {} of {} distinct batches priced outside the calibrated range "
@@ -160,18 +224,14 @@ std::vector<std::string> CalibratedCostModel::notes() const {
 
 double CalibratedCostModel::layer_us(std::int64_t b, std::int64_t c, std::int64_t kv_only,
                                      bool prefill) const {
-  const auto& fits = prefill ? prefill_layer_ops_ : layer_ops_;
+  const LayerFits& fits = layer_fits_[prefill ? 1 : 0];
   double us = 0;
-  if (b > 0) {
-    const auto tokens = static_cast<double>(b);
-    const auto context = static_cast<double>(c);
-    for (const OpFit* op : fits)
-      us += price(op, tokens, context);
-  }
+  if (b > 0)
+    us = layer_ops_us(fits, static_cast<double>(b), static_cast<double>(c));
   if (kv_only > 0) {
     const auto tokens = static_cast<double>(kv_only);
     const OpFit* fit = prefill ? prefill_kv_only_ : kv_only_;
-    us += fit != nullptr ? price(fit, tokens, 0) : kv_only_share_ * price(fits[1], tokens, 0);
+    us += fit != nullptr ? price(fit, tokens, 0) : kv_only_share_ * price(fits.ops[1], tokens, 0);
   }
   return us;
 }
@@ -190,8 +250,10 @@ IterationCost CalibratedCostModel::iteration_cost(std::span<const BatchEntry> ba
     p.emitting = 0;
     p.used = false;
   }
+  prefill_layer_us_.resize(layers);
 
   StackLayout::Breakpoints points{};
+  bool masked = false;
   for (const BatchEntry& e : batch) {
     if (e.query_tokens <= 0)
       continue;
@@ -199,6 +261,7 @@ IterationCost CalibratedCostModel::iteration_cost(std::span<const BatchEntry> ba
     pass.used = true;
     pass.clean = false;
     const EntrySpan s = layout_.span_of(e);
+    masked = masked || s.useful < s.depth;
     const std::size_t n = layout_.breakpoints(e, s, points);
     for (std::size_t i = 0; i + 1 < n; ++i) {
       const WorkCounts w = layout_.work_at(e, s, points[i]);
@@ -213,7 +276,57 @@ IterationCost CalibratedCostModel::iteration_cost(std::span<const BatchEntry> ba
       ++pass.emitting;
   }
 
+  // Both passes' layers in one walk: each pass's layers priced as its own calls (the decode
+  // pass's summed now, the prefill pass's kept to sum after the decode pass's coda and head, the
+  // engine's order), and the FLOPs and bytes of both together counted per run of layers that see
+  // the same batch, where regrouping the roofline's counts cannot change them; otherwise (and
+  // for masked FLOPs) the counting model goes over the batch itself.
+  const bool count_here = !masked && counts_.counts_regroup_exactly();
+  IterationCost counted;
   double us = 0;
+  // Two separate sums rather than an array of them: zeroing 144 contiguous bytes compiles to a
+  // string store whose start-up costs more than a small batch's whole walk.
+  WorkCounts run_decode{};
+  WorkCounts run_prefill{};
+  const std::array<WorkCounts*, 2> run = {&run_decode, &run_prefill};
+  std::array<WorkCounts, 2> priced;  // set at layer 0
+  std::array<double, 2> priced_us{};
+  WorkCounts counted_run{};
+  std::size_t counted_from = 0;
+  for (std::size_t l = 0; l < layers; ++l) {
+    for (std::size_t p = 0; p < passes.size(); ++p) {
+      Pass& pass = passes[p];
+      if (!pass.used)
+        continue;
+      WorkCounts& sum = *run[p];
+      sum.add(pass.delta[l]);
+      pass.delta[l] = WorkCounts{};
+      // Consecutive layers usually see the same batch: price each distinct one once.
+      if (l == 0 || !(sum == priced[p])) {
+        priced[p] = sum;
+        priced_us[p] = layer_us(sum.tokens, pairs(sum), sum.kv_only_tokens, p == 1);
+      }
+      if (p == 0)
+        us += priced_us[p];
+      else
+        prefill_layer_us_[l] = priced_us[p];
+    }
+    if (count_here) {
+      WorkCounts both = run_decode;
+      both.add(run_prefill);
+      if (l > 0 && !(both == counted_run)) {
+        counts_.count_stack_layers(static_cast<int>(counted_from), static_cast<int>(l), counted_run,
+                                   counted);
+        counted_from = l;
+      }
+      counted_run = both;
+    }
+  }
+  if (count_here && layers > 0) {
+    counts_.count_stack_layers(static_cast<int>(counted_from), static_cast<int>(layers),
+                               counted_run, counted);
+  }
+
   std::int64_t embedded = 0;
   std::int64_t emitting = 0;
   for (std::size_t p = 0; p < passes.size(); ++p) {
@@ -221,18 +334,9 @@ IterationCost CalibratedCostModel::iteration_cost(std::span<const BatchEntry> ba
     const bool prefill = p == 1;
     if (!pass.used)
       continue;
-    WorkCounts run{};
-    WorkCounts priced{};
-    double priced_us = 0;
-    for (std::size_t l = 0; l < layers; ++l) {
-      run.add(pass.delta[l]);
-      pass.delta[l] = WorkCounts{};
-      // Consecutive layers usually see the same batch: price each distinct one once.
-      if (l == 0 || !(run == priced)) {
-        priced = run;
-        priced_us = layer_us(run.tokens, pairs(run), run.kv_only_tokens, prefill);
-      }
-      us += priced_us;
+    if (prefill) {
+      for (std::size_t l = 0; l < layers; ++l)
+        us += prefill_layer_us_[l];
     }
     pass.delta[layers] = WorkCounts{};
     pass.clean = true;
@@ -250,7 +354,15 @@ IterationCost CalibratedCostModel::iteration_cost(std::span<const BatchEntry> ba
   if (residual_ != nullptr && (embedded > 0 || emitting > 0 || passes[0].used || passes[1].used))
     us += price(residual_, static_cast<double>(embedded), static_cast<double>(emitting));
 
-  return measured_cost(us, counts_.iteration_cost(batch), profile_path_);
+  if (count_here) {
+    WorkCounts all = passes[0].coda;
+    all.add(passes[1].coda);
+    counts_.count_coda_and_head(all, emitting, counted);
+  }
+  // FLOPs past 2^53 are no longer integer sums, so their grouping could change them.
+  if (!count_here || !(counted.flops < 0x1p53))
+    counted = counts_.iteration_cost(batch);
+  return measured_cost(us, counted, profile_path_);
 }
 
 }  // namespace exitsim::sim

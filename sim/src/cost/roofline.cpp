@@ -185,6 +185,8 @@ void OpParams::add(BatchFeature feature, double flops, double bytes) {
 }
 
 struct RooflineCostModel::GraphTotals {
+  // Counting: every op in graph order, not the launch classes' sums (counts past 2^53).
+  bool ordered = false;
   double total = 0;
   double compute = 0;
   double memory = 0;
@@ -476,6 +478,31 @@ void RooflineCostModel::add_graph(const OpGraph& graph, const OpParams* params,
   // or NaN part, and every op of non-zero duration moves the end (one absorbed by rounding would
   // leave the walk's path). Ops are priced in topological order, so the sum is the walk's.
   const std::vector<int>& order = graph.topological_order();
+  if (counts_only_ && counts_regroup_exactly_ && !totals.ordered) {
+    // Integer FLOPs in any order: the launch classes' dot products.
+    const LinearCounts& classes =
+        params == head_params_.data()
+            ? head_linear_
+            : layer_linear_[static_cast<std::size_t>(params - layer_params_.data()) / n];
+    double counted_flops = 0;
+    double counted_bytes = 0;
+    for (const LaunchClass& c : classes) {
+      if (!(x[c.launch] > 0))
+        continue;
+      double class_flops = 0;
+      double class_bytes = c.fixed_bytes;
+      for (std::size_t t = 0; t < c.terms; ++t) {
+        const double amount = x[c.feature[t]];
+        class_flops += c.flops[t] * amount;
+        class_bytes += c.bytes[t] * amount;
+      }
+      counted_flops += class_flops;
+      counted_bytes += class_bytes;
+    }
+    totals.flops += repeat * counted_flops;
+    totals.bytes += repeat * counted_bytes;
+    return;
+  }
   if (counts_only_) {
     // The same sums in the same order as below, without the times.
     double counted_flops = 0;
@@ -792,6 +819,12 @@ IterationCost RooflineCostModel::iteration_cost(std::span<const BatchEntry> batc
     return pipeline_cost(batch);
   GraphTotals totals;
   price_window(batch, {0, stacked_depth_ + coda_layers_, true}, totals);
+  if (counts_only_ && counts_regroup_exactly_ && !(totals.flops < 0x1p53)) {
+    // Past 2^53 FLOPs are no longer integer sums: counted op by op, as a roofline model would.
+    totals = GraphTotals{};
+    totals.ordered = true;
+    price_window(batch, {0, stacked_depth_ + coda_layers_, true}, totals);
+  }
   if (counts_only_) {
     IterationCost counted;
     counted.flops = totals.flops;
@@ -805,7 +838,59 @@ IterationCost RooflineCostModel::iteration_cost(std::span<const BatchEntry> batc
 RooflineCostModel RooflineCostModel::counting(const ModelShape& model) {
   RooflineCostModel counter(model, counting_hardware(model), RooflineEfficiency{1.0, 1.0});
   counter.counts_only_ = true;
+  const auto integer_flops = [](const OpParams& op) {
+    if (op.expert_imbalance != 0 || op.routed_weight_bytes != 0)
+      return false;
+    for (std::size_t i = 0; i < op.used_terms; ++i) {
+      if (!std::isfinite(op.terms[i].flops) || std::floor(op.terms[i].flops) != op.terms[i].flops)
+        return false;
+    }
+    return true;
+  };
+  counter.counts_regroup_exactly_ =
+      counter.stages_.size() <= 1 && counter.probe_points_.empty() &&
+      std::all_of(counter.layer_params_.begin(), counter.layer_params_.end(), integer_flops) &&
+      std::all_of(counter.kv_params_.begin(), counter.kv_params_.end(), integer_flops) &&
+      std::all_of(counter.head_params_.begin(), counter.head_params_.end(), integer_flops) &&
+      std::none_of(counter.head_params_.begin(), counter.head_params_.end(),
+                   [](const OpParams& op) { return op.collective; }) &&
+      std::none_of(counter.layer_params_.begin(), counter.layer_params_.end(),
+                   [](const OpParams& op) { return op.collective; });
+  if (counter.counts_regroup_exactly_) {
+    const auto ops = static_cast<std::size_t>(counter.layer_graph_.size());
+    for (std::size_t v = 0; v < static_cast<std::size_t>(counter.variants_); ++v) {
+      counter.layer_linear_.push_back(
+          linear_counts(std::span<const OpParams>(&counter.layer_params_[v * ops], ops)));
+    }
+    counter.head_linear_ = linear_counts(counter.head_params_);
+  }
   return counter;
+}
+
+RooflineCostModel::LinearCounts RooflineCostModel::linear_counts(std::span<const OpParams> params) {
+  LinearCounts classes;
+  for (const OpParams& op : params) {
+    const std::size_t launch = at(op.launch_if);
+    auto c = std::find_if(classes.begin(), classes.end(),
+                          [&](const LaunchClass& k) { return k.launch == launch; });
+    if (c == classes.end()) {
+      classes.push_back(LaunchClass{});
+      c = std::prev(classes.end());
+      c->launch = launch;
+    }
+    c->fixed_bytes += op.fixed_bytes;
+    for (std::size_t i = 0; i < op.used_terms; ++i) {
+      const auto feature = static_cast<std::uint8_t>(at(op.terms[i].feature));
+      std::size_t t = 0;
+      while (t < c->terms && c->feature[t] != feature)
+        ++t;
+      if (t == c->terms)
+        c->feature[c->terms++] = feature;
+      c->flops[t] += op.terms[i].flops;
+      c->bytes[t] += op.terms[i].bytes;
+    }
+  }
+  return classes;
 }
 
 [[gnu::always_inline]] inline void RooflineCostModel::price_window(
@@ -912,6 +997,13 @@ RooflineCostModel RooflineCostModel::counting(const ModelShape& model) {
       emitting += e.emits_token ? 1 : 0;
     }
   }
+  add_coda_and_head(all, emitting, window, totals);
+  if (!probe_points_.empty())
+    add_probes(batch, window, totals);
+}
+
+void RooflineCostModel::add_coda_and_head(const WorkCounts& all, std::int64_t emitting,
+                                          const LayerWindow& window, GraphTotals& totals) const {
   // Coda layers run for every token that started at layer 1, whatever its depth (later tokens
   // attend over their K/V), or that says so (depth-wise batching).
   BatchFeatures all_x = all.features();
@@ -923,8 +1015,22 @@ RooflineCostModel RooflineCostModel::counting(const ModelShape& model) {
     all_x[at(BatchFeature::emitting)] = as_double(emitting);
     add_graph(head_graph_, head_params_.data(), nullptr, all_x, 1, totals);
   }
-  if (!probe_points_.empty())
-    add_probes(batch, window, totals);
+}
+
+void RooflineCostModel::count_stack_layers(int first, int last, const WorkCounts& run,
+                                           IterationCost& counts) const {
+  GraphTotals totals;
+  add_stack_layers(first, last, run, {0, stacked_depth_ + coda_layers_, true}, totals);
+  counts.flops += totals.flops;
+  counts.bytes += totals.bytes;
+}
+
+void RooflineCostModel::count_coda_and_head(const WorkCounts& all, std::int64_t emitting,
+                                            IterationCost& counts) const {
+  GraphTotals totals;
+  add_coda_and_head(all, emitting, {0, stacked_depth_ + coda_layers_, true}, totals);
+  counts.flops += totals.flops;
+  counts.bytes += totals.bytes;
 }
 
 std::int64_t RooflineCostModel::probed_at(std::span<const BatchEntry> batch, int point,

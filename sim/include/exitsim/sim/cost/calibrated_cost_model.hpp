@@ -1,6 +1,7 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
@@ -49,6 +50,10 @@ class CalibratedCostModel final : public CostModel {
   double layer_us(std::int64_t b, std::int64_t c, std::int64_t kv_only, bool prefill) const;
   // One call of `op` (an element of profile_.ops), counted for notes().
   double price(const OpFit* op, double batch, double context) const;
+  // Counts one call of op `index` at (batch, context) off its measured range, for notes().
+  void note_off_range(std::size_t index, double batch, double context) const;
+  // The price of one call, without counting it: refused (InputError) past an iteration's bound.
+  double checked_us(std::size_t index, double batch, double context) const;
 
   struct OpUse {
     std::int64_t calls = 0;
@@ -60,8 +65,24 @@ class CalibratedCostModel final : public CostModel {
 
   std::shared_ptr<const CostProfile> profile_;
   std::string profile_path_;  // named by a refused price
-  std::array<const OpFit*, 10> layer_ops_{};
-  std::array<const OpFit*, 10> prefill_layer_ops_{};  // the ".prefill" fits, else layer_ops_
+  // The ten layer ops of one pass kind, called together: their calls are counted once per
+  // layer call (notes() hands the count to each op), each op's own range is checked only for a
+  // call outside the range all ten were measured in, and the last call's price is kept, since
+  // consecutive calls (a pass's layers, then its coda) often ask for the same one.
+  struct LayerFits {
+    std::array<const OpFit*, 10> ops{};
+    std::array<std::size_t, 10> index{};  // into profile_.ops
+    double batch_lo = 0;                  // every op was measured at batches in [lo, hi]
+    double batch_hi = 0;
+    double context_hi = 0;  // no context-reading op was measured beyond it
+    mutable std::int64_t calls = 0;
+    mutable double last_batch = -1;
+    mutable double last_context = -1;
+    mutable double last_us = 0;
+  };
+  double layer_ops_us(const LayerFits& fits, double batch, double context) const;
+  // [0] decode, [1] prefill: the ".prefill" fits, else the decode ones.
+  std::array<LayerFits, 2> layer_fits_;
   const OpFit* kv_only_ = nullptr;          // nullptr: priced as qkv_proj x kv_only_share_
   const OpFit* prefill_kv_only_ = nullptr;  // the ".prefill" fit, else kv_only_
   double kv_only_share_ = 0;
@@ -71,6 +92,16 @@ class CalibratedCostModel final : public CostModel {
   const OpFit* residual_ = nullptr;  // nullptr: no residual measured (0, named in fallbacks)
   std::vector<std::string> fallbacks_;
   mutable std::vector<OpUse> uses_;  // by index into profile_.ops; the model prices one replica
+  // Per op (by index into profile_.ops): whether no regime of its fit reads the context, so its
+  // price is a function of the batch alone; and whether its first regime reads it (the calls
+  // counted as beyond the measured context).
+  std::vector<std::uint8_t> context_free_;
+  std::vector<std::uint8_t> reads_context_;
+  // Prices of a context-free op by batch below k_batch_table, filled as they are first asked
+  // for (negative: not yet). An iteration asks for the same few batches again and again, and
+  // a table entry is the very double predict_us gives.
+  static constexpr std::size_t k_batch_table = 1024;
+  mutable std::vector<std::vector<double>> batch_prices_;
   // One pass's work by layer as iteration_cost sums it ([0] decode, [1] prefill), kept so that
   // an iteration allocates nothing.
   struct Pass {
@@ -82,6 +113,7 @@ class CalibratedCostModel final : public CostModel {
     bool clean = false;  // every delta is zero
   };
   mutable std::array<Pass, 2> passes_;
+  mutable std::vector<double> prefill_layer_us_;  // the prefill pass's price of each layer
   RooflineCostModel counts_;
   StackLayout layout_;
   int coda_layers_ = 0;

@@ -103,6 +103,19 @@ class RooflineCostModel final : public CostModel {
   // gives, with every time 0, and costs less since no op's time or the layer's path is worked out.
   static RooflineCostModel counting(const ModelShape& model);
 
+  // For a measured cost model that sums the batch of each stack layer itself (calibrated): what
+  // iteration_cost counts (FLOPs and bytes) for the stack layers [first, last) seeing the batch
+  // `run`, and for the coda and head run by `all` with `emitting` output tokens, added to
+  // `counts`. Summed over a batch's layers they give iteration_cost's FLOPs exactly when
+  // counts_regroup_exactly() and the sum stays below 2^53 (bytes up to rounding); masked FLOPs
+  // are not counted.
+  void count_stack_layers(int first, int last, const WorkCounts& run, IterationCost& counts) const;
+  void count_coda_and_head(const WorkCounts& all, std::int64_t emitting,
+                           IterationCost& counts) const;
+  // Every FLOP term an integer, on one stage, with no mixture-of-experts scaling and no probes:
+  // FLOPs are then sums of integers, which any grouping of the layers gives alike.
+  bool counts_regroup_exactly() const { return counts_regroup_exactly_; }
+
   std::string name() const override { return "roofline"; }
   // Allocation-free. Entries with no query tokens are ignored; depths are clamped to
   // [0, stacked depth], start_depth, pending_from_depth and useful_depth to [0, depth] and
@@ -119,6 +132,21 @@ class RooflineCostModel final : public CostModel {
 
  private:
   bool counts_only_ = false;  // counting(): FLOPs and bytes only
+  bool counts_regroup_exactly_ = false;
+  // A graph's FLOPs and bytes for counting when counts_regroup_exactly_: its ops' terms merged
+  // per launch condition (x[launch] > 0), so that an op graph is a few dot products.
+  struct LaunchClass {
+    std::size_t launch = 0;  // feature index
+    double fixed_bytes = 0;
+    std::array<std::uint8_t, k_batch_feature_count> feature{};  // the first `terms` are used
+    std::array<double, k_batch_feature_count> flops{};
+    std::array<double, k_batch_feature_count> bytes{};
+    std::size_t terms = 0;
+  };
+  using LinearCounts = std::vector<LaunchClass>;
+  static LinearCounts linear_counts(std::span<const OpParams> params);
+  std::vector<LinearCounts> layer_linear_;  // by variant
+  LinearCounts head_linear_;
   struct GraphTotals;
   // Executed layers [first, last) (stack then coda), and whether the head runs here: one
   // pipeline stage, or the whole model.
@@ -165,6 +193,10 @@ class RooflineCostModel final : public CostModel {
                       const LayerWindow& window) const;
   void add_stack_by_sweep(std::span<const BatchEntry> batch, const LayerWindow& window,
                           GraphTotals& totals) const;
+  // The coda layers inside `window` for the tokens `all` that run them, then the head when the
+  // window holds it.
+  void add_coda_and_head(const WorkCounts& all, std::int64_t emitting, const LayerWindow& window,
+                         GraphTotals& totals) const;
   // The confidence probes at the exit points inside `window`.
   void add_probes(std::span<const BatchEntry> batch, const LayerWindow& window,
                   GraphTotals& totals) const;
