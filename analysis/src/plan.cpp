@@ -23,21 +23,20 @@ namespace exitsim::analysis {
 namespace {
 
 // The scenario of one candidate (the sweep point's overrides, then `extra`), without its sweep.
-scenario::Scenario load_point(const PlanOptions& options, const SweepPoint& point,
-                              const std::vector<std::string>& extra) {
+scenario::Scenario load_point(const PlanOptions& options, const scenario::ScenarioSource& source,
+                              const SweepPoint& point, const std::vector<std::string>& extra) {
   std::vector<std::string> overrides = options.overrides;
   overrides.insert(overrides.end(), point.overrides.begin(), point.overrides.end());
   overrides.push_back("sweep=[]");
   overrides.insert(overrides.end(), extra.begin(), extra.end());
-  return options.scenario_file.empty()
-             ? scenario::load_default_scenario(overrides)
-             : scenario::load_scenario_file(options.scenario_file, overrides);
+  return source.load(overrides);
 }
 
 class Planner {
  public:
-  Planner(const PlanOptions& options, const scenario::Scenario& base)
-      : options_(options), trace_(base.workload.source == "trace") {
+  Planner(const PlanOptions& options, const scenario::ScenarioSource& source,
+          const scenario::Scenario& base)
+      : options_(options), source_(source), trace_(base.workload.source == "trace") {
     load_key_ = trace_ ? "workload.trace.rate_scale" : "workload.arrivals.rate";
     start_load_ = trace_ ? base.workload.trace.rate_scale : base.workload.arrivals.rate;
     requests_ = static_cast<std::size_t>(std::max<std::int64_t>(base.workload.requests, 0));
@@ -47,7 +46,7 @@ class Planner {
     CandidatePlan c;
     c.point = point;
     c.load_key = load_key_;
-    const scenario::Scenario s = load_point(options_, point, {});
+    const scenario::Scenario s = load_point(options_, source_, point, {});
     find_pools(s, c);
     c.hardware = s.hardware.spec.name;
     c.tensor = s.parallel.tensor;
@@ -94,7 +93,7 @@ class Planner {
 
   Finished simulate(const SweepPoint& point, const std::vector<std::string>& extra,
                     CandidatePlan& c) const {
-    const scenario::Scenario s = load_point(options_, point, extra);
+    const scenario::Scenario s = load_point(options_, source_, point, extra);
     const auto workload = sim::make_workload(s.workload, s.seed);
     sim::SimulationConfig config = sim::simulation_config_from(s, "");
     Finished out;
@@ -343,6 +342,7 @@ class Planner {
   }
 
   const PlanOptions& options_;
+  const scenario::ScenarioSource& source_;  // parsed once; every candidate and load resolves it
   bool trace_;
   mutable std::mutex pools_mutex_;
   mutable std::map<std::size_t, Pools> pools_;  // by sweep point index
@@ -411,10 +411,8 @@ std::string recommend(const Plan& plan, const PlanOptions& options, bool has_tar
 }  // namespace
 
 Plan plan_capacity(const PlanOptions& options) {
-  const scenario::Scenario base =
-      options.scenario_file.empty()
-          ? scenario::load_default_scenario(options.overrides)
-          : scenario::load_scenario_file(options.scenario_file, options.overrides);
+  const auto source = scenario::ScenarioSource::file_or_default(options.scenario_file);
+  const scenario::Scenario base = source.load(options.overrides);
   if (!base.slo.ttft_ms && !base.slo.tpot_ms && !base.slo.e2e_ms) {
     throw InputError({options.scenario_file, 0, 0, "slo"},
                      expected_found("at least one of slo.ttft_ms, slo.tpot_ms, slo.e2e_ms "
@@ -447,12 +445,12 @@ Plan plan_capacity(const PlanOptions& options) {
                        expected_found("a price >= 0", fmt::format("{}={}", name, price)));
     }
   }
-  const Planner planner(options, base);
+  const Planner planner(options, source, base);
   const std::vector<SweepPoint> points = sweep_points(base.sweep);
   // Prices by accelerator must cover every candidate's, or its cost would silently be 0.
   if (!options.gpu_hour_prices.empty()) {
     for (const SweepPoint& point : points) {
-      const std::string hardware = load_point(options, point, {}).hardware.spec.name;
+      const std::string hardware = load_point(options, source, point, {}).hardware.spec.name;
       if (!options.gpu_hour_prices.contains(hardware)) {
         std::string given;
         for (const auto& [name, price] : options.gpu_hour_prices)

@@ -89,21 +89,22 @@ scenario::Scenario load_base(const SweepOptions& options) {
              : scenario::load_scenario_file(options.scenario_file, options.overrides);
 }
 
-scenario::Scenario load_point(const SweepOptions& options, const SweepPoint& point) {
+scenario::Scenario load_point(const SweepOptions& options, const scenario::ScenarioSource& source,
+                              const SweepPoint& point) {
   std::vector<std::string> overrides = options.overrides;
   overrides.insert(overrides.end(), point.overrides.begin(), point.overrides.end());
   overrides.emplace_back("sweep=[]");  // the point is one run
-  return options.scenario_file.empty()
-             ? scenario::load_default_scenario(overrides)
-             : scenario::load_scenario_file(options.scenario_file, overrides);
+  return source.load(overrides);
 }
 
 }  // namespace
 
 RunRecord run_sweep_point(const SweepOptions& options, const SweepPoint& point) {
   std::optional<scenario::Scenario> loaded;
-  if (!point.scenario)
-    loaded.emplace(load_point(options, point));
+  if (!point.scenario) {
+    loaded.emplace(load_point(
+        options, scenario::ScenarioSource::file_or_default(options.scenario_file), point));
+  }
   const scenario::Scenario& s = point.scenario ? *point.scenario : *loaded;
   const auto workload = sim::make_workload(s.workload, s.seed);
   const sim::SimulationResult result = sim::simulate(sim::simulation_config_from(s, ""), *workload);
@@ -117,14 +118,16 @@ RunRecord run_sweep_point(const SweepOptions& options, const SweepPoint& point) 
 }
 
 PendingPoints pending_points(const SweepOptions& options, const SweepDatabase& database) {
-  const scenario::Scenario base = load_base(options);
+  // The file is parsed once; each point resolves it with its overrides.
+  const auto source = scenario::ScenarioSource::file_or_default(options.scenario_file);
+  const scenario::Scenario base = source.load(options.overrides);
   const std::map<std::string, std::string> done = database.completed_digests();
   FileHashes hashes;
   PendingPoints out;
   for (SweepPoint& p : sweep_points(base.sweep)) {
     if (!options.shard.contains(p.index))
       continue;
-    auto resolved = std::make_shared<const scenario::Scenario>(load_point(options, p));
+    auto resolved = std::make_shared<const scenario::Scenario>(load_point(options, source, p));
     p.digest = run_digest(*resolved, hashes);
     const auto stored = done.find(p.key);
     if (stored != done.end() && stored->second == p.digest) {

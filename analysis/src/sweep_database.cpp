@@ -132,6 +132,10 @@ SweepDatabase::SweepDatabase(const std::string& path, Access access)
   }
   impl_->writable = true;
   impl_->exec("PRAGMA journal_mode=WAL", "a SQLite database");
+  // Each point is its own transaction, so that a killed sweep keeps every point it stored. In WAL
+  // mode that survives the process dying at any moment without syncing the disk per point; only
+  // a machine's crash can lose the last points (never the file), which a rerun makes again.
+  impl_->exec("PRAGMA synchronous=NORMAL", "a SQLite database");
   impl_->exec(k_schema, "a sweep database (table runs)");
   impl_->exec(k_provenance_schema, "a sweep database (table provenance)");
   // Databases written before runs carried digests: their rows get "" and are rerun as stale.

@@ -59,18 +59,53 @@ namespace {
 
 // `scenario_dir`: where the file's relative input paths point from; nullopt for text that is no
 // file's (the embedded default, a test's string), whose paths stay as written.
-Scenario load_tree(std::string_view yaml, const std::string& source,
-                   std::optional<std::string> scenario_dir,
-                   std::span<const std::string> overrides) {
+detail::Node parse_tree(std::string_view yaml, const std::string& source,
+                        const std::optional<std::string>& scenario_dir) {
   detail::Node root = detail::parse_yaml(yaml, source);
   if (scenario_dir)
     detail::resolve_file_input_paths(root, *scenario_dir);
+  return root;
+}
+
+Scenario resolve_tree_with(detail::Node root, const std::string& source,
+                           std::span<const std::string> overrides) {
   for (const std::string& assignment : overrides)
     detail::apply_override(root, assignment);
   return detail::resolve_scenario(root, source);
 }
 
+Scenario load_tree(std::string_view yaml, const std::string& source,
+                   const std::optional<std::string>& scenario_dir,
+                   std::span<const std::string> overrides) {
+  return resolve_tree_with(parse_tree(yaml, source, scenario_dir), source, overrides);
+}
+
 }  // namespace
+
+struct ScenarioSource::Parsed {
+  detail::Node root;
+  std::string source;
+};
+
+ScenarioSource ScenarioSource::file(const std::string& path) {
+  return ScenarioSource(std::make_shared<const Parsed>(
+      Parsed{parse_tree(read_file(path), path, std::filesystem::path(path).parent_path().string()),
+             path}));
+}
+
+ScenarioSource ScenarioSource::embedded_default() {
+  const std::string source(embedded::k_default_scenario_name);
+  return ScenarioSource(std::make_shared<const Parsed>(
+      Parsed{parse_tree(default_scenario_text(), source, std::nullopt), source}));
+}
+
+ScenarioSource ScenarioSource::file_or_default(const std::string& path) {
+  return path.empty() ? embedded_default() : file(path);
+}
+
+Scenario ScenarioSource::load(std::span<const std::string> overrides) const {
+  return resolve_tree_with(parsed_->root, parsed_->source, overrides);
+}
 
 Scenario load_scenario_text(std::string_view yaml, std::string_view source_name,
                             std::span<const std::string> overrides) {

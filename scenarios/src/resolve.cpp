@@ -11,8 +11,8 @@
 namespace exitsim::scenario::detail {
 namespace {
 
-std::string join(const std::string& parent, const std::string& name) {
-  return parent.empty() ? name : parent + "." + name;
+std::string join(std::string_view parent, std::string_view name) {
+  return parent.empty() ? std::string(name) : fmt::format("{}.{}", parent, name);
 }
 
 // "is a", "is a or b", "is one of a, b, c"

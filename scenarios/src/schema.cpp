@@ -1,6 +1,8 @@
 #include "schema.hpp"
 
 #include <cmath>
+#include <string_view>
+#include <unordered_map>
 
 namespace exitsim::scenario::detail {
 
@@ -9,9 +11,9 @@ std::string KeyDef::name() const {
   return dot == std::string::npos ? path : path.substr(dot + 1);
 }
 
-std::string KeyDef::parent() const {
+std::string_view KeyDef::parent() const {
   const auto dot = path.rfind('.');
-  return dot == std::string::npos ? std::string{} : path.substr(0, dot);
+  return dot == std::string::npos ? std::string_view{} : std::string_view(path).substr(0, dot);
 }
 
 bool KeyDef::is_scalar() const {
@@ -42,21 +44,40 @@ const std::vector<KeyDef>& schema() {
   return table;
 }
 
-const KeyDef* find_key(std::string_view path) {
-  for (const KeyDef& def : schema()) {
-    if (def.path == path)
-      return &def;
-  }
-  return nullptr;
+namespace {
+
+// The schema by path and by parent (children in schema order), built once: a scenario's
+// resolution asks for both at every key, and a sweep resolves one scenario per point.
+struct SchemaIndex {
+  std::unordered_map<std::string_view, const KeyDef*> by_path;
+  std::unordered_map<std::string_view, std::vector<const KeyDef*>> by_parent;
+};
+
+const SchemaIndex& schema_index() {
+  static const SchemaIndex index = [] {
+    SchemaIndex built;
+    for (const KeyDef& def : schema()) {
+      built.by_path.emplace(def.path, &def);  // the first of a path, as a scan would find
+      built.by_parent[def.parent()].push_back(&def);
+    }
+    return built;
+  }();
+  return index;
 }
 
-std::vector<const KeyDef*> children_of(std::string_view parent) {
-  std::vector<const KeyDef*> out;
-  for (const KeyDef& def : schema()) {
-    if (def.parent() == parent)
-      out.push_back(&def);
-  }
-  return out;
+}  // namespace
+
+const KeyDef* find_key(std::string_view path) {
+  const auto& by_path = schema_index().by_path;
+  const auto it = by_path.find(path);
+  return it != by_path.end() ? it->second : nullptr;
+}
+
+const std::vector<const KeyDef*>& children_of(std::string_view parent) {
+  static const std::vector<const KeyDef*> none;
+  const auto& by_parent = schema_index().by_parent;
+  const auto it = by_parent.find(parent);
+  return it != by_parent.end() ? it->second : none;
 }
 
 std::vector<std::string> child_names(std::string_view parent) {

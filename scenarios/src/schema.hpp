@@ -96,14 +96,15 @@ struct KeyDef {
   Binding bind;  // empty for sections and for record children
 
   std::string name() const;    // last path segment
-  std::string parent() const;  // "" for top-level keys
+  std::string_view parent() const;  // "" for top-level keys; a view into `path`
   bool is_scalar() const;      // a single value (sweepable)
 };
 
 const std::vector<KeyDef>& schema();
 const KeyDef* find_key(std::string_view path);
 // Direct children of a section (or of a records key), in schema order; "" = top level.
-std::vector<const KeyDef*> children_of(std::string_view parent);
+// In schema order.
+const std::vector<const KeyDef*>& children_of(std::string_view parent);
 std::vector<std::string> child_names(std::string_view parent);
 
 // Rows of each section, concatenated by schema() in this order.

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -21,6 +22,23 @@ Scenario load_default_scenario(std::span<const std::string> overrides = {});
 // `source_name` is what errors call the text (a path, "<stdin>", ...).
 Scenario load_scenario_text(std::string_view yaml, std::string_view source_name,
                             std::span<const std::string> overrides = {});
+
+// A scenario file (or the embedded default) read and parsed once, to load with different
+// overrides: a sweep's points, a plan's candidates. load(o) gives what load_scenario_file(path, o)
+// gives; a file that does not parse throws from file() already.
+class ScenarioSource {
+ public:
+  static ScenarioSource file(const std::string& path);
+  static ScenarioSource embedded_default();
+  // `path` empty: the embedded default.
+  static ScenarioSource file_or_default(const std::string& path);
+  Scenario load(std::span<const std::string> overrides = {}) const;
+
+ private:
+  struct Parsed;
+  explicit ScenarioSource(std::shared_ptr<const Parsed> parsed) : parsed_(std::move(parsed)) {}
+  std::shared_ptr<const Parsed> parsed_;  // read-only, shared by copies (and threads)
+};
 
 // The embedded default scenario's text.
 std::string_view default_scenario_text();
