@@ -95,9 +95,9 @@ struct KeyDef {
   bool input_path = false;
   Binding bind;  // empty for sections and for record children
 
-  std::string name() const;    // last path segment
+  std::string name() const;         // last path segment
   std::string_view parent() const;  // "" for top-level keys; a view into `path`
-  bool is_scalar() const;      // a single value (sweepable)
+  bool is_scalar() const;           // a single value (sweepable)
 };
 
 const std::vector<KeyDef>& schema();
