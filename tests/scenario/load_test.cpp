@@ -401,3 +401,44 @@ TEST_F(ScenarioPaths, TracesVariableNamesTheTracesFolder) {
 
 }  // namespace
 }  // namespace exitsim::scenario
+
+namespace exitsim::scenario {
+namespace {
+
+// A sweep parses its file once and resolves it per point: each load must be what loading the file
+// with those overrides gives, with the file's relative input paths resolved, and an override of
+// one load must not leak into the next.
+TEST(ScenarioSource, LoadsWhatLoadingTheFileGives) {
+  const std::string path = (k_root / "scenarios/examples/pipeline_tiny_cpu.yaml").string();
+  const ScenarioSource source = ScenarioSource::file(path);
+  const std::vector<std::vector<std::string>> overrides = {
+      {},
+      {"sync.strategy=depthwise", "sweep=[]"},
+      {"scheduler.max_running=4", "exit_policy.threshold=0.3"},
+      {}};
+  for (const std::vector<std::string>& o : overrides) {
+    const Scenario expected = load_scenario_file(path, o);
+    const Scenario loaded = source.load(o);
+    EXPECT_TRUE(loaded == expected);
+    EXPECT_EQ(render_resolved_yaml(loaded), render_resolved_yaml(expected));
+  }
+  EXPECT_EQ(source.load().sync.strategy, load_scenario_file(path).sync.strategy);
+  EXPECT_NE(source.load({{"sync.strategy=depthwise"}}).sync.strategy,
+            source.load().sync.strategy);
+  EXPECT_TRUE(ScenarioSource::embedded_default().load({{"seed=3"}}) ==
+              load_default_scenario({{"seed=3"}}));
+  EXPECT_TRUE(ScenarioSource::file_or_default("").load() == load_default_scenario());
+}
+
+TEST(ScenarioSource, AFileThatDoesNotParseFailsAtOnce) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "exitsim_source_test";
+  std::filesystem::create_directories(dir);
+  const std::filesystem::path bad = dir / "bad.yaml";
+  std::ofstream(bad) << "seed: [1, 2\n";
+  EXPECT_THROW(ScenarioSource::file(bad.string()), InputError);
+  EXPECT_THROW(ScenarioSource::file((dir / "absent.yaml").string()), InputError);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace exitsim::scenario
