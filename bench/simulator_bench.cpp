@@ -58,6 +58,8 @@ const std::string k_mor = "model: {preset: mor-smollm-1.7b-r3}\n";
 const std::string k_mor_exits =
     "exit_policy: {kind: distribution, probabilities: [0.4, 0.3, 0.3]}\n"
     "sync: {strategy: depthwise}\n";
+const std::string k_mor_sequence_exits =
+    "exit_policy: {kind: distribution, probabilities: [0.4, 0.3, 0.3]}\n";
 
 void BM_read_azure_trace(benchmark::State& state) {
   if (!std::filesystem::exists(k_azure)) {
@@ -183,6 +185,17 @@ BENCHMARK_CAPTURE(simulate_azure, mor_static, std::string("continuous"), k_mor)
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(simulate_azure, mor_exits_depthwise, std::string("continuous"),
                   k_mor + k_mor_exits)
+    ->Unit(benchmark::kMillisecond);
+// The same exits run sequence-wise: skip_kv (a recursive model's own strategy) and, for the
+// strategies the LayerSkip model also runs, state_copy and deferred_fill.
+BENCHMARK_CAPTURE(simulate_azure, mor_exits_skip_kv, std::string("continuous"),
+                  k_mor + k_mor_sequence_exits + "sync: {strategy: skip_kv}\n")
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(simulate_azure, mor_exits_state_copy, std::string("continuous"),
+                  k_mor + k_mor_sequence_exits + "sync: {strategy: state_copy}\n")
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(simulate_azure, mor_exits_deferred_fill, std::string("continuous"),
+                  k_mor + k_mor_sequence_exits + "sync: {strategy: deferred_fill}\n")
     ->Unit(benchmark::kMillisecond);
 
 }  // namespace

@@ -423,8 +423,7 @@ TEST(ScenarioSource, LoadsWhatLoadingTheFileGives) {
     EXPECT_EQ(render_resolved_yaml(loaded), render_resolved_yaml(expected));
   }
   EXPECT_EQ(source.load().sync.strategy, load_scenario_file(path).sync.strategy);
-  EXPECT_NE(source.load({{"sync.strategy=depthwise"}}).sync.strategy,
-            source.load().sync.strategy);
+  EXPECT_NE(source.load({{"sync.strategy=depthwise"}}).sync.strategy, source.load().sync.strategy);
   EXPECT_TRUE(ScenarioSource::embedded_default().load({{"seed=3"}}) ==
               load_default_scenario({{"seed=3"}}));
   EXPECT_TRUE(ScenarioSource::file_or_default("").load() == load_default_scenario());

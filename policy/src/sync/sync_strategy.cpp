@@ -100,14 +100,14 @@ namespace {
 // of the top, they wait with it at its depth.
 void plan_fill(int exit, int full_depth, PendingFill& stack, DepthPlan& plan) {
   std::int32_t joined = 0;
+  // Popped groups are cleared, so equal pending states compare equal (the slots past the count
+  // are all clear, as a new state's are).
   while (stack.count > 0 && stack.groups[stack.count - 1].depth < exit) {
-    const FillGroup group = stack.groups[--stack.count];
-    plan.fills[plan.fill_count++] = group;
-    joined += group.tokens;
+    FillGroup& top = stack.groups[--stack.count];
+    plan.fills[plan.fill_count++] = top;
+    joined += top.tokens;
+    top = FillGroup{};
   }
-  // Popped groups are cleared, so equal pending states compare equal.
-  for (std::size_t g = stack.count; g < k_max_fill_groups; ++g)
-    stack.groups[g] = FillGroup{};
   if (exit >= full_depth) {
     plan.fills_complete = plan.fill_count > 0;
     return;

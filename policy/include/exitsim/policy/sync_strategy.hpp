@@ -49,7 +49,9 @@ struct FillGroup {
 
 // One sequence's pending states: groups ordered oldest first, with strictly decreasing depths
 // (a deeper token lifts every shallower group to its own depth, so an older group is never
-// shallower than a newer one). At most one group per exit point below the full depth.
+// shallower than a newer one). At most one group per exit point below the full depth. The
+// groups past `count` are clear (plan_depths clears each group it pops), so that equal states
+// compare equal.
 struct PendingFill {
   std::array<FillGroup, k_max_fill_groups> groups{};
   std::uint8_t count = 0;
