@@ -154,6 +154,51 @@ TEST(CostSyncReference, DepthwiseStepsMatchTheReference) {
   }
 }
 
+// skip_kv's entries (each recursion's layers with that recursion's context, nothing else) take a
+// shortcut in the fast path. Asking for the coda explicitly changes no work for an entry that
+// starts at layer 1 but sends it down the general path: both must give the same doubles, on a
+// block with a prelude and on one without.
+TEST(CostSyncReference, RecursionContextShortcutMatchesTheGeneralPathExactly) {
+  ModelShape with_prelude = *find_model_preset("smollm-360m");
+  with_prelude.depth = DepthStructure::middle_cycle(32, 3);  // prelude 1, block 10 x 3, coda 1
+  ModelShape without_prelude = with_prelude;
+  without_prelude.depth.prelude_layers = 0;
+  without_prelude.depth.coda_layers = 2;
+  for (const ModelShape& shape : {with_prelude, without_prelude}) {
+    const RooflineCostModel m(shape, h100(), {0.7, 0.85});
+    const int stacked = shape.depth.stacked_depth();
+    std::mt19937 rng(9);
+    const auto pick = [&](int lo, int hi) {
+      return std::uniform_int_distribution<int>(lo, hi)(rng);
+    };
+    for (int trial = 0; trial < 200; ++trial) {
+      SCOPED_TRACE(trial);
+      std::vector<BatchEntry> shortcut;
+      const int size = pick(1, 40);
+      for (int i = 0; i < size; ++i) {
+        BatchEntry e{pick(0, 9) == 0 ? pick(2, 50) : 1, pick(0, 3000), pick(1, stacked + 2),
+                     pick(0, 3) != 0};
+        e.recursion_context_count = static_cast<std::uint8_t>(pick(0, 3));
+        for (std::int32_t& c : e.recursion_context)
+          c = pick(0, 3) == 0 ? static_cast<std::int32_t>(e.context_tokens) : pick(0, 3000);
+        shortcut.push_back(e);
+      }
+      std::vector<BatchEntry> general = shortcut;
+      for (BatchEntry& e : general)
+        e.coda = BatchEntry::Coda::run;
+      const IterationCost a = m.iteration_cost(shortcut);
+      const IterationCost b = m.iteration_cost(general);
+      EXPECT_EQ(a.total, b.total);
+      EXPECT_EQ(a.compute_bound, b.compute_bound);
+      EXPECT_EQ(a.memory_bound, b.memory_bound);
+      EXPECT_EQ(a.overhead, b.overhead);
+      EXPECT_EQ(a.flops, b.flops);
+      EXPECT_EQ(a.bytes, b.bytes);
+      expect_matches_reference(m, shortcut);
+    }
+  }
+}
+
 // deferred_fill's usual entries (pending tokens joining from a layer, nothing else) take a
 // shortcut in the fast path. A per-recursion context equal to the entry's own context changes no
 // work on a model without recursions but sends the entry down the general path: both must give

@@ -791,6 +791,46 @@ bool add_first_recursion_work(const BatchEntry& e, int depth, const StackLayout&
          add_delta(deltas, depth, none, recursion, false);
 }
 
+// skip_kv's entry: its queries from layer 1 to its depth, each recursion's layers with that
+// recursion's context (recursion_context), nothing else. The same changes add_entry_work gives it
+// (its breakpoints are 0, the starts of the recursions and the depth, with a change wherever the
+// work differs), in the same order, without sorting breakpoints.
+bool recursion_contexts_shape(const BatchEntry& e, int depth) {
+  return e.start_depth <= 0 && e.pending_tokens <= 0 && e.recursion_context_count > 0 &&
+         e.coda == BatchEntry::Coda::from_start && !e.reuse_first_recursion_kv &&
+         e.kv_only_depth <= depth && e.useful_depth >= depth && depth > 0;
+}
+
+bool add_recursion_contexts_work(const StackLayout& layout, const BatchEntry& e, int depth,
+                                 SlotTable<DeltaSlot>& deltas) {
+  const int overrides = recursion_context_overrides(e);
+  const auto work_of = [&](int recursion) {
+    WorkCounts w{};
+    w.add_queries(e.query_tokens, recursion >= 1 && recursion <= overrides
+                                      ? e.recursion_context[static_cast<std::size_t>(recursion - 1)]
+                                      : e.context_tokens);
+    return w;
+  };
+  const WorkCounts none{};
+  WorkCounts before = work_of(layout.recursion_of_layer(0));
+  if (!add_delta(deltas, 0, before, none, false))
+    return false;
+  for (int r = 1; r <= layout.recursions(); ++r) {
+    const int begin = layout.recursion_begin(r);
+    if (begin <= 0)
+      continue;  // recursion 1 from layer 0 (no prelude): counted above
+    if (begin >= depth)
+      break;
+    const WorkCounts w = work_of(r);
+    if (w != before) {
+      if (!add_delta(deltas, begin, w, before, false))
+        return false;
+      before = w;
+    }
+  }
+  return add_delta(deltas, depth, none, before, false);
+}
+
 // Work other than plain runs from layer 1, gathered during the pass over the batch.
 struct OtherWork {
   SlotTable<DeltaSlot> deltas;
@@ -809,6 +849,8 @@ struct OtherWork {
     return add_fill_work(e, depth, other.deltas);
   if (first_recursion_shape(e, depth, layout))
     return add_first_recursion_work(e, depth, layout, other.deltas);
+  if (recursion_contexts_shape(e, depth))
+    return add_recursion_contexts_work(layout, e, depth, other.deltas);
   return add_entry_work(layout, e, other.deltas);
 }
 

@@ -140,6 +140,9 @@ class StackLayout {
   // model.
   int first_recursion_begin() const { return first_recursion_begin_; }
   int first_recursion_end() const { return first_recursion_end_; }
+  // Recursions of the shared block, and the first layer (0-based) of recursion r (1-based).
+  int recursions() const { return static_cast<int>(recursion_begin_.size()); }
+  int recursion_begin(int r) const { return recursion_begin_[static_cast<std::size_t>(r - 1)]; }
   // Recursion (1-based) of a 0-based stack layer; 0 in the prelude.
   int recursion_of_layer(int layer) const {
     return recursion_of_layer_[static_cast<std::size_t>(layer)];
