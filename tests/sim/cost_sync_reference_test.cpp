@@ -118,6 +118,17 @@ TEST(CostSyncReference, ManyBoundariesTakeTheExactSweep) {
   }
 }
 
+// A shortcut of the fast path against the general path on the same work: the same doubles.
+void expect_same_doubles(const IterationCost& a, const IterationCost& b) {
+  EXPECT_EQ(a.total, b.total);
+  EXPECT_EQ(a.compute_bound, b.compute_bound);
+  EXPECT_EQ(a.memory_bound, b.memory_bound);
+  EXPECT_EQ(a.overhead, b.overhead);
+  EXPECT_EQ(a.flops, b.flops);
+  EXPECT_EQ(a.bytes, b.bytes);
+  EXPECT_EQ(a.masked_flops, b.masked_flops);
+}
+
 // Depth-wise steps: entries over the prelude and recursion 1 (recursion r folded onto it, with
 // its own context), tokens that waited running only the coda, and a prompt in between.
 TEST(CostSyncReference, DepthwiseStepsMatchTheReference) {
@@ -186,14 +197,7 @@ TEST(CostSyncReference, RecursionContextShortcutMatchesTheGeneralPathExactly) {
       std::vector<BatchEntry> general = shortcut;
       for (BatchEntry& e : general)
         e.coda = BatchEntry::Coda::run;
-      const IterationCost a = m.iteration_cost(shortcut);
-      const IterationCost b = m.iteration_cost(general);
-      EXPECT_EQ(a.total, b.total);
-      EXPECT_EQ(a.compute_bound, b.compute_bound);
-      EXPECT_EQ(a.memory_bound, b.memory_bound);
-      EXPECT_EQ(a.overhead, b.overhead);
-      EXPECT_EQ(a.flops, b.flops);
-      EXPECT_EQ(a.bytes, b.bytes);
+      expect_same_doubles(m.iteration_cost(shortcut), m.iteration_cost(general));
       expect_matches_reference(m, shortcut);
     }
   }
@@ -229,15 +233,7 @@ TEST(CostSyncReference, PendingFillShortcutMatchesTheGeneralPathExactly) {
         e.recursion_context[0] = static_cast<std::int32_t>(e.context_tokens);
       }
     }
-    const IterationCost a = m.iteration_cost(shortcut);
-    const IterationCost b = m.iteration_cost(general);
-    EXPECT_EQ(a.total, b.total);
-    EXPECT_EQ(a.compute_bound, b.compute_bound);
-    EXPECT_EQ(a.memory_bound, b.memory_bound);
-    EXPECT_EQ(a.overhead, b.overhead);
-    EXPECT_EQ(a.flops, b.flops);
-    EXPECT_EQ(a.bytes, b.bytes);
-    EXPECT_EQ(a.masked_flops, b.masked_flops);
+    expect_same_doubles(m.iteration_cost(shortcut), m.iteration_cost(general));
   }
 }
 
