@@ -84,9 +84,7 @@ RunMetrics run_metrics_of(const sim::MetricsSummary& s) {
 namespace {
 
 scenario::Scenario load_base(const SweepOptions& options) {
-  return options.scenario_file.empty()
-             ? scenario::load_default_scenario(options.overrides)
-             : scenario::load_scenario_file(options.scenario_file, options.overrides);
+  return scenario::ScenarioSource::file_or_default(options.scenario_file).load(options.overrides);
 }
 
 scenario::Scenario load_point(const SweepOptions& options, const scenario::ScenarioSource& source,

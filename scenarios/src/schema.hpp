@@ -103,7 +103,6 @@ struct KeyDef {
 const std::vector<KeyDef>& schema();
 const KeyDef* find_key(std::string_view path);
 // Direct children of a section (or of a records key), in schema order; "" = top level.
-// In schema order.
 const std::vector<const KeyDef*>& children_of(std::string_view parent);
 std::vector<std::string> child_names(std::string_view parent);
 

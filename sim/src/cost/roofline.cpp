@@ -880,8 +880,10 @@ IterationCost RooflineCostModel::iteration_cost(std::span<const BatchEntry> batc
 RooflineCostModel RooflineCostModel::counting(const ModelShape& model) {
   RooflineCostModel counter(model, counting_hardware(model), RooflineEfficiency{1.0, 1.0});
   counter.counts_only_ = true;
+  // A collective's terms are link bytes, not counted work: a counter holds none (it is one
+  // GPU's), and the launch classes could not tell them apart.
   const auto integer_flops = [](const OpParams& op) {
-    if (op.expert_imbalance != 0 || op.routed_weight_bytes != 0)
+    if (op.collective || op.expert_imbalance != 0 || op.routed_weight_bytes != 0)
       return false;
     for (std::size_t i = 0; i < op.used_terms; ++i) {
       if (!std::isfinite(op.terms[i].flops) || std::floor(op.terms[i].flops) != op.terms[i].flops)
@@ -893,11 +895,7 @@ RooflineCostModel RooflineCostModel::counting(const ModelShape& model) {
       counter.stages_.size() <= 1 && counter.probe_points_.empty() &&
       std::all_of(counter.layer_params_.begin(), counter.layer_params_.end(), integer_flops) &&
       std::all_of(counter.kv_params_.begin(), counter.kv_params_.end(), integer_flops) &&
-      std::all_of(counter.head_params_.begin(), counter.head_params_.end(), integer_flops) &&
-      std::none_of(counter.head_params_.begin(), counter.head_params_.end(),
-                   [](const OpParams& op) { return op.collective; }) &&
-      std::none_of(counter.layer_params_.begin(), counter.layer_params_.end(),
-                   [](const OpParams& op) { return op.collective; });
+      std::all_of(counter.head_params_.begin(), counter.head_params_.end(), integer_flops);
   if (counter.counts_regroup_exactly_) {
     const auto ops = static_cast<std::size_t>(counter.layer_graph_.size());
     for (std::size_t v = 0; v < static_cast<std::size_t>(counter.variants_); ++v) {
