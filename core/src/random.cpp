@@ -77,6 +77,12 @@ double KeyedUniform::operator()(std::uint64_t a, std::uint64_t b, std::uint64_t 
   return static_cast<double>(h >> 11) * 0x1.0p-53;
 }
 
+void KeyedUniform::fill(std::uint64_t a, std::uint64_t b, std::span<double> out) const {
+  const std::uint64_t ab = mix64(mix64(prefix_ + k_golden + a) + k_golden + b);
+  for (std::size_t c = 0; c < out.size(); ++c)
+    out[c] = static_cast<double>(mix64(ab + k_golden + c) >> 11) * 0x1.0p-53;
+}
+
 double keyed_uniform(std::uint64_t seed, std::string_view stream, std::uint64_t a, std::uint64_t b,
                      std::uint64_t c) {
   return KeyedUniform(seed, stream)(a, b, c);

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -252,6 +253,11 @@ TEST(KeyedUniform, DrawsTheKeyedFormulasNumbers) {
           ASSERT_EQ(draw(a, b, c), expected);
           ASSERT_EQ(keyed_uniform(seed, stream, a, b, c), expected);
         }
+        // A key's draws at once (its (a, b) part hashed once): each the formula's number.
+        std::array<double, 6> row{};
+        draw.fill(a, a * 3, row);
+        for (std::uint64_t c = 0; c < row.size(); ++c)
+          ASSERT_EQ(row[c], keyed_reference(seed, stream, a, a * 3, c)) << c;
       }
     }
   }

@@ -89,16 +89,29 @@ double exit_confidence(std::span<const float> probabilities, ConfidenceMeasure m
                                             : static_cast<double>(first) - second;
 }
 
-double exit_uniform(std::uint64_t seed, RequestId request, std::int64_t position, int draw) {
-  // One draw per token on the simulator's hot path: the stream's hash is kept per seed.
+namespace {
+
+// Draws are made per token on the simulator's hot path: the stream's hash is kept per seed.
+const KeyedUniform& exit_stream(std::uint64_t seed) {
   thread_local std::uint64_t hashed_seed = 0;
   thread_local KeyedUniform stream(0, "exit.token");
   if (seed != hashed_seed) {
     stream = KeyedUniform(seed, "exit.token");
     hashed_seed = seed;
   }
-  return stream(request.value, static_cast<std::uint64_t>(position),
-                static_cast<std::uint64_t>(draw));
+  return stream;
+}
+
+}  // namespace
+
+double exit_uniform(std::uint64_t seed, RequestId request, std::int64_t position, int draw) {
+  return exit_stream(seed)(request.value, static_cast<std::uint64_t>(position),
+                           static_cast<std::uint64_t>(draw));
+}
+
+void exit_uniforms(std::uint64_t seed, RequestId request, std::int64_t position,
+                   std::span<double> out) {
+  exit_stream(seed).fill(request.value, static_cast<std::uint64_t>(position), out);
 }
 
 }  // namespace exitsim::policy

@@ -141,18 +141,18 @@ void DepthModel::choose_exit_depths(std::span<const DecodeToken> tokens) {
   score_values_.resize(scored_ ? n * points : 0);
   scratch_.resize(n);
   exit_index_.resize(n);
+  token_draws_.resize(scored_ ? points + 1 : 1);
   std::int64_t max_position = 0;
   for (std::size_t i = 0; i < n; ++i) {
+    // Draw 0 decides the exit; draws 1..points are the scores at the exit points.
+    policy::exit_uniforms(seed_, tokens[i].request, tokens[i].position, token_draws_);
     std::span<const double> scores;
     if (scored_) {
-      for (std::size_t p = 0; p < points; ++p) {
-        score_values_[i * points + p] = policy::exit_uniform(
-            seed_, tokens[i].request, tokens[i].position, static_cast<int>(p) + 1);
-      }
+      std::copy(token_draws_.begin() + 1, token_draws_.end(),
+                score_values_.begin() + static_cast<std::ptrdiff_t>(i * points));
       scores = {score_values_.data() + i * points, points};
     }
-    exit_tokens_[i] = {tokens[i].request, tokens[i].position,
-                       policy::exit_uniform(seed_, tokens[i].request, tokens[i].position), scores};
+    exit_tokens_[i] = {tokens[i].request, tokens[i].position, token_draws_[0], scores};
     max_position = std::max(max_position, tokens[i].max_position);
   }
 

@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cstdint>
+#include <span>
 #include <string_view>
 
 namespace exitsim {
@@ -101,6 +102,8 @@ class KeyedUniform {
  public:
   KeyedUniform(std::uint64_t seed, std::string_view stream);
   double operator()(std::uint64_t a, std::uint64_t b, std::uint64_t c) const;
+  // out[c] = (*this)(a, b, c) for c = 0, 1, ...: the key's (a, b) part hashed once.
+  void fill(std::uint64_t a, std::uint64_t b, std::span<double> out) const;
 
  private:
   std::uint64_t prefix_;
