@@ -53,35 +53,8 @@ std::uint64_t Xoshiro256StarStar::next() {
 RandomStream::RandomStream(std::uint64_t seed, std::string_view component)
     : engine_(seeded_engine(seed, component)) {}
 
-namespace {
-
-std::uint64_t mix64(std::uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
-}  // namespace
-
-namespace {
-constexpr std::uint64_t k_golden = 0x9e3779b97f4a7c15ULL;
-}  // namespace
-
 KeyedUniform::KeyedUniform(std::uint64_t seed, std::string_view stream)
-    : prefix_(mix64(mix64(seed + k_golden) + k_golden + fnv1a_64(stream))) {}
-
-double KeyedUniform::operator()(std::uint64_t a, std::uint64_t b, std::uint64_t c) const {
-  std::uint64_t h = prefix_;
-  for (const std::uint64_t word : {a, b, c})
-    h = mix64(h + k_golden + word);
-  return static_cast<double>(h >> 11) * 0x1.0p-53;
-}
-
-void KeyedUniform::fill(std::uint64_t a, std::uint64_t b, std::span<double> out) const {
-  const std::uint64_t ab = mix64(mix64(prefix_ + k_golden + a) + k_golden + b);
-  for (std::size_t c = 0; c < out.size(); ++c)
-    out[c] = static_cast<double>(mix64(ab + k_golden + c) >> 11) * 0x1.0p-53;
-}
+    : prefix_(mix(mix(seed + k_golden) + k_golden + fnv1a_64(stream))) {}
 
 double keyed_uniform(std::uint64_t seed, std::string_view stream, std::uint64_t a, std::uint64_t b,
                      std::uint64_t c) {

@@ -199,14 +199,15 @@ TEST(ExitPolicies, AreDeterministicAndStateless) {
   EXPECT_EQ(exits(*b, tokens), first);
 }
 
-// The simulator draws a token's exit and its router scores at once (exit_uniforms); the engine
+// The simulator draws a token's exit and its router scores at once from exit_draws; the engine
 // draws the exit alone (exit_uniform): the same numbers, draw by draw, under two seeds in turn.
 TEST(ExitPolicies, ATokensDrawsAtOnceAreItsDrawsOneByOne) {
   for (const std::uint64_t seed : {7ULL, 8ULL, 7ULL}) {
+    const KeyedUniform stream = exit_draws(seed);
     for (std::uint64_t request = 0; request < 5; ++request) {
       for (std::int64_t position = 0; position < 40; position += 13) {
         std::array<double, 5> draws{};
-        exit_uniforms(seed, RequestId{request}, position, draws);
+        stream.fill(request, static_cast<std::uint64_t>(position), draws);
         for (std::size_t d = 0; d < draws.size(); ++d) {
           ASSERT_EQ(draws[d], exit_uniform(seed, RequestId{request}, position, static_cast<int>(d)))
               << seed << " " << request << " " << position << " " << d;

@@ -89,29 +89,20 @@ double exit_confidence(std::span<const float> probabilities, ConfidenceMeasure m
                                             : static_cast<double>(first) - second;
 }
 
-namespace {
-
-// Draws are made per token on the simulator's hot path: the stream's hash is kept per seed.
-const KeyedUniform& exit_stream(std::uint64_t seed) {
-  thread_local std::uint64_t hashed_seed = 0;
-  thread_local KeyedUniform stream(0, "exit.token");
-  if (seed != hashed_seed) {
-    stream = KeyedUniform(seed, "exit.token");
-    hashed_seed = seed;
-  }
-  return stream;
+KeyedUniform exit_draws(std::uint64_t seed) {
+  return KeyedUniform(seed, "exit.token");
 }
-
-}  // namespace
 
 double exit_uniform(std::uint64_t seed, RequestId request, std::int64_t position, int draw) {
-  return exit_stream(seed)(request.value, static_cast<std::uint64_t>(position),
-                           static_cast<std::uint64_t>(draw));
-}
-
-void exit_uniforms(std::uint64_t seed, RequestId request, std::int64_t position,
-                   std::span<double> out) {
-  exit_stream(seed).fill(request.value, static_cast<std::uint64_t>(position), out);
+  // One draw per token in the engine: the stream's hash is kept per seed.
+  thread_local std::uint64_t hashed_seed = 0;
+  thread_local KeyedUniform stream = exit_draws(0);
+  if (seed != hashed_seed) {
+    stream = exit_draws(seed);
+    hashed_seed = seed;
+  }
+  return stream(request.value, static_cast<std::uint64_t>(position),
+                static_cast<std::uint64_t>(draw));
 }
 
 }  // namespace exitsim::policy

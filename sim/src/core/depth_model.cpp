@@ -76,7 +76,7 @@ DepthModel::DepthModel(const scenario::ExitPolicyConfig& exit_policy,
       depthwise_rule_(depthwise_rule(sync)),
       rollback_probability_(
           strategy_ == policy::SyncStrategy::deferred_fill ? sync.rollback_probability : 0.0),
-      seed_(seed),
+      exit_draws_(policy::exit_draws(seed)),
       rollback_draw_(seed, "exit.rollback") {
   const bool exits = exit_policy.kind != "none";
   // Shared K/V changes memory and attention work even when every token runs the full depth, and
@@ -145,7 +145,8 @@ void DepthModel::choose_exit_depths(std::span<const DecodeToken> tokens) {
   std::int64_t max_position = 0;
   for (std::size_t i = 0; i < n; ++i) {
     // Draw 0 decides the exit; draws 1..points are the scores at the exit points.
-    policy::exit_uniforms(seed_, tokens[i].request, tokens[i].position, token_draws_);
+    exit_draws_.fill(tokens[i].request.value, static_cast<std::uint64_t>(tokens[i].position),
+                     token_draws_);
     std::span<const double> scores;
     if (scored_) {
       std::copy(token_draws_.begin() + 1, token_draws_.end(),

@@ -91,7 +91,8 @@ class DepthModel {
   bool scored_ = false;  // the policy reads router scores
   policy::DepthwiseRule depthwise_rule_;
   double rollback_probability_ = 0;
-  std::uint64_t seed_ = 0;      // exit draws are keyed by the token (policy::exit_uniform)
+  // Exit draws are keyed by the token: policy::exit_uniform's stream for the run's seed.
+  KeyedUniform exit_draws_;
   KeyedUniform rollback_draw_;  // deferred_fill's rollback draws, keyed by the filling token
   // Reused every iteration.
   std::vector<policy::ExitToken> exit_tokens_;

@@ -98,14 +98,34 @@ double keyed_uniform(std::uint64_t seed, std::string_view stream, std::uint64_t 
 
 // keyed_uniform with its (seed, stream) part hashed once: the same numbers, for draws made per
 // token on the simulator's hot path.
+// Defined here so that the per-token draws inline into the simulator's loops.
 class KeyedUniform {
  public:
   KeyedUniform(std::uint64_t seed, std::string_view stream);
-  double operator()(std::uint64_t a, std::uint64_t b, std::uint64_t c) const;
+  double operator()(std::uint64_t a, std::uint64_t b, std::uint64_t c) const {
+    std::uint64_t h = prefix_;
+    for (const std::uint64_t word : {a, b, c})
+      h = mix(h + k_golden + word);
+    return to_uniform(h);
+  }
   // out[c] = (*this)(a, b, c) for c = 0, 1, ...: the key's (a, b) part hashed once.
-  void fill(std::uint64_t a, std::uint64_t b, std::span<double> out) const;
+  void fill(std::uint64_t a, std::uint64_t b, std::span<double> out) const {
+    const std::uint64_t ab = mix(mix(prefix_ + k_golden + a) + k_golden + b);
+    for (std::size_t c = 0; c < out.size(); ++c)
+      out[c] = to_uniform(mix(ab + k_golden + c));
+  }
 
  private:
+  static constexpr std::uint64_t k_golden = 0x9e3779b97f4a7c15ULL;
+  // SplitMix64's finalizer.
+  static std::uint64_t mix(std::uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+  // The top 53 bits fill a double's significand exactly.
+  static double to_uniform(std::uint64_t h) { return static_cast<double>(h >> 11) * 0x1.0p-53; }
+
   std::uint64_t prefix_;
 };
 

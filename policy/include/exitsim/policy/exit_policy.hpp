@@ -19,6 +19,7 @@
 
 #include "exitsim/core/ids.hpp"
 #include "exitsim/core/model_shape.hpp"
+#include "exitsim/core/random.hpp"
 
 namespace exitsim::policy {
 
@@ -113,9 +114,9 @@ double calm_threshold(double lambda, double tau, std::int64_t t, std::int64_t n)
 // of the same token use their own index), so the engine and the simulator give a token the same
 // exit, whatever else is in its batch and whatever the strategy, scheduler or batch limit.
 double exit_uniform(std::uint64_t seed, RequestId request, std::int64_t position, int draw = 0);
-// out[d] = exit_uniform(seed, request, position, d) for d = 0, 1, ...: a token's draws at once.
-void exit_uniforms(std::uint64_t seed, RequestId request, std::int64_t position,
-                   std::span<double> out);
+// The stream exit_uniform draws from: exit_draws(seed)(request, position, draw) is
+// exit_uniform(seed, request, position, draw), and its fill() gives a token's draws at once.
+KeyedUniform exit_draws(std::uint64_t seed);
 
 enum class ConfidenceMeasure : std::uint8_t { top1, margin };
 std::optional<ConfidenceMeasure> parse_confidence_measure(std::string_view name);
