@@ -97,7 +97,7 @@ class DepthModel {
   // Reused every iteration.
   std::vector<policy::ExitToken> exit_tokens_;
   std::vector<double> score_values_;
-  std::vector<double> token_draws_;  // one token's draws (exit_uniforms)
+  std::vector<double> token_draws_;  // one token's draws (KeyedUniform::fill)
   std::vector<std::size_t> scratch_;
   std::vector<int> exit_index_;
   std::vector<int> exit_depth_;

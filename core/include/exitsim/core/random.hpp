@@ -97,8 +97,7 @@ double keyed_uniform(std::uint64_t seed, std::string_view stream, std::uint64_t 
                      std::uint64_t c);
 
 // keyed_uniform with its (seed, stream) part hashed once: the same numbers, for draws made per
-// token on the simulator's hot path.
-// Defined here so that the per-token draws inline into the simulator's loops.
+// token on the simulator's hot path (defined here so that they inline into its loops).
 class KeyedUniform {
  public:
   KeyedUniform(std::uint64_t seed, std::string_view stream);
