@@ -30,14 +30,6 @@ Xoshiro256StarStar seeded_engine(std::uint64_t seed, std::string_view component)
 
 }  // namespace
 
-std::uint64_t SplitMix64::next() {
-  state_ += 0x9e3779b97f4a7c15ULL;
-  std::uint64_t z = state_;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
 std::uint64_t Xoshiro256StarStar::next() {
   const std::uint64_t result = rotl(state_[1] * 5, 7) * 9;
   const std::uint64_t t = state_[1] << 17;
@@ -54,7 +46,8 @@ RandomStream::RandomStream(std::uint64_t seed, std::string_view component)
     : engine_(seeded_engine(seed, component)) {}
 
 KeyedUniform::KeyedUniform(std::uint64_t seed, std::string_view stream)
-    : prefix_(mix(mix(seed + k_golden) + k_golden + fnv1a_64(stream))) {}
+    : prefix_(splitmix64_finalize(splitmix64_finalize(seed + k_splitmix64_gamma) +
+                                  k_splitmix64_gamma + fnv1a_64(stream))) {}
 
 double keyed_uniform(std::uint64_t seed, std::string_view stream, std::uint64_t a, std::uint64_t b,
                      std::uint64_t c) {

@@ -24,12 +24,24 @@ constexpr std::uint64_t fnv1a_64(std::string_view text) {
   return hash;
 }
 
+// SplitMix64's increment (2^64 over the golden ratio) and its output finalizer, shared by the
+// generator below and the keyed draws (KeyedUniform).
+inline constexpr std::uint64_t k_splitmix64_gamma = 0x9e3779b97f4a7c15ULL;
+inline std::uint64_t splitmix64_finalize(std::uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
 // SplitMix64 (Steele, Lea, Flood 2014): turns any 64-bit seed, however regular, into well-mixed
 // words; used only to fill the state of the main generator.
 class SplitMix64 {
  public:
   explicit SplitMix64(std::uint64_t state) : state_(state) {}
-  std::uint64_t next();
+  std::uint64_t next() {
+    state_ += k_splitmix64_gamma;
+    return splitmix64_finalize(state_);
+  }
 
  private:
   std::uint64_t state_;
@@ -104,24 +116,18 @@ class KeyedUniform {
   double operator()(std::uint64_t a, std::uint64_t b, std::uint64_t c) const {
     std::uint64_t h = prefix_;
     for (const std::uint64_t word : {a, b, c})
-      h = mix(h + k_golden + word);
+      h = splitmix64_finalize(h + k_splitmix64_gamma + word);
     return to_uniform(h);
   }
   // out[c] = (*this)(a, b, c) for c = 0, 1, ...: the key's (a, b) part hashed once.
   void fill(std::uint64_t a, std::uint64_t b, std::span<double> out) const {
-    const std::uint64_t ab = mix(mix(prefix_ + k_golden + a) + k_golden + b);
+    const std::uint64_t ab = splitmix64_finalize(
+        splitmix64_finalize(prefix_ + k_splitmix64_gamma + a) + k_splitmix64_gamma + b);
     for (std::size_t c = 0; c < out.size(); ++c)
-      out[c] = to_uniform(mix(ab + k_golden + c));
+      out[c] = to_uniform(splitmix64_finalize(ab + k_splitmix64_gamma + c));
   }
 
  private:
-  static constexpr std::uint64_t k_golden = 0x9e3779b97f4a7c15ULL;
-  // SplitMix64's finalizer.
-  static std::uint64_t mix(std::uint64_t z) {
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
   // The top 53 bits fill a double's significand exactly.
   static double to_uniform(std::uint64_t h) { return static_cast<double>(h >> 11) * 0x1.0p-53; }
 
