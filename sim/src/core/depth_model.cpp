@@ -138,17 +138,22 @@ void DepthModel::choose_exit_depths(std::span<const DecodeToken> tokens) {
   const std::size_t n = tokens.size();
   const std::size_t points = policy_->exit_points().size();
   exit_tokens_.resize(n);
-  // Per token, draw 0 decides the exit and draws 1..points are the scores at the exit points.
-  const std::size_t draws = scored_ ? points + 1 : 1;
-  token_draws_.resize(n * draws);
+  score_values_.resize(scored_ ? n * points : 0);
   scratch_.resize(n);
   exit_index_.resize(n);
+  token_draws_.resize(scored_ ? points + 1 : 1);
   std::int64_t max_position = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    const std::span<double> token(token_draws_.data() + i * draws, draws);
+    // Draw 0 decides the exit; draws 1..points are the scores at the exit points.
     exit_draws_.fill(tokens[i].request.value, static_cast<std::uint64_t>(tokens[i].position),
-                     token);
-    exit_tokens_[i] = {tokens[i].request, tokens[i].position, token[0], token.subspan(1)};
+                     token_draws_);
+    std::span<const double> scores;
+    if (scored_) {
+      std::copy(token_draws_.begin() + 1, token_draws_.end(),
+                score_values_.begin() + static_cast<std::ptrdiff_t>(i * points));
+      scores = {score_values_.data() + i * points, points};
+    }
+    exit_tokens_[i] = {tokens[i].request, tokens[i].position, token_draws_[0], scores};
     max_position = std::max(max_position, tokens[i].max_position);
   }
 

@@ -96,7 +96,8 @@ class DepthModel {
   KeyedUniform rollback_draw_;  // deferred_fill's rollback draws, keyed by the filling token
   // Reused every iteration.
   std::vector<policy::ExitToken> exit_tokens_;
-  std::vector<double> token_draws_;  // each token's draws in turn (KeyedUniform::fill)
+  std::vector<double> score_values_;
+  std::vector<double> token_draws_;  // one token's draws (KeyedUniform::fill)
   std::vector<std::size_t> scratch_;
   std::vector<int> exit_index_;
   std::vector<int> exit_depth_;
