@@ -322,13 +322,24 @@ TimeNs Replica::plan_steady_decode(TimeNs now) {
         {k, view.id, view.generated_tokens, extra.target_output_tokens, &extra.depth});
   }
   const std::span<policy::StepRow> rows(rows_.data(), running_.size());
-  FillWork fill;
   if (depth_model_.depthwise()) {
     depth_model_.plan_depthwise(decode_tokens_, rows);
-  } else {
-    fill = depth_model_.plan(decode_tokens_, rows);
+    return run_rows(now, rows.size(), FillWork{});
   }
-  return run_rows(now, running_.size(), fill);
+  const FillWork fill = depth_model_.plan(decode_tokens_, rows);
+  if (kv_layout_.per_recursion())
+    return run_rows(now, rows.size(), fill);
+  // Every token's K/V is stored at every layer (computed, copied or filled later), so each
+  // sequence grows by steady_decode's blocks for one more token, as in a static steady step.
+  for (std::size_t k = 0; k < rows.size(); ++k) {
+    policy::SequenceView& view = running_.view(k);
+    policy::StepRow& row = rows[k];
+    metrics_.record_token_depth(row.exit_depth, row.plan.run_depth);
+    kv_free_ -= steady_growth_[k];
+    view.kv_blocks += steady_growth_[k];
+    row.kv_blocks_after = view.kv_blocks;
+  }
+  return price_rows(now, rows.size(), fill, false);
 }
 
 TimeNs Replica::run_rows(TimeNs now, std::size_t row_count, const FillWork& fill) {
