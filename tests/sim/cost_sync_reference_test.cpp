@@ -237,6 +237,46 @@ TEST(CostSyncReference, PendingFillShortcutMatchesTheGeneralPathExactly) {
   }
 }
 
+// state_copy's exited tokens (K/V-only from their depth to the top, nothing else) are counted
+// with their depth in the fast path. A per-recursion context equal to the entry's own context
+// sends the entry down the general path instead: both must give the same doubles, in batches
+// where some token runs to the top and in batches where none does (the K/V-only layers then end
+// the stack on their own).
+TEST(CostSyncReference, KvOnlyToTheTopShortcutMatchesTheGeneralPathExactly) {
+  const RooflineCostModel m(*find_model_preset("llama-3-8b"), h100(), {0.7, 0.85});
+  std::mt19937 rng(41);
+  const auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  int none_to_the_top = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    SCOPED_TRACE(trial);
+    std::vector<BatchEntry> shortcut;
+    const int size = pick(1, 40);
+    const int deepest = trial % 3 == 0 ? 2 : 3;  // every third batch stops below the top
+    bool reaches_top = false;
+    for (int i = 0; i < size; ++i) {
+      BatchEntry e;
+      e.query_tokens = pick(0, 9) == 0 ? pick(2, 50) : 1;
+      e.context_tokens = pick(0, 3000);
+      e.depth = std::vector<int>{8, 16, 24, 32}[static_cast<std::size_t>(pick(0, deepest))];
+      e.emits_token = pick(0, 3) != 0;
+      e.kv_only_depth = e.depth < 32 ? 32 : 0;
+      reaches_top |= e.depth == 32;
+      shortcut.push_back(e);
+    }
+    none_to_the_top += reaches_top ? 0 : 1;
+    std::vector<BatchEntry> general = shortcut;
+    for (BatchEntry& e : general) {
+      if (e.kv_only_depth > e.depth) {
+        e.recursion_context_count = 1;
+        e.recursion_context[0] = static_cast<std::int32_t>(e.context_tokens);
+      }
+    }
+    expect_same_doubles(m.iteration_cost(shortcut), m.iteration_cost(general));
+    expect_matches_reference(m, shortcut);
+  }
+  EXPECT_GE(none_to_the_top, 90);
+}
+
 }  // namespace
 }  // namespace exitsim::sim
 

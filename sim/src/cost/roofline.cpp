@@ -65,6 +65,8 @@ struct PlainRun {
   std::int64_t prefill_tokens;
   std::int64_t prefill_pairs;
   std::int64_t prefill_kv;
+  // state_copy's exited tokens: K/V-only from their depth to the top of the stack.
+  std::int64_t kv_to_top;
 
   void add(const BatchEntry& e) {
     const std::int64_t q = e.query_tokens;
@@ -89,12 +91,17 @@ struct PlainRun {
   }
 };
 
-// Entries that run layers 1..depth, summed per depth (suffix sums give each layer's batch).
+// Entries that run layers 1..depth, summed per depth (suffix sums give each layer's batch), and
+// the K/V-only tokens of those that go on so to the top (state_copy), which join the batch here.
 struct DepthSlot {
   int depth;
   WorkCounts counts;
+  std::int64_t kv_to_top;
 
-  void clear() { counts = WorkCounts{}; }
+  void clear() {
+    counts = WorkCounts{};
+    kv_to_top = 0;
+  }
 };
 
 // Signed changes, at one layer boundary, of the batch and of its masked part: the work of
@@ -943,6 +950,7 @@ RooflineCostModel::LinearCounts RooflineCostModel::linear_counts(std::span<const
     if (slot == nullptr)
       return false;
     slot->counts.add(run.counts());
+    slot->kv_to_top += run.kv_to_top;
     return true;
   };
 
@@ -958,6 +966,10 @@ RooflineCostModel::LinearCounts RooflineCostModel::linear_counts(std::span<const
     emitting += e.emits_token ? 1 : 0;
     const int depth = clamp_depth(e.depth);
     const bool plain = plain_run(e);
+    // K/V-only layers up to the top, nothing masked: counted with the entry's depth, not as
+    // changes of their own (the top ends every group).
+    const bool kv_to_top = plain && e.kv_only_depth >= stacked_depth_ && depth < stacked_depth_ &&
+                           e.useful_depth >= depth;
     if (plain) {
       if (depth != run_depth) {
         if (run_depth >= 0 && !flush(run_depth, run)) {
@@ -968,8 +980,9 @@ RooflineCostModel::LinearCounts RooflineCostModel::linear_counts(std::span<const
         run_depth = depth;
       }
       run.add(e);
+      run.kv_to_top += kv_to_top ? e.query_tokens : 0;
     }
-    const bool side = plain && (e.kv_only_depth > depth || e.useful_depth < depth);
+    const bool side = plain && !kv_to_top && (e.kv_only_depth > depth || e.useful_depth < depth);
     if (side && !add_side_work(e, depth, stacked_depth_, other.deltas)) {
       overflow = true;
       break;
@@ -1019,13 +1032,19 @@ RooflineCostModel::LinearCounts RooflineCostModel::linear_counts(std::span<const
         add_stack_layers(group_start, boundary, running, window, totals);
         group_start = boundary;
       }
-      if (at_end == boundary)
-        running.subtract(ends.sorted(i++).counts);
+      if (at_end == boundary) {
+        running.subtract(ends.sorted(i).counts);
+        running.kv_only_tokens += ends.sorted(i++).kv_to_top;
+      }
       if (at_delta == boundary) {
         running.add(deltas.sorted(j).run);
         masked.add(deltas.sorted(j++).masked);
       }
     }
+    // The K/V-only tokens counted with their depths run to the top (every change of the batch
+    // is behind the walk, so they are all that is left), ending the stack when no boundary did.
+    if (running.kv_only_tokens > 0 && group_start < stacked_depth_)
+      add_stack_layers(group_start, stacked_depth_, running, window, totals);
   } else {
     add_stack_by_sweep(batch, window, totals);
     emitting = 0;
