@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <initializer_list>
+#include <random>
+#include <string>
 #include <vector>
 
 namespace exitsim::policy {
@@ -113,6 +116,47 @@ TEST(SyncStrategy, DeferredFillRunsEveryStateThroughEveryLayerExactlyOnce) {
 TEST(SyncStrategy, DeferredFillRefusesMoreExitPointsThanFillGroups) {
   EXPECT_NO_THROW(check_deferred_fill_exit_points(k_max_fill_groups + 1));
   EXPECT_THROW(check_deferred_fill_exit_points(k_max_fill_groups + 2), std::exception);
+}
+
+// plan_token_depth is plan_depths one token at a time (the simulator plans each token straight
+// into its row): random batches over every strategy, with deferred_fill's pending states carried
+// from iteration to iteration, give the same plans and the same states both ways.
+TEST(SyncStrategy, OneTokenAtATimePlansAsTheBatchDoes) {
+  std::mt19937 rng(7);
+  const std::vector<int> exit_points = {8, 16, 24, 32};
+  for (const SyncStrategy strategy :
+       {SyncStrategy::full_depth, SyncStrategy::batch_sync, SyncStrategy::state_copy,
+        SyncStrategy::deferred_fill, SyncStrategy::skip_kv, SyncStrategy::shared_kv}) {
+    SCOPED_TRACE(std::string(to_string(strategy)));
+    std::vector<PendingFill> batch_pending(6);
+    std::vector<PendingFill> token_pending(6);
+    int filled = 0;
+    for (int iteration = 0; iteration < 200; ++iteration) {
+      // Batch 1..6 of the sequences; exits at or below 24 mostly, so deepest varies.
+      const auto size = std::uniform_int_distribution<std::size_t>(1, 6)(rng);
+      std::vector<int> exits(size);
+      for (int& e : exits)
+        e = exit_points[std::uniform_int_distribution<std::size_t>(0, 3)(rng)];
+      std::vector<PendingFill> pending(batch_pending.begin(),
+                                       batch_pending.begin() + static_cast<std::ptrdiff_t>(size));
+      std::vector<DepthPlan> batch(size);
+      plan_depths(strategy, exits, 32, pending, batch);
+      std::copy(pending.begin(), pending.end(), batch_pending.begin());
+
+      const int deepest = deepest_exit(exits);
+      EXPECT_EQ(deepest, *std::max_element(exits.begin(), exits.end()));
+      for (std::size_t i = 0; i < size; ++i) {
+        DepthPlan one;
+        plan_token_depth(strategy, exits[i], deepest, 32, &token_pending[i], one);
+        ASSERT_EQ(one, batch[i]) << "iteration " << iteration << ", token " << i;
+        ASSERT_EQ(token_pending[i], batch_pending[i]) << "iteration " << iteration;
+        filled += one.fill_count;
+      }
+    }
+    if (strategy == SyncStrategy::deferred_fill) {
+      EXPECT_GT(filled, 100);  // the pending states were exercised
+    }
+  }
 }
 
 TEST(SyncStrategy, NamesRoundTrip) {

@@ -94,11 +94,7 @@ std::int64_t DepthPlan::fill_tokens_at(int layer) const {
   return total;
 }
 
-namespace {
-
-// deferred_fill for one token of exit depth `exit`: shallower groups join it; if it stops short
-// of the top, they wait with it at its depth.
-void plan_fill(int exit, int full_depth, PendingFill& stack, DepthPlan& plan) {
+void plan_deferred_fill(int exit, int full_depth, PendingFill& stack, DepthPlan& plan) {
   std::int32_t joined = 0;
   // Popped groups are cleared, so equal pending states compare equal (the slots past the count
   // are all clear, as a new state's are).
@@ -120,8 +116,6 @@ void plan_fill(int exit, int full_depth, PendingFill& stack, DepthPlan& plan) {
   }
 }
 
-}  // namespace
-
 void check_exit_policy_for(SyncStrategy strategy, std::string_view exit_policy_kind) {
   if (strategy == SyncStrategy::depthwise && exit_policy_kind == "oracle") {
     throw InputError({"", 0, 0, "exit_policy.kind"},
@@ -139,39 +133,21 @@ void check_deferred_fill_exit_points(std::size_t exit_points) {
   }
 }
 
+int deepest_exit(std::span<const int> exit_depths) {
+  int deepest = 0;
+  for (int depth : exit_depths)
+    deepest = std::max(deepest, depth);
+  return deepest;
+}
+
 void plan_depths(SyncStrategy strategy, std::span<const int> exit_depths, int full_depth,
                  std::span<PendingFill> pending, std::span<DepthPlan> out) {
   assert(exit_depths.size() == out.size());
   assert(pending.size() == out.size() || strategy != SyncStrategy::deferred_fill);
-  int deepest = 0;
-  for (int depth : exit_depths)
-    deepest = std::max(deepest, depth);
+  const int deepest = deepest_exit(exit_depths);
   for (std::size_t i = 0; i < out.size(); ++i) {
-    const int exit = strategy == SyncStrategy::full_depth ? full_depth : exit_depths[i];
-    // Written field by field: the fill slots past fill_count are left as they were (cheap on
-    // the simulator's hot path, and never read).
-    DepthPlan& plan = out[i];
-    plan.kv_only_to = 0;
-    plan.fill_count = 0;
-    plan.fills_complete = false;
-    plan.useful_depth = exit;
-    plan.run_depth = exit;
-    switch (strategy) {
-      case SyncStrategy::full_depth:
-      case SyncStrategy::skip_kv:
-      case SyncStrategy::shared_kv:
-      case SyncStrategy::depthwise:
-        break;
-      case SyncStrategy::batch_sync:
-        plan.run_depth = deepest;
-        break;
-      case SyncStrategy::state_copy:
-        plan.kv_only_to = exit < full_depth ? full_depth : 0;
-        break;
-      case SyncStrategy::deferred_fill:
-        plan_fill(exit, full_depth, pending[i], plan);
-        break;
-    }
+    plan_token_depth(strategy, exit_depths[i], deepest, full_depth,
+                     i < pending.size() ? &pending[i] : nullptr, out[i]);
   }
 }
 

@@ -188,23 +188,20 @@ FillWork DepthModel::plan(std::span<const DecodeToken> tokens, std::span<policy:
     std::fill(exit_depth_.begin(), exit_depth_.end(), full_depth_);
   }
   const bool fills = strategy_ == policy::SyncStrategy::deferred_fill;
-  pending_.resize(fills ? n : 0);
-  plans_.resize(n);
-  for (std::size_t i = 0; i < pending_.size(); ++i)
-    pending_[i] = tokens[i].state->pending;
   // Without an exit policy (shared_kv alone) every token runs the whole stack; shared_kv still
-  // changes the K/V work.
-  policy::plan_depths(strategy_, exit_depth_, full_depth_, pending_, plans_);
-
+  // changes the K/V work. Each token is planned as policy::plan_depths plans it, straight into
+  // its row and its sequence's pending states.
+  const int deepest = policy::deepest_exit(exit_depth_);
   const bool recursive = depth_.block_layers > 0 && depth_.recursions > 0;
   FillWork fill;
   for (std::size_t i = 0; i < n; ++i) {
-    const policy::DepthPlan& p = plans_[i];
     SequenceDepthState& state = *tokens[i].state;
     policy::StepRow& row = rows[tokens[i].row_index];
+    policy::plan_token_depth(strategy_, exit_depth_[i], deepest, full_depth_,
+                             fills ? &state.pending : nullptr, row.plan);
+    const policy::DepthPlan& p = row.plan;
     row.kind = policy::RowKind::decode;
     set_recursion_contexts(row, state);
-    row.plan.assign_used(p);
     row.exit_depth = p.useful_depth;
     fill.add(p);
     if (rollback_probability_ > 0 && p.fills_complete) {
@@ -218,8 +215,6 @@ FillWork DepthModel::plan(std::span<const DecodeToken> tokens, std::span<policy:
         }
       }
     }
-    if (fills)
-      state.pending = pending_[i];
     // The token's K/V now exists at every recursion it ran (skip_kv's context for later tokens).
     if (recursive) {
       const int recursions_run = depth_.recursion_of_depth(p.run_depth);

@@ -101,8 +101,6 @@ class DepthModel {
   std::vector<std::size_t> scratch_;
   std::vector<int> exit_index_;
   std::vector<int> exit_depth_;
-  std::vector<policy::PendingFill> pending_;
-  std::vector<policy::DepthPlan> plans_;
   std::vector<DecodeToken> entering_;
   std::vector<policy::DepthwiseStage> stages_;
   std::vector<std::uint8_t> left_block_;

@@ -81,9 +81,12 @@ struct FillWork {
   std::int64_t completed = 0;  // states that reached the top
 
   void add(const policy::DepthPlan& plan) {
-    joins += plan.fill_tokens();
+    if (plan.fill_count == 0)
+      return;
+    const std::int64_t tokens = plan.fill_tokens();
+    joins += tokens;
     layers += plan.fill_layers();
-    completed += plan.fills_complete ? plan.fill_tokens() : 0;
+    completed += plan.fills_complete ? tokens : 0;
   }
 };
 
