@@ -162,17 +162,28 @@ struct SlotTable {
   Slot& sorted(std::size_t i) { return slots[order[i]]; }
 };
 
-// Adds plus - minus at layer `depth` to the run (masked == false) or masked part of the deltas.
-// Inlined so that the counts stay in registers.
-[[gnu::always_inline]] inline bool add_delta(SlotTable<DeltaSlot>& deltas, int depth,
-                                             const WorkCounts& plus, const WorkCounts& minus,
-                                             bool masked) {
-  DeltaSlot* slot = deltas.find(depth);
+// The changes of the batch at layer boundaries: the work of entries that is not a plain run from
+// layer 1. Those at layer 0 only set the batch the walk starts from, so they are summed apart
+// (no slot to find, no boundary to walk over).
+struct Changes {
+  SlotTable<DeltaSlot> deltas;
+  WorkCounts at_first_layer{};
+};
+
+// Adds plus - minus at layer `depth` to the run (masked == false) or masked part of the changes.
+// Inlined so that the counts stay in registers (and the difference is stored once).
+[[gnu::always_inline]] inline bool add_delta(Changes& changes, int depth, const WorkCounts& plus,
+                                             const WorkCounts& minus, bool masked) {
+  WorkCounts change = plus;
+  change.subtract(minus);
+  if (depth == 0 && !masked) {
+    changes.at_first_layer.add(change);
+    return true;
+  }
+  DeltaSlot* slot = changes.deltas.find(depth);
   if (slot == nullptr)
     return false;
-  WorkCounts& target = masked ? slot->masked : slot->run;
-  target.add(plus);
-  target.subtract(minus);
+  (masked ? slot->masked : slot->run).add(change);
   return true;
 }
 
@@ -687,13 +698,13 @@ namespace {
 // state_copy's K/V-only layers and batch_sync's masked layers of an entry that otherwise runs
 // layers 1..depth plainly. False when the delta slots are full.
 [[gnu::always_inline]] inline bool add_side_work(const BatchEntry& e, int depth, int stacked_depth,
-                                                 SlotTable<DeltaSlot>& deltas) {
+                                                 Changes& changes) {
   // Straight into the slots: a temporary WorkCounts written field by field and read back as
   // vectors stalls store forwarding.
   const int kv_end = std::min(e.kv_only_depth, stacked_depth);
   if (kv_end > depth) {
-    DeltaSlot* from = deltas.find(depth);
-    DeltaSlot* to = deltas.find(kv_end);
+    DeltaSlot* from = changes.deltas.find(depth);
+    DeltaSlot* to = changes.deltas.find(kv_end);
     if (from == nullptr || to == nullptr)
       return false;
     from->run.kv_only_tokens += e.query_tokens;
@@ -701,8 +712,8 @@ namespace {
   }
   const int useful = std::max(e.useful_depth, 0);
   if (useful < depth) {
-    DeltaSlot* from = deltas.find(useful);
-    DeltaSlot* to = deltas.find(depth);
+    DeltaSlot* from = changes.deltas.find(useful);
+    DeltaSlot* to = changes.deltas.find(depth);
     if (from == nullptr || to == nullptr)
       return false;
     from->masked.add_queries(e.query_tokens, e.context_tokens, 1);
@@ -713,7 +724,7 @@ namespace {
 
 // Any entry, as the changes of its work at each of its breakpoints. False when the delta slots
 // are full.
-bool add_entry_work(const StackLayout& layout, const BatchEntry& e, SlotTable<DeltaSlot>& deltas) {
+bool add_entry_work(const StackLayout& layout, const BatchEntry& e, Changes& deltas) {
   const EntrySpan s = layout.span_of(e);
   StackLayout::Breakpoints points;
   const std::size_t n = layout.breakpoints(e, s, points);
@@ -746,7 +757,7 @@ bool fill_shape(const BatchEntry& e, int depth) {
          e.kv_only_depth <= depth && e.useful_depth >= depth && depth > 0;
 }
 
-bool add_fill_work(const BatchEntry& e, int depth, SlotTable<DeltaSlot>& deltas) {
+bool add_fill_work(const BatchEntry& e, int depth, Changes& deltas) {
   const int from = std::clamp(e.pending_from_depth, 0, depth);
   const WorkCounts none{};
   WorkCounts alone{};
@@ -777,7 +788,7 @@ bool first_recursion_shape(const BatchEntry& e, int depth, const StackLayout& la
 }
 
 bool add_first_recursion_work(const BatchEntry& e, int depth, const StackLayout& layout,
-                              SlotTable<DeltaSlot>& deltas) {
+                              Changes& deltas) {
   const int start = std::clamp(e.start_depth, 0, depth);
   if (start >= depth)
     return true;
@@ -809,7 +820,7 @@ bool recursion_contexts_shape(const BatchEntry& e, int depth) {
 }
 
 bool add_recursion_contexts_work(const StackLayout& layout, const BatchEntry& e, int depth,
-                                 SlotTable<DeltaSlot>& deltas) {
+                                 Changes& deltas) {
   const int overrides = recursion_context_overrides(e);
   const auto work_of = [&](int recursion) {
     WorkCounts w{};
@@ -840,7 +851,7 @@ bool add_recursion_contexts_work(const StackLayout& layout, const BatchEntry& e,
 
 // Work other than plain runs from layer 1, gathered during the pass over the batch.
 struct OtherWork {
-  SlotTable<DeltaSlot> deltas;
+  Changes changes;
   WorkCounts coda_extra{};  // entries off the plain path that still run the coda
 };
 
@@ -849,16 +860,16 @@ struct OtherWork {
 [[gnu::noinline]] bool add_other_work(const StackLayout& layout, const BatchEntry& e, bool plain,
                                       int depth, OtherWork& other) {
   if (plain)
-    return add_side_work(e, depth, layout.stacked_depth(), other.deltas);
+    return add_side_work(e, depth, layout.stacked_depth(), other.changes);
   if (runs_coda(e))
     other.coda_extra.add(e);
   if (fill_shape(e, depth))
-    return add_fill_work(e, depth, other.deltas);
+    return add_fill_work(e, depth, other.changes);
   if (first_recursion_shape(e, depth, layout))
-    return add_first_recursion_work(e, depth, layout, other.deltas);
+    return add_first_recursion_work(e, depth, layout, other.changes);
   if (recursion_contexts_shape(e, depth))
-    return add_recursion_contexts_work(layout, e, depth, other.deltas);
-  return add_entry_work(layout, e, other.deltas);
+    return add_recursion_contexts_work(layout, e, depth, other.changes);
+  return add_entry_work(layout, e, other.changes);
 }
 
 }  // namespace
@@ -983,7 +994,7 @@ RooflineCostModel::LinearCounts RooflineCostModel::linear_counts(std::span<const
       run.kv_to_top += kv_to_top ? e.query_tokens : 0;
     }
     const bool side = plain && !kv_to_top && (e.kv_only_depth > depth || e.useful_depth < depth);
-    if (side && !add_side_work(e, depth, stacked_depth_, other.deltas)) {
+    if (side && !add_side_work(e, depth, stacked_depth_, other.changes)) {
       overflow = true;
       break;
     }
@@ -994,7 +1005,7 @@ RooflineCostModel::LinearCounts RooflineCostModel::linear_counts(std::span<const
   }
   if (!overflow && run_depth >= 0 && !flush(run_depth, run))
     overflow = true;
-  SlotTable<DeltaSlot>& deltas = other.deltas;
+  SlotTable<DeltaSlot>& deltas = other.changes.deltas;
   const WorkCounts& coda_extra = other.coda_extra;
 
   WorkCounts all{};
@@ -1008,6 +1019,7 @@ RooflineCostModel::LinearCounts RooflineCostModel::linear_counts(std::span<const
       running.add(ends.sorted(i).counts);
     all = running;
     all.add(coda_extra);
+    running.add(other.changes.at_first_layer);
     // Time changes only where the batch does; masked FLOPs also where its masked part does.
     WorkCounts masked{};
     std::size_t i = 0;
