@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <random>
 #include <vector>
@@ -275,6 +276,37 @@ TEST(CostSyncReference, KvOnlyToTheTopShortcutMatchesTheGeneralPathExactly) {
     expect_matches_reference(m, shortcut);
   }
   EXPECT_GE(none_to_the_top, 90);
+}
+
+// The head of a decode batch (every token emits) is looked up, for up to 63 tokens, in prices the
+// model tabled at construction; past that it is priced op by op. Either way it is the sum of its
+// ops' prices in graph order: the same doubles as the per-op reference, for every batch size on
+// both sides of the table's end (a batch whose entries run no layer prices only the head).
+TEST(CostSyncReference, DecodeHeadsAreTheSumOfTheirOpsExactly) {
+  for (const char* preset : {"llama-3-8b", "smollm-135m"}) {
+    SCOPED_TRACE(preset);
+    const RooflineCostModel m(*find_model_preset(preset), h100(), {0.7, 0.85});
+    std::mt19937 rng(3);
+    for (int tokens = 1; tokens <= 80; ++tokens) {
+      SCOPED_TRACE(tokens);
+      std::vector<BatchEntry> batch;
+      for (int i = 0; i < tokens; ++i)
+        batch.push_back({1, std::uniform_int_distribution<int>(0, 4000)(rng), 0, true});
+      const IterationCost c = m.iteration_cost(batch);
+      double total = 0;
+      double flops = 0;
+      double bytes = 0;
+      for (const OpCost& op : m.op_breakdown(batch)) {
+        total += op.duration_ns;
+        flops += op.flops;
+        bytes += op.bytes;
+      }
+      EXPECT_GT(flops, 0);
+      EXPECT_EQ(c.total, std::llround(total));
+      EXPECT_EQ(c.flops, flops);
+      EXPECT_EQ(c.bytes, bytes);
+    }
+  }
 }
 
 }  // namespace

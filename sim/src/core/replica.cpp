@@ -58,7 +58,8 @@ Replica::Replica(int index, const ReplicaSpec& spec, MetricsCollector& metrics,
     swap_.emplace(Swap{link, policy::HostSwapSpace(link.host_blocks), 0, 0, {}});
   }
   kv_view_.groups = kv_layout_.groups();
-  kv_total_ = kv.blocks * kv_view_.groups.total_instances();
+  kv_instances_ = kv_view_.groups.total_instances();
+  kv_total_ = kv.blocks * kv_instances_;
   kv_free_ = kv_total_;
   limits_.max_running = spec.scheduler.max_running;
   limits_.max_batched_tokens = spec.scheduler.max_batched_tokens;

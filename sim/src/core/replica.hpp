@@ -173,8 +173,7 @@ class Replica {
                    std::int64_t rows_ahead) const;
   // Pool blocks (one K/V instance each) as blocks of block_size tokens at every instance.
   std::int64_t per_token_blocks(std::int64_t pool_blocks) const {
-    return (pool_blocks + kv_view_.groups.total_instances() - 1) /
-           kv_view_.groups.total_instances();
+    return (pool_blocks + kv_instances_ - 1) / kv_instances_;
   }
 
   int index_;
@@ -187,8 +186,9 @@ class Replica {
   std::string description_;  // "replica 0 (llama-3-8b on h100-sxm)" for messages
   policy::SchedulerLimits limits_;
   policy::KvLayout kv_layout_;
-  policy::KvView kv_view_;     // block size and row groups; totals in kv_total_ and kv_free_
-  std::int64_t kv_total_ = 0;  // pool blocks, each of block_size rows of one K/V instance
+  policy::KvView kv_view_;         // block size and row groups; totals in kv_total_ and kv_free_
+  std::int64_t kv_total_ = 0;      // pool blocks, each of block_size rows of one K/V instance
+  std::int64_t kv_instances_ = 1;  // kv_view_.groups.total_instances(), asked every iteration
   std::int64_t kv_free_ = 0;
   policy::ServingCapacity capacity_;  // what this replica can ever serve (fixed at construction)
   bool reject_unservable_ = false;

@@ -202,30 +202,6 @@ void OpParams::add(BatchFeature feature, double flops, double bytes) {
   terms[i].bytes += bytes;
 }
 
-struct RooflineCostModel::GraphTotals {
-  // Counting: every op in graph order, not the launch classes' sums (counts past 2^53).
-  bool ordered = false;
-  double total = 0;
-  double compute = 0;
-  double memory = 0;
-  double communication = 0;
-  double overhead = 0;
-  double flops = 0;
-  double bytes = 0;
-  double masked_flops = 0;
-
-  void add(const GraphTotals& other) {
-    total += other.total;
-    compute += other.compute;
-    memory += other.memory;
-    communication += other.communication;
-    overhead += other.overhead;
-    flops += other.flops;
-    bytes += other.bytes;
-    masked_flops += other.masked_flops;
-  }
-};
-
 // Inlined into the graph loops: an out-of-line call returning the struct through memory cost
 // more than the pricing itself.
 [[gnu::always_inline]] inline RooflineCostModel::Priced RooflineCostModel::price(
@@ -452,6 +428,26 @@ RooflineCostModel::RooflineCostModel(const ModelShape& model, const HardwareSpec
       const int here = variant_of_layer[l] == static_cast<int>(v) ? 1 : 0;
       variant_prefix_[v * row + l + 1] = variant_prefix_[v * row + l] + here;
     }
+  }
+
+  // The head's prices for up to k_token_table tokens that all emit, when all its ops read is
+  // those two counts: add_graph's own totals, so a lookup adds the same doubles.
+  bool head_reads_counts_only = true;
+  for (const OpParams& params : head_params_) {
+    const auto counts_only = [](BatchFeature f) {
+      return f == BatchFeature::tokens || f == BatchFeature::emitting;
+    };
+    head_reads_counts_only = head_reads_counts_only && counts_only(params.launch_if);
+    for (std::size_t t = 0; t < params.used_terms; ++t)
+      head_reads_counts_only = head_reads_counts_only && counts_only(params.terms[t].feature);
+  }
+  for (std::size_t t = 0; head_reads_counts_only && t < k_token_table; ++t) {
+    BatchFeatures x{};
+    x[at(BatchFeature::tokens)] = static_cast<double>(t);
+    x[at(BatchFeature::emitting)] = static_cast<double>(t);
+    GraphTotals alone;
+    add_graph(head_graph_, head_params_.data(), nullptr, x, 1, alone);
+    head_prices_.push_back(alone);
   }
 }
 
@@ -1083,6 +1079,11 @@ void RooflineCostModel::add_coda_and_head(const WorkCounts& all, std::int64_t em
   if (coda_layers > 0 && all.tokens > 0)
     add_graph(layer_graph_, layer_params_.data(), token_prices_.data(), all_x, coda_layers, totals);
   if (window.head) {
+    if (!counts_only_ && all.tokens == emitting &&
+        static_cast<std::uint64_t>(emitting) < head_prices_.size()) {
+      totals.add(head_prices_[static_cast<std::size_t>(emitting)]);
+      return;
+    }
     all_x[at(BatchFeature::emitting)] = as_double(emitting);
     add_graph(head_graph_, head_params_.data(), nullptr, all_x, 1, totals);
   }

@@ -147,7 +147,29 @@ class RooflineCostModel final : public CostModel {
   static LinearCounts linear_counts(std::span<const OpParams> params);
   std::vector<LinearCounts> layer_linear_;  // by variant
   LinearCounts head_linear_;
-  struct GraphTotals;
+  struct GraphTotals {
+    // Counting: every op in graph order, not the launch classes' sums (counts past 2^53).
+    bool ordered = false;
+    double total = 0;
+    double compute = 0;
+    double memory = 0;
+    double communication = 0;
+    double overhead = 0;
+    double flops = 0;
+    double bytes = 0;
+    double masked_flops = 0;
+
+    void add(const GraphTotals& other) {
+      total += other.total;
+      compute += other.compute;
+      memory += other.memory;
+      communication += other.communication;
+      overhead += other.overhead;
+      flops += other.flops;
+      bytes += other.bytes;
+      masked_flops += other.masked_flops;
+    }
+  };
   // Executed layers [first, last) (stack then coda), and whether the head runs here: one
   // pipeline stage, or the whole model.
   struct LayerWindow {
@@ -222,6 +244,9 @@ class RooflineCostModel final : public CostModel {
   // tokens, not alone (all the op reads), as token_prices_ is for the layer ops.
   std::vector<Priced> kv_prices_;
   std::vector<OpParams> head_params_;
+  // head_prices_[t]: the head graph's totals for t tokens that all emit (a decode batch), when it
+  // reads nothing else; empty otherwise.
+  std::vector<GraphTotals> head_prices_;
   OpGraph probe_graph_;
   std::vector<OpParams> probe_params_;
   std::vector<int> probe_points_;  // exit points below the stack's top, ascending; empty: none
