@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <stdexcept>
 
@@ -403,6 +404,8 @@ RooflineCostModel::RooflineCostModel(const ModelShape& model, const HardwareSpec
     }
   }
 
+  build_tabled_chains();
+
   // Likewise the K/V-only projection, when all it reads is its token count and whether they are
   // alone (kv_tabled() requires the latter to be zero).
   bool kv_only = true;
@@ -464,6 +467,105 @@ std::size_t RooflineCostModel::variant_of_layer(int layer) const {
   return variant;
 }
 
+void RooflineCostModel::build_tabled_chains() {
+  const OpGraph& graph = layer_graph_;
+  const auto n = static_cast<std::size_t>(graph.size());
+  const std::vector<int>& order = graph.topological_order();
+  // The token-only ops before the first op that reads more, and after the last one.
+  chain_first_variable_ = n;
+  chain_last_variable_ = 0;
+  bool any_variable = false;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (token_only_[static_cast<std::size_t>(order[i])] != 0)
+      continue;
+    chain_first_variable_ = std::min(chain_first_variable_, i);
+    chain_last_variable_ = i + 1;
+    any_variable = true;
+  }
+  if (!any_variable)
+    chain_last_variable_ = 0;
+  if (!graph.chain() || !(launch_ns_ >= 0))
+    return;
+  for (std::size_t row = 0; row < static_cast<std::size_t>(variants_) * k_token_table; ++row) {
+    const Priced* prices = &token_prices_[row * n];
+    TabledChain c;
+    // The walk's forward sums over the leading ops, from zero, in its order.
+    for (std::size_t i = 0; i < chain_first_variable_; ++i) {
+      const Priced& p = prices[static_cast<std::size_t>(order[i])];
+      c.flops += p.flops;
+      c.bytes += p.bytes;
+      const double next = c.end + p.duration_ns;
+      c.chain = c.chain && p.body_ns >= 0 && (p.duration_ns == 0 || next > c.end);
+      c.end = next;
+    }
+    // Its backward sums over the trailing ops, from zero, from the sink back.
+    for (std::size_t i = n; i-- > chain_last_variable_;) {
+      const Priced& p = prices[static_cast<std::size_t>(order[i])];
+      if (!p.launched)
+        continue;
+      c.overhead += launch_ns_;
+      c.part[p.communication ? 3 : p.compute_bound ? 2 : 1] += p.body_ns;
+    }
+    tabled_chains_.push_back(c);
+  }
+}
+
+bool RooflineCostModel::add_tabled_chain(const Priced* tabled, const OpParams* params,
+                                         const BatchFeatures& x, double repeat,
+                                         GraphTotals& totals) const {
+  const auto n = static_cast<std::size_t>(layer_graph_.size());
+  const std::vector<int>& order = layer_graph_.topological_order();
+  const TabledChain& c =
+      tabled_chains_[static_cast<std::size_t>(tabled - token_prices_.data()) / n];
+  // The walk of add_graph's chain path from where the table leaves off: the same additions in the
+  // same order, so the same doubles.
+  std::array<double, k_max_graph_ops> body;
+  std::array<std::uint8_t, k_max_graph_ops> kind;
+  bool chain = c.chain;
+  double end = c.end;
+  double flops = c.flops;
+  double bytes = c.bytes;
+  for (std::size_t i = chain_first_variable_; i < n; ++i) {
+    const auto v = static_cast<std::size_t>(order[i]);
+    const Priced p = token_only_[v] != 0 ? tabled[v] : price(params[v], x);
+    body[i] = p.body_ns;
+    kind[i] = p.launched ? (p.communication ? 3 : p.compute_bound ? 2 : 1) : 0;
+    flops += p.flops;
+    bytes += p.bytes;
+    const double next = end + p.duration_ns;
+    chain = chain && p.body_ns >= 0 && (p.duration_ns == 0 || next > end);
+    end = next;
+  }
+  if (!chain)
+    return false;  // the graph walk decides
+  std::array<double, 4> part = c.part;
+  double overhead = c.overhead;
+  for (std::size_t i = chain_last_variable_; i-- > 0;) {
+    std::uint8_t k = 0;
+    double b = 0;
+    if (i >= chain_first_variable_) {
+      k = kind[i];
+      b = body[i];
+    } else {
+      const Priced& p = tabled[static_cast<std::size_t>(order[i])];
+      k = p.launched ? (p.communication ? 3 : p.compute_bound ? 2 : 1) : 0;
+      b = p.body_ns;
+    }
+    if (k == 0)
+      continue;
+    overhead += launch_ns_;
+    part[k] += b;
+  }
+  totals.total += repeat * end;
+  totals.compute += repeat * part[2];
+  totals.memory += repeat * part[1];
+  totals.communication += repeat * part[3];
+  totals.overhead += repeat * overhead;
+  totals.flops += repeat * flops;
+  totals.bytes += repeat * bytes;
+  return true;
+}
+
 void RooflineCostModel::add_graph(const OpGraph& graph, const OpParams* params,
                                   const Priced* token_prices, const BatchFeatures& x, double repeat,
                                   GraphTotals& totals) const {
@@ -477,20 +579,6 @@ void RooflineCostModel::add_graph(const OpGraph& graph, const OpParams* params,
       x[at(BatchFeature::kv_reuse_tokens)] == 0 && x[at(BatchFeature::kv_reuse_all)] == 0) {
     tabled = token_prices + static_cast<std::size_t>(tokens) * n;
   }
-  // Plain arrays, left uninitialised: only the first n entries are written and read.
-  std::array<double, k_max_graph_ops> body;
-  // 0 not launched, 1 memory-, 2 compute-bound, 3 a collective
-  std::array<std::uint8_t, k_max_graph_ops> kind;
-  std::array<double, k_max_graph_ops> duration;
-  double flops = 0;
-  double bytes = 0;
-  // In a chain every op waits for the one before it in topological order (on one stream, or
-  // handed between streams as a TP layer's all-reduces are), so while durations are
-  // non-negative each op ends at the previous end plus its duration: the longest path is that
-  // running sum, and it holds every launched op. `chain` stays true while that argument gives
-  // the same doubles as the graph walk below (CostOpGraph.ChainPathMatchesTheWalk): no negative
-  // or NaN part, and every op of non-zero duration moves the end (one absorbed by rounding would
-  // leave the walk's path). Ops are priced in topological order, so the sum is the walk's.
   const std::vector<int>& order = graph.topological_order();
   if (counts_only_ && counts_regroup_exactly_ && !totals.ordered) {
     // Integer FLOPs in any order: the launch classes' dot products.
@@ -531,6 +619,49 @@ void RooflineCostModel::add_graph(const OpGraph& graph, const OpParams* params,
     totals.bytes += repeat * counted_bytes;
     return;
   }
+  if (tabled != nullptr && !tabled_chains_.empty()) {
+#ifndef NDEBUG
+    // Debug builds hold the table's shortcut to the walk's doubles on every call.
+    GraphTotals shortcut = totals;
+    if (add_tabled_chain(tabled, params, x, repeat, shortcut)) {
+      walk_graph(graph, params, tabled, x, repeat, totals);
+      const auto same = [](double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; };
+      if (!same(shortcut.total, totals.total) || !same(shortcut.compute, totals.compute) ||
+          !same(shortcut.memory, totals.memory) ||
+          !same(shortcut.communication, totals.communication) ||
+          !same(shortcut.overhead, totals.overhead) || !same(shortcut.flops, totals.flops) ||
+          !same(shortcut.bytes, totals.bytes)) {
+        throw std::logic_error("RooflineCostModel: the tabled chain differs from the graph walk");
+      }
+      return;
+    }
+#else
+    if (add_tabled_chain(tabled, params, x, repeat, totals))
+      return;
+#endif
+  }
+  walk_graph(graph, params, tabled, x, repeat, totals);
+}
+
+void RooflineCostModel::walk_graph(const OpGraph& graph, const OpParams* params,
+                                   const Priced* tabled, const BatchFeatures& x, double repeat,
+                                   GraphTotals& totals) const {
+  const auto n = static_cast<std::size_t>(graph.size());
+  const std::vector<int>& order = graph.topological_order();
+  // Plain arrays, left uninitialised: only the first n entries are written and read.
+  std::array<double, k_max_graph_ops> body;
+  // 0 not launched, 1 memory-, 2 compute-bound, 3 a collective
+  std::array<std::uint8_t, k_max_graph_ops> kind;
+  std::array<double, k_max_graph_ops> duration;
+  double flops = 0;
+  double bytes = 0;
+  // In a chain every op waits for the one before it in topological order (on one stream, or
+  // handed between streams as a TP layer's all-reduces are), so while durations are
+  // non-negative each op ends at the previous end plus its duration: the longest path is that
+  // running sum, and it holds every launched op. `chain` stays true while that argument gives
+  // the same doubles as the graph walk below (CostOpGraph.ChainPathMatchesTheWalk): no negative
+  // or NaN part, and every op of non-zero duration moves the end (one absorbed by rounding would
+  // leave the walk's path). Ops are priced in topological order, so the sum is the walk's.
   bool chain = graph.chain() && launch_ns_ >= 0;
   double end = 0;
   for (std::size_t i = 0; i < n; ++i) {

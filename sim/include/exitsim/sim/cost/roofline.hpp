@@ -200,6 +200,10 @@ class RooflineCostModel final : public CostModel {
   // `token_prices`: the variant's rows of token_prices_ (nullptr for the head graph).
   void add_graph(const OpGraph& graph, const OpParams* params, const Priced* token_prices,
                  const BatchFeatures& x, double repeat, GraphTotals& totals) const;
+  // add_graph's general path: every op priced (from `tabled`, the row of this token count, where
+  // it holds the op; may be null), the longest path through them.
+  void walk_graph(const OpGraph& graph, const OpParams* params, const Priced* tabled,
+                  const BatchFeatures& x, double repeat, GraphTotals& totals) const;
   // An op with no dependency inside the layer, serialised after it on stream 0.
   // kv_params_[variant]'s entry of kv_prices_ for the batch x, nullptr when it has none.
   const Priced* kv_tabled(std::size_t variant, const BatchFeatures& x) const;
@@ -238,6 +242,25 @@ class RooflineCostModel final : public CostModel {
   // token_prices_[(variant * k_token_table + tokens) * layer ops + op], where token_only_[op].
   std::vector<Priced> token_prices_;
   std::vector<std::uint8_t> token_only_;
+  // For a chain layer graph, per row of token_prices_: the sums add_graph's walk makes over the
+  // token-only ops before the first op that reads more (forward) and after the last (backward),
+  // so a layer group of a tabled size walks only the ops between and the other half of each.
+  struct TabledChain {
+    double end = 0;
+    double flops = 0;
+    double bytes = 0;
+    bool chain = true;
+    std::array<double, 4> part{};  // by kind, as add_graph's
+    double overhead = 0;
+  };
+  std::vector<TabledChain> tabled_chains_;  // empty when the layer graph is not a chain
+  std::size_t chain_first_variable_ = 0;    // topological positions: ops before this are token-only
+  std::size_t chain_last_variable_ = 0;     // and from this one on
+  void build_tabled_chains();
+  // add_graph for the layer graph from a tabled row; false (nothing added) when the chain
+  // argument fails, for the graph walk to decide.
+  bool add_tabled_chain(const Priced* tabled, const OpParams* params, const BatchFeatures& x,
+                        double repeat, GraphTotals& totals) const;
   // kv_params_[variant]: state_copy's K/V-only projection, after the layer on stream 0.
   std::vector<OpParams> kv_params_;
   // kv_prices_[variant * k_token_table + tokens]: kv_params_ priced for that many K/V-only
