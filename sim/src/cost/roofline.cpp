@@ -556,13 +556,7 @@ bool RooflineCostModel::add_tabled_chain(const Priced* tabled, const OpParams* p
     overhead += launch_ns_;
     part[k] += b;
   }
-  totals.total += repeat * end;
-  totals.compute += repeat * part[2];
-  totals.memory += repeat * part[1];
-  totals.communication += repeat * part[3];
-  totals.overhead += repeat * overhead;
-  totals.flops += repeat * flops;
-  totals.bytes += repeat * bytes;
+  totals.add_path(repeat, end, part, overhead, flops, bytes);
   return true;
 }
 
@@ -705,13 +699,7 @@ void RooflineCostModel::walk_graph(const OpGraph& graph, const OpParams* params,
       part[kind[vi]] += body[vi];
     }
   }
-  totals.total += repeat * length;
-  totals.compute += repeat * part[2];
-  totals.memory += repeat * part[1];
-  totals.communication += repeat * part[3];
-  totals.overhead += repeat * overhead;
-  totals.flops += repeat * flops;
-  totals.bytes += repeat * bytes;
+  totals.add_path(repeat, length, part, overhead, flops, bytes);
 }
 
 const RooflineCostModel::Priced* RooflineCostModel::kv_tabled(std::size_t variant,

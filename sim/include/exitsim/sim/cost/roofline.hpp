@@ -169,6 +169,18 @@ class RooflineCostModel final : public CostModel {
       bytes += other.bytes;
       masked_flops += other.masked_flops;
     }
+    // One graph's critical path of `length` (its parts by kind as add_graph indexes them, and
+    // the launches on it), `repeat` times: as many layers.
+    void add_path(double repeat, double length, const std::array<double, 4>& part, double launches,
+                  double path_flops, double path_bytes) {
+      total += repeat * length;
+      compute += repeat * part[2];
+      memory += repeat * part[1];
+      communication += repeat * part[3];
+      overhead += repeat * launches;
+      flops += repeat * path_flops;
+      bytes += repeat * path_bytes;
+    }
   };
   // Executed layers [first, last) (stack then coda), and whether the head runs here: one
   // pipeline stage, or the whole model.
