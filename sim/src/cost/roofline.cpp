@@ -1092,10 +1092,6 @@ RooflineCostModel::LinearCounts RooflineCostModel::linear_counts(std::span<const
     emitting += e.emits_token ? 1 : 0;
     const int depth = clamp_depth(e.depth);
     const bool plain = plain_run(e);
-    // K/V-only layers up to the top, nothing masked: counted with the entry's depth, not as
-    // changes of their own (the top ends every group).
-    const bool kv_to_top = plain && e.kv_only_depth >= stacked_depth_ && depth < stacked_depth_ &&
-                           e.useful_depth >= depth;
     if (plain) {
       if (depth != run_depth) {
         if (run_depth >= 0 && !flush(run_depth, run)) {
@@ -1106,12 +1102,17 @@ RooflineCostModel::LinearCounts RooflineCostModel::linear_counts(std::span<const
         run_depth = depth;
       }
       run.add(e);
-      run.kv_to_top += kv_to_top ? e.query_tokens : 0;
     }
-    const bool side = plain && !kv_to_top && (e.kv_only_depth > depth || e.useful_depth < depth);
-    if (side && !add_side_work(e, depth, stacked_depth_, other.changes)) {
-      overflow = true;
-      break;
+    const bool side = plain && (e.kv_only_depth > depth || e.useful_depth < depth);
+    if (side) {
+      // K/V-only layers up to the top, nothing masked: counted with the entry's depth, not as
+      // changes of their own (the top ends every group).
+      if (e.kv_only_depth >= stacked_depth_ && depth < stacked_depth_ && e.useful_depth >= depth) {
+        run.kv_to_top += e.query_tokens;
+      } else if (!add_side_work(e, depth, stacked_depth_, other.changes)) {
+        overflow = true;
+        break;
+      }
     }
     if (!plain && !add_other_work(layout_, e, plain, depth, other)) {
       overflow = true;
