@@ -501,10 +501,11 @@ void RooflineCostModel::build_tabled_chains() {
     // Its backward sums over the trailing ops, from zero, from the sink back.
     for (std::size_t i = n; i-- > chain_last_variable_;) {
       const Priced& p = prices[static_cast<std::size_t>(order[i])];
-      if (!p.launched)
+      const std::uint8_t k = p.part();
+      if (k == 0)
         continue;
       c.overhead += launch_ns_;
-      c.part[p.communication ? 3 : p.compute_bound ? 2 : 1] += p.body_ns;
+      c.part[k] += p.body_ns;
     }
     tabled_chains_.push_back(c);
   }
@@ -529,7 +530,7 @@ bool RooflineCostModel::add_tabled_chain(const Priced* tabled, const OpParams* p
     const auto v = static_cast<std::size_t>(order[i]);
     const Priced p = token_only_[v] != 0 ? tabled[v] : price(params[v], x);
     body[i] = p.body_ns;
-    kind[i] = p.launched ? (p.communication ? 3 : p.compute_bound ? 2 : 1) : 0;
+    kind[i] = p.part();
     flops += p.flops;
     bytes += p.bytes;
     const double next = end + p.duration_ns;
@@ -548,7 +549,7 @@ bool RooflineCostModel::add_tabled_chain(const Priced* tabled, const OpParams* p
       b = body[i];
     } else {
       const Priced& p = tabled[static_cast<std::size_t>(order[i])];
-      k = p.launched ? (p.communication ? 3 : p.compute_bound ? 2 : 1) : 0;
+      k = p.part();
       b = p.body_ns;
     }
     if (k == 0)
@@ -662,7 +663,7 @@ void RooflineCostModel::walk_graph(const OpGraph& graph, const OpParams* params,
     const auto v = static_cast<std::size_t>(order[i]);
     const Priced p = tabled != nullptr && token_only_[v] != 0 ? tabled[v] : price(params[v], x);
     body[v] = p.body_ns;
-    kind[v] = p.launched ? (p.communication ? 3 : p.compute_bound ? 2 : 1) : 0;
+    kind[v] = p.part();
     duration[v] = p.duration_ns;
     flops += p.flops;
     bytes += p.bytes;
@@ -839,7 +840,7 @@ namespace {
 
 // Any entry, as the changes of its work at each of its breakpoints. False when the delta slots
 // are full.
-bool add_entry_work(const StackLayout& layout, const BatchEntry& e, Changes& deltas) {
+bool add_entry_work(const StackLayout& layout, const BatchEntry& e, Changes& changes) {
   const EntrySpan s = layout.span_of(e);
   StackLayout::Breakpoints points;
   const std::size_t n = layout.breakpoints(e, s, points);
@@ -849,12 +850,12 @@ bool add_entry_work(const StackLayout& layout, const BatchEntry& e, Changes& del
   for (std::size_t i = 0; i < n; ++i) {
     const int layer = points[i];
     const WorkCounts run = layout.work_at(e, s, layer);
-    if (run != run_before && !add_delta(deltas, layer, run, run_before, false))
+    if (run != run_before && !add_delta(changes, layer, run, run_before, false))
       return false;
     run_before = run;
     if (any_masked) {
       const WorkCounts masked = layout.masked_at(e, s, layer);
-      if (masked != masked_before && !add_delta(deltas, layer, masked, masked_before, true))
+      if (masked != masked_before && !add_delta(changes, layer, masked, masked_before, true))
         return false;
       masked_before = masked;
     }
@@ -872,7 +873,7 @@ bool fill_shape(const BatchEntry& e, int depth) {
          e.kv_only_depth <= depth && e.useful_depth >= depth && depth > 0;
 }
 
-bool add_fill_work(const BatchEntry& e, int depth, Changes& deltas) {
+bool add_fill_work(const BatchEntry& e, int depth, Changes& changes) {
   const int from = std::clamp(e.pending_from_depth, 0, depth);
   const WorkCounts none{};
   WorkCounts alone{};
@@ -881,15 +882,16 @@ bool add_fill_work(const BatchEntry& e, int depth, Changes& deltas) {
   joined.add_queries(e.query_tokens + e.pending_tokens,
                      std::max<std::int64_t>(e.context_tokens - e.pending_tokens, 0));
   if (from == 0) {
-    return add_delta(deltas, 0, joined, none, false) &&
-           add_delta(deltas, depth, none, joined, false);
+    return add_delta(changes, 0, joined, none, false) &&
+           add_delta(changes, depth, none, joined, false);
   }
   if (from == depth) {
-    return add_delta(deltas, 0, alone, none, false) && add_delta(deltas, depth, none, alone, false);
+    return add_delta(changes, 0, alone, none, false) &&
+           add_delta(changes, depth, none, alone, false);
   }
-  return add_delta(deltas, 0, alone, none, false) &&
-         add_delta(deltas, from, joined, alone, false) &&
-         add_delta(deltas, depth, none, joined, false);
+  return add_delta(changes, 0, alone, none, false) &&
+         add_delta(changes, from, joined, alone, false) &&
+         add_delta(changes, depth, none, joined, false);
 }
 
 // Depth-wise batching's entry: its queries over the prelude (own context) and then recursion 1's
@@ -903,7 +905,7 @@ bool first_recursion_shape(const BatchEntry& e, int depth, const StackLayout& la
 }
 
 bool add_first_recursion_work(const BatchEntry& e, int depth, const StackLayout& layout,
-                              Changes& deltas) {
+                              Changes& changes) {
   const int start = std::clamp(e.start_depth, 0, depth);
   if (start >= depth)
     return true;
@@ -915,13 +917,14 @@ bool add_first_recursion_work(const BatchEntry& e, int depth, const StackLayout&
   recursion.add_queries(e.query_tokens,
                         e.recursion_context_count == 1 ? e.recursion_context[0] : e.context_tokens);
   if (begin == start)
-    return add_delta(deltas, start, recursion, none, false) &&
-           add_delta(deltas, depth, none, recursion, false);
+    return add_delta(changes, start, recursion, none, false) &&
+           add_delta(changes, depth, none, recursion, false);
   if (begin == depth)
-    return add_delta(deltas, start, own, none, false) && add_delta(deltas, depth, none, own, false);
-  return add_delta(deltas, start, own, none, false) &&
-         add_delta(deltas, begin, recursion, own, false) &&
-         add_delta(deltas, depth, none, recursion, false);
+    return add_delta(changes, start, own, none, false) &&
+           add_delta(changes, depth, none, own, false);
+  return add_delta(changes, start, own, none, false) &&
+         add_delta(changes, begin, recursion, own, false) &&
+         add_delta(changes, depth, none, recursion, false);
 }
 
 // skip_kv's entry: its queries from layer 1 to its depth, each recursion's layers with that
@@ -935,7 +938,7 @@ bool recursion_contexts_shape(const BatchEntry& e, int depth) {
 }
 
 bool add_recursion_contexts_work(const StackLayout& layout, const BatchEntry& e, int depth,
-                                 Changes& deltas) {
+                                 Changes& changes) {
   const int overrides = recursion_context_overrides(e);
   const auto work_of = [&](int recursion) {
     WorkCounts w{};
@@ -946,7 +949,7 @@ bool add_recursion_contexts_work(const StackLayout& layout, const BatchEntry& e,
   };
   const WorkCounts none{};
   WorkCounts before = work_of(layout.recursion_of_layer(0));
-  if (!add_delta(deltas, 0, before, none, false))
+  if (!add_delta(changes, 0, before, none, false))
     return false;
   for (int r = 1; r <= layout.recursions(); ++r) {
     const int begin = layout.recursion_begin(r);
@@ -956,12 +959,12 @@ bool add_recursion_contexts_work(const StackLayout& layout, const BatchEntry& e,
       break;
     const WorkCounts w = work_of(r);
     if (w != before) {
-      if (!add_delta(deltas, begin, w, before, false))
+      if (!add_delta(changes, begin, w, before, false))
         return false;
       before = w;
     }
   }
-  return add_delta(deltas, depth, none, before, false);
+  return add_delta(changes, depth, none, before, false);
 }
 
 // Work other than plain runs from layer 1, gathered during the pass over the batch.

@@ -198,6 +198,13 @@ class RooflineCostModel final : public CostModel {
     bool launched = false;
     bool compute_bound = false;
     bool communication = false;
+
+    // Its place in a path's parts: 0 not launched, 1 memory-, 2 compute-bound, 3 a collective.
+    std::uint8_t part() const {
+      if (!launched)
+        return 0;
+      return communication ? 3 : compute_bound ? 2 : 1;
+    }
   };
   // Layer groups of up to this many tokens take the prices of their token-only ops from
   // token_prices_.
