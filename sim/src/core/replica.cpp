@@ -297,13 +297,18 @@ TimeNs Replica::start_steady_decode(TimeNs now) {
     policy::SequenceView& view = running_.view(k);
     policy::StepRow& row = rows_[k];
     row.context_tokens = view.computed_tokens;
-    // It holds its footprint (kv_footprint(view, 0)), so growing by steady_decode's blocks for
-    // one more token gives kv_footprint(view, 1), as a full step allocates.
-    kv_free_ -= steady_growth_[k];
-    view.kv_blocks += steady_growth_[k];
-    row.kv_blocks_after = view.kv_blocks;
+    grow_by_steady_blocks(k);
   }
   return price_rows(now, n, FillWork{}, true);
+}
+
+void Replica::grow_by_steady_blocks(std::size_t k) {
+  // The sequence holds its footprint (kv_footprint(view, 0)), so growing by steady_decode's
+  // blocks for one more token gives kv_footprint(view, 1), as a full step allocates.
+  policy::SequenceView& view = running_.view(k);
+  kv_free_ -= steady_growth_[k];
+  view.kv_blocks += steady_growth_[k];
+  rows_[k].kv_blocks_after = view.kv_blocks;
 }
 
 TimeNs Replica::plan_steady_decode(TimeNs now) {
@@ -331,14 +336,10 @@ TimeNs Replica::plan_steady_decode(TimeNs now) {
   if (kv_layout_.per_recursion())
     return run_rows(now, rows.size(), fill);
   // Every token's K/V is stored at every layer (computed, copied or filled later), so each
-  // sequence grows by steady_decode's blocks for one more token, as in a static steady step.
+  // sequence grows as in a static steady step.
   for (std::size_t k = 0; k < rows.size(); ++k) {
-    policy::SequenceView& view = running_.view(k);
-    policy::StepRow& row = rows[k];
-    metrics_.record_token_depth(row.exit_depth, row.plan.run_depth);
-    kv_free_ -= steady_growth_[k];
-    view.kv_blocks += steady_growth_[k];
-    row.kv_blocks_after = view.kv_blocks;
+    metrics_.record_token_depth(rows[k].exit_depth, rows[k].plan.run_depth);
+    grow_by_steady_blocks(k);
   }
   return price_rows(now, rows.size(), fill, false);
 }

@@ -156,6 +156,9 @@ class Replica {
   // start_steady_decode's rest under exits or depth-wise stepping: the same sequences, each
   // token's depth (or recursion) planned anew.
   TimeNs plan_steady_decode(TimeNs now);
+  // A steady step's K/V for running_[k] (row rows_[k]): steady_decode's blocks for its one more
+  // token, where its K/V is stored at every layer.
+  void grow_by_steady_blocks(std::size_t k);
   // Allocates the K/V blocks of the first `row_count` rows and counts their tokens' depths,
   // then price_rows.
   TimeNs run_rows(TimeNs now, std::size_t row_count, const FillWork& fill);

@@ -435,11 +435,11 @@ RooflineCostModel::RooflineCostModel(const ModelShape& model, const HardwareSpec
 
   // The head's prices for up to k_token_table tokens that all emit, when all its ops read is
   // those two counts: add_graph's own totals, so a lookup adds the same doubles.
+  const auto counts_only = [](BatchFeature f) {
+    return f == BatchFeature::tokens || f == BatchFeature::emitting;
+  };
   bool head_reads_counts_only = true;
   for (const OpParams& params : head_params_) {
-    const auto counts_only = [](BatchFeature f) {
-      return f == BatchFeature::tokens || f == BatchFeature::emitting;
-    };
     head_reads_counts_only = head_reads_counts_only && counts_only(params.launch_if);
     for (std::size_t t = 0; t < params.used_terms; ++t)
       head_reads_counts_only = head_reads_counts_only && counts_only(params.terms[t].feature);
@@ -472,18 +472,15 @@ void RooflineCostModel::build_tabled_chains() {
   const auto n = static_cast<std::size_t>(graph.size());
   const std::vector<int>& order = graph.topological_order();
   // The token-only ops before the first op that reads more, and after the last one.
+  // With none, the forward sums cover every op and the backward ones too.
   chain_first_variable_ = n;
   chain_last_variable_ = 0;
-  bool any_variable = false;
   for (std::size_t i = 0; i < n; ++i) {
     if (token_only_[static_cast<std::size_t>(order[i])] != 0)
       continue;
     chain_first_variable_ = std::min(chain_first_variable_, i);
     chain_last_variable_ = i + 1;
-    any_variable = true;
   }
-  if (!any_variable)
-    chain_last_variable_ = 0;
   if (!graph.chain() || !(launch_ns_ >= 0))
     return;
   for (std::size_t row = 0; row < static_cast<std::size_t>(variants_) * k_token_table; ++row) {

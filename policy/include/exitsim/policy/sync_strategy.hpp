@@ -94,26 +94,14 @@ struct DepthPlan {
 void plan_depths(SyncStrategy strategy, std::span<const int> exit_depths, int full_depth,
                  std::span<PendingFill> pending, std::span<DepthPlan> out);
 
-// plan_depths for one token, given the batch's deepest exit depth (what batch_sync carries
-// every token to): the same plan plan_depths gives it. `pending` may be null for every strategy
-// but deferred_fill. For an executor that keeps its rows and pending states apart rather than in
-// spans (the simulator's hot path).
+// The batch's deepest exit depth: what batch_sync carries every token to.
 int deepest_exit(std::span<const int> exit_depths);
-inline void plan_token_depth(SyncStrategy strategy, int exit_depth, int deepest, int full_depth,
-                             PendingFill* pending, DepthPlan& out);
 // deferred_fill's share of plan_token_depth: the token of exit depth `exit` takes the shallower
 // groups of `pending` along; if it stops short of the top, they wait with it at its depth.
 void plan_deferred_fill(int exit, int full_depth, PendingFill& pending, DepthPlan& plan);
-
-// Throws InputError (exit_policy.kind) for an exit policy the strategy cannot run: the oracle
-// runs every token to the full depth to find its exit, which depth-wise batching cannot.
-void check_exit_policy_for(SyncStrategy strategy, std::string_view exit_policy_kind);
-
-// Throws InputError (model.depth.exit_points) when deferred_fill could need more fill groups
-// than a plan holds: more than k_max_fill_groups exit points below the full depth.
-void check_deferred_fill_exit_points(std::size_t exit_points);
-
-// Inline: the simulator plans every decode token of every iteration through it.
+// plan_depths for one token, given deepest_exit of its batch: the same plan plan_depths gives it.
+// `pending` may be null for every strategy but deferred_fill. For an executor that keeps its rows
+// and pending states apart rather than in spans (the simulator's hot path, so inline).
 inline void plan_token_depth(SyncStrategy strategy, int exit_depth, int deepest, int full_depth,
                              PendingFill* pending, DepthPlan& plan) {
   const int exit = strategy == SyncStrategy::full_depth ? full_depth : exit_depth;
@@ -141,5 +129,13 @@ inline void plan_token_depth(SyncStrategy strategy, int exit_depth, int deepest,
       break;
   }
 }
+
+// Throws InputError (exit_policy.kind) for an exit policy the strategy cannot run: the oracle
+// runs every token to the full depth to find its exit, which depth-wise batching cannot.
+void check_exit_policy_for(SyncStrategy strategy, std::string_view exit_policy_kind);
+
+// Throws InputError (model.depth.exit_points) when deferred_fill could need more fill groups
+// than a plan holds: more than k_max_fill_groups exit points below the full depth.
+void check_deferred_fill_exit_points(std::size_t exit_points);
 
 }  // namespace exitsim::policy
