@@ -469,42 +469,27 @@ std::size_t RooflineCostModel::variant_of_layer(int layer) const {
 
 void RooflineCostModel::build_tabled_chains() {
   const OpGraph& graph = layer_graph_;
-  const auto n = static_cast<std::size_t>(graph.size());
   const std::vector<int>& order = graph.topological_order();
-  // The token-only ops before the first op that reads more, and after the last one.
-  // With none, the forward sums cover every op and the backward ones too.
-  chain_first_variable_ = n;
-  chain_last_variable_ = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    if (token_only_[static_cast<std::size_t>(order[i])] != 0)
-      continue;
-    chain_first_variable_ = std::min(chain_first_variable_, i);
-    chain_last_variable_ = i + 1;
+  // The layer's sum order: its token-only ops, then the others, each in topological order.
+  layer_sum_order_.clear();
+  for (const int v : order) {
+    if (token_only_[static_cast<std::size_t>(v)] != 0)
+      layer_sum_order_.push_back(v);
+  }
+  layer_token_ops_ = layer_sum_order_.size();
+  for (const int v : order) {
+    if (token_only_[static_cast<std::size_t>(v)] == 0)
+      layer_sum_order_.push_back(v);
   }
   if (!graph.chain() || !(launch_ns_ >= 0))
     return;
+  const auto n = static_cast<std::size_t>(graph.size());
   for (std::size_t row = 0; row < static_cast<std::size_t>(variants_) * k_token_table; ++row) {
     const Priced* prices = &token_prices_[row * n];
-    TabledChain c;
-    // The walk's forward sums over the leading ops, from zero, in its order.
-    for (std::size_t i = 0; i < chain_first_variable_; ++i) {
-      const Priced& p = prices[static_cast<std::size_t>(order[i])];
-      c.flops += p.flops;
-      c.bytes += p.bytes;
-      const double next = c.end + p.duration_ns;
-      c.chain = c.chain && p.body_ns >= 0 && (p.duration_ns == 0 || next > c.end);
-      c.end = next;
-    }
-    // Its backward sums over the trailing ops, from zero, from the sink back.
-    for (std::size_t i = n; i-- > chain_last_variable_;) {
-      const Priced& p = prices[static_cast<std::size_t>(order[i])];
-      const std::uint8_t k = p.part();
-      if (k == 0)
-        continue;
-      c.overhead += launch_ns_;
-      c.part[k] += p.body_ns;
-    }
-    tabled_chains_.push_back(c);
+    ChainSums sums;
+    for (std::size_t i = 0; i < layer_token_ops_; ++i)
+      sums.add(prices[static_cast<std::size_t>(layer_sum_order_[i])], launch_ns_);
+    tabled_chains_.push_back(sums);
   }
 }
 
@@ -512,49 +497,16 @@ bool RooflineCostModel::add_tabled_chain(const Priced* tabled, const OpParams* p
                                          const BatchFeatures& x, double repeat,
                                          GraphTotals& totals) const {
   const auto n = static_cast<std::size_t>(layer_graph_.size());
-  const std::vector<int>& order = layer_graph_.topological_order();
-  const TabledChain& c =
-      tabled_chains_[static_cast<std::size_t>(tabled - token_prices_.data()) / n];
-  // The walk of add_graph's chain path from where the table leaves off: the same additions in the
-  // same order, so the same doubles.
-  std::array<double, k_max_graph_ops> body;
-  std::array<std::uint8_t, k_max_graph_ops> kind;
-  bool chain = c.chain;
-  double end = c.end;
-  double flops = c.flops;
-  double bytes = c.bytes;
-  for (std::size_t i = chain_first_variable_; i < n; ++i) {
-    const auto v = static_cast<std::size_t>(order[i]);
-    const Priced p = token_only_[v] != 0 ? tabled[v] : price(params[v], x);
-    body[i] = p.body_ns;
-    kind[i] = p.part();
-    flops += p.flops;
-    bytes += p.bytes;
-    const double next = end + p.duration_ns;
-    chain = chain && p.body_ns >= 0 && (p.duration_ns == 0 || next > end);
-    end = next;
+  // The walk's sums over the token-only ops come from the table; the others are added in the
+  // walk's order, so the doubles are the walk's.
+  ChainSums sums = tabled_chains_[static_cast<std::size_t>(tabled - token_prices_.data()) / n];
+  for (std::size_t i = layer_token_ops_; i < n; ++i) {
+    const auto v = static_cast<std::size_t>(layer_sum_order_[i]);
+    sums.add(price(params[v], x), launch_ns_);
   }
-  if (!chain)
+  if (!sums.chain)
     return false;  // the graph walk decides
-  std::array<double, 4> part = c.part;
-  double overhead = c.overhead;
-  for (std::size_t i = chain_last_variable_; i-- > 0;) {
-    std::uint8_t k = 0;
-    double b = 0;
-    if (i >= chain_first_variable_) {
-      k = kind[i];
-      b = body[i];
-    } else {
-      const Priced& p = tabled[static_cast<std::size_t>(order[i])];
-      k = p.part();
-      b = p.body_ns;
-    }
-    if (k == 0)
-      continue;
-    overhead += launch_ns_;
-    part[k] += b;
-  }
-  totals.add_path(repeat, end, part, overhead, flops, bytes);
+  totals.add_path(repeat, sums.end, sums.part, sums.overhead, sums.flops, sums.bytes);
   return true;
 }
 
@@ -571,7 +523,8 @@ void RooflineCostModel::add_graph(const OpGraph& graph, const OpParams* params,
       x[at(BatchFeature::kv_reuse_tokens)] == 0 && x[at(BatchFeature::kv_reuse_all)] == 0) {
     tabled = token_prices + static_cast<std::size_t>(tokens) * n;
   }
-  const std::vector<int>& order = graph.topological_order();
+  const std::vector<int>& order =
+      &graph == &layer_graph_ ? layer_sum_order_ : graph.topological_order();
   if (counts_only_ && counts_regroup_exactly_ && !totals.ordered) {
     // Integer FLOPs in any order: the launch classes' dot products.
     const LinearCounts& classes =
@@ -616,7 +569,7 @@ void RooflineCostModel::add_graph(const OpGraph& graph, const OpParams* params,
     // Debug builds hold the table's shortcut to the walk's doubles on every call.
     GraphTotals shortcut = totals;
     if (add_tabled_chain(tabled, params, x, repeat, shortcut)) {
-      walk_graph(graph, params, tabled, x, repeat, totals);
+      walk_graph(graph, order, params, tabled, x, repeat, totals);
       const auto same = [](double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; };
       if (!same(shortcut.total, totals.total) || !same(shortcut.compute, totals.compute) ||
           !same(shortcut.memory, totals.memory) ||
@@ -632,72 +585,61 @@ void RooflineCostModel::add_graph(const OpGraph& graph, const OpParams* params,
       return;
 #endif
   }
-  walk_graph(graph, params, tabled, x, repeat, totals);
+  walk_graph(graph, order, params, tabled, x, repeat, totals);
 }
 
-void RooflineCostModel::walk_graph(const OpGraph& graph, const OpParams* params,
-                                   const Priced* tabled, const BatchFeatures& x, double repeat,
+void RooflineCostModel::walk_graph(const OpGraph& graph, const std::vector<int>& sum_order,
+                                   const OpParams* params, const Priced* tabled,
+                                   const BatchFeatures& x, double repeat,
                                    GraphTotals& totals) const {
   const auto n = static_cast<std::size_t>(graph.size());
-  const std::vector<int>& order = graph.topological_order();
+  const auto priced = [&](std::size_t v) {
+    return tabled != nullptr && token_only_[v] != 0 ? tabled[v] : price(params[v], x);
+  };
+  // In a chain every op waits for the one before it in topological order (on one stream, or
+  // handed between streams as a TP layer's all-reduces are), so while no duration is negative
+  // the longest path is the sum of every op's duration and holds every launched op. The sum is
+  // taken in `sum_order` (the layer's token-only ops first), so that its first part is the same
+  // for every batch of a token count and can be tabled (tabled_chains_).
+  if (graph.chain() && launch_ns_ >= 0) {
+    ChainSums sums;
+    for (std::size_t i = 0; i < n; ++i)
+      sums.add(priced(static_cast<std::size_t>(sum_order[i])), launch_ns_);
+    if (sums.chain) {
+      totals.add_path(repeat, sums.end, sums.part, sums.overhead, sums.flops, sums.bytes);
+      return;
+    }
+  }
   // Plain arrays, left uninitialised: only the first n entries are written and read.
   std::array<double, k_max_graph_ops> body;
-  // 0 not launched, 1 memory-, 2 compute-bound, 3 a collective
-  std::array<std::uint8_t, k_max_graph_ops> kind;
+  std::array<std::uint8_t, k_max_graph_ops> kind;  // Priced::part()
   std::array<double, k_max_graph_ops> duration;
   double flops = 0;
   double bytes = 0;
-  // In a chain every op waits for the one before it in topological order (on one stream, or
-  // handed between streams as a TP layer's all-reduces are), so while durations are
-  // non-negative each op ends at the previous end plus its duration: the longest path is that
-  // running sum, and it holds every launched op. `chain` stays true while that argument gives
-  // the same doubles as the graph walk below (CostOpGraph.ChainPathMatchesTheWalk): no negative
-  // or NaN part, and every op of non-zero duration moves the end (one absorbed by rounding would
-  // leave the walk's path). Ops are priced in topological order, so the sum is the walk's.
-  bool chain = graph.chain() && launch_ns_ >= 0;
-  double end = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    const auto v = static_cast<std::size_t>(order[i]);
-    const Priced p = tabled != nullptr && token_only_[v] != 0 ? tabled[v] : price(params[v], x);
+    const auto v = static_cast<std::size_t>(sum_order[i]);
+    const Priced p = priced(v);
     body[v] = p.body_ns;
     kind[v] = p.part();
     duration[v] = p.duration_ns;
     flops += p.flops;
     bytes += p.bytes;
-    const double next = end + p.duration_ns;
-    chain = chain && p.body_ns >= 0 && (p.duration_ns == 0 || next > end);
-    end = next;
   }
-  double length = 0;
   std::array<double, 4> part{};  // by kind
   double overhead = 0;
-  if (chain) {
-    // The walk adds the parts from the sink back to the source; ops of zero duration it may
-    // skip add zero.
-    length = end;
-    for (std::size_t i = n; i-- > 0;) {
-      const auto v = static_cast<std::size_t>(order[i]);
-      if (kind[v] == 0)
-        continue;
-      overhead += launch_ns_;
-      part[kind[v]] += body[v];
-    }
-  } else {
-    std::array<double, k_max_graph_ops> finish;
-    std::array<int, k_max_graph_ops> via;
-    const PathEnd path =
-        graph.longest_path(std::span<const double>(duration.data(), n),
-                           std::span<double>(finish.data(), n), std::span<int>(via.data(), n));
-    length = path.length;
-    for (int v = path.sink; v >= 0; v = via[static_cast<std::size_t>(v)]) {
-      const auto vi = static_cast<std::size_t>(v);
-      if (kind[vi] == 0)
-        continue;
-      overhead += launch_ns_;
-      part[kind[vi]] += body[vi];
-    }
+  std::array<double, k_max_graph_ops> finish;
+  std::array<int, k_max_graph_ops> via;
+  const PathEnd path =
+      graph.longest_path(std::span<const double>(duration.data(), n),
+                         std::span<double>(finish.data(), n), std::span<int>(via.data(), n));
+  for (int v = path.sink; v >= 0; v = via[static_cast<std::size_t>(v)]) {
+    const auto vi = static_cast<std::size_t>(v);
+    if (kind[vi] == 0)
+      continue;
+    overhead += launch_ns_;
+    part[kind[vi]] += body[vi];
   }
-  totals.add_path(repeat, length, part, overhead, flops, bytes);
+  totals.add_path(repeat, path.length, part, overhead, flops, bytes);
 }
 
 const RooflineCostModel::Priced* RooflineCostModel::kv_tabled(std::size_t variant,

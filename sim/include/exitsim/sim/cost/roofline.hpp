@@ -221,8 +221,10 @@ class RooflineCostModel final : public CostModel {
                  const BatchFeatures& x, double repeat, GraphTotals& totals) const;
   // add_graph's general path: every op priced (from `tabled`, the row of this token count, where
   // it holds the op; may be null), the longest path through them.
-  void walk_graph(const OpGraph& graph, const OpParams* params, const Priced* tabled,
-                  const BatchFeatures& x, double repeat, GraphTotals& totals) const;
+  // The ops' sums are taken in `sum_order` (layer_sum_order_ or the graph's topological order).
+  void walk_graph(const OpGraph& graph, const std::vector<int>& sum_order, const OpParams* params,
+                  const Priced* tabled, const BatchFeatures& x, double repeat,
+                  GraphTotals& totals) const;
   // An op with no dependency inside the layer, serialised after it on stream 0.
   // kv_params_[variant]'s entry of kv_prices_ for the batch x, nullptr when it has none.
   const Priced* kv_tabled(std::size_t variant, const BatchFeatures& x) const;
@@ -261,20 +263,33 @@ class RooflineCostModel final : public CostModel {
   // token_prices_[(variant * k_token_table + tokens) * layer ops + op], where token_only_[op].
   std::vector<Priced> token_prices_;
   std::vector<std::uint8_t> token_only_;
-  // For a chain layer graph, per row of token_prices_: the sums add_graph's walk makes over the
-  // token-only ops before the first op that reads more (forward) and after the last (backward),
-  // so a layer group of a tabled size walks only the ops between and the other half of each.
-  struct TabledChain {
+  // A chain's sums over its ops in a sum order (walk_graph): its length (the durations' sum),
+  // FLOPs, bytes, launched ops' bodies by Priced::part() and their launch overhead, and whether
+  // every body was non-negative (the chain argument; NaN fails it).
+  struct ChainSums {
     double end = 0;
     double flops = 0;
     double bytes = 0;
-    bool chain = true;
-    std::array<double, 4> part{};  // by kind, as add_graph's
+    std::array<double, 4> part{};  // [0] gathers the zero bodies of ops not launched
     double overhead = 0;
+    bool chain = true;
+
+    void add(const Priced& p, double launch_ns) {
+      end += p.duration_ns;
+      flops += p.flops;
+      bytes += p.bytes;
+      chain = chain && p.body_ns >= 0;
+      part[p.part()] += p.body_ns;
+      overhead += p.launched ? launch_ns : 0.0;
+    }
   };
-  std::vector<TabledChain> tabled_chains_;  // empty when the layer graph is not a chain
-  std::size_t chain_first_variable_ = 0;    // topological positions: ops before this are token-only
-  std::size_t chain_last_variable_ = 0;     // and from this one on
+  // The layer graph's sum order: its token-only ops (the first layer_token_ops_), then the
+  // others, each in topological order.
+  std::vector<int> layer_sum_order_;
+  std::size_t layer_token_ops_ = 0;
+  // For a chain layer graph, per row of token_prices_: the sums over its token-only ops, the
+  // first part of walk_graph's sums, so that a layer group of a tabled size prices only the rest.
+  std::vector<ChainSums> tabled_chains_;  // empty when the layer graph is not a chain
   void build_tabled_chains();
   // add_graph for the layer graph from a tabled row; false (nothing added) when the chain
   // argument fails, for the graph walk to decide.
