@@ -404,7 +404,7 @@ RooflineCostModel::RooflineCostModel(const ModelShape& model, const HardwareSpec
     }
   }
 
-  build_tabled_chains();
+  build_layer_sums();
 
   // Likewise the K/V-only projection, when all it reads is its token count and whether they are
   // alone (kv_tabled() requires the latter to be zero).
@@ -467,7 +467,7 @@ std::size_t RooflineCostModel::variant_of_layer(int layer) const {
   return variant;
 }
 
-void RooflineCostModel::build_tabled_chains() {
+void RooflineCostModel::build_layer_sums() {
   const OpGraph& graph = layer_graph_;
   const std::vector<int>& order = graph.topological_order();
   // The layer's sum order: its token-only ops, then the others, each in topological order.
@@ -593,9 +593,6 @@ void RooflineCostModel::walk_graph(const OpGraph& graph, const std::vector<int>&
                                    const BatchFeatures& x, double repeat,
                                    GraphTotals& totals) const {
   const auto n = static_cast<std::size_t>(graph.size());
-  const auto priced = [&](std::size_t v) {
-    return tabled != nullptr && token_only_[v] != 0 ? tabled[v] : price(params[v], x);
-  };
   // In a chain every op waits for the one before it in topological order (on one stream, or
   // handed between streams as a TP layer's all-reduces are), so while no duration is negative
   // the longest path is the sum of every op's duration and holds every launched op. The sum is
@@ -603,8 +600,11 @@ void RooflineCostModel::walk_graph(const OpGraph& graph, const std::vector<int>&
   // for every batch of a token count and can be tabled (tabled_chains_).
   if (graph.chain() && launch_ns_ >= 0) {
     ChainSums sums;
-    for (std::size_t i = 0; i < n; ++i)
-      sums.add(priced(static_cast<std::size_t>(sum_order[i])), launch_ns_);
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto v = static_cast<std::size_t>(sum_order[i]);
+      sums.add(tabled != nullptr && token_only_[v] != 0 ? tabled[v] : price(params[v], x),
+               launch_ns_);
+    }
     if (sums.chain) {
       totals.add_path(repeat, sums.end, sums.part, sums.overhead, sums.flops, sums.bytes);
       return;
@@ -618,7 +618,7 @@ void RooflineCostModel::walk_graph(const OpGraph& graph, const std::vector<int>&
   double bytes = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const auto v = static_cast<std::size_t>(sum_order[i]);
-    const Priced p = priced(v);
+    const Priced p = tabled != nullptr && token_only_[v] != 0 ? tabled[v] : price(params[v], x);
     body[v] = p.body_ns;
     kind[v] = p.part();
     duration[v] = p.duration_ns;
@@ -1013,7 +1013,9 @@ RooflineCostModel::LinearCounts RooflineCostModel::linear_counts(std::span<const
   SlotTable<DepthSlot> ends;
   OtherWork other;
   // Adds a run of plain entries at one depth to its slot; false when the slots are full.
-  const auto flush = [&](int depth, const PlainRun& run) {
+  // Inlined, so that the run's sums go from registers to the slot (a call would store them to
+  // memory, and the slot's vector loads of them stall on store forwarding).
+  const auto flush = [&](int depth, const PlainRun& run) __attribute__((always_inline)) {
     DepthSlot* slot = ends.find(depth);
     if (slot == nullptr)
       return false;

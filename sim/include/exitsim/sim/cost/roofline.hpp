@@ -270,17 +270,22 @@ class RooflineCostModel final : public CostModel {
     double end = 0;
     double flops = 0;
     double bytes = 0;
-    std::array<double, 4> part{};  // [0] gathers the zero bodies of ops not launched
+    std::array<double, 4> part{};  // by Priced::part(); [0] stays 0
     double overhead = 0;
     bool chain = true;
 
+    // Every op adds to every sum (zero where it has no share): selects, not an indexed store
+    // and load per op, so that the sums stay in registers.
     void add(const Priced& p, double launch_ns) {
       end += p.duration_ns;
       flops += p.flops;
       bytes += p.bytes;
       chain = chain && p.body_ns >= 0;
-      part[p.part()] += p.body_ns;
-      overhead += p.launched ? launch_ns : 0.0;
+      const std::uint8_t k = p.part();
+      part[1] += k == 1 ? p.body_ns : 0.0;
+      part[2] += k == 2 ? p.body_ns : 0.0;
+      part[3] += k == 3 ? p.body_ns : 0.0;
+      overhead += k != 0 ? launch_ns : 0.0;
     }
   };
   // The layer graph's sum order: its token-only ops (the first layer_token_ops_), then the
@@ -290,7 +295,8 @@ class RooflineCostModel final : public CostModel {
   // For a chain layer graph, per row of token_prices_: the sums over its token-only ops, the
   // first part of walk_graph's sums, so that a layer group of a tabled size prices only the rest.
   std::vector<ChainSums> tabled_chains_;  // empty when the layer graph is not a chain
-  void build_tabled_chains();
+  // Sets layer_sum_order_ and layer_token_ops_, then fills tabled_chains_.
+  void build_layer_sums();
   // add_graph for the layer graph from a tabled row; false (nothing added) when the chain
   // argument fails, for the graph walk to decide.
   bool add_tabled_chain(const Priced* tabled, const OpParams* params, const BatchFeatures& x,
