@@ -134,12 +134,13 @@ TEST(CostOpGraph, SingleStreamAndChainsAreDetected) {
   EXPECT_FALSE(empty.single_stream());
 }
 
-// The roofline model's chain shortcut (RooflineCostModel::add_graph), for a single-stream graph
-// and for a tensor-parallel layer that hands over to its all-reduces on stream 1: with
-// non-negative durations, each of which moves the running end or is zero, the longest path is
-// the running sum in topological order, bit for bit, and the walk back from its sink passes every
-// op of non-zero duration (so sums over the path, in walk order, equal sums over those ops from
-// the last to the first).
+// Why the roofline model may price a chain graph as the sum of its ops' durations
+// (RooflineCostModel::walk_graph), for a single-stream graph and for a tensor-parallel layer that
+// hands over to its all-reduces on stream 1: with non-negative durations, each of which moves the
+// running end or is zero, the longest path is the running sum in topological order, bit for bit,
+// and the walk back from its sink passes every op of non-zero duration. (The model itself sums
+// in its own order, the layer's token-only ops first, which differs from this sum only by
+// rounding; CostSyncReference holds its totals to the per-op reference.)
 TEST(CostOpGraph, ChainPathMatchesTheWalk) {
   std::mt19937 rng(7);
   std::uniform_real_distribution<double> length(0.0, 5000.0);

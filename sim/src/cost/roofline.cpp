@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -597,7 +598,10 @@ void RooflineCostModel::walk_graph(const OpGraph& graph, const std::vector<int>&
   // handed between streams as a TP layer's all-reduces are), so while no duration is negative
   // the longest path is the sum of every op's duration and holds every launched op. The sum is
   // taken in `sum_order` (the layer's token-only ops first), so that its first part is the same
-  // for every batch of a token count and can be tabled (tabled_chains_).
+  // for every batch of a token count and can be tabled (tabled_chains_). It differs from the
+  // running sum in topological order (what longest_path gives) only by rounding, and an op whose
+  // duration rounding absorbs still counts as on the path (its parts and launch).
+  assert(sum_order.size() == n);
   if (graph.chain() && launch_ns_ >= 0) {
     ChainSums sums;
     for (std::size_t i = 0; i < n; ++i) {
@@ -1014,7 +1018,8 @@ RooflineCostModel::LinearCounts RooflineCostModel::linear_counts(std::span<const
   OtherWork other;
   // Adds a run of plain entries at one depth to its slot; false when the slots are full.
   // Inlined, so that the run's sums go from registers to the slot (a call would store them to
-  // memory, and the slot's vector loads of them stall on store forwarding).
+  // memory, and the slot's vector loads of them stall on store forwarding). GNU syntax: C++20 has
+  // no place for a standard attribute that applies to a lambda's call operator.
   const auto flush = [&](int depth, const PlainRun& run) __attribute__((always_inline)) {
     DepthSlot* slot = ends.find(depth);
     if (slot == nullptr)

@@ -148,7 +148,8 @@ class RooflineCostModel final : public CostModel {
   std::vector<LinearCounts> layer_linear_;  // by variant
   LinearCounts head_linear_;
   struct GraphTotals {
-    // Counting: every op in graph order, not the launch classes' sums (counts past 2^53).
+    // Counting: every op in add_graph's sum order, not the launch classes' sums (counts past
+    // 2^53).
     bool ordered = false;
     double total = 0;
     double compute = 0;
@@ -220,8 +221,9 @@ class RooflineCostModel final : public CostModel {
   void add_graph(const OpGraph& graph, const OpParams* params, const Priced* token_prices,
                  const BatchFeatures& x, double repeat, GraphTotals& totals) const;
   // add_graph's general path: every op priced (from `tabled`, the row of this token count, where
-  // it holds the op; may be null), the longest path through them.
-  // The ops' sums are taken in `sum_order` (layer_sum_order_ or the graph's topological order).
+  // it holds the op; may be null); a chain's length is the sum of their durations, any other
+  // graph's the longest path through them. The ops' sums are taken in `sum_order`
+  // (layer_sum_order_ or the graph's topological order).
   void walk_graph(const OpGraph& graph, const std::vector<int>& sum_order, const OpParams* params,
                   const Priced* tabled, const BatchFeatures& x, double repeat,
                   GraphTotals& totals) const;
