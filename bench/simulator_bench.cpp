@@ -6,7 +6,8 @@
 //   build/release/bin/simulator_bench --benchmark_filter=azure
 //
 // Counters: requests/s and events/s of wall time, simulated output tokens/s, and
-// `x_real_time` = simulated span / wall time. `steady_steps_against_stepping` times the same
+// `x_real_time` = simulated span / wall time, `s/sim_iteration` = wall time per simulated
+// iteration. `steady_steps_against_stepping` times the same
 // replay with and without steady decode steps, alternately, and reports their ratio.
 #include <benchmark/benchmark.h>
 
@@ -100,6 +101,11 @@ void simulate_azure(benchmark::State& state, const std::string& scheduler,
   state.counters["x_real_time"] =
       Counter(exitsim::to_seconds(result.totals.end_time), Counter::kIsIterationInvariantRate);
   state.counters["iterations"] = static_cast<double>(result.summary.iterations);
+  // Wall time per simulated iteration: what an exit replay's extra per-iteration work costs
+  // against the static replay's, apart from the extra iterations exits bring.
+  state.counters["s/sim_iteration"] =
+      Counter(static_cast<double>(result.summary.iterations),
+              Counter::kIsIterationInvariantRate | Counter::kInvert);
 }
 
 // Steady decode steps (docs/simulator.md) against the step-by-step path on one replay, the two
