@@ -470,18 +470,12 @@ std::size_t RooflineCostModel::variant_of_layer(int layer) const {
 
 void RooflineCostModel::build_layer_sums() {
   const OpGraph& graph = layer_graph_;
-  const std::vector<int>& order = graph.topological_order();
   // The layer's sum order: its token-only ops, then the others, each in topological order.
-  layer_sum_order_.clear();
-  for (const int v : order) {
-    if (token_only_[static_cast<std::size_t>(v)] != 0)
-      layer_sum_order_.push_back(v);
-  }
-  layer_token_ops_ = layer_sum_order_.size();
-  for (const int v : order) {
-    if (token_only_[static_cast<std::size_t>(v)] == 0)
-      layer_sum_order_.push_back(v);
-  }
+  layer_sum_order_ = graph.topological_order();
+  const auto others =
+      std::stable_partition(layer_sum_order_.begin(), layer_sum_order_.end(),
+                            [&](int v) { return token_only_[static_cast<std::size_t>(v)] != 0; });
+  layer_token_ops_ = static_cast<std::size_t>(others - layer_sum_order_.begin());
   if (!graph.chain() || !(launch_ns_ >= 0))
     return;
   const auto n = static_cast<std::size_t>(graph.size());
@@ -505,9 +499,9 @@ bool RooflineCostModel::add_tabled_chain(const Priced* tabled, const OpParams* p
     const auto v = static_cast<std::size_t>(layer_sum_order_[i]);
     sums.add(price(params[v], x), launch_ns_);
   }
-  if (!sums.chain)
+  if (!sums.nonnegative)
     return false;  // the graph walk decides
-  totals.add_path(repeat, sums.end, sums.part, sums.overhead, sums.flops, sums.bytes);
+  totals.add_path(repeat, sums.length, sums.part, sums.overhead, sums.flops, sums.bytes);
   return true;
 }
 
@@ -609,8 +603,8 @@ void RooflineCostModel::walk_graph(const OpGraph& graph, const std::vector<int>&
       sums.add(tabled != nullptr && token_only_[v] != 0 ? tabled[v] : price(params[v], x),
                launch_ns_);
     }
-    if (sums.chain) {
-      totals.add_path(repeat, sums.end, sums.part, sums.overhead, sums.flops, sums.bytes);
+    if (sums.nonnegative) {
+      totals.add_path(repeat, sums.length, sums.part, sums.overhead, sums.flops, sums.bytes);
       return;
     }
   }

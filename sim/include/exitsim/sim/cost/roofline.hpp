@@ -267,22 +267,22 @@ class RooflineCostModel final : public CostModel {
   std::vector<std::uint8_t> token_only_;
   // A chain's sums over its ops in a sum order (walk_graph): its length (the durations' sum),
   // FLOPs, bytes, launched ops' bodies by Priced::part() and their launch overhead, and whether
-  // every body was non-negative (the chain argument; NaN fails it).
+  // every body was non-negative, which the chain argument needs (NaN fails it).
   struct ChainSums {
-    double end = 0;
+    double length = 0;
     double flops = 0;
     double bytes = 0;
     std::array<double, 4> part{};  // by Priced::part(); [0] stays 0
     double overhead = 0;
-    bool chain = true;
+    bool nonnegative = true;
 
     // Every op adds to every sum (zero where it has no share): selects, not an indexed store
     // and load per op, so that the sums stay in registers.
     void add(const Priced& p, double launch_ns) {
-      end += p.duration_ns;
+      length += p.duration_ns;
       flops += p.flops;
       bytes += p.bytes;
-      chain = chain && p.body_ns >= 0;
+      nonnegative = nonnegative && p.body_ns >= 0;
       const std::uint8_t k = p.part();
       part[1] += k == 1 ? p.body_ns : 0.0;
       part[2] += k == 2 ? p.body_ns : 0.0;
