@@ -8,6 +8,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <span>
 #include <sstream>
 #include <utility>
 
@@ -24,6 +25,7 @@
 #include "exitsim/engine/quality_eval.hpp"
 #include "exitsim/engine/quality_table.hpp"
 #include "exitsim/engine/tokenizer.hpp"
+#include "exitsim/policy/exit_policy.hpp"
 #include "exitsim/sim/cost/cost_profile.hpp"
 #include "exitsim/sim/policy_params.hpp"
 #include "exitsim/sim/workload/workload.hpp"
@@ -178,32 +180,57 @@ struct EvalArgs {
   std::string out;
 };
 
+// Builds each setting's policy for the model before anything is evaluated, so that a bad value
+// is refused in a second, naming the option it came from, not after minutes of evaluation.
+void check_settings_before_evaluating(std::span<const policy::ExitPolicyParams> settings,
+                                      std::span<const std::string> options,
+                                      const engine::Backend& model) {
+  for (std::size_t i = 0; i < settings.size(); ++i) {
+    try {
+      policy::make_exit_policy(settings[i], model.depth());
+    } catch (const InputError& e) {
+      throw InputError({"", 0, 0, options[i]}, e.message());
+    }
+  }
+}
+
 void run_eval(const EvalArgs& args) {
   const auto loaded = load_model(args.model);
   const std::vector<std::int32_t> corpus = args.model.corpus(loaded->config);
   std::vector<policy::ExitPolicyParams> settings;
+  std::vector<std::string> setting_options;  // the option each setting came from
   for (const double t : args.thresholds) {
     policy::ExitPolicyParams p;
     p.kind = "confidence";
     p.threshold = t;
     p.confidence_measure = args.measure;
     settings.push_back(p);
+    setting_options.emplace_back("--thresholds");
   }
   for (const double t : args.router_thresholds) {
     policy::ExitPolicyParams p;
     p.kind = "router_expert_choice";
     p.threshold = t;
     settings.push_back(p);
+    setting_options.emplace_back("--router-thresholds");
   }
   // Setting-less policies: one row each, what the simulator replays them from.
-  for (const auto& [wanted, kind] :
-       {std::pair{args.token_choice, "router_token_choice"}, std::pair{args.oracle, "oracle"}}) {
-    if (!wanted)
+  struct SettingLess {
+    bool wanted;
+    const char* kind;
+    const char* option;
+  };
+  for (const SettingLess& policy :
+       {SettingLess{args.token_choice, "router_token_choice", "--token-choice"},
+        SettingLess{args.oracle, "oracle", "--oracle"}}) {
+    if (!policy.wanted)
       continue;
     policy::ExitPolicyParams p;
-    p.kind = kind;
+    p.kind = policy.kind;
     settings.push_back(p);
+    setting_options.emplace_back(policy.option);
   }
+  check_settings_before_evaluating(settings, setting_options, *loaded->model);
   engine::QualityEvalOptions options = args.options;
   const bool recursive = loaded->config.shape.depth.recursions > 0;
   options.strategies.clear();
@@ -230,6 +257,10 @@ void run_eval(const EvalArgs& args) {
                                                 options.window),
                                     fmt::format("{} tokens", corpus.size())));
   }
+  // The output is created before the evaluation, so an unwritable path fails at once.
+  std::optional<traces::detail::AtomicOutputFile> file;
+  if (!args.out.empty())
+    file.emplace(args.out);
   ProgressReporter reporter("engine eval", "tokens scored");
   options.progress = [&](std::int64_t done, std::int64_t total) {
     reporter.update(static_cast<double>(done), static_cast<double>(total));
@@ -242,10 +273,9 @@ void run_eval(const EvalArgs& args) {
   // The table goes to the file when one is named, else to stdout: never both.
   if (args.out.empty())
     fmt::print("{}", text.str());
-  if (!args.out.empty()) {
-    traces::detail::AtomicOutputFile file(args.out);
-    file.write(text.str());
-    file.finish();
+  if (file) {
+    file->write(text.str());
+    file->finish();
     fmt::print("wrote {}\n", args.out);
   }
 }

@@ -438,6 +438,33 @@ TEST_F(Cli, EngineRunsAModelAndItsQualityTableFeedsTheSimulator) {
   EXPECT_EQ(sim.exit_code, 0) << sim.err;
 }
 
+// Finding N14: `engine eval --thresholds nan` evaluated for 45 s before refusing the value. Every
+// setting is now checked before the first token is scored: stderr is the refusal alone (no
+// progress line, which the evaluation prints as it scores), naming the option, and no table is
+// written. A good setting beside the bad one does not hide it.
+TEST_F(Cli, EngineEvalRefusesABadSettingBeforeEvaluating) {
+  const std::string common = random_model_and_text("Settings are checked first. ", 40);
+  const fs::path table = dir_ / "quality.csv";
+  for (const auto& [option, found] :
+       {std::pair{std::string("--thresholds 0.5,nan"), std::string("--thresholds: expected a "
+                                                                   "finite number, found nan")},
+        std::pair{std::string("--router-thresholds inf"),
+                  std::string("--router-thresholds: expected a finite number, found inf")}}) {
+    const Result refused = run("engine eval " + common + " " + option +
+                               " --context 16 --window 32 -o '" + table.string() + "'");
+    EXPECT_EQ(refused.exit_code, 1) << refused.err;
+    EXPECT_EQ(refused.err, "exitsim: error: " + found + "\n");
+    EXPECT_FALSE(fs::exists(table));
+  }
+  // The same command with good values evaluates (and prints its progress as it scores).
+  const Result evaluated =
+      run("engine eval " + common +
+          " --thresholds 0.5 --context 16 --window 32 --max-windows 2 -o '" + table.string() + "'");
+  ASSERT_EQ(evaluated.exit_code, 0) << evaluated.err;
+  EXPECT_NE(evaluated.err.find("tokens scored"), std::string::npos) << evaluated.err;
+  EXPECT_TRUE(fs::exists(table));
+}
+
 // `engine profile-ops` writes an op grid with its run description; calibrate fits every layer op
 // from it, in both call shapes, and says the residual is unmeasured. A grid of noise (the same
 // file with its medians scrambled across two orders of magnitude) is refused in one line, and no
