@@ -44,10 +44,29 @@ class ByteSource {
 
   bool at_end() { return next_ == end_ && !refill(); }
   char current() const { return *next_; }
-  void advance() { ++next_; }
-  // 1-based offset of the byte last read, as nlohmann's parse_error.byte counts.
+  // Past the byte just read. A run of whitespace between tokens reaches the parser as its first
+  // byte only: nlohmann keeps every byte since the last string or number for its messages, so a
+  // gigabyte of spaces (a small gzip) would otherwise be held whole.
+  void advance() {
+    const char c = *next_++;
+    if (in_string_) {
+      if (escaped_)
+        escaped_ = false;
+      else if (c == '\\')
+        escaped_ = true;
+      else if (c == '"')
+        in_string_ = false;
+    } else if (c == '"') {
+      in_string_ = true;
+    } else if (is_whitespace(c)) {
+      while (!at_end() && is_whitespace(*next_))
+        ++next_;
+    }
+  }
+  // 1-based offset of the byte last read, as nlohmann's parse_error.byte counts (the end of the
+  // input is one past the last byte).
   std::uint64_t offset() const {
-    return before_chunk_ + static_cast<std::uint64_t>(next_ - begin_);
+    return before_chunk_ + static_cast<std::uint64_t>(next_ - begin_) + (exhausted_ ? 1 : 0);
   }
 
  protected:
@@ -57,10 +76,13 @@ class ByteSource {
  private:
   bool refill() {
     before_chunk_ += static_cast<std::uint64_t>(end_ - begin_);
+    begin_ = next_ = end_;  // counted
     const char* begin = nullptr;
     const char* end = nullptr;
-    if (!read_chunk(begin, end) || begin == end)
+    if (!read_chunk(begin, end) || begin == end) {
+      exhausted_ = true;
       return false;
+    }
     if (before_chunk_ == 0 && std::string_view(begin, end).starts_with("\xEF\xBB\xBF"))
       begin += 3;  // a UTF-8 BOM, which RFC 8259 lets a reader skip
     begin_ = next_ = begin;
@@ -78,8 +100,13 @@ class ByteSource {
     return true;
   }
 
+  static bool is_whitespace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
   std::uint64_t max_bytes_;
   std::string cap_what_;
+  bool in_string_ = false;
+  bool escaped_ = false;
+  bool exhausted_ = false;
   std::uint64_t before_chunk_ = 0;
   const char* begin_ = nullptr;
   const char* next_ = nullptr;
@@ -248,10 +275,12 @@ json parse_source(ByteSource& source, const JsonInput& input, const JsonFilter& 
     if (refusal.not_json)
       throw InputError(where, expected_found(input.what, refusal.message));
     throw InputError(where, refusal.message);
-  } catch (const json::parse_error& e) {
-    throw InputError(where,
-                     expected_found(input.what, fmt::format("invalid JSON at byte {}",
-                                                            std::max<std::size_t>(e.byte, 1))));
+  } catch (const json::parse_error&) {
+    // At the source's offset: nlohmann's count skips the whitespace runs ByteSource collapses.
+    throw InputError(
+        where,
+        expected_found(input.what, fmt::format("invalid JSON at byte {}",
+                                               std::max<std::uint64_t>(source.offset(), 1))));
   } catch (const json::out_of_range& e) {  // 1e400: number overflow
     throw InputError(
         where, expected_found("JSON numbers within the range of a double", library_message(e)));

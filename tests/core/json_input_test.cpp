@@ -110,6 +110,19 @@ TEST(JsonInput, MalformedTextNulAndHugeNumbersAreRefusedByName) {
   EXPECT_EQ(parse_json("\xEF\xBB\xBF[1]", JsonInput{"f.json"}).dump(), "[1]");
 }
 
+// Runs of whitespace between tokens reach the parser as one byte (nlohmann would keep them all
+// for its messages: a gzip of 1 GiB of spaces held 1 GiB); inside strings they are kept, and
+// positions in messages still count every byte of the file (an error found at a whitespace byte
+// is placed at the end of its run).
+TEST(JsonInput, WhitespaceRunsAreCollapsedOutsideStringsOnly) {
+  EXPECT_EQ(parse_json("[1,\n     \t  \"a  \\\"  b\"   ,  2]", JsonInput{"f.json"}).dump(),
+            R"([1,"a  \"  b",2])");
+  EXPECT_EQ(parse_error("[1,          x]"),
+            "f.json: expected a thing, found invalid JSON at byte 14");
+  EXPECT_EQ(parse_error("[1,      "), "f.json: expected a thing, found invalid JSON at byte 10");
+  EXPECT_EQ(parse_error("[tr  ue]"), "f.json: expected a thing, found invalid JSON at byte 5");
+}
+
 TEST(JsonInput, TextBeyondTheCapIsRefusedWithTheCap) {
   EXPECT_EQ(parse_error(std::string((1u << 20) + 1, ' '), 1u << 20),
             "f.json: expected at most 1 MiB of JSON, found 1048577 bytes");
