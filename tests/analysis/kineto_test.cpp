@@ -402,3 +402,51 @@ TEST(Kineto, SkipsLayersWhoseMlpIsNotDense) {
 
 }  // namespace
 }  // namespace exitsim::analysis
+
+namespace exitsim::analysis {
+namespace {
+
+std::string kineto_error(const std::string& path) {
+  return error_of([&] { calibrate_kineto(std::vector<std::string>{path}, {}); });
+}
+
+// N5: a 1 MB gzip of 1 GiB of spaces and an empty trace was inflated whole (3 GB, 27 s). It is
+// inflated as it is parsed and stops at the 1 GiB cap. The file is one small gzip member of
+// 1 MiB of spaces written 1,025 times (gzip readers inflate concatenated members as one stream).
+TEST(Kineto, AGzipBombStopsAtTheInflatedCap) {
+  test_support::TempDir dir;
+  const std::string member_path = dir.path("member.gz");
+  gzFile member = gzopen(member_path.c_str(), "wb9");
+  const std::string spaces(1u << 20, ' ');
+  gzwrite(member, spaces.data(), static_cast<unsigned>(spaces.size()));
+  gzclose(member);
+  std::ifstream in(member_path, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string bomb;
+  for (int i = 0; i < 1025; ++i)
+    bomb += bytes;
+  const std::string path = dir.write("bomb.json.gz", bomb);
+  ASSERT_LT(bomb.size(), 2u << 20);
+  EXPECT_EQ(kineto_error(path),
+            path + ": expected at most 1024 MiB of JSON once inflated, found more");
+}
+
+// N15: a key given twice was read last-wins in Kineto traces, refused in config.json.
+TEST(Kineto, AKeyTwiceIsRefused) {
+  test_support::TempDir dir;
+  const std::string path = dir.write("twice.json", R"({"traceEvents": [{"ph": "X", "ph": "B"}]})");
+  EXPECT_EQ(kineto_error(path),
+            path + ": expected each key once per object, found the key \"ph\" again at byte 33");
+}
+
+// N1 through a Kineto trace: refused at the 33rd level.
+TEST(Kineto, DeepNestingIsRefused) {
+  test_support::TempDir dir;
+  const std::string path =
+      dir.write("deep.json", std::string(100000, '[') + std::string(100000, ']'));
+  EXPECT_EQ(kineto_error(path),
+            path + ": expected at most 32 levels of nesting, found deeper nesting at byte 33");
+}
+
+}  // namespace
+}  // namespace exitsim::analysis

@@ -64,9 +64,9 @@ TEST(RequestMooncake, MalformedLines) {
     EXPECT_EQ(error_of(path), path + ":2" + expected) << row;
   };
   check("{\"timestamp\": 11, \"input_length\": 5\n",
-        ":36: expected a JSON object, found malformed JSON");
+        ": expected a JSON object, found invalid JSON at byte 36");
   check("{\"timestamp\": 11, \"input_length\": 5, \"output_length\": 5} x\n",
-        ":58: expected a JSON object, found malformed JSON");
+        ": expected a JSON object, found invalid JSON at byte 58");
   check("[1, 2]\n", ":1: expected a JSON object, found an array");
   check("{\"timestamp\": 11, \"input_length\": 5}\n",
         ": output_length: expected a key \"output_length\", found none");

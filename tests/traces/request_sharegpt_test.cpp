@@ -157,11 +157,9 @@ std::string conversation_with(const std::string& turns) {
 
 const BadShareGpt k_bad_sharegpt[] = {
     {"NotJson", [] { return std::string("[{\"conversations\": [}"); },
-     "expected a ShareGPT JSON array of conversations, found malformed JSON (parse error at line "
-     "1, "
-     "column 21: syntax error while parsing value"},
+     "expected a ShareGPT JSON array of conversations, found invalid JSON at byte 21"},
     {"Empty", [] { return std::string(); },
-     "expected a ShareGPT JSON array of conversations, found malformed JSON"},
+     "expected a ShareGPT JSON array of conversations, found invalid JSON at byte 1"},
     {"ObjectNotArray", [] { return std::string(R"({"conversations": []})"); },
      "expected a ShareGPT JSON array of conversations, found {\"conversations\":[]}"},
     {"ElementNotObject", [] { return std::string("[1]"); },
@@ -189,9 +187,21 @@ const BadShareGpt k_bad_sharegpt[] = {
      [] {
        return conversation_with(std::string(R"({"from": "human", "value": "a)") + '\0' + "b\"}");
      },
-     "expected a ShareGPT JSON array of conversations, found malformed JSON"},
+     "expected a ShareGPT JSON array of conversations, found a NUL byte at byte 61"},
     {"HugeNumber", [] { return std::string(R"([{"id": 1e400, "conversations": []}])"); },
      "expected JSON numbers within the range of a double"},
+    // N1: 100,000 levels (200 kB) segfaulted (the refusal's dump() recursed once per level).
+    {"DeepNesting", [] { return std::string(100000, '[') + std::string(100000, ']'); },
+     "expected at most 32 levels of nesting, found deeper nesting at byte 33"},
+    {"DeepTurnValue",
+     [] {
+       return conversation_with(R"({"from": "human", "value": )" + std::string(100000, '[') +
+                                std::string(100000, ']') + "}");
+     },
+     "expected at most 32 levels of nesting, found deeper nesting at byte 87"},
+    {"KeyTwice",
+     [] { return conversation_with(R"({"from": "human", "from": "gpt", "value": "hi"})"); },
+     "expected each key once per object, found the key \"from\" again at byte 55"},
     {"HugeTurn",
      [] {
        return conversation_with(R"({"from": "human", "value": ")" +

@@ -12,6 +12,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "exitsim/text/added_token_trie.hpp"
+
 // ICU's namespace is versioned (icu_72) with `icu` an alias, so declarations go through its macros.
 U_NAMESPACE_BEGIN
 class RegexPattern;
@@ -23,11 +25,6 @@ namespace exitsim::text {
 struct MergeRule {
   std::int32_t rank = 0;    // the merge's index in model.merges: lower merges first
   std::int32_t merged = 0;  // the id of the joined token
-};
-
-struct AddedToken {
-  std::string content;
-  std::int32_t id = 0;
 };
 
 // One pre-tokenizer step, applied to every piece the steps before it made.
@@ -46,10 +43,7 @@ struct BpeModel {
   std::vector<bool> is_added;                           // by id: decodes to its content verbatim
   std::array<std::int32_t, 256> byte_ids{};             // the id of each byte's one-symbol token
   std::unordered_map<std::uint64_t, MergeRule> merges;  // key: pair_key(left, right)
-  std::vector<AddedToken> added;  // longest content first, for leftmost-longest splits
-  // Whether some added token starts with the byte: most text positions skip the added tokens
-  // (Llama 3 has 256, all starting with '<').
-  std::array<bool, 256> starts_added{};
+  AddedTokenTrie added;  // text splits at the leftmost, longest added token
   std::vector<PreTokenizerStep> pre_tokenizer;
   const icu::Normalizer2* nfc = nullptr;  // set for an NFC normalizer; ICU owns it
   // The post-processor's single-sequence template: ids around the text's own (Llama 3's

@@ -2,47 +2,18 @@
 
 #include <fmt/format.h>
 
-#include <array>
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <limits>
 #include <queue>
 #include <stdexcept>
-#include <system_error>
 
 #include "bpe_model.hpp"
 #include "byte_alphabet.hpp"
 #include "exitsim/core/error.hpp"
-#include "exitsim/core/input_file.hpp"
 #include "pre_tokenize.hpp"
 #include "tokenizer_json.hpp"
 
 namespace exitsim::text {
 namespace {
-
-// Llama 3's tokenizer.json is 9 MB; a file far larger is a mistake, not a tokenizer.
-constexpr std::size_t k_max_tokenizer_bytes = std::size_t{1} << 30;
-
-std::string read_tokenizer_file(const std::filesystem::path& path) {
-  const std::string file = path.string();
-  std::ifstream in = open_input_file(file, "tokenizer file");
-  std::string text;
-  std::array<char, 1 << 16> chunk{};
-  while (text.size() <= k_max_tokenizer_bytes && in) {
-    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
-    text.append(chunk.data(), static_cast<std::size_t>(in.gcount()));
-  }
-  if (in.bad()) {
-    throw InputError(SourceLocation{file, 0, 0, ""},
-                     fmt::format("cannot open the tokenizer file: {}", std::strerror(errno)));
-  }
-  if (text.size() > k_max_tokenizer_bytes) {
-    throw InputError(SourceLocation{file, 0, 0, ""},
-                     expected_found("a tokenizer.json of at most 1 GiB", "a larger file"));
-  }
-  return text;
-}
 
 // Merges one piece's byte symbols: while some adjacent pair has a merge, the lowest-ranked one
 // (the leftmost of equals) joins. The symbols form a linked list and the candidate pairs a
@@ -117,15 +88,6 @@ void merge_piece(const BpeModel& model, const std::string& piece, std::vector<st
   }
 }
 
-// The added token starting at `at`, longest first; null when none does.
-const AddedToken* added_token_at(const BpeModel& model, std::string_view text, std::size_t at) {
-  for (const AddedToken& token : model.added) {
-    if (text.compare(at, token.content.size(), token.content) == 0)
-      return &token;
-  }
-  return nullptr;
-}
-
 }  // namespace
 
 BpeTokenizer::BpeTokenizer(std::unique_ptr<const BpeModel> model) : model_(std::move(model)) {}
@@ -134,7 +96,7 @@ BpeTokenizer& BpeTokenizer::operator=(BpeTokenizer&&) noexcept = default;
 BpeTokenizer::~BpeTokenizer() = default;
 
 BpeTokenizer BpeTokenizer::from_file(const std::filesystem::path& path) {
-  return from_json_text(read_tokenizer_file(path), path.string());
+  return BpeTokenizer(read_tokenizer_json(path.string()));
 }
 
 BpeTokenizer BpeTokenizer::from_json_text(std::string_view json_text, const std::string& file) {
@@ -150,16 +112,17 @@ std::vector<std::int32_t> BpeTokenizer::encode(std::string_view text) const {
   std::size_t plain_start = 0;
   std::size_t at = 0;
   while (at < text.size()) {
-    const AddedToken* added = model_->starts_added[static_cast<unsigned char>(text[at])]
-                                  ? added_token_at(*model_, text, at)
-                                  : nullptr;
-    if (added == nullptr) {
+    const std::optional<AddedTokenTrie::Match> added =
+        model_->added.starts_with(static_cast<unsigned char>(text[at]))
+            ? model_->added.longest_at(text, at)
+            : std::nullopt;
+    if (!added) {
       ++at;
       continue;
     }
     encode_plain(text.substr(plain_start, at - plain_start));
     ids.push_back(added->id);
-    at += added->content.size();
+    at += added->length;
     plain_start = at;
   }
   encode_plain(text.substr(plain_start));

@@ -5,25 +5,22 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "exitsim/core/error.hpp"
+#include "exitsim/core/json_input.hpp"
 
 namespace exitsim::text {
 
 using nlohmann::json;
 
-inline constexpr std::size_t k_max_shown_chars = 60;
-
-// A JSON value as an error shows it: short values whole, long ones cut.
+// A JSON value as an error shows it: short values whole, long ones cut, in bounded work.
 inline std::string shown(const json& value) {
-  std::string text = value.dump(-1, ' ', false, json::error_handler_t::replace);
-  if (text.size() > k_max_shown_chars)
-    text = text.substr(0, k_max_shown_chars) + "...";
-  return text;
+  return json_shown(value);
 }
 
 class Reader {
@@ -68,15 +65,25 @@ class Reader {
     return it->get<bool>();
   }
 
+  // Ids are held near the file's count of vocab entries and added tokens (set_id_limit), so the
+  // tables indexed by id stay as large as the file's own entries, give or take k_id_slack.
+  static constexpr std::int64_t k_id_slack = 65536;
+  void set_id_limit(std::int64_t entries) {
+    entries_ = entries;
+    id_limit_ =
+        std::min<std::int64_t>(entries + k_id_slack, std::numeric_limits<std::int32_t>::max());
+  }
+
   std::int32_t id_value(const json& value, const std::string& key) const {
     const std::string expected =
-        fmt::format("a token id in [0, {}]", std::numeric_limits<std::int32_t>::max() - 1);
-    if (!value.is_number_integer())
-      fail(key, expected, shown(value));
-    if (value.is_number_unsigned()
-            ? value.get<std::uint64_t>() >= std::numeric_limits<std::int32_t>::max()
-            : value.get<std::int64_t>() < 0 ||
-                  value.get<std::int64_t>() >= std::numeric_limits<std::int32_t>::max())
+        fmt::format("a token id in [0, {}] (the file's {} vocab entries and added tokens, plus {})",
+                    id_limit_ - 1, entries_, k_id_slack);
+    const bool in_range = value.is_number_unsigned()
+                              ? value.get<std::uint64_t>() < static_cast<std::uint64_t>(id_limit_)
+                          : value.is_number_integer() ? value.get<std::int64_t>() >= 0 &&
+                                                            value.get<std::int64_t>() < id_limit_
+                                                      : false;
+    if (!in_range)
       fail(key, expected, shown(value));
     return static_cast<std::int32_t>(value.get<std::int64_t>());
   }
@@ -87,6 +94,8 @@ class Reader {
 
  private:
   const std::string& file_;
+  std::int64_t entries_ = 0;
+  std::int64_t id_limit_ = k_id_slack;
 };
 
 inline std::string quoted_token(const std::string& token) {

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -10,9 +11,15 @@
 namespace exitsim::text {
 
 // Reads tokenizer.json text into a BpeModel; every failure an InputError naming `file` and the
-// key path.
+// key path. The JSON is read with exitsim's limits (core/json_input.hpp) and at most
+// k_max_tokenizer_bytes.
 std::unique_ptr<const BpeModel> parse_tokenizer_json(std::string_view text,
                                                      const std::string& file);
+// The same from the file `path`, streamed into the parser.
+std::unique_ptr<const BpeModel> read_tokenizer_json(const std::string& path);
+
+// Llama 3's tokenizer.json is 9 MB; a file far larger is a mistake, not a tokenizer.
+inline constexpr std::uint64_t k_max_tokenizer_bytes = std::uint64_t{1} << 30;
 
 class Reader;
 

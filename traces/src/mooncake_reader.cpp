@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "exitsim/core/error.hpp"
+#include "exitsim/core/json_input.hpp"
 #include "exitsim/traces/json_document.hpp"
 #include "readers.hpp"
 #include "row_source.hpp"
@@ -50,18 +51,11 @@ class MooncakeSource final : public RowSource {
  private:
   std::optional<ParsedRow> parse(std::string_view line, const RowContext& where) override {
     json object;
-    // nlohmann stops at a NUL as at the end: bytes after one would be ignored without a word.
-    if (const std::size_t nul = line.find('\0'); nul != std::string_view::npos)
-      fail_at(where, static_cast<std::int64_t>(nul) + 1, "",
-              expected_found("a JSON object", "a NUL byte"));
     try {
-      object = json::parse(line);
-    } catch (const json::parse_error& error) {
-      fail_at(where, static_cast<std::int64_t>(error.byte), "",
-              expected_found("a JSON object", "malformed JSON"));
-    } catch (const json::exception& error) {  // 1e400: nlohmann's out_of_range
-      fail_at(where, 1, "",
-              expected_found("JSON numbers within the range of a double", library_message(error)));
+      // exitsim's JSON limits, a row at a time: 32 levels, each key once, no NUL.
+      object = parse_json(line, JsonInput{std::string(where.file), "a JSON object"});
+    } catch (const InputError& error) {  // the row's line, not the whole file
+      fail_at(where, 0, "", error.message());
     }
     if (!object.is_object()) {
       fail_at(where, 1, "", expected_found("a JSON object", describe(object)));

@@ -70,8 +70,8 @@ class Reader {
   explicit Reader(const std::string& path) : path_(path) {}
 
   ServingBenchmark read() {
-    std::ifstream in = open_input_file(path_, "serving benchmark result");
-    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string text =
+        read_text_file(path_, k_max_json_document_bytes, "serving benchmark result");
     ServingBenchmark b;
     b.path = path_;
     b.lines = 1;

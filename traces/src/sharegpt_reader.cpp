@@ -4,13 +4,10 @@
 // tokenizer.json. Later turns are not replayed. No arrival times.
 #include <fmt/format.h>
 
-#include <cerrno>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "exitsim/core/error.hpp"
+#include "exitsim/core/json_input.hpp"
 #include "exitsim/text/bpe_tokenizer.hpp"
 #include "exitsim/traces/json_document.hpp"
 #include "readers.hpp"
@@ -22,6 +19,9 @@ using nlohmann::json;
 
 // ShareGPT's longest turns are some 100 KB; a turn far longer is not a conversation.
 constexpr std::size_t k_max_turn_bytes = std::size_t{16} << 20;
+// ShareGPT_V3_unfiltered_cleaned_split.json is 642 MB; the file is streamed, so the cap bounds
+// the time spent reading, not memory.
+constexpr std::uint64_t k_max_trace_bytes = std::uint64_t{4} << 30;
 
 bool is_prompt_role(const std::string& from) {
   return from == "human" || from == "user";
@@ -44,29 +44,12 @@ class ShareGptReader {
   // Parses the whole file, keeping only each conversation's two lengths: the array is read one
   // conversation at a time (each discarded once counted), so memory does not grow with turns.
   void read() {
-    std::error_code ec;
-    errno = 0;
-    std::ifstream in(path_, std::ios::binary);
-    if (std::filesystem::is_directory(path_, ec) || !in.is_open()) {
-      const int err = std::filesystem::is_directory(path_, ec) ? EISDIR : errno;
-      throw InputError(SourceLocation{path_, 0, 0, ""},
-                       fmt::format("cannot open the ShareGPT trace: {}",
-                                   err != 0 ? std::strerror(err) : "the file could not be opened"));
-    }
-    json root;
-    try {
-      root = json::parse(in, [this](int depth, json::parse_event_t event, json& parsed) {
-        return keep(depth, event, parsed);
-      });
-    } catch (const json::parse_error& error) {
-      throw InputError(SourceLocation{path_, 0, 0, ""},
-                       expected_found("a ShareGPT JSON array of conversations",
-                                      "malformed JSON (" + library_message(error) + ")"));
-    } catch (const json::exception& error) {  // 1e400: nlohmann's out_of_range
-      throw InputError(
-          SourceLocation{path_, 0, 0, ""},
-          expected_found("JSON numbers within the range of a double", library_message(error)));
-    }
+    JsonInput input{path_, "a ShareGPT JSON array of conversations", k_max_trace_bytes};
+    input.file_kind = "ShareGPT trace";
+    const json root =
+        read_json_file(input, [this](int depth, json::parse_event_t event, json& parsed) {
+          return keep(depth, event, parsed);
+        });
     if (!root.is_array()) {
       throw InputError(SourceLocation{path_, 0, 0, ""},
                        expected_found("a ShareGPT JSON array of conversations", json_shown(root)));

@@ -3,7 +3,6 @@
 #include "kineto_events.hpp"
 
 #include <fmt/format.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <array>
@@ -14,6 +13,7 @@
 #include <optional>
 
 #include "exitsim/core/error.hpp"
+#include "exitsim/core/json_input.hpp"
 #include "exitsim/traces/json_document.hpp"
 
 namespace exitsim::analysis::kineto {
@@ -25,25 +25,17 @@ using nlohmann::json;
   throw InputError(SourceLocation{path, 0, 0, key}, what);
 }
 
-// gzread reads plain files unchanged, so one path serves .json and .json.gz.
-std::string read_maybe_gzipped(const std::string& path) {
-  const std::unique_ptr<gzFile_s, int (*)(gzFile)> file(gzopen(path.c_str(), "rb"), gzclose);
-  if (!file)
-    fail(path, "", expected_found("a readable PyTorch profiler trace", "no readable file"));
-  std::string text;
-  std::array<char, 1 << 16> buffer{};
-  for (;;) {
-    const int n = gzread(file.get(), buffer.data(), static_cast<unsigned>(buffer.size()));
-    if (n < 0) {
-      int code = 0;
-      const char* message = gzerror(file.get(), &code);
-      fail(path, "", expected_found("a readable gzip or JSON file", message));
-    }
-    if (n == 0)
-      break;
-    text.append(buffer.data(), static_cast<std::size_t>(n));
-  }
-  return text;
+// A Kineto trace of a few profiled steps is some 10-100 MB of JSON (a few MB gzipped), and
+// parsed it takes several times that in memory: 1 GiB of text, plain or inflated, is the most
+// read. The gzip is inflated as it is parsed, so a small file that inflates to gigabytes stops
+// at the cap (a 1 MB gzip of 1 GiB of spaces once took 3 GB).
+constexpr std::uint64_t k_max_trace_bytes = std::uint64_t{1} << 30;
+
+json read_trace_json(const std::string& path) {
+  JsonInput input{path, "a PyTorch profiler trace (Chrome trace JSON)", k_max_trace_bytes,
+                  k_max_trace_bytes};
+  input.file_kind = "PyTorch profiler trace";
+  return read_json_file(input);
 }
 
 std::string lower(std::string text) {
@@ -187,8 +179,7 @@ std::vector<std::vector<std::int64_t>> input_dims(const std::string& path, const
 }  // namespace
 
 Trace read_trace(const std::string& path) {
-  const json root = traces::parse_json_document(read_maybe_gzipped(path), path,
-                                                "a PyTorch profiler trace (Chrome trace JSON)");
+  const json root = read_trace_json(path);
   if (root.is_array()) {
     fail(path, "",
          expected_found("a torch.profiler (Kineto) trace, an object with \"traceEvents\"",

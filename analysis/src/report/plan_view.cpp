@@ -5,11 +5,9 @@
 
 namespace exitsim::analysis::report_parts {
 
-PlanView::PlanView(const std::string& plan_json) {
-  if (plan_json.empty())
-    return;
-  const nlohmann::json plan = nlohmann::json::parse(plan_json, nullptr, false);
-  if (!plan.is_object() || !plan.contains("candidates") || !plan["candidates"].is_array())
+PlanView::PlanView(const ReportInputs& in) {
+  const nlohmann::json plan = plan_document(in);
+  if (plan.is_null())
     return;
   for (const nlohmann::json& c : plan["candidates"]) {
     if (!c.is_object() || !c.contains("candidate") || !c["candidate"].is_string())

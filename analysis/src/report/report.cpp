@@ -55,18 +55,6 @@ double run_metric(const RunMetrics& m, const std::string& name) {
   return it->second;
 }
 
-json parse_input(const std::string& text, const std::string& path, const char* what,
-                 const char* format) {
-  const std::string file = path.empty() ? std::string(what) : path;
-  const json j = traces::parse_json_document(text, file, "JSON");
-  if (!j.is_object() || !j.contains("format") || j["format"] != format)
-    throw InputError(
-        {file, 0, 0, path.empty() ? "format" : std::string(what) + ": format"},
-        expected_found(fmt::format("\"{}\"", format),
-                       j.is_object() && j.contains("format") ? j["format"].dump() : "none"));
-  return j;
-}
-
 // The point's name: the full-depth baseline is named as the reference.
 std::string point_label(const FrontierRow& p) {
   return p.reference ? "full depth (reference)" : p.key;
@@ -118,7 +106,7 @@ void collapse_same_configurations(Report& r, const std::vector<RunSetting>& sett
 }  // namespace
 
 std::string default_efficiency(const ReportInputs& in) {
-  const PlanView plan(in.plan_json);
+  const PlanView plan(in);
   if (in.runs.empty() || plan.candidates.empty())
     return "throughput_tokens_per_s";
   for (const RunRecord& run : in.runs) {
@@ -135,7 +123,7 @@ Report build_report(const ReportInputs& in) {
   std::string body;
 
   // Efficiency-quality plane.
-  const PlanView plan(in.plan_json);
+  const PlanView plan(in);
   if (is_capacity(in.efficiency_objective.metric) && in.plan_json.empty()) {
     throw InputError(
         {"", 0, 0, "--efficiency"},
@@ -329,21 +317,21 @@ Report build_report(const ReportInputs& in) {
     r.notes.push_back("no capacity plan: give --plan with the JSON of `exitsim plan -o`");
     body += section("Capacity", empty_note(r.notes.back()));
   } else {
-    const json plan_doc = parse_input(in.plan_json, in.plan_path, "--plan", "exitsim-plan v1");
+    const json plan_doc = plan_document(in);
     std::vector<std::pair<std::string, double>> bars;
     std::vector<std::vector<std::string>> rows;
     for (const json& c : plan_doc["candidates"]) {
       const std::string name = c["candidate"].get<std::string>().empty()
                                    ? "(scenario)"
                                    : c["candidate"].get<std::string>();
-      bars.emplace_back(name, c["max_load_per_replica"].get<double>());
+      bars.emplace_back(name, json_number(c, "max_load_per_replica"));
       const bool lower_bound = c.contains("max_load_is_lower_bound") &&
                                c["max_load_is_lower_bound"].is_boolean() &&
                                c["max_load_is_lower_bound"].get<bool>();
       rows.push_back(
-          {name, (lower_bound ? ">= " : "") + fmt_number(c["max_load_per_replica"].get<double>()),
-           fmt_number(c["tpot_p99_ms_at_max"].get<double>()),
-           std::to_string(c["replicas"].get<int>()), fmt_number(c["cost_per_hour"].get<double>()),
+          {name, (lower_bound ? ">= " : "") + fmt_number(json_number(c, "max_load_per_replica")),
+           fmt_number(json_number(c, "tpot_p99_ms_at_max")),
+           std::to_string(c["replicas"].get<int>()), fmt_number(json_number(c, "cost_per_hour")),
            c["recommended"].get<bool>() ? "yes" : ""});
     }
     const std::string load_key = plan_doc["candidates"].empty()
@@ -387,8 +375,7 @@ Report build_report(const ReportInputs& in) {
     r.notes.push_back("no validation: give --validation with `exitsim validate`'s JSON");
     body += section("Validation against the engine", empty_note(r.notes.back()));
   } else {
-    const json v = parse_input(in.validation_json, in.validation_path, "--validation",
-                               "exitsim-validation v1");
+    const json v = validation_document(in);
     body += validation_section(v);
     out["validation"] = v;
   }

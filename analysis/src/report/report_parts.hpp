@@ -29,7 +29,7 @@ RunSetting setting_of(const RunRecord& run);
 // by the sweep point's key and the load's key. Empty for no plan or one without candidates
 // (build_report refuses a malformed plan in its Capacity section).
 struct PlanView {
-  explicit PlanView(const std::string& plan_json);
+  explicit PlanView(const ReportInputs& in);
   std::map<std::string, nlohmann::json> candidates;
   std::string load_key;  // workload.arrivals.rate or workload.trace.rate_scale
   const nlohmann::json* find(const std::string& key) const;
@@ -39,6 +39,14 @@ struct PlanView {
 
 // A JSON object's numeric field; NaN when the object, the field or its number is missing.
 double json_number(const nlohmann::json& object, const char* field);
+// The same with a fallback for a missing field or a null (an infinity as nlohmann writes it).
+double number_or(const nlohmann::json& object, const char* field, double fallback);
+
+// --plan and --validation (null when not given), read with exitsim's JSON limits and checked:
+// every key the report reads has the type it is read as, else an InputError naming the file and
+// the key path ("strategies[0].metrics[2].engine_runs: expected an integer ..., found \"3\"").
+nlohmann::json plan_document(const ReportInputs& in);
+nlohmann::json validation_document(const ReportInputs& in);
 
 // The efficiency metrics read from the plan rather than from a run.
 bool is_capacity(const std::string& metric);

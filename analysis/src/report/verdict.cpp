@@ -28,17 +28,18 @@ std::string plan_sentence(const PlanView& plan, const std::string& key,
                          ? fmt::format(
                                " For the plan's target it needs {} replica(s) ({} GPU(s)), {} "
                                "per hour, {} per million output tokens",
-                               replicas, gpus, fmt_number(c->value("cost_per_hour", 0.0)),
-                               fmt_number(c->value("cost_per_million_tokens", 0.0)))
+                               replicas, gpus, fmt_number(number_or(*c, "cost_per_hour", 0.0)),
+                               fmt_number(number_or(*c, "cost_per_million_tokens", 0.0)))
                          : std::string(" The plan found no replica count meeting its target");
   const int full_replicas = full != nullptr ? full->value("replicas", 0) : 0;
-  text += full_replicas > 0
-              ? fmt::format(" (full depth: {} replica(s), {} per million output tokens).",
-                            full_replicas, fmt_number(full->value("cost_per_million_tokens", 0.0)))
-              : ".";
+  text +=
+      full_replicas > 0
+          ? fmt::format(" (full depth: {} replica(s), {} per million output tokens).",
+                        full_replicas, fmt_number(number_or(*full, "cost_per_million_tokens", 0.0)))
+          : ".";
   // A replica run at its capacity: what the configuration costs where it is used fully.
   const auto at_capacity = [](const json* row) {
-    return row != nullptr ? row->value("cost_per_million_tokens_at_capacity", 0.0) : 0.0;
+    return row != nullptr ? number_or(*row, "cost_per_million_tokens_at_capacity", 0.0) : 0.0;
   };
   if (at_capacity(c) > 0) {
     text += fmt::format(" At its capacity a replica costs {} per million output tokens{}.",
@@ -54,7 +55,7 @@ std::string plan_sentence(const PlanView& plan, const std::string& key,
 std::string trust_sentence(const ReportInputs& in) {
   if (in.validation_json.empty())
     return " Trust: no validation given, so the pricing's error against the engine is unknown.";
-  const json v = json::parse(in.validation_json, nullptr, false);
+  const json v = validation_document(in);
   double worst = 0;
   std::string which;
   int judged = 0;
@@ -69,7 +70,7 @@ std::string trust_sentence(const ReportInputs& in) {
       if (!s.is_object() || !s.contains("same_batches"))
         continue;
       const json& same = s["same_batches"];
-      if (same.is_object() && same.contains("median_ape") &&
+      if (same.is_object() && same.contains("median_ape") && same["median_ape"].is_number() &&
           same["median_ape"].get<double>() >= worst) {
         worst = same["median_ape"].get<double>();
         which = s.value("strategy", std::string());

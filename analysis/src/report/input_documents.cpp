@@ -1,0 +1,225 @@
+// The report's JSON inputs (--plan, --validation) read with exitsim's JSON limits and checked
+// whole before any part of the report reads them: every key the report reads has the type it
+// reads it as, so a number written as a string is one line naming the file and the key path,
+// not an internal error from deep inside a section.
+#include <fmt/format.h>
+
+#include <initializer_list>
+#include <limits>
+
+#include "exitsim/core/error.hpp"
+#include "exitsim/core/json_input.hpp"
+#include "exitsim/traces/json_document.hpp"
+#include "report_parts.hpp"
+
+namespace exitsim::analysis::report_parts {
+namespace {
+
+using nlohmann::json;
+
+enum class Kind { number, count, string, boolean, object, array };
+
+// One key the report reads. A number may be null (a NaN or infinity written by nlohmann), shown
+// as "-"; the other kinds are read with a fallback when absent, never when of another type.
+struct Key {
+  const char* name;
+  Kind kind;
+  bool required = false;
+};
+
+class DocumentCheck {
+ public:
+  explicit DocumentCheck(std::string file) : file_(std::move(file)) {}
+
+  // Checks `object` (at key path `at`) has each key of `keys` with its kind; returns it.
+  const json& object(const json& value, const std::string& at,
+                     std::initializer_list<Key> keys) const {
+    if (!value.is_object())
+      fail(at, "an object", value);
+    for (const Key& key : keys) {
+      const std::string path = at.empty() ? key.name : at + "." + key.name;
+      const auto it = value.find(key.name);
+      if (it == value.end()) {
+        if (key.required)
+          throw InputError({file_, 0, 0, path}, expected_found(expected(key.kind), "none"));
+        continue;
+      }
+      check(*it, path, key.kind);
+    }
+    return value;
+  }
+
+  // The elements of the array at `key` of `object` (none when absent), with their key paths.
+  template <typename Each>
+  void elements(const json& object, const std::string& at, const char* key, Each each) const {
+    const auto it = object.find(key);
+    if (it == object.end())
+      return;
+    for (std::size_t i = 0; i < it->size(); ++i)
+      each((*it)[i], fmt::format("{}{}{}[{}]", at, at.empty() ? "" : ".", key, i));
+  }
+
+ private:
+  static const char* expected(Kind kind) {
+    switch (kind) {
+      case Kind::number:
+        return "a number (or null)";
+      case Kind::count:
+        return "an integer from 0 to 2147483647";
+      case Kind::string:
+        return "a string";
+      case Kind::boolean:
+        return "true or false";
+      case Kind::object:
+        return "an object (or null)";
+      case Kind::array:
+        return "an array";
+    }
+    return "";
+  }
+
+  void check(const json& value, const std::string& path, Kind kind) const {
+    bool ok = false;
+    switch (kind) {
+      case Kind::number:
+        ok = value.is_number() || value.is_null();
+        break;
+      case Kind::count:
+        ok = value.is_number_integer() && value.get<std::int64_t>() >= 0 &&
+             value.get<std::int64_t>() <= std::numeric_limits<std::int32_t>::max();
+        break;
+      case Kind::string:
+        ok = value.is_string();
+        break;
+      case Kind::boolean:
+        ok = value.is_boolean();
+        break;
+      case Kind::object:
+        ok = value.is_object() || value.is_null();
+        break;
+      case Kind::array:
+        ok = value.is_array();
+        break;
+    }
+    if (!ok)
+      fail(path, expected(kind), value);
+  }
+
+  [[noreturn]] void fail(const std::string& path, const std::string& expected,
+                         const json& found) const {
+    throw InputError({file_, 0, 0, path}, expected_found(expected, json_shown(found)));
+  }
+
+  std::string file_;
+};
+
+// The document at `text`, which must be a JSON object of `format`; `option` names it in messages
+// when it came without a path.
+json format_document(const std::string& text, const std::string& path, const char* option,
+                     const char* format) {
+  const std::string file = path.empty() ? std::string(option) : path;
+  const json j = traces::parse_json_document(text, file, "JSON");
+  if (!j.is_object() || !j.contains("format") || j["format"] != format)
+    throw InputError(
+        {file, 0, 0, path.empty() ? "format" : std::string(option) + ": format"},
+        expected_found(fmt::format("\"{}\"", format),
+                       j.is_object() && j.contains("format") ? json_shown(j["format"]) : "none"));
+  return j;
+}
+
+void check_plan(const json& plan, const DocumentCheck& check) {
+  check.object(plan, "",
+               {{"candidates", Kind::array, true}, {"recommendation", Kind::string, true}});
+  check.elements(plan, "", "candidates", [&](const json& c, const std::string& at) {
+    check.object(c, at,
+                 {{"candidate", Kind::string, true},
+                  {"load_key", Kind::string, true},
+                  {"max_load_per_replica", Kind::number, true},
+                  {"max_load_is_lower_bound", Kind::boolean},
+                  {"tpot_p99_ms_at_max", Kind::number, true},
+                  {"replicas", Kind::count, true},
+                  {"gpus", Kind::count},
+                  {"cost_per_hour", Kind::number, true},
+                  {"cost_per_million_tokens", Kind::number},
+                  {"cost_per_million_tokens_at_capacity", Kind::number},
+                  {"recommended", Kind::boolean, true}});
+  });
+}
+
+void check_validation(const json& v, const DocumentCheck& check) {
+  check.object(v, "",
+               {{"hardware", Kind::string},
+                {"repeats", Kind::count},
+                {"warmup_requests", Kind::count},
+                {"omp_wait_policy", Kind::string},
+                {"speed", Kind::object},
+                {"strategies", Kind::array}});
+  if (const auto speed = v.find("speed"); speed != v.end() && speed->is_object()) {
+    check.object(*speed, "speed",
+                 {{"calibration_us", Kind::number},
+                  {"start_us", Kind::number},
+                  {"end_us", Kind::number},
+                  {"change", Kind::number},
+                  {"tolerance", Kind::number},
+                  {"factor", Kind::number},
+                  {"normalized", Kind::boolean}});
+  }
+  check.elements(v, "", "strategies", [&](const json& s, const std::string& at) {
+    check.object(s, at,
+                 {{"strategy", Kind::string},
+                  {"pass", Kind::boolean},
+                  {"same_batches", Kind::object},
+                  {"iterations", Kind::object},
+                  {"metrics", Kind::array},
+                  {"price_change", Kind::number}});
+    for (const char* part : {"same_batches", "iterations"}) {
+      if (const auto it = s.find(part); it != s.end() && it->is_object()) {
+        check.object(*it, at + "." + part,
+                     {{"median_ape", Kind::number}, {"target", Kind::number}});
+      }
+    }
+    check.elements(s, at, "metrics", [&](const json& m, const std::string& metric_at) {
+      check.object(m, metric_at,
+                   {{"metric", Kind::string},
+                    {"engine", Kind::number},
+                    {"engine_runs", Kind::count},
+                    {"engine_min", Kind::number},
+                    {"engine_max", Kind::number},
+                    {"engine_cv", Kind::number},
+                    {"simulated", Kind::number},
+                    {"simulated_low", Kind::number},
+                    {"simulated_high", Kind::number},
+                    {"relative_error", Kind::number},
+                    {"target", Kind::number},
+                    {"pass", Kind::boolean},
+                    {"inside_engine_range", Kind::boolean}});
+    });
+  });
+}
+
+}  // namespace
+
+json plan_document(const ReportInputs& in) {
+  if (in.plan_json.empty())
+    return nullptr;
+  const json plan = format_document(in.plan_json, in.plan_path, "--plan", "exitsim-plan v1");
+  check_plan(plan, DocumentCheck(in.plan_path.empty() ? "--plan" : in.plan_path));
+  return plan;
+}
+
+json validation_document(const ReportInputs& in) {
+  if (in.validation_json.empty())
+    return nullptr;
+  const json v = format_document(in.validation_json, in.validation_path, "--validation",
+                                 "exitsim-validation v1");
+  check_validation(v,
+                   DocumentCheck(in.validation_path.empty() ? "--validation" : in.validation_path));
+  return v;
+}
+
+double number_or(const json& object, const char* field, double fallback) {
+  const auto it = object.find(field);
+  return it != object.end() && it->is_number() ? it->get<double>() : fallback;
+}
+
+}  // namespace exitsim::analysis::report_parts
