@@ -3,15 +3,15 @@
 
 #include <CLI/CLI.hpp>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <memory>
 #include <string>
 
 #include "commands.hpp"
 #include "exitsim/analysis/report.hpp"
 #include "exitsim/core/error.hpp"
+#include "exitsim/core/json_input.hpp"
 #include "exitsim/traces/atomic_output.hpp"
+#include "exitsim/traces/json_document.hpp"
 
 namespace exitsim::cli {
 
@@ -29,11 +29,11 @@ struct ReportArgs {
   std::string out = "report.html";
 };
 
+// A plan or validation file whole, capped as every JSON input is (core/json_input.hpp).
 std::string read_whole(const std::string& path, const char* option) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
+  if (!std::filesystem::exists(path))
     throw InputError({path, 0, 0, option}, expected_found("a readable file", "none"));
-  std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  std::string text = read_text_file(path, traces::k_max_json_document_bytes, "JSON");
   // An empty file given is a mistake (a failed earlier step), not "no such input".
   if (text.empty())
     throw InputError({path, 0, 0, option}, expected_found("a JSON file", "an empty file"));
