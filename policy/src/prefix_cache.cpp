@@ -1,6 +1,7 @@
 #include "exitsim/policy/prefix_cache.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <stdexcept>
 
 #include "exitsim/core/random.hpp"
@@ -108,6 +109,13 @@ std::size_t PrefixCache::evict(std::size_t blocks) {
   if (evicted > 0)
     ++version_;
   return evicted;
+}
+
+std::size_t PrefixCache::evict(std::size_t blocks, std::vector<BlockHash>& evicted) {
+  // evict() takes the LRU list's front: these are the blocks it forgets, in its order.
+  const auto count = static_cast<std::ptrdiff_t>(std::min(blocks, lru_.size()));
+  evicted.insert(evicted.end(), lru_.begin(), std::next(lru_.begin(), count));
+  return evict(blocks);
 }
 
 }  // namespace exitsim::policy

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include "exitsim/policy/prefix_cache.hpp"
@@ -9,6 +10,8 @@
 #include "exitsim/sim/metrics/metrics.hpp"
 
 namespace exitsim::sim {
+
+inline constexpr std::uint32_t k_no_watch = ~std::uint32_t{0};
 
 // A sequence's prompt blocks as prefix caching sees them.
 struct SequencePrefix {
@@ -18,10 +21,11 @@ struct SequencePrefix {
   std::size_t referenced = 0;  // leading blocks it references in the cache
   std::size_t offered = 0;     // waiting: the blocks a hit gives it if admitted now
   bool waiting = true;         // not admitted since it last arrived in the waiting queue
-  // The cache's versions when offer() or mark_shared() last looked (they skip a cache that has
-  // not changed in what they read); ~0 for never.
-  std::uint64_t offered_at = ~std::uint64_t{0};
-  std::uint64_t offered_holding_at = ~std::uint64_t{0};
+  // Waiting: its slot in PrefixReuse's offer watches (k_no_watch until offer() first looks, and
+  // again once admitted).
+  std::uint32_t watch = k_no_watch;
+  // The cache's sharing version when mark_shared() last looked (it skips a cache that has not
+  // changed in what it reads); ~0 for never.
   std::uint64_t shared_at = ~std::uint64_t{0};
   std::int64_t shared_blocks = 0;
 };
@@ -34,6 +38,13 @@ struct SequencePrefix {
 // Along one chain of hashes the cached blocks are always a prefix (a block's holders hold every
 // block before it, and release them last to first, so a block is never forgotten before the
 // blocks after it), and so are those with at least n references: lookups bisect.
+//
+// An offer depends on two counts, c cached leading blocks and h of them referenced. Because both
+// runs are prefixes, only four blocks can move them: block c being cached, block c-1 evicted,
+// block h referenced, block h-1 released by its last holder. Each waiting sequence watches those
+// blocks, and offer() recomputes only a sequence one of them changed for. Under overload
+// thousands wait and the cache changes every iteration: the work per change is then the
+// sequences it concerns, not the whole queue.
 class PrefixReuse {
  public:
   // `pool_blocks_per_block`: the pool's blocks one cached block of `block_size` tokens takes, one
@@ -45,7 +56,7 @@ class PrefixReuse {
   // The hit a waiting sequence gets if admitted now: sets its computed tokens to the cached
   // blocks' (at most all but the prompt's last token, which must run to give logits), and its
   // kv_blocks and shared_blocks to those of them other sequences hold (they cost no free block).
-  void offer(policy::SequenceView& view, SequencePrefix& prefix) const;
+  void offer(policy::SequenceView& view, SequencePrefix& prefix);
   // At admission: references the offered blocks and counts the lookup. The view's kv_blocks
   // become those of them held by others now: an earlier admission in the same iteration may
   // have taken the rest out of the free pool since offer().
@@ -79,10 +90,38 @@ class PrefixReuse {
   std::size_t leading(const std::vector<policy::BlockHash>& hashes, std::size_t limit,
                       std::uint32_t references) const;
 
+  // A waiting sequence's offer: whether it must be recomputed, and which round of watched blocks
+  // is its current one (entries of earlier rounds, and of closed watches, are dead).
+  struct Watch {
+    std::uint64_t round = 0;
+    bool stale = true;
+  };
+  struct Watcher {
+    std::uint32_t watch;
+    std::uint64_t round;
+  };
+  std::uint32_t open_watch();
+  void close_watch(SequencePrefix& prefix);
+  // Starts a new round for `watch`, watching the blocks that can move an offer of `cached`
+  // leading blocks out of `limit`, `held` of them referenced (see the class comment).
+  void watch_blocks(std::uint32_t watch, const std::vector<policy::BlockHash>& hashes,
+                    std::size_t limit, std::size_t cached, std::size_t held);
+  // `hash` was cached or forgotten, or its references crossed between 0 and 1: the offers
+  // watching it are stale.
+  void changed(policy::BlockHash hash);
+  // Drops dead watcher entries once they outnumber those alive at the last sweep.
+  void sweep_watchers();
+
   std::int64_t block_size_;
   std::int64_t per_block_;
   policy::PrefixCache cache_;
   PrefixCacheSummary counts_;
+  std::vector<Watch> watches_;
+  std::vector<std::uint32_t> free_watches_;
+  std::unordered_map<policy::BlockHash, std::vector<Watcher>> watchers_;
+  std::size_t watcher_entries_ = 0;
+  std::size_t sweep_at_ = 1U << 16;
+  std::vector<policy::BlockHash> evicted_;  // evict_for's scratch
 };
 
 }  // namespace exitsim::sim

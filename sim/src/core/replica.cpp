@@ -484,8 +484,7 @@ void Replica::preempt(QueuedSequence& victim) {
   if (swap_ && swap_out(victim))
     return;  // K/V, computed tokens and depth state kept: it resumes where it stopped
   release_blocks(victim.view, victim.extra);
-  victim.extra.prefix.waiting = true;
-  victim.extra.prefix.offered_at = ~std::uint64_t{0};  // its view is reset below: offer again
+  victim.extra.prefix.waiting = true;  // admit() closed its offer watch: the next offer recomputes
   metrics_.record_recompute(victim.view.computed_tokens);
   metrics_.record_preemption();
   victim.view = policy::preempted_view(victim.view);

@@ -54,6 +54,9 @@ class PrefixCache {
   // Forgets up to `blocks` unreferenced blocks, least recently released first, so that the pool
   // can reuse them. Returns how many.
   std::size_t evict(std::size_t blocks);
+  // The same, appending the forgotten blocks' hashes to `evicted` (in eviction order), for a
+  // caller that keeps answers derived from them.
+  std::size_t evict(std::size_t blocks, std::vector<BlockHash>& evicted);
 
   // A cached block's references; nullopt when it is not cached.
   std::optional<std::uint32_t> references(BlockHash hash) const {
