@@ -160,48 +160,76 @@ void PrefixReuse::watch_blocks(std::uint32_t watch, const std::vector<policy::Bl
   Watch& w = watches_[watch];
   ++w.round;
   w.stale = false;
-  const auto add = [&](std::size_t i) {
-    watchers_[hashes[i]].push_back({watch, w.round});
-    ++watcher_entries_;
-  };
   if (cached < std::min(limit, hashes.size()))
-    add(cached);  // cached next: the hit grows
+    add_watcher(hashes[cached], watch);  // cached next: the hit grows
   if (cached > 0)
-    add(cached - 1);  // evicted: the hit shrinks
+    add_watcher(hashes[cached - 1], watch);  // evicted: the hit shrinks
   if (held < cached && held != cached - 1)
-    add(held);  // referenced: one more block costs no free block
+    add_watcher(hashes[held], watch);  // referenced: one more block costs no free block
   if (held > 0 && held != cached)
-    add(held - 1);  // released by its last holder: one fewer
-  if (watcher_entries_ >= sweep_at_)
+    add_watcher(hashes[held - 1], watch);  // released by its last holder: one fewer
+  if (watchers_.size() - free_watchers_.size() >= sweep_at_)
     sweep_watchers();
 }
 
-void PrefixReuse::changed(policy::BlockHash hash) {
-  const auto it = watchers_.find(hash);
-  if (it == watchers_.end())
-    return;
-  // Every entry fires once: a live one's sequence recomputes and watches afresh.
-  for (const Watcher& watcher : it->second) {
-    Watch& w = watches_[watcher.watch];
-    if (w.round == watcher.round)
-      w.stale = true;
+void PrefixReuse::add_watcher(policy::BlockHash hash, std::uint32_t watch) {
+  std::uint32_t node = 0;
+  if (free_watchers_.empty()) {
+    node = static_cast<std::uint32_t>(watchers_.size());
+    watchers_.emplace_back();
+  } else {
+    node = free_watchers_.back();
+    free_watchers_.pop_back();
   }
-  watcher_entries_ -= it->second.size();
-  watchers_.erase(it);
+  mark_watched(hash);
+  std::uint32_t* head = watched_.find(hash);
+  watchers_[node] = {watch, head != nullptr ? *head : policy::BlockHashIndex::k_none,
+                     watches_[watch].round};
+  if (head != nullptr)
+    *head = node;
+  else
+    watched_.insert(hash, node);
+}
+
+void PrefixReuse::changed(policy::BlockHash hash) {
+  if (!maybe_watched(hash))
+    return;
+  const std::uint32_t* head = watched_.find(hash);
+  if (head == nullptr)
+    return;
+  // Every watcher fires once: a live one's sequence recomputes and watches afresh.
+  for (std::uint32_t node = *head; node != policy::BlockHashIndex::k_none;) {
+    const Watcher& watcher = watchers_[node];
+    if (alive(watcher))
+      watches_[watcher.watch].stale = true;
+    free_watchers_.push_back(node);
+    node = watcher.next;
+  }
+  watched_.erase(hash);
 }
 
 void PrefixReuse::sweep_watchers() {
-  for (auto it = watchers_.begin(); it != watchers_.end();) {
-    std::vector<Watcher>& list = it->second;
-    const auto dead = std::remove_if(list.begin(), list.end(), [&](const Watcher& watcher) {
-      const Watch& w = watches_[watcher.watch];
-      return w.round != watcher.round || w.stale;
-    });
-    watcher_entries_ -= static_cast<std::size_t>(list.end() - dead);
-    list.erase(dead, list.end());
-    it = list.empty() ? watchers_.erase(it) : std::next(it);
-  }
-  sweep_at_ = std::max<std::size_t>(2 * watcher_entries_, 1U << 16);
+  std::vector<policy::BlockHash> emptied;
+  std::fill(watched_filter_.begin(), watched_filter_.end(), 0);
+  watched_.for_each([&](policy::BlockHash hash, std::uint32_t& head) {
+    std::uint32_t* link = &head;
+    while (*link != policy::BlockHashIndex::k_none) {
+      const std::uint32_t node = *link;
+      if (alive(watchers_[node])) {
+        link = &watchers_[node].next;
+      } else {
+        *link = watchers_[node].next;
+        free_watchers_.push_back(node);
+      }
+    }
+    if (head == policy::BlockHashIndex::k_none)
+      emptied.push_back(hash);
+    else
+      mark_watched(hash);
+  });
+  for (const policy::BlockHash hash : emptied)
+    watched_.erase(hash);
+  sweep_at_ = std::max<std::size_t>(2 * (watchers_.size() - free_watchers_.size()), 1U << 16);
 }
 
 }  // namespace exitsim::sim

@@ -2,9 +2,9 @@
 
 #include <cstdint>
 #include <memory>
-#include <unordered_map>
 #include <vector>
 
+#include "exitsim/policy/block_hash_index.hpp"
 #include "exitsim/policy/prefix_cache.hpp"
 #include "exitsim/policy/scheduler.hpp"
 #include "exitsim/sim/metrics/metrics.hpp"
@@ -96,8 +96,10 @@ class PrefixReuse {
     std::uint64_t round = 0;
     bool stale = true;
   };
+  // One block's watchers form a list of these, through `next` (node numbers).
   struct Watcher {
     std::uint32_t watch;
+    std::uint32_t next;
     std::uint64_t round;
   };
   std::uint32_t open_watch();
@@ -106,10 +108,16 @@ class PrefixReuse {
   // leading blocks out of `limit`, `held` of them referenced (see the class comment).
   void watch_blocks(std::uint32_t watch, const std::vector<policy::BlockHash>& hashes,
                     std::size_t limit, std::size_t cached, std::size_t held);
+  void add_watcher(policy::BlockHash hash, std::uint32_t watch);
+  bool alive(const Watcher& watcher) const {
+    const Watch& w = watches_[watcher.watch];
+    return w.round == watcher.round && !w.stale;
+  }
   // `hash` was cached or forgotten, or its references crossed between 0 and 1: the offers
   // watching it are stale.
   void changed(policy::BlockHash hash);
-  // Drops dead watcher entries once they outnumber those alive at the last sweep.
+  // Drops dead watchers (of closed watches and past rounds) once the nodes in use have doubled
+  // since the last sweep: blocks that never change would otherwise keep them forever.
   void sweep_watchers();
 
   std::int64_t block_size_;
@@ -118,8 +126,26 @@ class PrefixReuse {
   PrefixCacheSummary counts_;
   std::vector<Watch> watches_;
   std::vector<std::uint32_t> free_watches_;
-  std::unordered_map<policy::BlockHash, std::vector<Watcher>> watchers_;
-  std::size_t watcher_entries_ = 0;
+  policy::BlockHashIndex watched_;  // block -> its first watcher node
+  // A one-bit-per-bucket filter of watched_'s keys (set on watching, rebuilt by each sweep):
+  // most changes concern blocks nobody watches, and a bit test in L1 turns them away before the
+  // table lookup.
+  static constexpr unsigned k_filter_bits = 18;
+  std::vector<std::uint64_t> watched_filter_ =
+      std::vector<std::uint64_t>((1U << k_filter_bits) / 64);
+  static std::size_t filter_bit(policy::BlockHash hash) {
+    return static_cast<std::size_t>((hash * 0xD6E8FEB86659FD93ULL) >> (64 - k_filter_bits));
+  }
+  bool maybe_watched(policy::BlockHash hash) const {
+    const std::size_t bit = filter_bit(hash);
+    return ((watched_filter_[bit / 64] >> (bit % 64)) & 1U) != 0;
+  }
+  void mark_watched(policy::BlockHash hash) {
+    const std::size_t bit = filter_bit(hash);
+    watched_filter_[bit / 64] |= std::uint64_t{1} << (bit % 64);
+  }
+  std::vector<Watcher> watchers_;
+  std::vector<std::uint32_t> free_watchers_;
   std::size_t sweep_at_ = 1U << 16;
   std::vector<policy::BlockHash> evicted_;  // evict_for's scratch
 };
