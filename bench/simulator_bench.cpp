@@ -8,7 +8,9 @@
 // Counters: requests/s and events/s of wall time, simulated output tokens/s, and
 // `x_real_time` = simulated span / wall time, `s/sim_iteration` = wall time per simulated
 // iteration. `steady_steps_against_stepping` times the same
-// replay with and without steady decode steps, alternately, and reports their ratio.
+// replay with and without steady decode steps, alternately, and reports their ratio;
+// `prefix_caching_against_none` does the same for prefix caching on the overloaded Mooncake
+// replay (--benchmark_filter=prefix_caching_against_none).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -61,6 +63,23 @@ const std::string k_mor_exits =
     "sync: {strategy: depthwise}\n";
 const std::string k_mor_sequence_exits =
     "exit_policy: {kind: distribution, probabilities: [0.4, 0.3, 0.3]}\n";
+
+const std::string k_mooncake =
+    (std::getenv("EXITSIM_TRACES") != nullptr ? std::string(std::getenv("EXITSIM_TRACES"))
+                                              : std::string(EXITSIM_SHARED_TRACES_DIR)) +
+    "/mooncake_synthetic.jsonl";
+
+// The Mooncake trace (3,993 requests, prompts of ~15 k tokens naming their 512-token blocks) on
+// one Mixtral-8x7B / H200 replica with chunked prefill: its weights leave little K/V, so the
+// replica is overloaded, thousands wait, and prefix caching evicts ~3.6 M blocks
+// (bench/scenarios/mooncake_h200_overload.yaml).
+exitsim::scenario::Scenario mooncake_scenario(bool prefix_caching) {
+  const std::string yaml = "workload: {source: trace, trace: {path: '" + k_mooncake +
+                           "'}}\nhardware: {preset: h200}\nmodel: {preset: mixtral-8x7b, "
+                           "max_context: 0}\nscheduler: {kind: chunked_prefill, prefix_caching: " +
+                           (prefix_caching ? "true" : "false") + "}\n";
+  return exitsim::scenario::load_scenario_text(yaml, "simulator_bench");
+}
 
 void BM_read_azure_trace(benchmark::State& state) {
   if (!std::filesystem::exists(k_azure)) {
@@ -143,7 +162,43 @@ void steady_steps_against_stepping(benchmark::State& state, const std::string& s
   state.counters["reused/stepped"] = median(reused_s) / median(stepped_s);
 }
 
+// What prefix caching costs the simulator on the overloaded Mooncake replay: the replay with and
+// without it, alternated within each benchmark iteration, the medians and their ratio. Its
+// bookkeeping is per block a prompt computes, references, releases or evicts, and per waiting
+// sequence only when a block it watches changes (sim/src/core/prefix_reuse.hpp).
+void prefix_caching_against_none(benchmark::State& state) {
+  if (!std::filesystem::exists(k_mooncake)) {
+    state.SkipWithError("trace absent (../shared/traces)");
+    return;
+  }
+  const auto with = mooncake_scenario(true);
+  const auto without = mooncake_scenario(false);
+  const auto with_config = exitsim::sim::simulation_config_from(with, "");
+  const auto without_config = exitsim::sim::simulation_config_from(without, "");
+  const auto seconds_of = [](const exitsim::scenario::Scenario& scenario,
+                             const exitsim::sim::SimulationConfig& config) {
+    const auto start = std::chrono::steady_clock::now();
+    const auto workload = exitsim::sim::make_workload(scenario.workload, scenario.seed);
+    benchmark::DoNotOptimize(exitsim::sim::simulate(config, *workload));
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  std::vector<double> with_s;
+  std::vector<double> without_s;
+  for (auto _ : state) {
+    with_s.push_back(seconds_of(with, with_config));
+    without_s.push_back(seconds_of(without, without_config));
+  }
+  const auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  state.counters["with_ms"] = 1e3 * median(with_s);
+  state.counters["without_ms"] = 1e3 * median(without_s);
+  state.counters["with/without"] = median(with_s) / median(without_s);
+}
+
 BENCHMARK(BM_read_azure_trace)->Unit(benchmark::kMillisecond);
+BENCHMARK(prefix_caching_against_none)->Unit(benchmark::kMillisecond)->Iterations(5);
 BENCHMARK_CAPTURE(steady_steps_against_stepping, chunked_prefill, std::string("chunked_prefill"),
                   std::string())
     ->Unit(benchmark::kMillisecond)

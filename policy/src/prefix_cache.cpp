@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <string>
 
 #include "exitsim/core/random.hpp"
 
@@ -41,11 +42,11 @@ std::vector<BlockHash> scheduler_block_hashes(std::span<const std::uint64_t> sou
 PrefixCache::Match PrefixCache::match(std::span<const BlockHash> hashes) const {
   Match m;
   for (const BlockHash hash : hashes) {
-    const auto it = entries_.find(hash);
-    if (it == entries_.end())
+    const std::uint32_t* at = index_.find(hash);
+    if (at == nullptr)
       break;
     ++m.blocks;
-    m.unreferenced += it->second.references == 0 ? 1U : 0U;
+    m.unreferenced += entries_[*at].references == 0 ? 1U : 0U;
   }
   return m;
 }
@@ -57,25 +58,60 @@ std::size_t PrefixCache::acquire(std::span<const BlockHash> hashes, std::size_t 
   return taken;
 }
 
+PrefixCache::Entry& PrefixCache::entry_of(BlockHash hash, const char* caller) {
+  const std::uint32_t* at = index_.find(hash);
+  if (at == nullptr)
+    throw std::logic_error(std::string("PrefixCache::") + caller + ": block not cached");
+  return entries_[*at];
+}
+
+void PrefixCache::lru_push_newest(std::uint32_t number) {
+  Entry& entry = entries_[number];
+  entry.older = lru_newest_;
+  entry.newer = k_none;
+  if (lru_newest_ != k_none)
+    entries_[lru_newest_].newer = number;
+  else
+    lru_oldest_ = number;
+  lru_newest_ = number;
+  ++lru_size_;
+}
+
+void PrefixCache::lru_unlink(std::uint32_t number) {
+  Entry& entry = entries_[number];
+  (entry.older != k_none ? entries_[entry.older].newer : lru_oldest_) = entry.newer;
+  (entry.newer != k_none ? entries_[entry.newer].older : lru_newest_) = entry.older;
+  entry.older = k_none;
+  entry.newer = k_none;
+  --lru_size_;
+}
+
 bool PrefixCache::acquire(BlockHash hash) {
-  const auto it = entries_.find(hash);
-  if (it == entries_.end())
-    throw std::logic_error("PrefixCache::acquire: block not cached");
-  Entry& entry = it->second;
+  Entry& entry = entry_of(hash, "acquire");
   if (entry.references++ > 0) {
     sharing_version_ += entry.references == 2 ? 1 : 0;
     return false;
   }
-  lru_.erase(entry.in_lru);
+  lru_unlink(static_cast<std::uint32_t>(&entry - entries_.data()));
   ++holding_version_;
   return true;
 }
 
 bool PrefixCache::insert(BlockHash hash) {
-  const auto [it, inserted] = entries_.try_emplace(hash);
-  if (!inserted)
+  if (index_.find(hash) != nullptr)
     return false;
-  it->second.references = 1;
+  std::uint32_t number = 0;
+  if (free_entries_.empty()) {
+    number = static_cast<std::uint32_t>(entries_.size());
+    if (number == k_none)
+      throw std::length_error("PrefixCache: more than 2^32 - 1 cached blocks");
+    entries_.emplace_back();
+  } else {
+    number = free_entries_.back();
+    free_entries_.pop_back();
+  }
+  entries_[number] = Entry{hash, 1, k_none, k_none};
+  index_.insert(hash, number);
   ++version_;
   ++holding_version_;
   return true;
@@ -84,13 +120,14 @@ bool PrefixCache::insert(BlockHash hash) {
 std::size_t PrefixCache::release(std::span<const BlockHash> hashes, std::size_t blocks) {
   std::size_t freed = 0;
   for (std::size_t i = blocks; i-- > 0;) {
-    const auto it = entries_.find(hashes[i]);
-    if (it == entries_.end() || it->second.references == 0)
+    const std::uint32_t* at = index_.find(hashes[i]);
+    if (at == nullptr || entries_[*at].references == 0)
       throw std::logic_error("PrefixCache::release: block not referenced");
-    Entry& entry = it->second;
+    const std::uint32_t number = *at;
+    Entry& entry = entries_[number];
     sharing_version_ += entry.references == 2 ? 1 : 0;
     if (--entry.references == 0) {
-      entry.in_lru = lru_.insert(lru_.end(), hashes[i]);
+      lru_push_newest(number);
       ++holding_version_;
       ++freed;
     }
@@ -100,14 +137,34 @@ std::size_t PrefixCache::release(std::span<const BlockHash> hashes, std::size_t 
 
 std::size_t PrefixCache::evict(std::size_t blocks) {
   std::size_t evicted = 0;
-  while (evicted < blocks && !lru_.empty()) {
-    entries_.erase(lru_.front());
-    lru_.pop_front();
+  while (evicted < blocks && lru_oldest_ != k_none) {
+    const std::uint32_t number = lru_oldest_;
+    lru_unlink(number);
+    index_.erase(entries_[number].hash);
+    free_entries_.push_back(number);
     ++evicted;
   }
   if (evicted > 0)
     ++version_;
   return evicted;
+}
+
+std::size_t PrefixCache::evict(std::size_t blocks, std::vector<BlockHash>& evicted) {
+  // evict() forgets the oldest of the list first: these blocks, in this order.
+  std::uint32_t number = lru_oldest_;
+  for (std::size_t k = 0; k < blocks && number != k_none; ++k) {
+    evicted.push_back(entries_[number].hash);
+    number = entries_[number].newer;
+  }
+  return evict(blocks);
+}
+
+std::vector<BlockHash> PrefixCache::eviction_order() const {
+  std::vector<BlockHash> order;
+  order.reserve(lru_size_);
+  for (std::uint32_t number = lru_oldest_; number != k_none; number = entries_[number].newer)
+    order.push_back(entries_[number].hash);
+  return order;
 }
 
 }  // namespace exitsim::policy

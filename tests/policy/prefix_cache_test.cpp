@@ -5,7 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <random>
+#include <unordered_map>
 #include <vector>
+
+#include "exitsim/policy/block_hash_index.hpp"
 
 namespace exitsim::policy {
 namespace {
@@ -66,6 +70,53 @@ TEST(PrefixCache, EvictsUnreferencedBlocksLeastRecentlyReleasedFirst) {
   EXPECT_EQ(cache.cached_blocks(), 2U);
   EXPECT_EQ(cache.release(c, 2), 2U);
   EXPECT_EQ(cache.eviction_order(), (std::vector<BlockHash>{2, 1}));
+}
+
+// evict() with names forgets the same blocks as without, and names them in eviction order.
+TEST(PrefixCache, EvictionNamesTheBlocksItForgets) {
+  PrefixCache cache;
+  const std::vector<BlockHash> a = {1, 2, 3, 4};
+  for (const BlockHash h : a)
+    cache.insert(h);
+  cache.release(a, 4);  // 4, 3, 2, 1
+  std::vector<BlockHash> evicted = {99};
+  EXPECT_EQ(cache.evict(3, evicted), 3U);
+  EXPECT_EQ(evicted, (std::vector<BlockHash>{99, 4, 3, 2}));
+  EXPECT_EQ(cache.eviction_order(), (std::vector<BlockHash>{1}));
+  EXPECT_EQ(cache.evict(5, evicted), 1U);
+  EXPECT_EQ(evicted.back(), 1U);
+  EXPECT_EQ(cache.cached_blocks(), 0U);
+}
+
+// The open-addressing index agrees with std::unordered_map over random inserts and erases,
+// with keys crowded into a few buckets' worth of values so that erasing shifts long runs back.
+TEST(BlockHashIndex, AgreesWithAStandardMapUnderRandomInsertsAndErases) {
+  BlockHashIndex index;
+  std::unordered_map<std::uint64_t, std::uint32_t> reference;
+  std::mt19937_64 random(7);
+  for (std::uint32_t step = 0; step < 200000; ++step) {
+    const std::uint64_t key = random() % 5000;
+    if (random() % 3 == 0) {
+      EXPECT_EQ(index.erase(key), reference.erase(key) == 1) << step;
+    } else if (reference.count(key) == 0) {
+      index.insert(key, step);
+      reference[key] = step;
+    }
+    const std::uint64_t probe = random() % 5000;
+    const std::uint32_t* found = index.find(probe);
+    const auto it = reference.find(probe);
+    ASSERT_EQ(found != nullptr, it != reference.end()) << step;
+    if (found != nullptr) {
+      EXPECT_EQ(*found, it->second) << step;
+    }
+  }
+  EXPECT_EQ(index.size(), reference.size());
+  std::size_t visited = 0;
+  index.for_each([&](std::uint64_t key, std::uint32_t& value) {
+    ++visited;
+    EXPECT_EQ(reference.at(key), value);
+  });
+  EXPECT_EQ(visited, reference.size());
 }
 
 }  // namespace

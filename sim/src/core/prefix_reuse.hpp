@@ -4,11 +4,14 @@
 #include <memory>
 #include <vector>
 
+#include "exitsim/policy/block_hash_index.hpp"
 #include "exitsim/policy/prefix_cache.hpp"
 #include "exitsim/policy/scheduler.hpp"
 #include "exitsim/sim/metrics/metrics.hpp"
 
 namespace exitsim::sim {
+
+inline constexpr std::uint32_t k_no_watch = ~std::uint32_t{0};
 
 // A sequence's prompt blocks as prefix caching sees them.
 struct SequencePrefix {
@@ -18,10 +21,11 @@ struct SequencePrefix {
   std::size_t referenced = 0;  // leading blocks it references in the cache
   std::size_t offered = 0;     // waiting: the blocks a hit gives it if admitted now
   bool waiting = true;         // not admitted since it last arrived in the waiting queue
-  // The cache's versions when offer() or mark_shared() last looked (they skip a cache that has
-  // not changed in what they read); ~0 for never.
-  std::uint64_t offered_at = ~std::uint64_t{0};
-  std::uint64_t offered_holding_at = ~std::uint64_t{0};
+  // Waiting: its slot in PrefixReuse's offer watches (k_no_watch until offer() first looks, and
+  // again once admitted).
+  std::uint32_t watch = k_no_watch;
+  // The cache's sharing version when mark_shared() last looked (it skips a cache that has not
+  // changed in what it reads); ~0 for never.
   std::uint64_t shared_at = ~std::uint64_t{0};
   std::int64_t shared_blocks = 0;
 };
@@ -34,6 +38,13 @@ struct SequencePrefix {
 // Along one chain of hashes the cached blocks are always a prefix (a block's holders hold every
 // block before it, and release them last to first, so a block is never forgotten before the
 // blocks after it), and so are those with at least n references: lookups bisect.
+//
+// An offer depends on two counts, c cached leading blocks and h of them referenced. Because both
+// runs are prefixes, only four blocks can move them: block c being cached, block c-1 evicted,
+// block h referenced, block h-1 released by its last holder. Each waiting sequence watches those
+// blocks, and offer() recomputes only a sequence one of them changed for. Under overload
+// thousands wait and the cache changes every iteration: the work per change is then the
+// sequences it concerns, not the whole queue.
 class PrefixReuse {
  public:
   // `pool_blocks_per_block`: the pool's blocks one cached block of `block_size` tokens takes, one
@@ -45,7 +56,7 @@ class PrefixReuse {
   // The hit a waiting sequence gets if admitted now: sets its computed tokens to the cached
   // blocks' (at most all but the prompt's last token, which must run to give logits), and its
   // kv_blocks and shared_blocks to those of them other sequences hold (they cost no free block).
-  void offer(policy::SequenceView& view, SequencePrefix& prefix) const;
+  void offer(policy::SequenceView& view, SequencePrefix& prefix);
   // At admission: references the offered blocks and counts the lookup. The view's kv_blocks
   // become those of them held by others now: an earlier admission in the same iteration may
   // have taken the rest out of the free pool since offer().
@@ -79,10 +90,64 @@ class PrefixReuse {
   std::size_t leading(const std::vector<policy::BlockHash>& hashes, std::size_t limit,
                       std::uint32_t references) const;
 
+  // A waiting sequence's offer: whether it must be recomputed, and which round of watched blocks
+  // is its current one (entries of earlier rounds, and of closed watches, are dead).
+  struct Watch {
+    std::uint64_t round = 0;
+    bool stale = true;
+  };
+  // One block's watchers form a list of these, through `next` (node numbers).
+  struct Watcher {
+    std::uint32_t watch;
+    std::uint32_t next;
+    std::uint64_t round;
+  };
+  std::uint32_t open_watch();
+  void close_watch(SequencePrefix& prefix);
+  // Starts a new round for `watch`, watching the blocks that can move an offer of `cached`
+  // leading blocks out of `limit`, `held` of them referenced (see the class comment).
+  void watch_blocks(std::uint32_t watch, const std::vector<policy::BlockHash>& hashes,
+                    std::size_t limit, std::size_t cached, std::size_t held);
+  void add_watcher(policy::BlockHash hash, std::uint32_t watch);
+  bool alive(const Watcher& watcher) const {
+    const Watch& w = watches_[watcher.watch];
+    return w.round == watcher.round && !w.stale;
+  }
+  // `hash` was cached or forgotten, or its references crossed between 0 and 1: the offers
+  // watching it are stale.
+  void changed(policy::BlockHash hash);
+  // Drops dead watchers (of closed watches and past rounds) once the nodes in use have doubled
+  // since the last sweep: blocks that never change would otherwise keep them forever.
+  void sweep_watchers();
+
   std::int64_t block_size_;
   std::int64_t per_block_;
   policy::PrefixCache cache_;
   PrefixCacheSummary counts_;
+  std::vector<Watch> watches_;
+  std::vector<std::uint32_t> free_watches_;
+  policy::BlockHashIndex watched_;  // block -> its first watcher node
+  // A one-bit-per-bucket filter of watched_'s keys (set on watching, rebuilt by each sweep):
+  // most changes concern blocks nobody watches, and a bit test in L1 turns them away before the
+  // table lookup.
+  static constexpr unsigned k_filter_bits = 18;
+  std::vector<std::uint64_t> watched_filter_ =
+      std::vector<std::uint64_t>((1U << k_filter_bits) / 64);
+  static std::size_t filter_bit(policy::BlockHash hash) {
+    return static_cast<std::size_t>((hash * 0xD6E8FEB86659FD93ULL) >> (64 - k_filter_bits));
+  }
+  bool maybe_watched(policy::BlockHash hash) const {
+    const std::size_t bit = filter_bit(hash);
+    return ((watched_filter_[bit / 64] >> (bit % 64)) & 1U) != 0;
+  }
+  void mark_watched(policy::BlockHash hash) {
+    const std::size_t bit = filter_bit(hash);
+    watched_filter_[bit / 64] |= std::uint64_t{1} << (bit % 64);
+  }
+  std::vector<Watcher> watchers_;
+  std::vector<std::uint32_t> free_watchers_;
+  std::size_t sweep_at_ = 1U << 16;
+  std::vector<policy::BlockHash> evicted_;  // evict_for's scratch
 };
 
 }  // namespace exitsim::sim

@@ -29,6 +29,8 @@ Replica::Replica(int index, const ReplicaSpec& spec, MetricsCollector& metrics,
   params.reserve_prompt_blocks = spec.scheduler.reserve_prompt_blocks;
   scheduler_ = policy::make_scheduler(spec.scheduler.kind, params);
   scheduler_name_ = spec.scheduler.kind;
+  recompute_waste_.reserving_would_help =
+      spec.scheduler.kind == "chunked_prefill" && !spec.scheduler.reserve_prompt_blocks;
   // A confidence policy decides with a probe of the LM head at each exit point (the engine's
   // decode pass runs it on the tokens still running there); the roofline prices it.
   cost_model_ = make_cost_model(spec.cost_model, spec.model, spec.hardware, spec.parallel,
@@ -409,6 +411,7 @@ TimeNs Replica::price_rows(TimeNs now, std::size_t row_count, const FillWork& fi
   record.kv_blocks_used = kv_blocks_used();
   record.kv_blocks_total = kv_blocks_total();
   metrics_.record_iteration(record);
+  recompute_waste_.computed_tokens += record.prefill_tokens + record.decode_tokens;
   if (step_observer_ != nullptr) {
     step_.step = ++steps_started_;
     step_.start = now;
@@ -484,9 +487,10 @@ void Replica::preempt(QueuedSequence& victim) {
   if (swap_ && swap_out(victim))
     return;  // K/V, computed tokens and depth state kept: it resumes where it stopped
   release_blocks(victim.view, victim.extra);
-  victim.extra.prefix.waiting = true;
-  victim.extra.prefix.offered_at = ~std::uint64_t{0};  // its view is reset below: offer again
+  victim.extra.prefix.waiting = true;  // admit() closed its offer watch: the next offer recomputes
   metrics_.record_recompute(victim.view.computed_tokens);
+  recompute_waste_.preemptions += 1;
+  recompute_waste_.recomputed_tokens += victim.view.computed_tokens;
   metrics_.record_preemption();
   victim.view = policy::preempted_view(victim.view);
   victim.extra.depth = SequenceDepthState{};  // recompute rebuilds every layer's K/V

@@ -71,6 +71,18 @@ class SequenceQueue {
   std::size_t head_ = 0;
 };
 
+// Preemption by recompute's waste on one replica: what its victims had computed, thrown away to
+// be computed again, against every token its iterations computed (prefill and decode, the
+// recomputation included).
+struct RecomputeWaste {
+  std::int64_t preemptions = 0;
+  std::int64_t recomputed_tokens = 0;
+  std::int64_t computed_tokens = 0;
+  // Whether scheduler.reserve_prompt_blocks would stop it: chunked_prefill admitting prompts on
+  // their first chunk's blocks.
+  bool reserving_would_help = false;
+};
+
 struct IterationOutcome {
   std::int64_t tokens_emitted = 0;
   std::int64_t requests_finished = 0;
@@ -113,6 +125,7 @@ class Replica {
   bool busy() const { return busy_; }
   // Iterations that reused the previous step's rows (start_steady_decode).
   std::int64_t steady_decode_steps() const { return steady_decode_steps_; }
+  const RecomputeWaste& recompute_waste() const { return recompute_waste_; }
   bool has_work() const { return !running_.empty() || !waiting_.empty(); }
   std::size_t waiting() const { return waiting_.size(); }
   std::size_t running() const { return running_.size(); }
@@ -202,6 +215,7 @@ class Replica {
   policy::ReplicaLoad load_;
   bool busy_ = false;
   std::optional<PrefixReuse> prefix_reuse_;
+  RecomputeWaste recompute_waste_;
   std::string role_;
   bool prefill_only_ = false;            // role_ == "prefill", for the per-token check
   std::int64_t kv_bytes_per_token_ = 0;  // per GPU, every layer

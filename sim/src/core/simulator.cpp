@@ -296,7 +296,38 @@ class ClusterRun {
     return result;
   }
 
-  // In a fixed order: the workload's, the rejections, each replica's cost model, the timeline.
+  // chunked_prefill admitting prompts on their first chunk's blocks can start more prefills than
+  // K/V memory finishes; they then preempt each other and recompute (docs/schedulers.md,
+  // "Chunked prefill under memory pressure"). Over those replicas, a line when at least
+  // k_thrash_fraction of the tokens they computed were recomputations.
+  std::optional<std::string> thrash_warning() const {
+    RecomputeWaste waste;
+    for (const auto& replica : replicas_) {
+      const RecomputeWaste& r = replica->recompute_waste();
+      if (!r.reserving_would_help)
+        continue;
+      waste.preemptions += r.preemptions;
+      waste.recomputed_tokens += r.recomputed_tokens;
+      waste.computed_tokens += r.computed_tokens;
+    }
+    if (waste.computed_tokens == 0)
+      return std::nullopt;
+    const double fraction =
+        static_cast<double>(waste.recomputed_tokens) / static_cast<double>(waste.computed_tokens);
+    if (fraction < k_thrash_fraction)
+      return std::nullopt;
+    return fmt::format(
+        "scheduler.reserve_prompt_blocks: chunked_prefill thrashed: {} preemptions threw away {} "
+        "computed tokens to recompute them, {:.1f}% of the {} tokens its iterations computed "
+        "(prompts admitted on their first chunk's blocks outgrew the K/V memory); "
+        "scheduler.reserve_prompt_blocks: true admits a prompt only when its whole prompt's "
+        "blocks fit",
+        waste.preemptions, waste.recomputed_tokens, 100.0 * fraction, waste.computed_tokens);
+  }
+  static constexpr double k_thrash_fraction = 0.1;
+
+  // In a fixed order: the workload's, the rejections, swap space, the thrash, each replica's cost
+  // model, the timeline.
   std::vector<std::string> collect_warnings(const MetricsSummary& summary) {
     std::vector<std::string> out = workload_.notes();
     if (const RejectedRequests& r = summary.rejected; r.total() > 0) {
@@ -313,6 +344,8 @@ class ClusterRun {
           "were recomputed instead of swapped",
           summary.swap->recomputed_instead));
     }
+    if (auto thrash = thrash_warning())
+      out.push_back(std::move(*thrash));
     for (const auto& replica : replicas_) {
       for (std::string& note : replica->cost_notes()) {
         if (std::find(out.begin(), out.end(), note) == out.end())

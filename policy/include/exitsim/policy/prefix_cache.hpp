@@ -2,11 +2,11 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <list>
 #include <optional>
 #include <span>
-#include <unordered_map>
 #include <vector>
+
+#include "exitsim/policy/block_hash_index.hpp"
 
 namespace exitsim::policy {
 
@@ -54,30 +54,45 @@ class PrefixCache {
   // Forgets up to `blocks` unreferenced blocks, least recently released first, so that the pool
   // can reuse them. Returns how many.
   std::size_t evict(std::size_t blocks);
+  // The same, appending the forgotten blocks' hashes to `evicted` (in eviction order), for a
+  // caller that keeps answers derived from them.
+  std::size_t evict(std::size_t blocks, std::vector<BlockHash>& evicted);
 
   // A cached block's references; nullopt when it is not cached.
   std::optional<std::uint32_t> references(BlockHash hash) const {
-    const auto it = entries_.find(hash);
-    return it == entries_.end() ? std::nullopt
-                                : std::optional<std::uint32_t>(it->second.references);
+    const std::uint32_t* at = index_.find(hash);
+    return at == nullptr ? std::nullopt : std::optional<std::uint32_t>(entries_[*at].references);
   }
-  std::size_t cached_blocks() const { return entries_.size(); }
-  std::size_t unreferenced_blocks() const { return lru_.size(); }
+  std::size_t cached_blocks() const { return index_.size(); }
+  std::size_t unreferenced_blocks() const { return lru_size_; }
   // Change whenever the answer could: which blocks are cached (insert, evict); which are
   // referenced at all (a count crossing 0 and 1); which are referenced more than once (1 and 2).
   std::uint64_t version() const { return version_; }
   std::uint64_t holding_version() const { return holding_version_; }
   std::uint64_t sharing_version() const { return sharing_version_; }
   // The unreferenced blocks, next to be evicted first (for tests and reports).
-  std::vector<BlockHash> eviction_order() const { return {lru_.begin(), lru_.end()}; }
+  std::vector<BlockHash> eviction_order() const;
 
  private:
+  static constexpr std::uint32_t k_none = BlockHashIndex::k_none;
+  // A cached block. The unreferenced ones form a doubly linked list through `older`/`newer`
+  // (entry numbers), least recently released first.
   struct Entry {
+    BlockHash hash = 0;
     std::uint32_t references = 0;
-    std::list<BlockHash>::iterator in_lru;  // valid while references == 0
+    std::uint32_t older = k_none;
+    std::uint32_t newer = k_none;
   };
-  std::unordered_map<BlockHash, Entry> entries_;
-  std::list<BlockHash> lru_;  // unreferenced blocks, least recently released first
+  Entry& entry_of(BlockHash hash, const char* caller);
+  void lru_push_newest(std::uint32_t entry);
+  void lru_unlink(std::uint32_t entry);
+
+  BlockHashIndex index_;        // hash -> entry number
+  std::vector<Entry> entries_;  // numbers are reused through free_entries_
+  std::vector<std::uint32_t> free_entries_;
+  std::uint32_t lru_oldest_ = k_none;
+  std::uint32_t lru_newest_ = k_none;
+  std::size_t lru_size_ = 0;
   std::uint64_t version_ = 0;
   std::uint64_t holding_version_ = 0;
   std::uint64_t sharing_version_ = 0;
