@@ -15,8 +15,18 @@
 
 namespace exitsim::sim {
 
+bool exit_probes(const ReplicaSpec& spec) {
+  return spec.exit_policy.kind == "confidence";
+}
+
+bool shares_roofline(const ReplicaSpec& a, const ReplicaSpec& b) {
+  return a.cost_model.kind == "roofline" && a.cost_model == b.cost_model && a.model == b.model &&
+         a.hardware == b.hardware && a.parallel == b.parallel && exit_probes(a) == exit_probes(b);
+}
+
 Replica::Replica(int index, const ReplicaSpec& spec, MetricsCollector& metrics,
-                 const StepObserver* step_observer, bool reuse_steady_decode_steps)
+                 const StepObserver* step_observer, bool reuse_steady_decode_steps,
+                 std::shared_ptr<const CostModel> cost_model)
     : index_(index),
       step_observer_(step_observer != nullptr && *step_observer ? step_observer : nullptr),
       metrics_(metrics),
@@ -33,8 +43,9 @@ Replica::Replica(int index, const ReplicaSpec& spec, MetricsCollector& metrics,
       spec.scheduler.kind == "chunked_prefill" && !spec.scheduler.reserve_prompt_blocks;
   // A confidence policy decides with a probe of the LM head at each exit point (the engine's
   // decode pass runs it on the tokens still running there); the roofline prices it.
-  cost_model_ = make_cost_model(spec.cost_model, spec.model, spec.hardware, spec.parallel,
-                                spec.exit_policy.kind == "confidence");
+  cost_model_ = cost_model != nullptr ? std::move(cost_model)
+                                      : make_cost_model(spec.cost_model, spec.model, spec.hardware,
+                                                        spec.parallel, exit_probes(spec));
   pricer_.emplace(*cost_model_, spec.model.depth, depth_model_.strategy());
   price_scale_ = spec.cost_model.price_scale;
   // (The scenario allows the key only with a calibrated cost model.)

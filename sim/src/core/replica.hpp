@@ -100,13 +100,25 @@ struct HandOff {
   std::int64_t bytes = 0;  // its K/V on each GPU of the replica
 };
 
+// Whether the replica's exit policy decides by confidence: its decode pass then runs the LM head
+// at each exit point, and the cost model prices those probes.
+bool exit_probes(const ReplicaSpec& spec);
+
+// Whether replicas of specs `a` and `b` may share one roofline: it is immutable once built and
+// reads only the model, hardware, efficiencies, parallelism and probes. Calibrated and table
+// models count their uses per replica (their notes), so each replica keeps its own.
+bool shares_roofline(const ReplicaSpec& a, const ReplicaSpec& b);
+
 // One replica: its queues, KV block pool, scheduler and cost model. The simulator drives it:
 // enqueue arrivals, start_iteration when idle, complete_iteration when the iteration's time is up.
 class Replica {
  public:
   // `step_observer` (may be null or empty) is called with every iteration at its completion.
+  // `cost_model`: the model that prices this replica's iterations, when the caller shares one
+  // between replicas of one spec (roofline_shared_by); null: the replica makes its own.
   Replica(int index, const ReplicaSpec& spec, MetricsCollector& metrics,
-          const StepObserver* step_observer = nullptr, bool reuse_steady_decode_steps = true);
+          const StepObserver* step_observer = nullptr, bool reuse_steady_decode_steps = true,
+          std::shared_ptr<const CostModel> cost_model = nullptr);
 
   // Queues the request; false when this replica can never serve it (policy::unservable_reason)
   // and the scenario rejects such requests (counted in the metrics). Throws InputError for one
@@ -196,7 +208,7 @@ class Replica {
   const StepObserver* step_observer_;
   MetricsCollector& metrics_;
   std::unique_ptr<policy::Scheduler> scheduler_;
-  std::unique_ptr<CostModel> cost_model_;
+  std::shared_ptr<const CostModel> cost_model_;
   DepthModel depth_model_;
   std::string scheduler_name_;
   std::string description_;  // "replica 0 (llama-3-8b on h100-sxm)" for messages

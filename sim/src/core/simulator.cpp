@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "exitsim/core/error.hpp"
+#include "exitsim/sim/cost/make_cost_model.hpp"
 #include "exitsim/sim/event_queue.hpp"
 #include "replica.hpp"
 #include "timeline.hpp"
@@ -40,10 +41,21 @@ class ClusterRun {
     if (config.replicas.empty()) {
       throw InputError({"", 0, 0, "cluster.replicas"}, expected_found("at least 1", "0"));
     }
+    // A roofline takes about 24 KB of tables and a quarter of a millisecond to build: the
+    // replicas of one group (consecutive, of one spec) share one, so that the documented
+    // maximum of 100,000 replicas does not build 100,000 (4.4 GB, 25 s).
+    std::shared_ptr<const CostModel> roofline;
     for (std::size_t r = 0; r < config.replicas.size(); ++r) {
-      replicas_.push_back(std::make_unique<Replica>(static_cast<int>(r), config.replicas[r],
-                                                    metrics_, &config_.step_observer,
-                                                    config.reuse_steady_decode_steps));
+      const ReplicaSpec& spec = config.replicas[r];
+      if (r == 0 || !shares_roofline(config.replicas[r - 1], spec))
+        roofline = nullptr;
+      if (roofline == nullptr && spec.cost_model.kind == "roofline") {
+        roofline = make_cost_model(spec.cost_model, spec.model, spec.hardware, spec.parallel,
+                                   exit_probes(spec));
+      }
+      replicas_.push_back(std::make_unique<Replica>(static_cast<int>(r), spec, metrics_,
+                                                    &config_.step_observer,
+                                                    config.reuse_steady_decode_steps, roofline));
     }
     loads_.resize(replicas_.size());
     marked_.assign(replicas_.size(), 0);
