@@ -205,7 +205,7 @@ TEST(HfConfig, GemmaTiesEmbeddingsByDefaultAndReadsItsHeadDim) {
   EXPECT_NEAR(static_cast<double>(gemma2.parameter_count()) / 9.24e9, 1.0, 0.01);
   // A Gemma config must give head_dim: its default (256) is not hidden_size / heads.
   EXPECT_EQ(error_of(edited(k_gemma2, R"("head_dim": 256,)", "")),
-            "m/config.json: head_dim: expected an integer in [1, 16777216], found none");
+            "m/config.json: head_dim: expected an integer in [1, 4096], found none");
 }
 
 TEST(HfConfig, DerivedKeysTakeTransformersDefaults) {
@@ -253,25 +253,25 @@ INSTANTIATE_TEST_SUITE_P(
                   "m/config.json: model_type: expected one of llama, qwen2, mistral, mixtral, "
                   "gemma, gemma2, found none"},
         BadConfig{"MissingKey", edited(k_llama, R"("intermediate_size": 28672,)", ""),
-                  "m/config.json: intermediate_size: expected an integer in [1, 16777216], "
+                  "m/config.json: intermediate_size: expected an integer in [1, 4194304], "
                   "found none"},
         BadConfig{"MissingContextWindow",
                   edited(k_qwen2, R"("max_position_embeddings": 32768,)", ""),
                   "m/config.json: max_position_embeddings: expected an integer in [1, "
-                  "16777216], found none"},
+                  "1000000000], found none"},
         BadConfig{"MixtralWithoutExperts", edited(k_mixtral, R"("num_local_experts": 8,)", ""),
-                  "m/config.json: num_local_experts: expected an integer in [1, 16777216], "
+                  "m/config.json: num_local_experts: expected an integer in [1, 65536], "
                   "found none"},
         BadConfig{"MoreExpertsPerTokenThanExperts",
                   edited(k_mixtral, R"("num_experts_per_tok": 2)", R"("num_experts_per_tok": 9)"),
                   "m/config.json: num_experts_per_tok: expected an integer in [1, 8], found 9"},
         BadConfig{"FloatDimension",
                   edited(k_mistral, R"("hidden_size": 4096)", R"("hidden_size": 4096.5)"),
-                  "m/config.json: hidden_size: expected an integer in [1, 16777216], found "
+                  "m/config.json: hidden_size: expected an integer in [1, 1048576], found "
                   "4096.5"},
         BadConfig{"StringDimension",
                   edited(k_mistral, R"("num_hidden_layers": 32)", R"("num_hidden_layers": "32")"),
-                  "m/config.json: num_hidden_layers: expected an integer in [1, 65536], found "
+                  "m/config.json: num_hidden_layers: expected an integer in [1, 100000], found "
                   "\"32\""},
         BadConfig{"KvHeadsNotDividingHeads",
                   edited(k_mistral, R"("num_key_value_heads": 8)", R"("num_key_value_heads": 5)"),
