@@ -38,8 +38,8 @@ std::optional<ShapeProblem> find_size_problem(const ModelShape& s) {
   for (int rank : s.depth.lora_rank)
     lora_ranks += rank;
   const double lora = real(s.depth.block_layers) * lora_ranks *
-                      (2 * (real(s.n_heads * s.head_dim) + real(s.d_model)) +
-                       2 * (real(s.n_kv_heads * s.head_dim) + real(s.d_model)) +
+                      (2 * (real(s.n_heads) * real(s.head_dim) + real(s.d_model)) +
+                       2 * (real(s.n_kv_heads) * real(s.head_dim) + real(s.d_model)) +
                        (s.mlp == MlpKind::gated ? 3 : 2) * (real(s.d_model) + real(s.ffn_dim)));
   const double parts[] = {layers * mlps, layers * attention, embeddings, lora};
   const char* fields[] = {s.is_moe() ? "experts" : "ffn_dim", "n_heads", "vocab",

@@ -230,6 +230,29 @@ TEST(HfConfig, DerivedKeysTakeTransformersDefaults) {
   EXPECT_EQ(parse_hf_config("\xEF\xBB\xBF" + std::string(k_mistral), "c").d_model, 4096);
 }
 
+// N3 by the config route: the same mixture as the model.* keys of
+// ModelShape.WeightsPastTheSizeBoundAreRefusedNamingTheLargestPart, refused the same way at
+// config.json's name for the key; and each dimension is bounded as its scenario key is.
+TEST(HfConfig, ShapesAreBoundedAsTheScenarioKeysAre) {
+  std::string huge = edited(k_mixtral, R"("hidden_size": 4096)", R"("hidden_size": 1048576)");
+  huge = edited(huge, R"("intermediate_size": 14336)", R"("intermediate_size": 4194304)");
+  huge = edited(huge, R"("num_local_experts": 8)", R"("num_local_experts": 65536)");
+  huge = edited(huge, R"("num_hidden_layers": 32)", R"("num_hidden_layers": 6, "head_dim": 128)");
+  EXPECT_EQ(error_of(huge),
+            "m/config.json: num_local_experts: expected a model of at most 2^62 "
+            "bytes of weights (4 EiB), found about 1.04e+19 bytes: 6 layers x "
+            "(1.07e+10 attention + 8.65e+17 MLP parameters) + 0 LoRA + 6.71e+10 "
+            "embedding and LM head parameters, at 2 bytes (bf16)");
+  EXPECT_EQ(error_of(edited(k_mistral, R"("hidden_size": 4096)", R"("hidden_size": 1048577)")),
+            "m/config.json: hidden_size: expected an integer in [1, 1048576], found 1048577");
+  EXPECT_EQ(
+      error_of(edited(k_mixtral, R"("num_local_experts": 8)", R"("num_local_experts": 65537)")),
+      "m/config.json: num_local_experts: expected an integer in [1, 65536], found 65537");
+  EXPECT_EQ(
+      error_of(edited(k_mistral, R"("num_hidden_layers": 32)", R"("num_hidden_layers": 100001)")),
+      "m/config.json: num_hidden_layers: expected an integer in [1, 100000], found 100001");
+}
+
 struct BadConfig {
   const char* name;
   std::string text;

@@ -158,7 +158,11 @@ TEST(ModelShape, WeightsPastTheSizeBoundAreRefusedNamingTheLargestPart) {
   const auto problem = find_shape_problem(m);
   ASSERT_TRUE(problem.has_value());
   EXPECT_EQ(problem->field, "experts");
-  EXPECT_EQ(problem->message, "N3");
+  EXPECT_EQ(problem->message,
+            "expected a model of at most 2^62 bytes of weights (4 EiB), found about "
+            "1.04e+19 bytes: 6 layers x (1.07e+10 attention + 8.65e+17 MLP "
+            "parameters) + 0 LoRA + 6.71e+10 embedding and LM head parameters, at 2 "
+            "bytes (bf16)");
   m.experts = 8;
   m.ffn_dim = 1;
   m.n_heads = 4096;
@@ -194,7 +198,10 @@ TEST(ModelShape, WeightsAtTheSizeBoundAreAcceptedAndSizedWithoutWrapping) {
   const auto problem = find_shape_problem(past);
   ASSERT_TRUE(problem.has_value());
   EXPECT_EQ(problem->field, "ffn_dim");
-  EXPECT_EQ(problem->message, "BOUND");
+  EXPECT_EQ(problem->message,
+            "expected a model of at most 2^62 bytes of weights (4 EiB), found about "
+            "4.61e+18 bytes: 1 layers x (4 attention + 4.61e+18 MLP parameters) + 0 "
+            "LoRA + 2 embedding and LM head parameters, at 1 bytes (fp8)");
 }
 
 TEST(ModelShape, KvBytesPerTokenUseKvHeadsAndDtype) {

@@ -124,11 +124,15 @@ RequestTraceFormat detect_request_trace_format(const std::string& path) {
 
 std::unique_ptr<RequestSource> open_request_trace(const std::string& path,
                                                   const RequestTraceOptions& options) {
+  // The ShareGPT reader opens the path itself (and names the format when it cannot).
+  if (options.format == RequestTraceFormat::sharegpt)
+    return open_sharegpt_trace(path, options.tokenizer, options.skip_bad_rows);
   // Opened once: detection reads the head, the reader continues the same stream.
   TraceInput input = TraceInput::open(path);
   const RequestTraceFormat format = options.format ? *options.format : detect_format(input);
   if (format == RequestTraceFormat::sharegpt) {
-    // The ShareGPT reader opens the path itself, which a pipe does not allow twice.
+    // Detected: the ShareGPT reader would open the path a second time, which a pipe does not
+    // allow.
     if (!input.is_regular_file()) {
       throw InputError(SourceLocation{path, 0, 0, ""},
                        expected_found("a regular file for a ShareGPT trace", "a pipe or device"));

@@ -9,6 +9,7 @@
 
 #include "exitsim/core/error.hpp"
 #include "exitsim/core/suggest.hpp"
+#include "exitsim/core/time.hpp"
 
 namespace exitsim::sim {
 namespace {
