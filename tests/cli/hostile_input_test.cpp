@@ -330,7 +330,11 @@ TEST_F(Cli, AModelPastTheWeightBoundIsRefusedNotWrapped) {
           "--set model.vocab=32000 --set workload.requests=20 --set workload.input_tokens.max=512 "
           "--set workload.output_tokens.max=64");
   EXPECT_EQ(r.exit_code, 1) << r.err;
-  EXPECT_EQ(r.err, "N3CLI");
+  EXPECT_EQ(r.err,
+            "exitsim: error: --set: model.experts: expected a model of at most 2^62 bytes of "
+            "weights (4 EiB), found about 1.04e+19 bytes: 6 layers x (1.07e+10 attention + "
+            "8.65e+17 MLP parameters) + 0 LoRA + 6.71e+10 embedding and LM head parameters, at 2 "
+            "bytes (bf16)\n");
   EXPECT_TRUE(r.out.empty());
 }
 
