@@ -375,11 +375,15 @@ void run_validate_against(const ValidateArgs& args) {
   const std::vector<analysis::ValidationResult> results{
       analysis::compare_with_benchmark(s.sync.strategy, figures, runs)};
 
-  fmt::print("against    {} ({} {}, {} of {} requests compared)\n", args.against, p.format,
-             bench.backend, p.requests_compared, p.requests_in_file);
+  // The file's own strings (model_id, backend) are shown as error messages show them: a terminal
+  // escape in a benchmark file must not reach the console.
+  fmt::print(
+      "against    {}\n",
+      one_safe_line(fmt::format("{} ({} {}, {} of {} requests compared)", args.against, p.format,
+                                bench.backend, p.requests_compared, p.requests_in_file)));
   fmt::print("{}", analysis::format_validation(results));
   for (const std::string& line : unmatched)
-    fmt::print("not matched {}\n", line);
+    fmt::print("not matched {}\n", one_safe_line(line));
 
   traces::StagedOutputDirectory out(args.out, "--out");
   const std::filesystem::path staging(out.staging());

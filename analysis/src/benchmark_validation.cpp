@@ -7,6 +7,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "exitsim/core/error.hpp"
 #include "exitsim/core/random.hpp"
 #include "exitsim/core/request.hpp"
 #include "exitsim/sim/metrics/latency_sketch.hpp"
@@ -114,6 +115,19 @@ class ReplaySource final : public traces::RequestSource {
   std::size_t next_ = 0;
 };
 
+// Refuses a request_rate whose reconstructed arrivals (`span_s` seconds from the first to the
+// last) leave the arrival range the simulator's clock keeps (k_max_arrival_ns, about 146 years).
+void check_arrival_span(const traces::ServingBenchmark& b, double rate, double span_s) {
+  if (span_s * 1e9 <= static_cast<double>(k_max_arrival_ns))
+    return;
+  throw InputError(
+      SourceLocation{b.path, b.line, 0, "request_rate"},
+      expected_found(
+          "a request rate whose reconstructed arrivals span at most 2^62 ns (about "
+          "146 years)",
+          fmt::format("{} ({} requests over {:.3g} s)", rate, b.requests.size(), span_s)));
+}
+
 }  // namespace
 
 std::vector<TimeNs> benchmark_arrivals(const traces::ServingBenchmark& benchmark,
@@ -123,6 +137,8 @@ std::vector<TimeNs> benchmark_arrivals(const traces::ServingBenchmark& benchmark
   if (!benchmark.request_rate || n == 0)
     return arrivals;
   const double rate = *benchmark.request_rate;
+  // vLLM's last request is sent at n / rate; SGLang's gaps have that mean.
+  check_arrival_span(benchmark, rate, static_cast<double>(n) / rate);
   RandomStream rng(seed, "validate.against.arrivals");
   std::vector<double> sent(n, 0.0);  // seconds
   if (benchmark.format == traces::ServingBenchmarkFormat::sglang) {
@@ -144,6 +160,7 @@ std::vector<TimeNs> benchmark_arrivals(const traces::ServingBenchmark& benchmark
     }
   }
   // Relative to the first request, as the simulator's traces are.
+  check_arrival_span(benchmark, rate, sent[n - 1] - sent[0]);
   for (std::size_t i = 0; i < n; ++i)
     arrivals[i] = to_ns(sent[i] - sent[0]);
   return arrivals;

@@ -17,6 +17,25 @@ bool utf8_continuation(char c) {
   return (static_cast<unsigned char>(c) & 0xC0) == 0x80;
 }
 
+std::string render(const SourceLocation& where, const std::string& message) {
+  std::string out;
+  if (!where.file.empty()) {
+    out += where.file;
+    if (where.line > 0) {
+      out += fmt::format(":{}", where.line);
+      if (where.column > 0)
+        out += fmt::format(":{}", where.column);
+    }
+    out += ": ";
+  }
+  if (!where.field.empty())
+    out += where.field + ": ";
+  out += message;
+  return one_safe_line(out);
+}
+
+}  // namespace
+
 // One line, always (embedded newlines would split it across log lines), control bytes written
 // as \xNN, and the middle of an over-long message cut (its start names the place, its end
 // usually what was found), never inside a UTF-8 character.
@@ -43,25 +62,6 @@ std::string one_safe_line(const std::string& text) {
   return out.substr(0, head) + fmt::format(" [... {} bytes cut ...] ", tail - head) +
          out.substr(tail);
 }
-
-std::string render(const SourceLocation& where, const std::string& message) {
-  std::string out;
-  if (!where.file.empty()) {
-    out += where.file;
-    if (where.line > 0) {
-      out += fmt::format(":{}", where.line);
-      if (where.column > 0)
-        out += fmt::format(":{}", where.column);
-    }
-    out += ": ";
-  }
-  if (!where.field.empty())
-    out += where.field + ": ";
-  out += message;
-  return one_safe_line(out);
-}
-
-}  // namespace
 
 InputError::InputError(SourceLocation where, const std::string& message)
     : std::runtime_error(render(where, message)),

@@ -26,9 +26,16 @@ namespace {
 using nlohmann::json;
 
 constexpr std::uint64_t k_max_config_bytes = 16u << 20;
-// Far from int64 overflow in any product of dimensions, and above any real model's.
-constexpr std::int64_t k_max_dimension = std::int64_t{1} << 24;
-constexpr std::int64_t k_max_layers = std::int64_t{1} << 16;
+// The scenario keys' ranges (scenarios/src/schema_model.cpp), so that a model is refused the
+// same way whether its shape comes from config.json or from model.* keys.
+constexpr std::int64_t k_max_hidden = std::int64_t{1} << 20;        // model.d_model
+constexpr std::int64_t k_max_heads = 4096;                          // model.n_heads, n_kv_heads
+constexpr std::int64_t k_max_head_dim = 4096;                       // model.head_dim
+constexpr std::int64_t k_max_intermediate = std::int64_t{1} << 22;  // model.ffn_dim
+constexpr std::int64_t k_max_vocab = std::int64_t{1} << 24;         // model.vocab
+constexpr std::int64_t k_max_layers = 100000;                       // model.depth.prelude
+constexpr std::int64_t k_max_context = 1'000'000'000;               // model.max_context
+constexpr std::int64_t k_max_experts = 65536;                       // model.experts
 constexpr int k_max_nesting = 32;
 
 // Thrown from inside the parser callback, turned into an InputError outside it.
@@ -213,11 +220,11 @@ ModelShape parse_hf_config(std::string_view text, const std::string& file) {
 
   ModelShape shape;
   shape.name = model_name(keys);
-  shape.d_model = keys.integer("hidden_size", 1, k_max_dimension);
-  shape.n_heads = keys.integer("num_attention_heads", 1, k_max_dimension);
-  shape.n_kv_heads = keys.integer("num_key_value_heads", 1, k_max_dimension, shape.n_heads);
+  shape.d_model = keys.integer("hidden_size", 1, k_max_hidden);
+  shape.n_heads = keys.integer("num_attention_heads", 1, k_max_heads);
+  shape.n_kv_heads = keys.integer("num_key_value_heads", 1, k_max_heads, shape.n_heads);
   if (gemma) {
-    shape.head_dim = keys.integer("head_dim", 1, k_max_dimension);
+    shape.head_dim = keys.integer("head_dim", 1, k_max_head_dim);
   } else {
     if (keys.find("head_dim") == nullptr && shape.d_model % shape.n_heads != 0) {
       throw keys.error("head_dim",
@@ -226,18 +233,18 @@ ModelShape parse_hf_config(std::string_view text, const std::string& file) {
                                    shape.d_model, shape.n_heads),
                        "none");
     }
-    shape.head_dim = keys.integer("head_dim", 1, k_max_dimension, shape.d_model / shape.n_heads);
+    shape.head_dim = keys.integer("head_dim", 1, k_max_head_dim, shape.d_model / shape.n_heads);
   }
-  shape.ffn_dim = keys.integer("intermediate_size", 1, k_max_dimension);
-  shape.vocab = keys.integer("vocab_size", 1, k_max_dimension);
+  shape.ffn_dim = keys.integer("intermediate_size", 1, k_max_intermediate);
+  shape.vocab = keys.integer("vocab_size", 1, k_max_vocab);
   shape.depth =
       DepthStructure::plain(static_cast<int>(keys.integer("num_hidden_layers", 1, k_max_layers)));
-  shape.max_context = keys.integer("max_position_embeddings", 1, k_max_dimension);
+  shape.max_context = keys.integer("max_position_embeddings", 1, k_max_context);
   shape.tied_embeddings = keys.boolean("tie_word_embeddings", gemma);
   shape.dtype = read_dtype(keys);
   shape.mlp = MlpKind::gated;
   if (type == "mixtral") {
-    shape.experts = keys.integer("num_local_experts", 1, k_max_dimension);
+    shape.experts = keys.integer("num_local_experts", 1, k_max_experts);
     shape.experts_per_token = keys.integer("num_experts_per_tok", 1, shape.experts);
   }
   if (const std::optional<ShapeProblem> problem = find_shape_problem(shape))

@@ -38,57 +38,86 @@ int DepthStructure::recursion_of_depth(int depth) const {
   return (depth - prelude_layers + block_layers - 1) / block_layers;
 }
 
+namespace {
+
+// The sizes below are computed through Checked: find_shape_problem bounds checked_parameter_count
+// so that none of them wraps for a validated shape, and get() says so if one ever does.
+Checked mlp_elements(const ModelShape& m) {
+  const Checked mlp_matrices = m.mlp == MlpKind::gated ? 3 : 2;
+  return mlp_matrices * m.d_model * m.ffn_dim;
+}
+
+Checked router_elements(const ModelShape& m) {
+  return m.is_moe() ? Checked(m.d_model) * m.experts : Checked(0);
+}
+
+Checked layer_elements(const ModelShape& m) {
+  const Checked q = Checked(m.d_model) * m.n_heads * m.head_dim;
+  const Checked kv = Checked(2) * m.d_model * m.n_kv_heads * m.head_dim;
+  const Checked o = Checked(m.n_heads) * m.head_dim * m.d_model;
+  const Checked mlps = m.is_moe() ? m.experts : 1;
+  const Checked norms = Checked(2) * m.d_model;
+  return q + kv + o + mlps * mlp_elements(m) + router_elements(m) + norms;
+}
+
+Checked lora_elements(const ModelShape& m, int rank) {
+  // A rank-r adapter on a (in x out) linear adds r * (in + out) parameters.
+  const Checked r = rank;
+  const Checked q = Checked(m.n_heads) * m.head_dim;
+  const Checked kv = Checked(m.n_kv_heads) * m.head_dim;
+  const Checked attention =
+      r * (q + m.d_model) + Checked(2) * r * (kv + m.d_model) + r * (q + m.d_model);
+  const Checked mlp_matrices = m.mlp == MlpKind::gated ? 3 : 2;
+  return attention + mlp_matrices * r * (Checked(m.d_model) + m.ffn_dim);
+}
+
+}  // namespace
+
 std::int64_t ModelShape::mlp_parameters() const {
-  const std::int64_t mlp_matrices = mlp == MlpKind::gated ? 3 : 2;
-  return mlp_matrices * d_model * ffn_dim;
+  return mlp_elements(*this).get("ModelShape::mlp_parameters");
 }
 
 std::int64_t ModelShape::router_parameters() const {
-  return is_moe() ? d_model * experts : 0;
+  return router_elements(*this).get("ModelShape::router_parameters");
 }
 
 std::int64_t ModelShape::layer_parameters() const {
-  const std::int64_t q = d_model * n_heads * head_dim;
-  const std::int64_t kv = 2 * d_model * n_kv_heads * head_dim;
-  const std::int64_t o = n_heads * head_dim * d_model;
-  const std::int64_t mlps = is_moe() ? experts : 1;
-  const std::int64_t norms = 2 * d_model;
-  return q + kv + o + mlps * mlp_parameters() + router_parameters() + norms;
+  return layer_elements(*this).get("ModelShape::layer_parameters");
 }
 
 std::int64_t ModelShape::lora_parameters(int rank) const {
-  // A rank-r adapter on a (in x out) linear adds r * (in + out) parameters.
-  const std::int64_t r = rank;
-  const std::int64_t attention = r * (d_model + n_heads * head_dim) +
-                                 2 * r * (d_model + n_kv_heads * head_dim) +
-                                 r * (n_heads * head_dim + d_model);
-  const std::int64_t mlp_matrices = mlp == MlpKind::gated ? 3 : 2;
-  return attention + mlp_matrices * r * (d_model + ffn_dim);
+  return lora_elements(*this, rank).get("ModelShape::lora_parameters");
+}
+
+Checked ModelShape::checked_parameter_count(bool head_apart) const {
+  Checked total = Checked(depth.unique_layers()) * layer_elements(*this);
+  for (int rank : depth.lora_rank)
+    total += Checked(depth.block_layers) * lora_elements(*this, rank);
+  const Checked embedding = Checked(vocab) * d_model;
+  total += tied_embeddings && !head_apart ? embedding : Checked(2) * embedding;
+  total += d_model;  // final norm
+  return total;
 }
 
 std::int64_t ModelShape::parameter_count() const {
-  std::int64_t total = depth.unique_layers() * layer_parameters();
-  for (int rank : depth.lora_rank)
-    total += depth.block_layers * lora_parameters(rank);
-  const std::int64_t embedding = vocab * d_model;
-  total += tied_embeddings ? embedding : 2 * embedding;
-  total += d_model;  // final norm
-  return total;
+  return checked_parameter_count().get("ModelShape::parameter_count");
 }
 
 std::int64_t ModelShape::active_parameters_per_token() const {
   if (!is_moe())
     return parameter_count();
-  return parameter_count() -
-         depth.unique_layers() * (experts - experts_per_token) * mlp_parameters();
+  const Checked idle =
+      Checked(depth.unique_layers()) * (Checked(experts) - experts_per_token) * mlp_elements(*this);
+  return (Checked(parameter_count()) - idle).get("ModelShape::active_parameters_per_token");
 }
 
 std::int64_t ModelShape::weight_bytes() const {
-  return parameter_count() * bytes_per_element(dtype);
+  return (checked_parameter_count() * bytes_per_element(dtype)).get("ModelShape::weight_bytes");
 }
 
 std::int64_t ModelShape::kv_bytes_per_token_per_layer() const {
-  return 2 * n_kv_heads * head_dim * bytes_per_element(dtype);
+  return (Checked(2) * n_kv_heads * head_dim * bytes_per_element(dtype))
+      .get("ModelShape::kv_bytes_per_token_per_layer");
 }
 
 double expected_distinct_experts(std::int64_t experts, std::int64_t top_k, double tokens) {

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <iterator>
+
 #include "exitsim/core/error.hpp"
 
 namespace exitsim {
@@ -9,6 +12,50 @@ namespace {
 
 std::optional<ShapeProblem> problem(std::string field, std::string message) {
   return ShapeProblem{std::move(field), std::move(message)};
+}
+
+// The weights a shape may have: every size derived from them (a shard's, device memory less
+// weights less reserve) then stays far inside int64. 4 EiB is no real model.
+constexpr std::int64_t k_max_weight_bytes = std::int64_t{1} << 62;
+
+// Refuses a shape whose weights pass k_max_weight_bytes, naming the key of the largest part
+// (experts or ffn_dim for the MLPs, n_heads for attention, vocab for the embeddings,
+// depth.lora_rank for the adapters), with the parts as figures computed in double (which does
+// not wrap).
+std::optional<ShapeProblem> find_size_problem(const ModelShape& s) {
+  const Checked bytes = s.checked_parameter_count(/*head_apart=*/true) * bytes_per_element(s.dtype);
+  if (bytes.value() && *bytes.value() <= k_max_weight_bytes)
+    return std::nullopt;
+  const auto real = [](std::int64_t v) { return static_cast<double>(v); };
+  const double layers = real(s.depth.unique_layers());
+  // Per layer.
+  const double attention =
+      real(s.d_model) * real(s.head_dim) * (2 * real(s.n_heads) + 2 * real(s.n_kv_heads));
+  const double mlps = (s.is_moe() ? real(s.experts) : 1.0) * (s.mlp == MlpKind::gated ? 3 : 2) *
+                      real(s.d_model) * real(s.ffn_dim);
+  const double embeddings = 2 * real(s.vocab) * real(s.d_model);
+  double lora_ranks = 0;
+  for (int rank : s.depth.lora_rank)
+    lora_ranks += rank;
+  const double lora = real(s.depth.block_layers) * lora_ranks *
+                      (2 * (real(s.n_heads) * real(s.head_dim) + real(s.d_model)) +
+                       2 * (real(s.n_kv_heads) * real(s.head_dim) + real(s.d_model)) +
+                       (s.mlp == MlpKind::gated ? 3 : 2) * (real(s.d_model) + real(s.ffn_dim)));
+  const double parts[] = {layers * mlps, layers * attention, embeddings, lora};
+  const char* fields[] = {s.is_moe() ? "experts" : "ffn_dim", "n_heads", "vocab",
+                          "depth.lora_rank"};
+  const auto largest = std::max_element(std::begin(parts), std::end(parts)) - std::begin(parts);
+  return problem(
+      fields[largest],
+      expected_found(
+          "a model of at most 2^62 bytes of weights (4 EiB)",
+          fmt::format(
+              "about {:.3g} bytes: {} layers x ({:.3g} attention + {:.3g} MLP "
+              "parameters) + {:.3g} LoRA + {:.3g} embedding and LM head parameters, at {} "
+              "bytes ({})",
+              (layers * (attention + mlps) + lora + embeddings) * real(bytes_per_element(s.dtype)),
+              s.depth.unique_layers(), attention, mlps, lora, embeddings,
+              bytes_per_element(s.dtype), to_string(s.dtype))));
 }
 
 }  // namespace
@@ -92,7 +139,7 @@ std::optional<ShapeProblem> find_shape_problem(const ModelShape& shape) {
     }
     previous = point;
   }
-  return std::nullopt;
+  return find_size_problem(shape);
 }
 
 }  // namespace exitsim

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "exitsim/core/checked.hpp"
 #include "exitsim/core/error.hpp"
 
 namespace exitsim {
@@ -48,20 +49,22 @@ std::int64_t TensorShard::weight_bytes(const ModelShape& model) const {
 
 std::int64_t TensorShard::weight_bytes(const ModelShape& model, const PipelineStage& stage) const {
   const DepthStructure& depth = model.depth;
-  const std::int64_t d = model.d_model;
-  const std::int64_t q = heads * model.head_dim;
-  const std::int64_t kv = kv_heads * model.head_dim;
-  const std::int64_t mlp_matrices = model.mlp == MlpKind::gated ? 3 : 2;
+  // Checked: a shard holds at most the whole model with its LM head apart, which
+  // find_shape_problem bounds far inside int64.
+  const Checked d = model.d_model;
+  const Checked q = Checked(heads) * model.head_dim;
+  const Checked kv = Checked(kv_heads) * model.head_dim;
+  const Checked mlp_matrices = model.mlp == MlpKind::gated ? 3 : 2;
   // A mixture's experts are each split like the dense MLP, or held whole (EP); its router is
   // replicated.
-  const std::int64_t mlps = model.is_moe() ? local_experts : 1;
-  const std::int64_t layer = d * q + 2 * d * kv + q * d + mlps * mlp_matrices * d * ffn +
-                             model.router_parameters() + 2 * d;
+  const Checked mlps = model.is_moe() ? local_experts : 1;
+  const Checked layer = d * q + Checked(2) * d * kv + q * d + mlps * mlp_matrices * d * ffn +
+                        model.router_parameters() + Checked(2) * d;
   // The unique layers the stage executes: the prelude's and coda's once each, the shared
   // block's once per block position any of its recursions reaches here.
   std::vector<bool> block_position(static_cast<std::size_t>(depth.block_layers), false);
   std::int64_t unique = 0;
-  std::int64_t lora = 0;
+  Checked lora = 0;
   for (int l = stage.first; l < stage.last; ++l) {
     const int in_block = l - depth.prelude_layers;
     if (in_block < 0 || l >= depth.stacked_depth()) {
@@ -77,25 +80,26 @@ std::int64_t TensorShard::weight_bytes(const ModelShape& model, const PipelineSt
     // with their linears: the sharded side of each is split, the other is not.
     const auto recursion = static_cast<std::size_t>(in_block / depth.block_layers);
     if (recursion < depth.lora_rank.size()) {
-      const std::int64_t r = depth.lora_rank[recursion];
-      lora += r * (d + q) + 2 * r * (d + kv) + r * (q + d) + mlp_matrices * r * (d + ffn);
+      const Checked r = depth.lora_rank[recursion];
+      lora += r * (d + q) + Checked(2) * r * (d + kv) + r * (q + d) + mlp_matrices * r * (d + ffn);
     }
   }
-  std::int64_t total = unique * layer + lora;
-  const std::int64_t embedding = vocab * d;
+  Checked total = Checked(unique) * layer + lora;
+  const Checked embedding = Checked(vocab) * d;
   if (stage.first_stage)
     total += embedding;
   if (stage.last_stage) {
     // The LM head, and the final norm. Tied to the embedding, it is that matrix when one stage
     // holds both, and a copy on the last stage otherwise.
-    total += model.tied_embeddings && stage.first_stage ? 0 : embedding;
+    total += model.tied_embeddings && stage.first_stage ? Checked(0) : embedding;
     total += d;
   }
-  return total * bytes_per_element(model.dtype);
+  return (total * bytes_per_element(model.dtype)).get("TensorShard::weight_bytes");
 }
 
 std::int64_t TensorShard::kv_bytes_per_token_per_layer(const ModelShape& model) const {
-  return 2 * kv_heads * model.head_dim * bytes_per_element(model.dtype);
+  return (Checked(2) * kv_heads * model.head_dim * bytes_per_element(model.dtype))
+      .get("TensorShard::kv_bytes_per_token_per_layer");
 }
 
 namespace {

@@ -9,6 +9,8 @@
 #include <limits>
 #include <string>
 
+#include "support/test_files.hpp"
+
 namespace exitsim::analysis {
 namespace {
 
@@ -76,6 +78,24 @@ TEST(BenchmarkArrivals, InfiniteRateIsAllAtOnceAndInfiniteBurstinessIsEven) {
       benchmark_arrivals(synthetic(11, 2.0, std::numeric_limits<double>::infinity()), 1);
   for (std::size_t i = 1; i < even.size(); ++i)
     EXPECT_NEAR(static_cast<double>(even[i] - even[i - 1]), 0.5e9, 2.0);
+}
+
+// N7: arrivals n / rate seconds long are refused past the simulator's arrival range (2^62 ns),
+// naming the file and the key; just inside it they are reconstructed.
+TEST(BenchmarkArrivals, ARateWhoseArrivalsLeaveTheArrivalRangeIsRefused) {
+  traces::ServingBenchmark b = synthetic(2, 2.0 / 4.6e9, std::numeric_limits<double>::infinity());
+  b.path = "r.json";
+  const std::vector<TimeNs> inside = benchmark_arrivals(b, 1);
+  EXPECT_NEAR(static_cast<double>(inside[1]), 2.3e18, 1e6);
+  b.request_rate = 1e-300;
+  EXPECT_EQ(test_support::error_of([&] { benchmark_arrivals(b, 1); }),
+            "r.json: request_rate: expected a request rate whose reconstructed arrivals span at "
+            "most 2^62 ns (about 146 years), found 1e-300 (2 requests over 2e+300 s)");
+  b.request_rate = 2.0 / 4.7e9;
+  EXPECT_EQ(test_support::error_of([&] { benchmark_arrivals(b, 1); }),
+            "r.json: request_rate: expected a request rate whose reconstructed arrivals span at "
+            "most 2^62 ns (about 146 years), found 4.25531914893617e-10 (2 requests over "
+            "4.7e+09 s)");
 }
 
 TEST(BenchmarkArrivals, SeedsDifferAndRepeat) {

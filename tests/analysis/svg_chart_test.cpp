@@ -160,5 +160,12 @@ TEST(SvgChart, CrowdedPointLabelsNeverOverlapAndNoneIsLost) {
   expect_labels_readable(series, svg);
 }
 
+// N13: a benchmark file's control bytes (a terminal escape in validation.json's hardware) are
+// written into the report as error messages write them, \xNN, never raw.
+TEST(HtmlEscape, WritesControlBytesAsErrorMessagesDo) {
+  EXPECT_EQ(html_escape("a\x1b[31m <b>&\"\x7f"), "a\\x1b[31m &lt;b&gt;&amp;&quot;\\x7f");
+  EXPECT_EQ(html_escape("line\nnext\ttab"), "line\nnext\ttab");
+}
+
 }  // namespace
 }  // namespace exitsim::analysis

@@ -321,4 +321,50 @@ TEST_F(Cli, BytesAReaderWouldIgnoreAreRefused) {
                         "and 4");
 }
 
+// N3: every shape key within its documented range, the weights past int64: refused at the
+// largest part's key instead of wrapping to a negative size and running.
+TEST_F(Cli, AModelPastTheWeightBoundIsRefusedNotWrapped) {
+  const Result r =
+      run("simulate --no-output --set model.preset=mixtral-8x7b --set model.d_model=1048576 "
+          "--set model.ffn_dim=4194304 --set model.experts=65536 --set model.depth.prelude=6 "
+          "--set model.vocab=32000 --set workload.requests=20 --set workload.input_tokens.max=512 "
+          "--set workload.output_tokens.max=64");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.err,
+            "exitsim: error: --set: model.experts: expected a model of at most 2^62 bytes of "
+            "weights (4 EiB), found about 1.04e+19 bytes: 6 layers x (1.07e+10 attention + "
+            "8.65e+17 MLP parameters) + 0 LoRA + 6.71e+10 embedding and LM head parameters, at 2 "
+            "bytes (bf16)\n");
+  EXPECT_TRUE(r.out.empty());
+}
+
+// N8: arrivals at the documented maxima (Mooncake 4611686018427 ms, native 2^62 ns after the
+// first) leave the run its half of the clock: the simulation completes.
+TEST_F(Cli, ArrivalsAtTheDocumentedMaximumRunToCompletion) {
+  const fs::path mooncake =
+      file("ts.jsonl",
+           "{\"timestamp\": 0, \"input_length\": 5, \"output_length\": 5}\n"
+           "{\"timestamp\": 4611686018427, \"input_length\": 5, \"output_length\": 5}\n");
+  Result r = run("simulate --no-output --set workload.source=trace --set 'workload.trace.path=" +
+                 mooncake.string() + "'");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const fs::path native = file("n.csv",
+                               "# exitsim-requests v1\n"
+                               "request_id,arrival_ns,input_tokens,output_tokens\n"
+                               "0,0,5,5\n1,4611686018427387904,5,5\n");
+  r = run("simulate --no-output --set workload.source=trace --set 'workload.trace.path=" +
+          native.string() + "'");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  // A slow-down of the replay may not push them past it.
+  r =
+      run("simulate --no-output --set workload.source=trace --set workload.trace.rate_scale=0.5 "
+          "--set 'workload.trace.path=" +
+          native.string() + "'");
+  EXPECT_EQ(r.err,
+            "exitsim: error: workload.trace.rate_scale: expected a scale that keeps the replayed "
+            "arrivals within 2^62 ns (about 146 years), found 0.5 (the arrival at "
+            "4611686018427387904 ns would be replayed at 9.22e+18 ns)\n");
+  EXPECT_EQ(r.exit_code, 1);
+}
+
 }  // namespace

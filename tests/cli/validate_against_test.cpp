@@ -218,4 +218,34 @@ TEST_F(ValidateAgainst, ABrokenFileIsOneLineAndLeavesNothing) {
   EXPECT_EQ(names, (std::vector<std::string>{"bad.json", "stderr.txt", "stdout.txt"}));
 }
 
+// N7: arrivals reconstructed from a tiny rate would leave the simulator's arrival range.
+TEST_F(ValidateAgainst, ARateWhoseArrivalsLeaveTheClockIsOneLine) {
+  const fs::path result = file("rate.json",
+                               "{\"model_id\": \"m\", \"request_rate\": 1e-300, "
+                               "\"duration\": 1, \"input_lens\": [1, 1], "
+                               "\"output_lens\": [2, 2], \"ttfts\": [0.1, 0.1], "
+                               "\"itls\": [[0.1], [0.1]]}");
+  const fs::path out = dir_ / "out";
+  const Result r = run(std::string("validate ") + k_scenario + " --against '" + result.string() +
+                       "' -o '" + out.string() + "'");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.err, "exitsim: error: " + result.string() +
+                       ": request_rate: expected a request rate whose reconstructed arrivals span "
+                       "at most 2^62 ns (about 146 years), found 1e-300 (2 requests over "
+                       "2e+300 s)\n");
+  EXPECT_FALSE(fs::exists(out));
+}
+
+// N13: the file's model_id reaches the console as error messages show text: no raw ESC.
+TEST_F(ValidateAgainst, ControlBytesOfTheFileAreEscapedOnTheConsole) {
+  const fs::path result = simulated_result(R"({"model_id": "m\u001b[31m RED"})");
+  const fs::path out = dir_ / "out";
+  const Result r = run(std::string("validate ") + k_scenario + k_workload + " --against '" +
+                       result.string() + "' -o '" + out.string() + "'");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find('\x1b'), std::string::npos);
+  EXPECT_NE(r.out.find("not matched model: the file names \"m\\x1b[31m RED\""), std::string::npos)
+      << r.out;
+}
+
 }  // namespace

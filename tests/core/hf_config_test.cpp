@@ -205,7 +205,7 @@ TEST(HfConfig, GemmaTiesEmbeddingsByDefaultAndReadsItsHeadDim) {
   EXPECT_NEAR(static_cast<double>(gemma2.parameter_count()) / 9.24e9, 1.0, 0.01);
   // A Gemma config must give head_dim: its default (256) is not hidden_size / heads.
   EXPECT_EQ(error_of(edited(k_gemma2, R"("head_dim": 256,)", "")),
-            "m/config.json: head_dim: expected an integer in [1, 16777216], found none");
+            "m/config.json: head_dim: expected an integer in [1, 4096], found none");
 }
 
 TEST(HfConfig, DerivedKeysTakeTransformersDefaults) {
@@ -228,6 +228,29 @@ TEST(HfConfig, DerivedKeysTakeTransformersDefaults) {
             DType::fp16);
   // A UTF-8 byte-order mark before the JSON is skipped.
   EXPECT_EQ(parse_hf_config("\xEF\xBB\xBF" + std::string(k_mistral), "c").d_model, 4096);
+}
+
+// N3 by the config route: the same mixture as the model.* keys of
+// ModelShape.WeightsPastTheSizeBoundAreRefusedNamingTheLargestPart, refused the same way at
+// config.json's name for the key; and each dimension is bounded as its scenario key is.
+TEST(HfConfig, ShapesAreBoundedAsTheScenarioKeysAre) {
+  std::string huge = edited(k_mixtral, R"("hidden_size": 4096)", R"("hidden_size": 1048576)");
+  huge = edited(huge, R"("intermediate_size": 14336)", R"("intermediate_size": 4194304)");
+  huge = edited(huge, R"("num_local_experts": 8)", R"("num_local_experts": 65536)");
+  huge = edited(huge, R"("num_hidden_layers": 32)", R"("num_hidden_layers": 6, "head_dim": 128)");
+  EXPECT_EQ(error_of(huge),
+            "m/config.json: num_local_experts: expected a model of at most 2^62 "
+            "bytes of weights (4 EiB), found about 1.04e+19 bytes: 6 layers x "
+            "(1.07e+10 attention + 8.65e+17 MLP parameters) + 0 LoRA + 6.71e+10 "
+            "embedding and LM head parameters, at 2 bytes (bf16)");
+  EXPECT_EQ(error_of(edited(k_mistral, R"("hidden_size": 4096)", R"("hidden_size": 1048577)")),
+            "m/config.json: hidden_size: expected an integer in [1, 1048576], found 1048577");
+  EXPECT_EQ(
+      error_of(edited(k_mixtral, R"("num_local_experts": 8)", R"("num_local_experts": 65537)")),
+      "m/config.json: num_local_experts: expected an integer in [1, 65536], found 65537");
+  EXPECT_EQ(
+      error_of(edited(k_mistral, R"("num_hidden_layers": 32)", R"("num_hidden_layers": 100001)")),
+      "m/config.json: num_hidden_layers: expected an integer in [1, 100000], found 100001");
 }
 
 struct BadConfig {
@@ -253,25 +276,25 @@ INSTANTIATE_TEST_SUITE_P(
                   "m/config.json: model_type: expected one of llama, qwen2, mistral, mixtral, "
                   "gemma, gemma2, found none"},
         BadConfig{"MissingKey", edited(k_llama, R"("intermediate_size": 28672,)", ""),
-                  "m/config.json: intermediate_size: expected an integer in [1, 16777216], "
+                  "m/config.json: intermediate_size: expected an integer in [1, 4194304], "
                   "found none"},
         BadConfig{"MissingContextWindow",
                   edited(k_qwen2, R"("max_position_embeddings": 32768,)", ""),
                   "m/config.json: max_position_embeddings: expected an integer in [1, "
-                  "16777216], found none"},
+                  "1000000000], found none"},
         BadConfig{"MixtralWithoutExperts", edited(k_mixtral, R"("num_local_experts": 8,)", ""),
-                  "m/config.json: num_local_experts: expected an integer in [1, 16777216], "
+                  "m/config.json: num_local_experts: expected an integer in [1, 65536], "
                   "found none"},
         BadConfig{"MoreExpertsPerTokenThanExperts",
                   edited(k_mixtral, R"("num_experts_per_tok": 2)", R"("num_experts_per_tok": 9)"),
                   "m/config.json: num_experts_per_tok: expected an integer in [1, 8], found 9"},
         BadConfig{"FloatDimension",
                   edited(k_mistral, R"("hidden_size": 4096)", R"("hidden_size": 4096.5)"),
-                  "m/config.json: hidden_size: expected an integer in [1, 16777216], found "
+                  "m/config.json: hidden_size: expected an integer in [1, 1048576], found "
                   "4096.5"},
         BadConfig{"StringDimension",
                   edited(k_mistral, R"("num_hidden_layers": 32)", R"("num_hidden_layers": "32")"),
-                  "m/config.json: num_hidden_layers: expected an integer in [1, 65536], found "
+                  "m/config.json: num_hidden_layers: expected an integer in [1, 100000], found "
                   "\"32\""},
         BadConfig{"KvHeadsNotDividingHeads",
                   edited(k_mistral, R"("num_key_value_heads": 8)", R"("num_key_value_heads": 5)"),

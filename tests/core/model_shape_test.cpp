@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "exitsim/core/model_validation.hpp"
+#include "exitsim/core/parallel.hpp"
 #include "exitsim/core/presets.hpp"
 
 namespace exitsim {
@@ -143,6 +144,64 @@ TEST(ModelShape, ExpertCountsAreValidated) {
   problem = find_shape_problem(m);
   ASSERT_TRUE(problem.has_value());
   EXPECT_EQ(problem->field, "depth.lora_rank");
+}
+
+// The N3 reproducer: every key within its documented range (d_model <= 2^20, ffn_dim <= 2^22,
+// experts <= 65536), the weights past int64. Refused at the largest part's key, not wrapped.
+TEST(ModelShape, WeightsPastTheSizeBoundAreRefusedNamingTheLargestPart) {
+  ModelShape m = preset("mixtral-8x7b");
+  m.d_model = 1 << 20;
+  m.ffn_dim = 1 << 22;
+  m.experts = 65536;
+  m.depth = DepthStructure::plain(6);
+  m.vocab = 32000;
+  const auto problem = find_shape_problem(m);
+  ASSERT_TRUE(problem.has_value());
+  EXPECT_EQ(problem->field, "experts");
+  EXPECT_EQ(problem->message,
+            "expected a model of at most 2^62 bytes of weights (4 EiB), found about "
+            "1.04e+19 bytes: 6 layers x (1.07e+10 attention + 8.65e+17 MLP "
+            "parameters) + 0 LoRA + 6.71e+10 embedding and LM head parameters, at 2 "
+            "bytes (bf16)");
+  m.experts = 8;
+  m.ffn_dim = 1;
+  m.n_heads = 4096;
+  m.n_kv_heads = 4096;
+  m.head_dim = 4096;
+  m.depth = DepthStructure::plain(100000);
+  const auto attention = find_shape_problem(m);
+  ASSERT_TRUE(attention.has_value());
+  EXPECT_EQ(attention->field, "n_heads");
+}
+
+// A shape of one layer whose parameters are 2 x ffn_dim + 9 (d_model, heads, head_dim and vocab
+// 1; two plain MLP matrices; the LM head counted apart), one byte each: its weights can be put
+// on either side of the 2^62-byte bound exactly.
+ModelShape one_wide_mlp(std::int64_t ffn_dim) {
+  ModelShape m;
+  m.name = "wide";
+  m.d_model = m.n_heads = m.n_kv_heads = m.head_dim = m.vocab = 1;
+  m.ffn_dim = ffn_dim;
+  m.mlp = MlpKind::plain;
+  m.dtype = DType::fp8;
+  m.depth = DepthStructure::plain(1);
+  return m;
+}
+
+TEST(ModelShape, WeightsAtTheSizeBoundAreAcceptedAndSizedWithoutWrapping) {
+  constexpr std::int64_t k_bound = std::int64_t{1} << 62;
+  const ModelShape at = one_wide_mlp((k_bound - 9) / 2);  // 2^62 - 1 bytes
+  EXPECT_FALSE(find_shape_problem(at).has_value());
+  EXPECT_EQ(at.weight_bytes(), k_bound - 1);
+  EXPECT_EQ(TensorShard::of(at, 1, false).weight_bytes(at), k_bound - 1);
+  const ModelShape past = one_wide_mlp((k_bound - 9) / 2 + 1);  // 2^62 + 1 bytes
+  const auto problem = find_shape_problem(past);
+  ASSERT_TRUE(problem.has_value());
+  EXPECT_EQ(problem->field, "ffn_dim");
+  EXPECT_EQ(problem->message,
+            "expected a model of at most 2^62 bytes of weights (4 EiB), found about "
+            "4.61e+18 bytes: 1 layers x (4 attention + 4.61e+18 MLP parameters) + 0 "
+            "LoRA + 2 embedding and LM head parameters, at 1 bytes (fp8)");
 }
 
 TEST(ModelShape, KvBytesPerTokenUseKvHeadsAndDtype) {

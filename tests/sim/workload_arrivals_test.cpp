@@ -153,8 +153,8 @@ TEST(MakeArrivalProcess, RejectsImpossibleConfigurations) {
             "workload.arrivals.off_seconds: expected an off period >= 0 s, found -1");
   on_off.off_seconds = 1e300;
   EXPECT_EQ(error_of(on_off),
-            "workload.arrivals.off_seconds: expected a duration the nanosecond clock can hold "
-            "(under 292 years), found 1e+300 s");
+            "workload.arrivals.off_seconds: expected a duration within the arrival range (2^62 "
+            "ns, about 146 years), found 1e+300 s");
   EXPECT_EQ(error_of(config("gama", 1.0)),
             "workload.arrivals.process: expected one of poisson, gamma, constant, on_off, found "
             "'gama' (did you mean 'gamma'?)");
@@ -170,8 +170,8 @@ TEST(MakeArrivalProcess, FailsInsteadOfOverflowingTheClock) {
               for (int i = 0; i < 100; ++i)
                 process.next();
             }),
-            "workload.arrivals.rate: expected a rate whose arrivals fit the nanosecond clock "
-            "(under 292 years), found 1e-12");
+            "workload.arrivals.rate: expected a rate whose arrivals stay within 2^62 ns (about 146 "
+            "years), found 1e-12");
 }
 
 }  // namespace

@@ -99,7 +99,8 @@ TEST(RequestAzure, MalformedRowsNameFileLineColumnAndField) {
         "1: TIMESTAMP: expected a date and time YYYY-MM-DD HH:MM:SS[.fffffff][+HH:MM|Z], found "
         "\"2023-11-16 18:15:47.\"");
   check("2400-01-01 00:00:00,374,44\n",
-        "1: TIMESTAMP: expected a time within 292 years of the first request's, found "
+        "1: TIMESTAMP: expected a time within 2^62 ns (about 146 years) of the first request's, "
+        "found "
         "\"2400-01-01 00:00:00\"");
 }
 
@@ -169,21 +170,23 @@ TEST(RequestAzure, RowsAreReadOneAtATime) {
             path + ":3:27: ContextTokens: expected an integer token count, found \"x\"");
 }
 
-TEST(RequestAzure, ArrivalsReachTheLastNanosecondInt64HoldsAndNoFurther) {
+TEST(RequestAzure, ArrivalsReachTheDocumentedMaximumAndNoFurther) {
   TempDir dir;
-  // 1970-01-01 plus INT64_MAX ns is 2262-04-11 23:47:16.854775807; Azure times have 100 ns steps.
+  // 1970-01-01 plus 2^62 ns (k_max_arrival_ns) is 2116-02-20 23:53:38.427387904; Azure times
+  // have 100 ns steps.
   const auto path = dir.write("a.csv", k_header +
                                            "1970-01-01 00:00:00,1,1\n"
-                                           "2262-04-11 23:47:16.8547758,1,1\n");
+                                           "2116-02-20 23:53:38.4273879,1,1\n");
   const auto result = read_all(path);
   ASSERT_EQ(result.requests.size(), 2U);
-  EXPECT_EQ(result.requests[1].arrival, 9'223'372'036'854'775'800);
+  EXPECT_EQ(result.requests[1].arrival, 4'611'686'018'427'387'900);
   const auto past = dir.write("p.csv", k_header +
                                            "1970-01-01 00:00:00,1,1\n"
-                                           "2262-04-11 23:47:16.8547759,1,1\n");
+                                           "2116-02-20 23:53:38.4273880,1,1\n");
   EXPECT_EQ(error_of(past), past +
-                                ":3:1: TIMESTAMP: expected a time within 292 years of the first "
-                                "request's, found \"2262-04-11 23:47:16.8547759\"");
+                                ":3:1: TIMESTAMP: expected a time within 2^62 ns (about 146 "
+                                "years) of the first request's, found \"2116-02-20 "
+                                "23:53:38.4273880\"");
 }
 
 TEST(RequestAzure, SkipBadRowsCountsAndContinues) {

@@ -1,4 +1,8 @@
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <fstream>
+#include <thread>
 
 #include "support/request_traces.hpp"
 
@@ -46,14 +50,41 @@ TEST(RequestMooncake, ArrivalsAreRelativeToTheFirstRow) {
 
 TEST(RequestMooncake, AcceptsTheDocumentedMaximumAndMinusZero) {
   TempDir dir;
+  // docs/traces.md: 0 to 4611686018427 ms, the whole milliseconds within 2^62 ns.
   const auto path =
       dir.write("m.jsonl",
                 "{\"timestamp\": -0, \"input_length\": 1, \"output_length\": 1}\n"
-                "{\"timestamp\": 9223372036854, \"input_length\": 1, \"output_length\": 1}\n");
+                "{\"timestamp\": 4611686018427, \"input_length\": 1, \"output_length\": 1}\n");
   const auto result = read_all(path);
   ASSERT_EQ(result.requests.size(), 2U);
   EXPECT_EQ(result.requests[0].arrival, 0);
-  EXPECT_EQ(result.requests[1].arrival, 9223372036854 * k_ns_per_ms);
+  EXPECT_EQ(result.requests[1].arrival, 4611686018427 * k_ns_per_ms);
+  const auto past =
+      dir.write("p.jsonl",
+                "{\"timestamp\": 0, \"input_length\": 1, \"output_length\": 1}\n"
+                "{\"timestamp\": 4611686018428, \"input_length\": 1, \"output_length\": 1}\n");
+  EXPECT_EQ(error_of(past), past +
+                                ":2: timestamp: expected a number of milliseconds from 0 to "
+                                "4611686018427, found 4611686018428");
+}
+
+// A pipe can be read once: detection and reading share one open (docs/traces.md, "Pipes"), as
+// `exitsim trace inspect <(printf ...)` needs.
+TEST(RequestMooncake, ReadsFromAFifo) {
+  TempDir dir;
+  const std::string fifo = dir.path("trace.fifo");
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  std::thread writer([&] {
+    std::ofstream out(fifo, std::ios::binary);  // blocks until the reader opens the FIFO
+    out << "{\"timestamp\": 0, \"input_length\": 5, \"output_length\": 5}\n"
+           "{\"timestamp\": 2, \"input_length\": 6, \"output_length\": 7}\n";
+  });
+  const auto result = read_all(fifo);
+  writer.join();
+  EXPECT_EQ(result.format, "mooncake");
+  ASSERT_EQ(result.requests.size(), 2U);
+  EXPECT_EQ(result.requests[1].arrival, 2 * k_ns_per_ms);
+  EXPECT_EQ(result.requests[1].output_tokens, 7);
 }
 
 TEST(RequestMooncake, MalformedLines) {
@@ -73,12 +104,12 @@ TEST(RequestMooncake, MalformedLines) {
   check("{\"input_length\": 5, \"output_length\": 5}\n",
         ": timestamp: expected a key \"timestamp\", found none");
   check("{\"timestamp\": \"11\", \"input_length\": 5, \"output_length\": 5}\n",
-        ": timestamp: expected a number of milliseconds from 0 to 9223372036854, found the string "
+        ": timestamp: expected a number of milliseconds from 0 to 4611686018427, found the string "
         "\"11\"");
   check("{\"timestamp\": -1, \"input_length\": 5, \"output_length\": 5}\n",
-        ": timestamp: expected a number of milliseconds from 0 to 9223372036854, found -1");
+        ": timestamp: expected a number of milliseconds from 0 to 4611686018427, found -1");
   check("{\"timestamp\": 1e300, \"input_length\": 5, \"output_length\": 5}\n",
-        ": timestamp: expected a number of milliseconds from 0 to 9223372036854, found 1e+300");
+        ": timestamp: expected a number of milliseconds from 0 to 4611686018427, found 1e+300");
   check("{\"timestamp\": 9.5, \"input_length\": 5, \"output_length\": 5}\n",
         ": timestamp: expected a time at or after the previous request's 10, found 9.5");
   check("{\"timestamp\": 11, \"input_length\": 5.0, \"output_length\": 5}\n",

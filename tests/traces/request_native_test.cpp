@@ -30,6 +30,19 @@ TEST(RequestNative, ReadsIdsArrivalsAndLengths) {
   EXPECT_EQ(result.requests[1], request(7, 150, 11, 21));
 }
 
+TEST(RequestNative, ArrivalsSpanTheDocumentedMaximumAndNoFurther) {
+  TempDir dir;
+  // docs/traces.md: after rebasing, the last arrival may be at most 2^62 ns.
+  const auto path = dir.write("n.csv", k_preamble + "0,5,1,1\n1,4611686018427387909,1,1\n");
+  const auto result = read_all(path);
+  ASSERT_EQ(result.requests.size(), 2U);
+  EXPECT_EQ(result.requests[1].arrival, 4611686018427387904);
+  const auto past = dir.write("p.csv", k_preamble + "0,5,1,1\n1,9223372036854775807,1,1\n");
+  EXPECT_EQ(error_of(past), past +
+                                ":4:3: arrival_ns: expected a time within 2^62 ns (about 146 "
+                                "years) of the first request's, found \"9223372036854775807\"");
+}
+
 TEST(RequestNative, EmptyArrivalsMeanALengthOnlyTrace) {
   TempDir dir;
   const auto path = dir.write("n.csv", k_preamble + "0,,10,20\n1,,11,21\n");

@@ -156,6 +156,16 @@ std::vector<Break> breaks() {
        "expected a vLLM result (with model_id or burstiness) or an SGLang one"},
       {"backend a number", [](json& j) { j["backend"] = 1; },
        "backend: expected a string, found 1"},
+      // N6: each gap within its day, the request's sum past it (150,000 such gaps would wrap
+      // int64 nanoseconds).
+      {"a request streaming for more than a day",
+       [](json& j) {
+         j["output_lens"][0] = 200000;
+         j["ttfts"][0] = 0.5;
+         j["itls"][0] = json::array({86399.0, 1.0});
+       },
+       "itls[0][1]: expected ttfts[0] plus itls[0] of at most 86400 s (a day), found 86400.500 s "
+       "by this gap"},
   };
 }
 
@@ -175,6 +185,16 @@ TEST(ServingBenchmark, EveryBreakIsOneLineNamingTheKey) {
         << b.name << "\n  got: " << error << "\n  expected: " << path << ": " << b.expected;
     EXPECT_EQ(error.find('\n'), std::string::npos) << b.name;
   }
+}
+
+TEST(ServingBenchmark, ARequestOfExactlyADayIsRead) {
+  TempDir dir;
+  json j = json::parse(fixture_text());
+  j["output_lens"][0] = 200000;
+  j["ttfts"][0] = 0.5;
+  j["itls"][0] = json::array({86399.0, 0.5});
+  const ServingBenchmark b = read_serving_benchmark(dir.write("result.json", j.dump()));
+  EXPECT_EQ(b.requests[0].ttft + b.requests[0].itls[0] + b.requests[0].itls[1], 86400 * k_ns_per_s);
 }
 
 TEST(ServingBenchmark, TextBreaksAreRefusedByName) {

@@ -10,9 +10,10 @@ namespace {
 
 class AzureSource final : public RowSource {
  public:
-  AzureSource(const std::string& path, bool skip_bad_rows)
-      : RowSource(path, RequestTraceFormat::azure, skip_bad_rows, ArrivalPresence::always,
-                  Naming{"TIMESTAMP", ""}) {
+  AzureSource(TraceInput input, bool skip_bad_rows)
+      : RowSource(std::move(input), RequestTraceFormat::azure, skip_bad_rows,
+                  ArrivalPresence::always, Naming{"TIMESTAMP", ""}) {
+    const std::string& path = this->path();
     const std::string_view header =
         read_header("the azure header \"" + std::string(k_azure_header) + "\"");
     if (!is_azure_header(header)) {
@@ -62,8 +63,8 @@ bool is_azure_header(std::string_view line) {
          fields[2].text == "GeneratedTokens";
 }
 
-std::unique_ptr<RequestSource> open_azure_trace(const std::string& path, bool skip_bad_rows) {
-  return std::make_unique<AzureSource>(path, skip_bad_rows);
+std::unique_ptr<RequestSource> open_azure_trace(TraceInput input, bool skip_bad_rows) {
+  return std::make_unique<AzureSource>(std::move(input), skip_bad_rows);
 }
 
 }  // namespace exitsim::traces

@@ -17,9 +17,10 @@ constexpr std::string_view k_expected_header =
 
 class BurstGptSource final : public RowSource {
  public:
-  BurstGptSource(const std::string& path, bool skip_bad_rows)
-      : RowSource(path, RequestTraceFormat::burstgpt, skip_bad_rows, ArrivalPresence::always,
-                  Naming{std::string(k_burstgpt_time), ""}) {
+  BurstGptSource(TraceInput input, bool skip_bad_rows)
+      : RowSource(std::move(input), RequestTraceFormat::burstgpt, skip_bad_rows,
+                  ArrivalPresence::always, Naming{std::string(k_burstgpt_time), ""}) {
+    const std::string& path = this->path();
     const std::string_view header = read_header(std::string(k_expected_header));
     if (!is_burstgpt_header(header)) {
       throw InputError(SourceLocation{path, 1, 1, ""},
@@ -79,8 +80,8 @@ bool is_burstgpt_header(std::string_view line) {
          find_column(columns, k_burstgpt_response);
 }
 
-std::unique_ptr<RequestSource> open_burstgpt_trace(const std::string& path, bool skip_bad_rows) {
-  return std::make_unique<BurstGptSource>(path, skip_bad_rows);
+std::unique_ptr<RequestSource> open_burstgpt_trace(TraceInput input, bool skip_bad_rows) {
+  return std::make_unique<BurstGptSource>(std::move(input), skip_bad_rows);
 }
 
 }  // namespace exitsim::traces

@@ -43,9 +43,10 @@ std::string listed(const std::vector<std::string>& names) {
 
 class CsvSource final : public RowSource {
  public:
-  CsvSource(const std::string& path, bool skip_bad_rows, const CsvColumnMapping& mapping)
-      : RowSource(path, RequestTraceFormat::csv, skip_bad_rows, ArrivalPresence::as_first_row,
-                  Naming{mapping.arrival, ""}) {
+  CsvSource(TraceInput input, bool skip_bad_rows, const CsvColumnMapping& mapping)
+      : RowSource(std::move(input), RequestTraceFormat::csv, skip_bad_rows,
+                  ArrivalPresence::as_first_row, Naming{mapping.arrival, ""}) {
+    const std::string& path = this->path();
     check_unit(path, mapping);
     const std::string_view header = read_header("a CSV header naming the columns");
     std::vector<Field> fields;
@@ -168,9 +169,9 @@ std::vector<std::string> csv_arrival_unit_names() {
   return names;
 }
 
-std::unique_ptr<RequestSource> open_csv_trace(const std::string& path, bool skip_bad_rows,
+std::unique_ptr<RequestSource> open_csv_trace(TraceInput input, bool skip_bad_rows,
                                               const CsvColumnMapping& columns) {
-  return std::make_unique<CsvSource>(path, skip_bad_rows, columns);
+  return std::make_unique<CsvSource>(std::move(input), skip_bad_rows, columns);
 }
 
 }  // namespace exitsim::traces

@@ -1,5 +1,6 @@
 #include "line_reader.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -19,19 +20,47 @@ constexpr std::size_t k_chunk_bytes = std::size_t{64} << 10;
 
 }  // namespace
 
-LineReader::LineReader(std::string path) : path_(std::move(path)) {
+TraceInput TraceInput::open(const std::string& path) {
+  TraceInput input;
+  input.path = path;
   std::error_code ec;
   // A directory opens as a stream on Linux and only fails on the first read, with a less clear
   // message; checking first names the real problem.
-  if (std::filesystem::is_directory(path_, ec))
-    fail_open(path_, std::strerror(EISDIR));
+  if (std::filesystem::is_directory(path, ec))
+    fail_open(path, std::strerror(EISDIR));
   errno = 0;
-  in_.open(path_, std::ios::binary);
-  if (!in_.is_open()) {
+  input.in.open(path, std::ios::binary);
+  if (!input.in.is_open()) {
     const int err = errno;
-    fail_open(path_, err != 0 ? std::strerror(err) : "the file could not be opened");
+    fail_open(path, err != 0 ? std::strerror(err) : "the file could not be opened");
   }
-  buffer_.resize(k_chunk_bytes);
+  input.head.resize(k_chunk_bytes);
+  input.in.read(input.head.data(), static_cast<std::streamsize>(input.head.size()));
+  if (input.in.bad()) {
+    throw InputError(SourceLocation{path, 0, 0, ""},
+                     std::string("cannot read request trace: ") + std::strerror(errno));
+  }
+  const std::streamsize got = input.in.gcount();
+  input.at_end = got < static_cast<std::streamsize>(input.head.size());
+  input.head.resize(static_cast<std::size_t>(got));
+  return input;
+}
+
+bool TraceInput::is_regular_file() const {
+  std::error_code ec;
+  return std::filesystem::is_regular_file(path, ec);
+}
+
+LineReader::LineReader(const std::string& path) : LineReader(TraceInput::open(path)) {}
+
+LineReader::LineReader(TraceInput input)
+    : path_(std::move(input.path)),
+      in_(std::move(input.in)),
+      buffer_(std::move(input.head)),
+      end_(buffer_.size()),
+      eof_(input.at_end) {
+  // Later reads fill whole chunks; the head is at most one.
+  buffer_.resize(std::max(buffer_.size(), k_chunk_bytes));
 }
 
 bool LineReader::refill() {

@@ -6,6 +6,7 @@
 
 #include "exitsim/core/error.hpp"
 #include "exitsim/core/json_input.hpp"
+#include "exitsim/core/time.hpp"
 #include "exitsim/traces/json_document.hpp"
 #include "readers.hpp"
 #include "row_source.hpp"
@@ -17,8 +18,8 @@ using nlohmann::json;
 
 constexpr std::int64_t k_ns_per_ms = 1'000'000;
 constexpr std::int64_t k_ns_per_s = 1'000'000'000;
-// The largest millisecond count whose nanoseconds still fit in int64.
-constexpr std::int64_t k_max_ms = std::numeric_limits<std::int64_t>::max() / k_ns_per_ms;
+// The largest millisecond count within the arrival range (k_max_arrival_ns, about 146 years).
+constexpr std::int64_t k_max_ms = k_max_arrival_ns / k_ns_per_ms;
 
 // How a JSON value appears after "found" in a message.
 std::string describe(const json& value) {
@@ -42,9 +43,9 @@ std::string describe(const json& value) {
 
 class MooncakeSource final : public RowSource {
  public:
-  MooncakeSource(const std::string& path, bool skip_bad_rows)
-      : RowSource(path, RequestTraceFormat::mooncake, skip_bad_rows, ArrivalPresence::always,
-                  Naming{"timestamp", ""}) {}
+  MooncakeSource(TraceInput input, bool skip_bad_rows)
+      : RowSource(std::move(input), RequestTraceFormat::mooncake, skip_bad_rows,
+                  ArrivalPresence::always, Naming{"timestamp", ""}) {}
 
   bool may_carry_prefix_hashes() const override { return true; }
 
@@ -153,8 +154,8 @@ class MooncakeSource final : public RowSource {
 
 }  // namespace
 
-std::unique_ptr<RequestSource> open_mooncake_trace(const std::string& path, bool skip_bad_rows) {
-  return std::make_unique<MooncakeSource>(path, skip_bad_rows);
+std::unique_ptr<RequestSource> open_mooncake_trace(TraceInput input, bool skip_bad_rows) {
+  return std::make_unique<MooncakeSource>(std::move(input), skip_bad_rows);
 }
 
 }  // namespace exitsim::traces

@@ -19,9 +19,10 @@ std::string trimmed(std::string_view text) {
 
 class NativeSource final : public RowSource {
  public:
-  NativeSource(const std::string& path, bool skip_bad_rows)
-      : RowSource(path, RequestTraceFormat::native, skip_bad_rows, ArrivalPresence::as_first_row,
-                  Naming{"arrival_ns", "request_id"}) {
+  NativeSource(TraceInput input, bool skip_bad_rows)
+      : RowSource(std::move(input), RequestTraceFormat::native, skip_bad_rows,
+                  ArrivalPresence::as_first_row, Naming{"arrival_ns", "request_id"}) {
+    const std::string& path = this->path();
     const std::string version_line = "\"" + std::string(k_native_version_line) + "\"";
     const std::string magic = trimmed(read_header(version_line));
     if (magic != k_native_version_line) {
@@ -118,8 +119,8 @@ class NativeSource final : public RowSource {
 
 }  // namespace
 
-std::unique_ptr<RequestSource> open_native_trace(const std::string& path, bool skip_bad_rows) {
-  return std::make_unique<NativeSource>(path, skip_bad_rows);
+std::unique_ptr<RequestSource> open_native_trace(TraceInput input, bool skip_bad_rows) {
+  return std::make_unique<NativeSource>(std::move(input), skip_bad_rows);
 }
 
 }  // namespace exitsim::traces

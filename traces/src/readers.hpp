@@ -6,17 +6,18 @@
 
 #include "exitsim/traces/request_source.hpp"
 #include "exitsim/traces/request_trace.hpp"
+#include "line_reader.hpp"
 
 namespace exitsim::traces {
 
 // One factory per format; each reads and checks its header before returning.
-std::unique_ptr<RequestSource> open_azure_trace(const std::string& path, bool skip_bad_rows);
-std::unique_ptr<RequestSource> open_vidur_trace(const std::string& path, bool skip_bad_rows);
-std::unique_ptr<RequestSource> open_mooncake_trace(const std::string& path, bool skip_bad_rows);
-std::unique_ptr<RequestSource> open_burstgpt_trace(const std::string& path, bool skip_bad_rows);
-std::unique_ptr<RequestSource> open_native_trace(const std::string& path, bool skip_bad_rows);
-std::unique_ptr<RequestSource> open_tracev2_trace(const std::string& path, bool skip_bad_rows);
-std::unique_ptr<RequestSource> open_csv_trace(const std::string& path, bool skip_bad_rows,
+std::unique_ptr<RequestSource> open_azure_trace(TraceInput input, bool skip_bad_rows);
+std::unique_ptr<RequestSource> open_vidur_trace(TraceInput input, bool skip_bad_rows);
+std::unique_ptr<RequestSource> open_mooncake_trace(TraceInput input, bool skip_bad_rows);
+std::unique_ptr<RequestSource> open_burstgpt_trace(TraceInput input, bool skip_bad_rows);
+std::unique_ptr<RequestSource> open_native_trace(TraceInput input, bool skip_bad_rows);
+std::unique_ptr<RequestSource> open_tracev2_trace(TraceInput input, bool skip_bad_rows);
+std::unique_ptr<RequestSource> open_csv_trace(TraceInput input, bool skip_bad_rows,
                                               const CsvColumnMapping& columns);
 // ShareGPT conversations, their turns counted in tokens of the tokenizer.json at tokenizer_path.
 std::unique_ptr<RequestSource> open_sharegpt_trace(const std::string& path,

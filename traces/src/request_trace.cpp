@@ -1,7 +1,6 @@
 #include "exitsim/traces/request_trace.hpp"
 
 #include <array>
-#include <fstream>
 #include <utility>
 
 #include "exitsim/core/error.hpp"
@@ -57,18 +56,41 @@ std::optional<RequestTraceFormat> format_of_header(std::string_view line) {
   return std::nullopt;
 }
 
+// The head without a UTF-8 byte-order mark.
+std::string_view without_bom(std::string_view head) {
+  if (head.starts_with("\xEF\xBB\xBF"))
+    head.remove_prefix(3);
+  return head;
+}
+
 // Whether the file's first byte after a UTF-8 BOM and whitespace is '[' (a JSON array:
-// ShareGPT's conversations; Mooncake's lines are objects). False when it cannot be read: the
-// line reader then reports why.
-bool starts_json_array(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::array<char, 4096> head{};
-  in.read(head.data(), static_cast<std::streamsize>(head.size()));
-  std::string_view text(head.data(), static_cast<std::size_t>(in.gcount()));
-  if (text.starts_with("\xEF\xBB\xBF"))
-    text.remove_prefix(3);
+// ShareGPT's conversations; Mooncake's lines are objects).
+bool starts_json_array(std::string_view head) {
+  const std::string_view text = without_bom(head);
   const std::size_t first = text.find_first_not_of(" \t\r\n");
   return first != std::string_view::npos && text[first] == '[';
+}
+
+// The format the input's first line names (read from its head: no header is longer).
+RequestTraceFormat detect_format(const TraceInput& input) {
+  // ShareGPT files are often one line of hundreds of megabytes, longer than any line the line
+  // reader takes: a JSON array is recognised by its first bytes.
+  if (starts_json_array(input.head))
+    return RequestTraceFormat::sharegpt;
+  if (input.head.empty()) {
+    throw InputError(SourceLocation{input.path, 1, 1, ""},
+                     expected_found(any_header(), "an empty file"));
+  }
+  std::string_view first = without_bom(input.head);
+  first = first.substr(0, first.find('\n'));
+  if (first.ends_with('\r'))
+    first.remove_suffix(1);
+  const std::optional<RequestTraceFormat> format = format_of_header(first);
+  if (!format) {
+    throw InputError(SourceLocation{input.path, 1, 1, ""},
+                     expected_found(any_header(), quoted_line(first)));
+  }
+  return *format;
 }
 
 }  // namespace
@@ -97,44 +119,43 @@ std::vector<std::string> request_trace_format_names() {
 }
 
 RequestTraceFormat detect_request_trace_format(const std::string& path) {
-  // ShareGPT files are often one line of hundreds of megabytes, longer than any line the line
-  // reader takes: a JSON array is recognised by its first bytes.
-  if (starts_json_array(path))
-    return RequestTraceFormat::sharegpt;
-  LineReader lines(path);
-  std::string_view first;
-  if (!lines.next(first)) {
-    throw InputError(SourceLocation{path, 1, 1, ""}, expected_found(any_header(), "an empty file"));
-  }
-  const std::optional<RequestTraceFormat> format = format_of_header(first);
-  if (!format) {
-    throw InputError(SourceLocation{path, 1, 1, ""},
-                     expected_found(any_header(), quoted_line(first)));
-  }
-  return *format;
+  return detect_format(TraceInput::open(path));
 }
 
 std::unique_ptr<RequestSource> open_request_trace(const std::string& path,
                                                   const RequestTraceOptions& options) {
-  const RequestTraceFormat format =
-      options.format ? *options.format : detect_request_trace_format(path);
+  // The ShareGPT reader opens the path itself (and names the format when it cannot).
+  if (options.format == RequestTraceFormat::sharegpt)
+    return open_sharegpt_trace(path, options.tokenizer, options.skip_bad_rows);
+  // Opened once: detection reads the head, the reader continues the same stream.
+  TraceInput input = TraceInput::open(path);
+  const RequestTraceFormat format = options.format ? *options.format : detect_format(input);
+  if (format == RequestTraceFormat::sharegpt) {
+    // Detected: the ShareGPT reader would open the path a second time, which a pipe does not
+    // allow.
+    if (!input.is_regular_file()) {
+      throw InputError(SourceLocation{path, 0, 0, ""},
+                       expected_found("a regular file for a ShareGPT trace", "a pipe or device"));
+    }
+    return open_sharegpt_trace(path, options.tokenizer, options.skip_bad_rows);
+  }
   switch (format) {
     case RequestTraceFormat::azure:
-      return open_azure_trace(path, options.skip_bad_rows);
+      return open_azure_trace(std::move(input), options.skip_bad_rows);
     case RequestTraceFormat::vidur:
-      return open_vidur_trace(path, options.skip_bad_rows);
+      return open_vidur_trace(std::move(input), options.skip_bad_rows);
     case RequestTraceFormat::mooncake:
-      return open_mooncake_trace(path, options.skip_bad_rows);
+      return open_mooncake_trace(std::move(input), options.skip_bad_rows);
     case RequestTraceFormat::burstgpt:
-      return open_burstgpt_trace(path, options.skip_bad_rows);
+      return open_burstgpt_trace(std::move(input), options.skip_bad_rows);
     case RequestTraceFormat::native:
-      return open_native_trace(path, options.skip_bad_rows);
+      return open_native_trace(std::move(input), options.skip_bad_rows);
     case RequestTraceFormat::tracev2:
-      return open_tracev2_trace(path, options.skip_bad_rows);
+      return open_tracev2_trace(std::move(input), options.skip_bad_rows);
     case RequestTraceFormat::csv:
-      return open_csv_trace(path, options.skip_bad_rows, options.columns);
+      return open_csv_trace(std::move(input), options.skip_bad_rows, options.columns);
     case RequestTraceFormat::sharegpt:
-      return open_sharegpt_trace(path, options.tokenizer, options.skip_bad_rows);
+      break;  // opened above
   }
   throw InputError(SourceLocation{path, 0, 0, ""}, "unknown request-trace format");
 }

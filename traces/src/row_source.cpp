@@ -4,21 +4,24 @@
 #include <utility>
 
 #include "exitsim/core/error.hpp"
+#include "exitsim/core/time.hpp"
 
 namespace exitsim::traces {
 namespace {
 
 constexpr std::int64_t k_ns_per_s = 1'000'000'000;
 
-// Arrivals are int64 nanoseconds relative to the first request, so a trace spans at most
-// INT64_MAX ns (about 292 years); the Mooncake maximum of 9223372036854 ms is just inside.
+// Arrivals are int64 nanoseconds relative to the first request, and a trace spans at most
+// k_max_arrival_ns (2^62 ns, about 146 years: the rest of the clock is the run's); the Mooncake
+// maximum of 4611686018427 ms is just inside.
 std::optional<std::int64_t> span_ns(const Timestamp& first, const Timestamp& time) {
   std::int64_t seconds = 0;
   std::int64_t seconds_ns = 0;
   std::int64_t span = 0;
   if (__builtin_sub_overflow(time.seconds, first.seconds, &seconds) ||
       __builtin_mul_overflow(seconds, k_ns_per_s, &seconds_ns) ||
-      __builtin_add_overflow(seconds_ns, time.nanos - first.nanos, &span)) {
+      __builtin_add_overflow(seconds_ns, time.nanos - first.nanos, &span) ||
+      span > k_max_arrival_ns) {
     return std::nullopt;
   }
   return span;
@@ -30,9 +33,12 @@ bool is_blank_line(std::string_view line) {
 
 }  // namespace
 
-RowSource::RowSource(const std::string& path, RequestTraceFormat format, bool skip_bad_rows,
+RowSource::RowSource(TraceInput input, RequestTraceFormat format, bool skip_bad_rows,
                      ArrivalPresence presence, Naming naming)
-    : lines_(path), format_(format), skip_bad_rows_(skip_bad_rows), naming_(std::move(naming)) {
+    : lines_(std::move(input)),
+      format_(format),
+      skip_bad_rows_(skip_bad_rows),
+      naming_(std::move(naming)) {
   if (presence == ArrivalPresence::always)
     arrivals_ = true;
   if (presence == ArrivalPresence::never)
@@ -128,7 +134,7 @@ RequestDescriptor RowSource::accept(const ParsedRow& row, const RowContext& wher
     const std::optional<std::int64_t> arrival = span_ns(first, *row.time);
     if (!arrival) {
       fail_at(where, row.time_column, naming_.time_field,
-              expected_found("a time within 292 years of the first request's",
+              expected_found("a time within 2^62 ns (about 146 years) of the first request's",
                              std::string(row.time_text)));
     }
     request.arrival = *arrival;

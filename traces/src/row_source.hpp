@@ -46,7 +46,7 @@ class RowSource : public RequestSource {
     std::string id_field;    // column holding request ids, if any
   };
 
-  RowSource(const std::string& path, RequestTraceFormat format, bool skip_bad_rows,
+  RowSource(TraceInput input, RequestTraceFormat format, bool skip_bad_rows,
             ArrivalPresence presence, Naming naming);
 
   // Parses one non-blank data line. nullopt marks a row the format itself says is not a request

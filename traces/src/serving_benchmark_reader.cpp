@@ -23,8 +23,11 @@ namespace {
 using nlohmann::json;
 
 constexpr std::size_t k_max_failure_bytes = 60;  // of a request's error text kept
-// A gap or TTFT beyond a day is no serving benchmark (and keeps every sum far from overflow).
+// A gap or TTFT beyond a day is no serving benchmark, nor is a request that streams for longer
+// (its TTFT plus its gaps): the bound on the whole request keeps its sums, in nanoseconds, far
+// from overflow however many gaps it has.
 constexpr double k_max_seconds = 86400.0;
+constexpr TimeNs k_max_request_ns = static_cast<TimeNs>(k_max_seconds) * k_ns_per_s;
 
 // Python's json.dumps writes float('inf') and float('nan') as the bare tokens Infinity,
 // -Infinity and NaN, which JSON does not have: outside strings they become "inf", "-inf" and
@@ -283,9 +286,17 @@ class Reader {
       const json& gaps = itls[u];
       if (!gaps.is_array())
         fail(at("itls"), "a list of numbers (seconds)", json_shown(gaps));
+      TimeNs streamed = r.ttft;
       for (std::size_t k = 0; k < gaps.size(); ++k) {
-        r.itls.push_back(seconds(gaps[k], fmt::format("itls[{}][{}]", i, k),
-                                 "an inter-token latency in seconds, >= 0 and finite"));
+        const std::string key = fmt::format("itls[{}][{}]", i, k);
+        r.itls.push_back(
+            seconds(gaps[k], key, "an inter-token latency in seconds, >= 0 and finite"));
+        streamed += r.itls.back();
+        if (streamed > k_max_request_ns) {
+          fail(key,
+               fmt::format("ttfts[{}] plus itls[{}] of at most {} s (a day)", i, i, k_max_seconds),
+               fmt::format("{:.3f} s by this gap", to_seconds(streamed)));
+        }
       }
       if (!r.failed && static_cast<std::int64_t>(r.itls.size()) > r.output_tokens - 1) {
         fail(at("itls"),

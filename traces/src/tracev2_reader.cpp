@@ -70,9 +70,10 @@ void split_go_csv(std::string_view line, const RowContext& where, std::vector<Fi
 
 class TraceV2Source final : public RowSource {
  public:
-  TraceV2Source(const std::string& path, bool skip_bad_rows)
-      : RowSource(path, RequestTraceFormat::tracev2, skip_bad_rows, ArrivalPresence::always,
-                  Naming{std::string(k_tracev2_arrival), ""}) {
+  TraceV2Source(TraceInput input, bool skip_bad_rows)
+      : RowSource(std::move(input), RequestTraceFormat::tracev2, skip_bad_rows,
+                  ArrivalPresence::always, Naming{std::string(k_tracev2_arrival), ""}) {
+    const std::string& path = this->path();
     const std::string expected = "a tracev2 header with columns " + tracev2_required_columns();
     const std::string_view header = read_header(expected);
     if (!is_tracev2_header(header)) {
@@ -175,8 +176,8 @@ bool is_tracev2_header(std::string_view line) {
          find_column(columns, k_tracev2_output) && find_column(columns, k_tracev2_arrival);
 }
 
-std::unique_ptr<RequestSource> open_tracev2_trace(const std::string& path, bool skip_bad_rows) {
-  return std::make_unique<TraceV2Source>(path, skip_bad_rows);
+std::unique_ptr<RequestSource> open_tracev2_trace(TraceInput input, bool skip_bad_rows) {
+  return std::make_unique<TraceV2Source>(std::move(input), skip_bad_rows);
 }
 
 }  // namespace exitsim::traces

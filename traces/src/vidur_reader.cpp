@@ -27,9 +27,10 @@ VidurLayout layout_of(const std::vector<Field>& fields) {
 
 class VidurSource final : public RowSource {
  public:
-  VidurSource(const std::string& path, bool skip_bad_rows)
-      : RowSource(path, RequestTraceFormat::vidur, skip_bad_rows, ArrivalPresence::as_first_row,
-                  Naming{"arrived_at", ""}) {
+  VidurSource(TraceInput input, bool skip_bad_rows)
+      : RowSource(std::move(input), RequestTraceFormat::vidur, skip_bad_rows,
+                  ArrivalPresence::as_first_row, Naming{"arrived_at", ""}) {
+    const std::string& path = this->path();
     const std::string expected = "a vidur header starting \"" + std::string(k_vidur_header_prefix) +
                                  "\" or \"" + std::string(k_vidur_arrival_header_prefix) + "\"";
     const std::string_view header = read_header(expected);
@@ -81,8 +82,8 @@ bool is_vidur_header(std::string_view line) {
   return layout_of(fields) != VidurLayout::none;
 }
 
-std::unique_ptr<RequestSource> open_vidur_trace(const std::string& path, bool skip_bad_rows) {
-  return std::make_unique<VidurSource>(path, skip_bad_rows);
+std::unique_ptr<RequestSource> open_vidur_trace(TraceInput input, bool skip_bad_rows) {
+  return std::make_unique<VidurSource>(std::move(input), skip_bad_rows);
 }
 
 }  // namespace exitsim::traces

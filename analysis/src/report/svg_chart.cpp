@@ -253,6 +253,17 @@ LabelBox label_box(double x, double baseline, std::string_view anchor, std::size
   return {x0, baseline - 0.8 * k_label_em, x0 + width, baseline + 0.25 * k_label_em};
 }
 
+namespace {
+
+// A control byte other than a line break or tab: written as \xNN, as error messages write it,
+// so that a file's terminal escape does not reach the page (an HTML document may not hold it).
+bool is_control_byte(char c) {
+  const auto byte = static_cast<unsigned char>(c);
+  return (byte < 0x20 && c != '\n' && c != '\r' && c != '\t') || byte == 0x7f;
+}
+
+}  // namespace
+
 std::string html_escape(std::string_view text) {
   std::string out;
   out.reserve(text.size());
@@ -271,7 +282,10 @@ std::string html_escape(std::string_view text) {
         out += "&quot;";
         break;
       default:
-        out += c;
+        if (is_control_byte(c))
+          out += fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
+        else
+          out += c;
     }
   }
   return out;

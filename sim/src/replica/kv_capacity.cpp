@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
+#include "exitsim/core/checked.hpp"
 #include "exitsim/core/error.hpp"
 #include "exitsim/core/parallel.hpp"
 
@@ -13,6 +15,17 @@ namespace {
 
 double gib(std::int64_t bytes) {
   return static_cast<double>(bytes) / static_cast<double>(1 << 30);
+}
+
+// A size past int64 as the largest int64: larger than any device memory, so it leaves room
+// for no block and the run is refused as not fitting (K/V of the widest heads at 4096-token
+// blocks over 10^8 layers is 2^66 bytes).
+std::int64_t saturated(Checked bytes) {
+  return bytes.value().value_or(std::numeric_limits<std::int64_t>::max());
+}
+
+std::int64_t kv_block_bytes(const KvCapacity& capacity) {
+  return saturated(Checked(capacity.kv_bytes_per_token) * capacity.block_size);
 }
 
 }  // namespace
@@ -31,12 +44,13 @@ KvCapacity stage_capacity(const ModelShape& model, const HardwareSpec& hardware,
   // The stage's share of the layers that store K/V, rounded up (they are the model's when one
   // stage holds it all).
   const std::int64_t stage_kv_layers = (std::int64_t{kv_layers} * stage.layers() + full - 1) / full;
-  capacity.kv_bytes_per_token = shard.kv_bytes_per_token_per_layer(model) * stage_kv_layers;
+  capacity.kv_bytes_per_token =
+      saturated(Checked(shard.kv_bytes_per_token_per_layer(model)) * stage_kv_layers);
   capacity.reserve_bytes = static_cast<std::int64_t>(
       std::llround(static_cast<double>(hardware.memory_bytes) * request.memory_reserve_fraction));
   const std::int64_t free_bytes =
       hardware.memory_bytes - capacity.weight_bytes - capacity.reserve_bytes;
-  const std::int64_t block_bytes = capacity.kv_bytes_per_token * capacity.block_size;
+  const std::int64_t block_bytes = kv_block_bytes(capacity);
   capacity.blocks = free_bytes > 0 && block_bytes > 0 ? free_bytes / block_bytes : 0;
   return capacity;
 }
@@ -68,7 +82,7 @@ KvCapacity derive_kv_capacity(const ModelShape& model, const HardwareSpec& hardw
   }
   const std::int64_t free_bytes =
       hardware.memory_bytes - capacity.weight_bytes - capacity.reserve_bytes;
-  const std::int64_t block_bytes = capacity.kv_bytes_per_token * capacity.block_size;
+  const std::int64_t block_bytes = kv_block_bytes(capacity);
   if (request.explicit_blocks > 0) {
     // An explicit count may model less memory than the device has, never more.
     const std::int64_t fits = capacity.blocks;

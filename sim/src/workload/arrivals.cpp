@@ -9,11 +9,13 @@
 
 #include "exitsim/core/error.hpp"
 #include "exitsim/core/suggest.hpp"
+#include "exitsim/core/time.hpp"
 
 namespace exitsim::sim {
 namespace {
 
-constexpr TimeNs k_max_time = std::numeric_limits<TimeNs>::max();
+// Arrivals stay within k_max_arrival_ns, leaving the rest of the clock to the run itself.
+constexpr TimeNs k_max_time = k_max_arrival_ns;
 
 [[noreturn]] void fail(const std::string& key, const std::string& expected,
                        const std::string& found) {
@@ -25,7 +27,7 @@ constexpr TimeNs k_max_time = std::numeric_limits<TimeNs>::max();
 TimeNs to_ns_checked(double seconds, const std::string& key) {
   const double ns = std::floor(seconds * 1e9 + 0.5);
   if (!(ns < static_cast<double>(k_max_time))) {
-    fail(key, "a duration the nanosecond clock can hold (under 292 years)",
+    fail(key, "a duration within the arrival range (2^62 ns, about 146 years)",
          fmt::format("{} s", seconds));
   }
   return static_cast<TimeNs>(ns);
@@ -35,7 +37,7 @@ TimeNs to_ns_checked(double seconds, const std::string& key) {
 TimeNs advance(TimeNs now, double gap_seconds, double rate) {
   const double gap_ns = std::floor(gap_seconds * 1e9 + 0.5);
   if (!(gap_ns < static_cast<double>(k_max_time - now))) {
-    fail("rate", "a rate whose arrivals fit the nanosecond clock (under 292 years)",
+    fail("rate", "a rate whose arrivals stay within 2^62 ns (about 146 years)",
          fmt::format("{}", rate));
   }
   return now + static_cast<TimeNs>(gap_ns);
@@ -85,7 +87,7 @@ ConstantArrivals::ConstantArrivals(double rate) : rate_(rate) {
 TimeNs ConstantArrivals::next() {
   const double ns = std::floor(static_cast<double>(index_) * 1e9 / rate_ + 0.5);
   if (!(ns < static_cast<double>(k_max_time))) {
-    fail("rate", "a rate whose arrivals fit the nanosecond clock (under 292 years)",
+    fail("rate", "a rate whose arrivals stay within 2^62 ns (about 146 years)",
          fmt::format("{}", rate_));
   }
   ++index_;
@@ -104,7 +106,7 @@ OnOffArrivals::OnOffArrivals(double rate, double on_seconds, double off_seconds,
   on_ns_ = std::max<TimeNs>(1, to_ns_checked(on_seconds, "on_seconds"));
   off_ns_ = to_ns_checked(off_seconds, "off_seconds");
   if (on_ns_ > k_max_time - off_ns_) {
-    fail("off_seconds", "on and off periods that together fit the nanosecond clock",
+    fail("off_seconds", "on and off periods that together stay within 2^62 ns (about 146 years)",
          fmt::format("{} s", off_seconds));
   }
 }
@@ -118,7 +120,7 @@ TimeNs OnOffArrivals::next() {
   const TimeNs periods = on_time_ / on_ns_;
   const TimeNs period_ns = on_ns_ + off_ns_;
   if (periods > (k_max_time - on_ns_) / period_ns) {
-    fail("rate", "a rate whose arrivals fit the nanosecond clock (under 292 years)",
+    fail("rate", "a rate whose arrivals stay within 2^62 ns (about 146 years)",
          fmt::format("{}", rate_));
   }
   return periods * period_ns + on_time_ % on_ns_;

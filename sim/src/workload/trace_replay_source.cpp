@@ -7,16 +7,23 @@
 #include <stdexcept>
 #include <utility>
 
+#include "exitsim/core/error.hpp"
+#include "exitsim/core/time.hpp"
+
 namespace exitsim::sim {
 namespace {
 
+// The arrival replayed at `rate_scale`; a slow-down (a scale below 1) may not push it past
+// k_max_arrival_ns, the rest of the clock being the run's.
 TimeNs scaled(TimeNs arrival, double rate_scale) {
   if (rate_scale == 1.0)
     return arrival;
   const double ns = std::floor(static_cast<double>(arrival) / rate_scale + 0.5);
-  // Only a scale below 1 (slow-down) can leave the clock's range.
-  if (!(ns < static_cast<double>(std::numeric_limits<TimeNs>::max()))) {
-    return std::numeric_limits<TimeNs>::max();
+  if (!(ns <= static_cast<double>(k_max_arrival_ns))) {
+    throw_setting_error("workload.trace.rate_scale",
+                        "a scale that keeps the replayed arrivals within 2^62 ns (about 146 years)",
+                        fmt::format("{} (the arrival at {} ns would be replayed at {:.3g} ns)",
+                                    rate_scale, arrival, ns));
   }
   return static_cast<TimeNs>(ns);
 }

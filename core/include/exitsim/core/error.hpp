@@ -37,6 +37,10 @@ std::string expected_found(const std::string& expected, const std::string& found
 // "[json.exception.out_of_range.406] number overflow parsing '1e400'").
 std::string library_message(const std::exception& error);
 
+// `text` as error messages show it: one line (newlines and tabs as spaces), other control bytes
+// as \xNN, the middle of an over-long text cut. For console lines that echo a file's text.
+std::string one_safe_line(const std::string& text);
+
 // Throws InputError for a setting (no file position) whose value is not what was expected.
 [[noreturn]] void throw_setting_error(const std::string& field, const std::string& expected,
                                       const std::string& found);

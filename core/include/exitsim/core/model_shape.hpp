@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "exitsim/core/checked.hpp"
 #include "exitsim/core/dtype.hpp"
 
 namespace exitsim {
@@ -83,6 +84,11 @@ struct ModelShape {
   std::int64_t lora_parameters(int rank) const;
   // All weights: unique layers, LoRA, embedding, LM head (once if tied), final norm.
   std::int64_t parameter_count() const;
+  // parameter_count() computed without wrapping; with `head_apart`, a tied LM head counted apart
+  // from the embedding (the copy a pipeline's last stage holds). find_shape_problem bounds it, so
+  // that every size derived from a validated shape fits int64 (the others throw logic_error if
+  // one ever does not).
+  Checked checked_parameter_count(bool head_apart = false) const;
   // The weights one token's forward pass at full depth uses, shared weights once: all of
   // parameter_count() but the experts a mixture does not route it to (experts - experts_per_token
   // per unique layer). Equal to parameter_count() for a dense model.

@@ -15,6 +15,12 @@ inline constexpr TimeNs k_ns_per_us = 1'000;
 inline constexpr TimeNs k_ns_per_ms = 1'000'000;
 inline constexpr TimeNs k_ns_per_s = 1'000'000'000;
 
+// The latest arrival a workload may have, relative to its first request: 2^62 ns, about 146
+// years. Every trace reader and arrival process refuses later ones, naming the key, so that the
+// other half of the int64 clock is the run's own headroom: the iterations after the last
+// arrival and an arrival plus a latency never leave int64.
+inline constexpr TimeNs k_max_arrival_ns = TimeNs{1} << 62;
+
 constexpr double to_seconds(TimeNs t) {
   return static_cast<double>(t) / 1e9;
 }
