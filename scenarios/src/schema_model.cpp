@@ -231,7 +231,9 @@ std::vector<KeyDef> hardware_keys() {
           .bind(scaled_field(k_giga, &Scenario::hardware, &HardwareConfig::spec,
                              &HardwareSpec::memory_bandwidth)),
       Key("hardware.memory_gib", Type::number, "Device memory in GiB (2^30 B).")
-          .range(0, std::nullopt)
+          // A mebi-GiB (a PiB) is far past any device and keeps the bytes, and every K/V block
+          // count sized from them, well inside int64.
+          .range(0, 1 << 20)
           .open_min()
           .from_preset(p)
           .shape()

@@ -438,6 +438,32 @@ TEST_F(Cli, EngineRunsAModelAndItsQualityTableFeedsTheSimulator) {
   EXPECT_EQ(sim.exit_code, 0) << sim.err;
 }
 
+// A peak or bandwidth so small that an iteration takes days (or forever) was priced as a wrapped
+// int64: 1e-300 TFLOP/s gave a TTFT of 0 ms and exit 0. Such prices are refused naming the keys;
+// the smallest peak that still prices under the cap runs.
+TEST_F(Cli, IterationPricesPastTheCapAreRefusedNotWrapped) {
+  for (const std::string key :
+       {"hardware.peak_tflops.bf16=1e-300", "hardware.memory_bandwidth_gbps=1e-300",
+        "cost_model.flops_efficiency=1e-300"}) {
+    const Result r = run("simulate --no-output --set workload.requests=5 --set " + key);
+    EXPECT_EQ(r.exit_code, 1) << key;
+    EXPECT_EQ(r.err.rfind("exitsim: error: hardware: expected iteration prices under 1e+09 us, "
+                          "found ",
+                          0),
+              0U)
+        << r.err;
+    EXPECT_NE(r.err.find("hardware.peak_tflops, hardware.memory_bandwidth_gbps or "
+                         "cost_model.*_efficiency is far too small"),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+  // 1 TFLOP/s: slow (an 8B model's prefill takes seconds) but priced, so it runs.
+  const Result slow =
+      run("simulate --no-output --set workload.requests=5 --set hardware.peak_tflops.bf16=1");
+  EXPECT_EQ(slow.exit_code, 0) << slow.err;
+}
+
 // Finding N14: `engine eval --thresholds nan` evaluated for 45 s before refusing the value. Every
 // setting is now checked before the first token is scored: stderr is the refusal alone (no
 // progress line, which the evaluation prints as it scores), naming the option, and no table is

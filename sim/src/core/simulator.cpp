@@ -263,6 +263,17 @@ class ClusterRun {
     const TimeNs duration = replica.start_iteration(now_);
     if (duration < 0)
       return;
+    if (duration > k_max_iteration_end_ns - now_) {
+      throw InputError(
+          {"", 0, 0, "hardware"},
+          expected_found(fmt::format("a run whose iterations end within {:.0f} years of simulated "
+                                     "time",
+                                     to_seconds(k_max_iteration_end_ns) / (365.25 * 86400)),
+                         fmt::format("an iteration of {} on replica {} starting at {:.4g} s: the "
+                                     "hardware is far too slow for this workload",
+                                     fmt::format("{:.4g} s", to_seconds(duration)), replica_index,
+                                     to_seconds(now_))));
+    }
     totals_.max_kv_blocks_used = std::max(totals_.max_kv_blocks_used, replica.kv_blocks_used());
     if (timeline_)
       timeline_->record(replica.last_iteration());

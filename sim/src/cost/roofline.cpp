@@ -1276,7 +1276,26 @@ IterationCost RooflineCostModel::pipeline_cost(std::span<const BatchEntry> batch
   return to_cost(step);
 }
 
+namespace {
+
+// An iteration priced past k_max_iteration_us: the hardware keys (or efficiencies) make every
+// step take days, and its rounding to int64 nanoseconds would wrap.
+[[noreturn, gnu::cold, gnu::noinline]] void refuse_iteration_price(double total_ns, double flops,
+                                                                   double bytes) {
+  throw InputError(
+      {"", 0, 0, "hardware"},
+      expected_found(fmt::format("iteration prices under {:g} us", k_max_iteration_us),
+                     fmt::format("{:.4g} us for an iteration of {:.4g} FLOPs and {:.4g} bytes: "
+                                 "hardware.peak_tflops, hardware.memory_bandwidth_gbps or "
+                                 "cost_model.*_efficiency is far too small",
+                                 total_ns / static_cast<double>(k_ns_per_us), flops, bytes)));
+}
+
+}  // namespace
+
 [[gnu::always_inline]] inline IterationCost RooflineCostModel::to_cost(const GraphTotals& totals) {
+  if (!(totals.total <= k_max_iteration_us * static_cast<double>(k_ns_per_us))) [[unlikely]]
+    refuse_iteration_price(totals.total, totals.flops, totals.bytes);
   IterationCost cost;
   cost.total = std::llround(totals.total);
   cost.overhead = std::llround(totals.overhead);

@@ -20,6 +20,10 @@ inline constexpr TimeNs k_ns_per_s = 1'000'000'000;
 // other half of the int64 clock is the run's own headroom: the iterations after the last
 // arrival and an arrival plus a latency never leave int64.
 inline constexpr TimeNs k_max_arrival_ns = TimeNs{1} << 62;
+// The latest time an iteration may end: 1.5 x 2^62 ns (about 219 years). The quarter of the clock
+// above it keeps an iteration end plus a link latency (at most 1e6 us) within int64; a run that
+// would pass it is refused as too slow for its workload, not wrapped.
+inline constexpr TimeNs k_max_iteration_end_ns = k_max_arrival_ns + (k_max_arrival_ns >> 1);
 
 constexpr double to_seconds(TimeNs t) {
   return static_cast<double>(t) / 1e9;
