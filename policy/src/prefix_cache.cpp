@@ -32,14 +32,22 @@ std::vector<BlockHash> scheduler_block_hashes(std::span<const std::uint64_t> sou
     prefix[static_cast<std::size_t>(j)] = running;
   }
   constexpr std::uint64_t position_mask = (std::uint64_t{1} << k_block_position_bits) - 1;
+  hashes.reserve(static_cast<std::size_t>(covered / block_size));
+  // The run's name, chained once per run (of up to 64 blocks) rather than once per block.
+  std::int64_t run_source = -1;
+  std::uint64_t run_number = 0;
+  std::uint64_t run = 0;
   for (std::int64_t end = block_size; end <= covered; end += block_size) {
     const std::int64_t source = (end - 1) / source_block_tokens;  // the block `end` ends in
     // Its place among the blocks ending in that source block: a run number and a position.
     const auto place =
         static_cast<std::uint64_t>((end - 1 - source * source_block_tokens) / block_size);
-    const std::uint64_t run =
-        chain(prefix[static_cast<std::size_t>(source)], place >> k_block_position_bits);
-    hashes.push_back((run & ~position_mask) | (place & position_mask));
+    if (source != run_source || (place >> k_block_position_bits) != run_number) {
+      run_source = source;
+      run_number = place >> k_block_position_bits;
+      run = chain(prefix[static_cast<std::size_t>(source)], run_number) & ~position_mask;
+    }
+    hashes.push_back(run | (place & position_mask));
   }
   return hashes;
 }

@@ -41,6 +41,7 @@ void PrefixReuse::offer(policy::SequenceView& view, SequencePrefix& prefix) {
            static_cast<std::int64_t>(leading(*prefix.hashes, prefix.offered, 1)) * per_block_);
     return;
   }
+  --stale_offers_;
   prefix.offered = leading(*prefix.hashes, usable, 0);
   const std::size_t held = leading(*prefix.hashes, prefix.offered, 1);
   watch_blocks(prefix.watch, *prefix.hashes, usable, prefix.offered, held);
@@ -137,6 +138,7 @@ void PrefixReuse::evict_for(std::int64_t free_blocks) {
 }
 
 std::uint32_t PrefixReuse::open_watch() {
+  ++stale_offers_;  // a new watch is stale: its first offer computes
   if (free_watches_.empty()) {
     watches_.emplace_back();
     return static_cast<std::uint32_t>(watches_.size() - 1);
@@ -150,7 +152,10 @@ std::uint32_t PrefixReuse::open_watch() {
 void PrefixReuse::close_watch(SequencePrefix& prefix) {
   if (prefix.watch == k_no_watch)
     return;
-  ++watches_[prefix.watch].round;  // its watcher entries die with the round
+  Watch& watch = watches_[prefix.watch];
+  stale_offers_ -= watch.stale ? 1U : 0U;
+  watch.stale = false;
+  ++watch.round;  // its watcher entries die with the round
   free_watches_.push_back(prefix.watch);
   prefix.watch = k_no_watch;
 }
@@ -200,8 +205,10 @@ void PrefixReuse::changed(policy::BlockHash hash) {
   // Every watcher fires once: a live one's sequence recomputes and watches afresh.
   for (std::uint32_t node = *head; node != policy::BlockHashIndex::k_none;) {
     const Watcher& watcher = watchers_[node];
-    if (alive(watcher))
+    if (alive(watcher)) {
       watches_[watcher.watch].stale = true;
+      ++stale_offers_;
+    }
     free_watchers_.push_back(node);
     node = watcher.next;
   }

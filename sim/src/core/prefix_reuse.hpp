@@ -82,6 +82,8 @@ class PrefixReuse {
     return leading(hashes, hashes.size(), 0);
   }
   const PrefixCacheSummary& counts() const { return counts_; }
+  // Open offer watches that a change made stale: offer() renews them (and only them).
+  std::size_t stale_offers() const { return stale_offers_; }
   // Adds the prefill FLOPs a hit saved (priced by the replica's cost model).
   void add_saved_flops(double flops) { counts_.prefill_flops_saved += flops; }
 
@@ -125,6 +127,7 @@ class PrefixReuse {
   policy::PrefixCache cache_;
   PrefixCacheSummary counts_;
   std::vector<Watch> watches_;
+  std::size_t stale_offers_ = 0;  // open watches with `stale` set
   std::vector<std::uint32_t> free_watches_;
   policy::BlockHashIndex watched_;  // block -> its first watcher node
   // A one-bit-per-bucket filter of watched_'s keys (set on watching, rebuilt by each sweep):

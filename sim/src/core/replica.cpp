@@ -116,6 +116,7 @@ bool Replica::enqueue(const RequestDescriptor& request, TimeNs arrival) {
       extra.prefix.hashes =
           std::make_shared<const std::vector<policy::BlockHash>>(std::move(hashes));
   }
+  prefix_newcomers_ = prefix_newcomers_ || extra.prefix.hashes != nullptr;
   waiting_.push_back(view, extra);
   load_.outstanding_requests += 1;
   load_.outstanding_tokens += request.input_tokens;
@@ -132,11 +133,16 @@ std::int64_t Replica::cached_prefix_blocks(const RequestDescriptor& request) con
 }
 
 void Replica::offer_prefix_hits() {
+  // offer() changes nothing for a sequence whose offer is current: under overload thousands
+  // wait and a few offers go stale per iteration, so the walk stops once none is left to renew.
   for (std::size_t i = 0; i < waiting_.size(); ++i) {
+    if (!prefix_newcomers_ && prefix_reuse_->stale_offers() == 0)
+      break;
     // A swapped sequence comes back with its own K/V, not a hit.
     if (waiting_.extra(i).swapped_blocks == 0)
       prefix_reuse_->offer(waiting_.view(i), waiting_.extra(i).prefix);
   }
+  prefix_newcomers_ = false;
   for (std::size_t i = 0; i < running_.size(); ++i)
     prefix_reuse_->mark_shared(running_.view(i), running_.extra(i).prefix);
 }
@@ -488,6 +494,7 @@ void Replica::preempt(QueuedSequence& victim) {
     return;  // K/V, computed tokens and depth state kept: it resumes where it stopped
   release_blocks(victim.view, victim.extra);
   victim.extra.prefix.waiting = true;  // admit() closed its offer watch: the next offer recomputes
+  prefix_newcomers_ = prefix_newcomers_ || victim.extra.prefix.hashes != nullptr;
   metrics_.record_recompute(victim.view.computed_tokens);
   recompute_waste_.preemptions += 1;
   recompute_waste_.recomputed_tokens += victim.view.computed_tokens;

@@ -215,6 +215,9 @@ class Replica {
   policy::ReplicaLoad load_;
   bool busy_ = false;
   std::optional<PrefixReuse> prefix_reuse_;
+  // A sequence joined the waiting queue without an offer (arrived, or preempted to recompute)
+  // since offer_prefix_hits() last ran: it needs one even when no offer went stale.
+  bool prefix_newcomers_ = false;
   RecomputeWaste recompute_waste_;
   std::string role_;
   bool prefill_only_ = false;            // role_ == "prefill", for the per-token check
