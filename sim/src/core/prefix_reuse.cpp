@@ -7,14 +7,39 @@
 namespace exitsim::sim {
 
 std::size_t PrefixReuse::leading(const std::vector<policy::BlockHash>& hashes, std::size_t limit,
-                                 std::uint32_t references) const {
+                                 std::uint32_t references, std::size_t hint) const {
   const auto holds = [&](std::size_t i) {
     const auto count = cache_.references(hashes[i]);
     return count && *count >= references;
   };
-  // The blocks that hold form a prefix (see the class comment): bisect for its end.
+  // The blocks that hold form a prefix (see the class comment): its end lies in [low, high].
   std::size_t low = 0;
   std::size_t high = std::min(limit, hashes.size());
+  if (hint != k_no_hint) {
+    hint = std::min(hint, high);
+    if (hint > 0 && !holds(hint - 1)) {
+      high = hint - 1;  // below the hint: step down 1, 2, 4, ... blocks
+      for (std::size_t step = 1; low < high; step *= 2) {
+        const std::size_t probe = high - low > step ? high - step : low;
+        if (holds(probe)) {
+          low = probe + 1;
+          break;
+        }
+        high = probe;
+      }
+    } else {
+      low = hint;  // at or above it: step up
+      for (std::size_t step = 1; low < high; step *= 2) {
+        const std::size_t probe = high - low > step ? low + step - 1 : high - 1;
+        if (!holds(probe)) {
+          high = probe;
+          break;
+        }
+        low = probe + 1;
+      }
+    }
+  }
+  // Bisect what is left.
   while (low < high) {
     const std::size_t mid = low + (high - low + 1) / 2;
     if (holds(mid - 1))
@@ -22,6 +47,7 @@ std::size_t PrefixReuse::leading(const std::vector<policy::BlockHash>& hashes, s
     else
       high = mid - 1;
   }
+  assert(hint == k_no_hint || low == leading(hashes, limit, references));
   return low;
 }
 
@@ -29,7 +55,9 @@ void PrefixReuse::offer(policy::SequenceView& view, SequencePrefix& prefix) {
   // A prompt that names no blocks never hits: its waiting view keeps nothing computed.
   if (!prefix.hashes)
     return;
-  if (prefix.watch == k_no_watch)
+  // A fresh watch has no earlier answers to start the searches from.
+  const bool fresh = prefix.watch == k_no_watch;
+  if (fresh)
     prefix.watch = open_watch();
   // The prompt's last token runs whatever is cached: its logits give the first output token.
   const auto usable =
@@ -42,8 +70,10 @@ void PrefixReuse::offer(policy::SequenceView& view, SequencePrefix& prefix) {
     return;
   }
   --stale_offers_;
-  prefix.offered = leading(*prefix.hashes, usable, 0);
-  const std::size_t held = leading(*prefix.hashes, prefix.offered, 1);
+  const std::size_t held_before = static_cast<std::size_t>(view.kv_blocks / per_block_);
+  prefix.offered = leading(*prefix.hashes, usable, 0, fresh ? k_no_hint : prefix.offered);
+  const std::size_t held =
+      leading(*prefix.hashes, prefix.offered, 1, fresh ? k_no_hint : held_before);
   watch_blocks(prefix.watch, *prefix.hashes, usable, prefix.offered, held);
   view.computed_tokens = static_cast<std::int64_t>(prefix.offered) * block_size_;
   view.kv_blocks = static_cast<std::int64_t>(held) * per_block_;
@@ -57,7 +87,8 @@ void PrefixReuse::admit(policy::SequenceView& view, SequencePrefix& prefix) {
   if (!prefix.hashes)
     return;
   const std::vector<policy::BlockHash>& hashes = *prefix.hashes;
-  const std::size_t held = leading(hashes, prefix.offered, 1);
+  const std::size_t held =
+      leading(hashes, prefix.offered, 1, static_cast<std::size_t>(view.kv_blocks / per_block_));
   view.kv_blocks = static_cast<std::int64_t>(held) * per_block_;
   view.shared_blocks = view.kv_blocks;
   for (std::size_t i = 0; i < prefix.offered; ++i) {
@@ -78,9 +109,13 @@ void PrefixReuse::mark_shared(policy::SequenceView& view, SequencePrefix& prefix
     return;
   }
   if (prefix.shared_at != cache_.sharing_version()) {
+    // The previous count, unless the sequence's references changed since (then it is reset).
+    const std::size_t hint = prefix.shared_at == ~std::uint64_t{0}
+                                 ? k_no_hint
+                                 : static_cast<std::size_t>(prefix.shared_blocks / per_block_);
     prefix.shared_at = cache_.sharing_version();
     prefix.shared_blocks =
-        static_cast<std::int64_t>(leading(*prefix.hashes, prefix.referenced, 2)) * per_block_;
+        static_cast<std::int64_t>(leading(*prefix.hashes, prefix.referenced, 2, hint)) * per_block_;
   }
   view.shared_blocks = prefix.shared_blocks;
 }

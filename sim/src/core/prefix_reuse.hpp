@@ -88,9 +88,13 @@ class PrefixReuse {
   void add_saved_flops(double flops) { counts_.prefill_flops_saved += flops; }
 
  private:
-  // Leading blocks of `hashes` that are cached with at least `references` references.
+  static constexpr std::size_t k_no_hint = ~std::size_t{0};
+  // Leading blocks of `hashes` that are cached with at least `references` references. With a
+  // `hint` (an earlier answer), the search gallops out from it: a waiting sequence's hashes are
+  // cold, and an answer moves little between looks, so it reads a cache line or two of them
+  // where bisecting the whole prompt missed the cache at every probe. The answer is the same.
   std::size_t leading(const std::vector<policy::BlockHash>& hashes, std::size_t limit,
-                      std::uint32_t references) const;
+                      std::uint32_t references, std::size_t hint = k_no_hint) const;
 
   // A waiting sequence's offer: whether it must be recomputed, and which round of watched blocks
   // is its current one (entries of earlier rounds, and of closed watches, are dead).
