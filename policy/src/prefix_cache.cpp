@@ -33,21 +33,20 @@ std::vector<BlockHash> scheduler_block_hashes(std::span<const std::uint64_t> sou
   }
   constexpr std::uint64_t position_mask = (std::uint64_t{1} << k_block_position_bits) - 1;
   hashes.reserve(static_cast<std::size_t>(covered / block_size));
-  // The run's name, chained once per run (of up to 64 blocks) rather than once per block.
-  std::int64_t run_source = -1;
-  std::uint64_t run_number = 0;
-  std::uint64_t run = 0;
-  for (std::int64_t end = block_size; end <= covered; end += block_size) {
-    const std::int64_t source = (end - 1) / source_block_tokens;  // the block `end` ends in
-    // Its place among the blocks ending in that source block: a run number and a position.
-    const auto place =
-        static_cast<std::uint64_t>((end - 1 - source * source_block_tokens) / block_size);
-    if (source != run_source || (place >> k_block_position_bits) != run_number) {
-      run_source = source;
-      run_number = place >> k_block_position_bits;
-      run = chain(prefix[static_cast<std::size_t>(source)], run_number) & ~position_mask;
+  // Walk the source blocks and the scheduler blocks ending in each (no division per block).
+  std::int64_t end = block_size;
+  for (std::int64_t source = 0; source < whole; ++source) {
+    const std::int64_t source_end = (source + 1) * source_block_tokens;
+    // `place`: the block's place among those ending in this source block, a run number (its
+    // name chained once per run) and a position.
+    std::uint64_t run = 0;
+    for (std::uint64_t place = 0; end <= source_end; end += block_size, ++place) {
+      if ((place & position_mask) == 0) {
+        run = chain(prefix[static_cast<std::size_t>(source)], place >> k_block_position_bits) &
+              ~position_mask;
+      }
+      hashes.push_back(run | (place & position_mask));
     }
-    hashes.push_back(run | (place & position_mask));
   }
   return hashes;
 }

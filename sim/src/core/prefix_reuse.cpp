@@ -129,16 +129,21 @@ std::int64_t PrefixReuse::cache_filled(const policy::SequenceView& view, Sequenc
   const auto full =
       std::min(static_cast<std::size_t>(view.computed_tokens / block_size_), hashes.size());
   std::int64_t freed = 0;
+  // Only an offer whose cached run ends just before a block watches an uncached block (and a
+  // block's eviction renews the offers ending there): so of a run of blocks this call caches,
+  // only the first can be watched.
+  bool previous_inserted = false;
   for (std::size_t k = prefix.referenced; k < full; ++k) {
-    // Cached meanwhile by another sequence: reference that block and free this one's copy
-    // (unless the cached one was free itself: then the two trade places in the pool).
-    if (cache_.insert(hashes[k])) {
-      changed(hashes[k]);
+    const bool inserted = cache_.insert(hashes[k]);
+    if (inserted) {
+      if (!previous_inserted)
+        changed(hashes[k]);
     } else if (cache_.acquire(hashes[k])) {
       changed(hashes[k]);
     } else {
       freed += per_block_;
     }
+    previous_inserted = inserted;
     prefix.referenced = k + 1;
     prefix.shared_at = ~std::uint64_t{0};
   }
@@ -231,9 +236,7 @@ void PrefixReuse::add_watcher(policy::BlockHash hash, std::uint32_t watch) {
     watched_.insert(hash, node);
 }
 
-void PrefixReuse::changed(policy::BlockHash hash) {
-  if (!maybe_watched(hash))
-    return;
+void PrefixReuse::renew_watchers(policy::BlockHash hash) {
   const std::uint32_t* head = watched_.find(hash);
   if (head == nullptr)
     return;

@@ -121,7 +121,12 @@ class PrefixReuse {
   }
   // `hash` was cached or forgotten, or its references crossed between 0 and 1: the offers
   // watching it are stale.
-  void changed(policy::BlockHash hash);
+  // Called for millions of blocks per replay, most of them unwatched: the filter test is inline.
+  void changed(policy::BlockHash hash) {
+    if (maybe_watched(hash))
+      renew_watchers(hash);
+  }
+  void renew_watchers(policy::BlockHash hash);
   // Drops dead watchers (of closed watches and past rounds) once the nodes in use have doubled
   // since the last sweep: blocks that never change would otherwise keep them forever.
   void sweep_watchers();
