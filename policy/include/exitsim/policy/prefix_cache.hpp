@@ -89,6 +89,7 @@ class PrefixCache {
   // source block's run, cached, referenced, released and evicted together mostly) share one
   // index lookup and lie side by side in memory. Under the Mooncake replay (32 blocks per
   // source block) the index was a per-block random access into megabytes, the replay's cost.
+  // A trace naming blocks of the scheduler's size (a run of one) pays 64 entries per block.
   struct Entry {
     std::uint32_t references = k_absent;
     std::uint32_t older = k_none;
