@@ -51,14 +51,17 @@ std::size_t PrefixReuse::leading(const std::vector<policy::BlockHash>& hashes, s
   return low;
 }
 
-void PrefixReuse::offer(policy::SequenceView& view, SequencePrefix& prefix) {
+void PrefixReuse::offer(policy::SequenceView& view, SequencePrefix& prefix,
+                        std::uint64_t queue_key) {
   // A prompt that names no blocks never hits: its waiting view keeps nothing computed.
   if (!prefix.hashes)
     return;
   // A fresh watch has no earlier answers to start the searches from.
   const bool fresh = prefix.watch == k_no_watch;
-  if (fresh)
+  if (fresh) {
     prefix.watch = open_watch();
+    watches_[prefix.watch].queue_key = queue_key;
+  }
   // The prompt's last token runs whatever is cached: its logits give the first output token.
   const auto usable =
       static_cast<std::size_t>(std::max<std::int64_t>(view.prompt_tokens - 1, 0) / block_size_);
@@ -69,7 +72,6 @@ void PrefixReuse::offer(policy::SequenceView& view, SequencePrefix& prefix) {
            static_cast<std::int64_t>(leading(*prefix.hashes, prefix.offered, 1)) * per_block_);
     return;
   }
-  --stale_offers_;
   const std::size_t held_before = static_cast<std::size_t>(view.kv_blocks / per_block_);
   prefix.offered = leading(*prefix.hashes, usable, 0, fresh ? k_no_hint : prefix.offered);
   const std::size_t held =
@@ -177,8 +179,17 @@ void PrefixReuse::evict_for(std::int64_t free_blocks) {
   }
 }
 
+void PrefixReuse::take_stale(std::vector<std::uint64_t>& queue_keys) {
+  // A watch closed since (its sequence admitted) is not stale; one reopened since is renewed.
+  for (const std::uint32_t watch : newly_stale_) {
+    if (watches_[watch].stale)
+      queue_keys.push_back(watches_[watch].queue_key);
+  }
+  newly_stale_.clear();
+}
+
 std::uint32_t PrefixReuse::open_watch() {
-  ++stale_offers_;  // a new watch is stale: its first offer computes
+  // A new watch is stale: its first offer computes.
   if (free_watches_.empty()) {
     watches_.emplace_back();
     return static_cast<std::uint32_t>(watches_.size() - 1);
@@ -193,9 +204,8 @@ void PrefixReuse::close_watch(SequencePrefix& prefix) {
   if (prefix.watch == k_no_watch)
     return;
   Watch& watch = watches_[prefix.watch];
-  stale_offers_ -= watch.stale ? 1U : 0U;
-  watch.stale = false;
-  ++watch.round;  // its watcher entries die with the round
+  watch.stale = false;  // nobody's offer to renew now
+  ++watch.round;        // its watcher entries die with the round
   free_watches_.push_back(prefix.watch);
   prefix.watch = k_no_watch;
 }
@@ -245,7 +255,7 @@ void PrefixReuse::renew_watchers(policy::BlockHash hash) {
     const Watcher& watcher = watchers_[node];
     if (alive(watcher)) {
       watches_[watcher.watch].stale = true;
-      ++stale_offers_;
+      newly_stale_.push_back(watcher.watch);
     }
     free_watchers_.push_back(node);
     node = watcher.next;

@@ -56,7 +56,12 @@ class PrefixReuse {
   // The hit a waiting sequence gets if admitted now: sets its computed tokens to the cached
   // blocks' (at most all but the prompt's last token, which must run to give logits), and its
   // kv_blocks and shared_blocks to those of them other sequences hold (they cost no free block).
-  void offer(policy::SequenceView& view, SequencePrefix& prefix);
+  // `queue_key` names the sequence in its waiting queue (SequenceQueue::key) for take_stale().
+  void offer(policy::SequenceView& view, SequencePrefix& prefix, std::uint64_t queue_key);
+  // Appends the queue keys of the waiting sequences whose offers went stale since the last call
+  // (a key may repeat): offer() changes nothing for the others, so under overload, with thousands
+  // waiting and a few offers going stale per iteration, the replica renews only these.
+  void take_stale(std::vector<std::uint64_t>& queue_keys);
   // At admission: references the offered blocks and counts the lookup. The view's kv_blocks
   // become those of them held by others now: an earlier admission in the same iteration may
   // have taken the rest out of the free pool since offer().
@@ -82,8 +87,6 @@ class PrefixReuse {
     return leading(hashes, hashes.size(), 0);
   }
   const PrefixCacheSummary& counts() const { return counts_; }
-  // Open offer watches that a change made stale: offer() renews them (and only them).
-  std::size_t stale_offers() const { return stale_offers_; }
   // Adds the prefill FLOPs a hit saved (priced by the replica's cost model).
   void add_saved_flops(double flops) { counts_.prefill_flops_saved += flops; }
 
@@ -100,6 +103,7 @@ class PrefixReuse {
   // is its current one (entries of earlier rounds, and of closed watches, are dead).
   struct Watch {
     std::uint64_t round = 0;
+    std::uint64_t queue_key = 0;  // its sequence's
     bool stale = true;
   };
   // One block's watchers form a list of these, through `next` (node numbers).
@@ -136,7 +140,7 @@ class PrefixReuse {
   policy::PrefixCache cache_;
   PrefixCacheSummary counts_;
   std::vector<Watch> watches_;
-  std::size_t stale_offers_ = 0;  // open watches with `stale` set
+  std::vector<std::uint32_t> newly_stale_;  // watches made stale since take_stale()
   std::vector<std::uint32_t> free_watches_;
   policy::BlockHashIndex watched_;  // block -> its first watcher node
   // A one-bit-per-bucket filter of watched_'s keys (set on watching, rebuilt by each sweep):
