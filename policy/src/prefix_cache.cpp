@@ -31,22 +31,72 @@ std::vector<BlockHash> scheduler_block_hashes(std::span<const std::uint64_t> sou
     running = chain(running, source_hashes[static_cast<std::size_t>(j)]);
     prefix[static_cast<std::size_t>(j)] = running;
   }
-  for (std::int64_t end = block_size; end <= covered; end += block_size) {
-    const std::int64_t source = (end - 1) / source_block_tokens;  // the block `end` ends in
-    hashes.push_back(
-        chain(prefix[static_cast<std::size_t>(source)], static_cast<std::uint64_t>(end)));
+  constexpr std::uint64_t position_mask = (std::uint64_t{1} << k_block_position_bits) - 1;
+  hashes.reserve(static_cast<std::size_t>(covered / block_size));
+  // Walk the source blocks and the scheduler blocks ending in each (no division per block).
+  std::int64_t end = block_size;
+  for (std::int64_t source = 0; source < whole; ++source) {
+    const std::int64_t source_end = (source + 1) * source_block_tokens;
+    // `place`: the block's place among those ending in this source block, a run number (its
+    // name chained once per run) and a position.
+    std::uint64_t run = 0;
+    for (std::uint64_t place = 0; end <= source_end; end += block_size, ++place) {
+      if ((place & position_mask) == 0) {
+        run = chain(prefix[static_cast<std::size_t>(source)], place >> k_block_position_bits) &
+              ~position_mask;
+      }
+      hashes.push_back(run | (place & position_mask));
+    }
   }
   return hashes;
+}
+
+std::uint32_t PrefixCache::group_of(BlockHash key) const {
+  if (last_group_ != k_none && last_key_ == key)
+    return last_group_;
+  const std::uint32_t* at = index_.find(key);
+  if (at == nullptr)
+    return k_none;
+  last_key_ = key;
+  last_group_ = *at;
+  return *at;
+}
+
+std::uint32_t PrefixCache::find(BlockHash hash) const {
+  const std::uint32_t group = group_of(hash & ~k_position_mask);
+  if (group == k_none)
+    return k_none;
+  const std::uint32_t number = (group << k_block_position_bits) | (hash & k_position_mask);
+  return entries_[number].references == k_absent ? k_none : number;
+}
+
+std::uint32_t PrefixCache::open_group(BlockHash key) {
+  std::uint32_t group = 0;
+  if (free_groups_.empty()) {
+    group = static_cast<std::uint32_t>(groups_.size());
+    if (group >= (k_none >> k_block_position_bits))
+      throw std::length_error("PrefixCache: too many cached blocks");
+    groups_.emplace_back();
+    entries_.resize(entries_.size() + k_group_size);
+  } else {
+    group = free_groups_.back();
+    free_groups_.pop_back();
+  }
+  groups_[group] = Group{key, 0};
+  index_.insert(key, group);
+  last_key_ = key;
+  last_group_ = group;
+  return group;
 }
 
 PrefixCache::Match PrefixCache::match(std::span<const BlockHash> hashes) const {
   Match m;
   for (const BlockHash hash : hashes) {
-    const std::uint32_t* at = index_.find(hash);
-    if (at == nullptr)
+    const std::uint32_t number = find(hash);
+    if (number == k_none)
       break;
     ++m.blocks;
-    m.unreferenced += entries_[*at].references == 0 ? 1U : 0U;
+    m.unreferenced += entries_[number].references == 0 ? 1U : 0U;
   }
   return m;
 }
@@ -59,10 +109,10 @@ std::size_t PrefixCache::acquire(std::span<const BlockHash> hashes, std::size_t 
 }
 
 PrefixCache::Entry& PrefixCache::entry_of(BlockHash hash, const char* caller) {
-  const std::uint32_t* at = index_.find(hash);
-  if (at == nullptr)
+  const std::uint32_t number = find(hash);
+  if (number == k_none)
     throw std::logic_error(std::string("PrefixCache::") + caller + ": block not cached");
-  return entries_[*at];
+  return entries_[number];
 }
 
 void PrefixCache::lru_push_newest(std::uint32_t number) {
@@ -98,20 +148,16 @@ bool PrefixCache::acquire(BlockHash hash) {
 }
 
 bool PrefixCache::insert(BlockHash hash) {
-  if (index_.find(hash) != nullptr)
+  const BlockHash key = hash & ~k_position_mask;
+  std::uint32_t group = group_of(key);
+  if (group == k_none)
+    group = open_group(key);
+  Entry& entry = entries_[(group << k_block_position_bits) | (hash & k_position_mask)];
+  if (entry.references != k_absent)
     return false;
-  std::uint32_t number = 0;
-  if (free_entries_.empty()) {
-    number = static_cast<std::uint32_t>(entries_.size());
-    if (number == k_none)
-      throw std::length_error("PrefixCache: more than 2^32 - 1 cached blocks");
-    entries_.emplace_back();
-  } else {
-    number = free_entries_.back();
-    free_entries_.pop_back();
-  }
-  entries_[number] = Entry{hash, 1, k_none, k_none};
-  index_.insert(hash, number);
+  entry = Entry{1, k_none, k_none};
+  ++groups_[group].cached;
+  ++cached_;
   ++version_;
   ++holding_version_;
   return true;
@@ -120,10 +166,9 @@ bool PrefixCache::insert(BlockHash hash) {
 std::size_t PrefixCache::release(std::span<const BlockHash> hashes, std::size_t blocks) {
   std::size_t freed = 0;
   for (std::size_t i = blocks; i-- > 0;) {
-    const std::uint32_t* at = index_.find(hashes[i]);
-    if (at == nullptr || entries_[*at].references == 0)
+    const std::uint32_t number = find(hashes[i]);
+    if (number == k_none || entries_[number].references == 0)
       throw std::logic_error("PrefixCache::release: block not referenced");
-    const std::uint32_t number = *at;
     Entry& entry = entries_[number];
     sharing_version_ += entry.references == 2 ? 1 : 0;
     if (--entry.references == 0) {
@@ -140,8 +185,15 @@ std::size_t PrefixCache::evict(std::size_t blocks) {
   while (evicted < blocks && lru_oldest_ != k_none) {
     const std::uint32_t number = lru_oldest_;
     lru_unlink(number);
-    index_.erase(entries_[number].hash);
-    free_entries_.push_back(number);
+    entries_[number].references = k_absent;
+    --cached_;
+    const std::uint32_t group = number >> k_block_position_bits;
+    if (--groups_[group].cached == 0) {
+      index_.erase(groups_[group].key);
+      free_groups_.push_back(group);
+      if (last_group_ == group)
+        last_group_ = k_none;
+    }
     ++evicted;
   }
   if (evicted > 0)
@@ -153,7 +205,7 @@ std::size_t PrefixCache::evict(std::size_t blocks, std::vector<BlockHash>& evict
   // evict() forgets the oldest of the list first: these blocks, in this order.
   std::uint32_t number = lru_oldest_;
   for (std::size_t k = 0; k < blocks && number != k_none; ++k) {
-    evicted.push_back(entries_[number].hash);
+    evicted.push_back(hash_of(number));
     number = entries_[number].newer;
   }
   return evict(blocks);
@@ -163,7 +215,7 @@ std::vector<BlockHash> PrefixCache::eviction_order() const {
   std::vector<BlockHash> order;
   order.reserve(lru_size_);
   for (std::uint32_t number = lru_oldest_; number != k_none; number = entries_[number].newer)
-    order.push_back(entries_[number].hash);
+    order.push_back(hash_of(number));
   return order;
 }
 

@@ -7,14 +7,39 @@
 namespace exitsim::sim {
 
 std::size_t PrefixReuse::leading(const std::vector<policy::BlockHash>& hashes, std::size_t limit,
-                                 std::uint32_t references) const {
+                                 std::uint32_t references, std::size_t hint) const {
   const auto holds = [&](std::size_t i) {
     const auto count = cache_.references(hashes[i]);
     return count && *count >= references;
   };
-  // The blocks that hold form a prefix (see the class comment): bisect for its end.
+  // The blocks that hold form a prefix (see the class comment): its end lies in [low, high].
   std::size_t low = 0;
   std::size_t high = std::min(limit, hashes.size());
+  if (hint != k_no_hint) {
+    hint = std::min(hint, high);
+    if (hint > 0 && !holds(hint - 1)) {
+      high = hint - 1;  // below the hint: step down 1, 2, 4, ... blocks
+      for (std::size_t step = 1; low < high; step *= 2) {
+        const std::size_t probe = high - low > step ? high - step : low;
+        if (holds(probe)) {
+          low = probe + 1;
+          break;
+        }
+        high = probe;
+      }
+    } else {
+      low = hint;  // at or above it: step up
+      for (std::size_t step = 1; low < high; step *= 2) {
+        const std::size_t probe = high - low > step ? low + step - 1 : high - 1;
+        if (!holds(probe)) {
+          high = probe;
+          break;
+        }
+        low = probe + 1;
+      }
+    }
+  }
+  // Bisect what is left.
   while (low < high) {
     const std::size_t mid = low + (high - low + 1) / 2;
     if (holds(mid - 1))
@@ -22,15 +47,21 @@ std::size_t PrefixReuse::leading(const std::vector<policy::BlockHash>& hashes, s
     else
       high = mid - 1;
   }
+  assert(hint == k_no_hint || low == leading(hashes, limit, references));
   return low;
 }
 
-void PrefixReuse::offer(policy::SequenceView& view, SequencePrefix& prefix) {
+void PrefixReuse::offer(policy::SequenceView& view, SequencePrefix& prefix,
+                        std::uint64_t queue_key) {
   // A prompt that names no blocks never hits: its waiting view keeps nothing computed.
   if (!prefix.hashes)
     return;
-  if (prefix.watch == k_no_watch)
+  // A fresh watch has no earlier answers to start the searches from.
+  const bool fresh = prefix.watch == k_no_watch;
+  if (fresh) {
     prefix.watch = open_watch();
+    watches_[prefix.watch].queue_key = queue_key;
+  }
   // The prompt's last token runs whatever is cached: its logits give the first output token.
   const auto usable =
       static_cast<std::size_t>(std::max<std::int64_t>(view.prompt_tokens - 1, 0) / block_size_);
@@ -41,8 +72,10 @@ void PrefixReuse::offer(policy::SequenceView& view, SequencePrefix& prefix) {
            static_cast<std::int64_t>(leading(*prefix.hashes, prefix.offered, 1)) * per_block_);
     return;
   }
-  prefix.offered = leading(*prefix.hashes, usable, 0);
-  const std::size_t held = leading(*prefix.hashes, prefix.offered, 1);
+  const std::size_t held_before = static_cast<std::size_t>(view.kv_blocks / per_block_);
+  prefix.offered = leading(*prefix.hashes, usable, 0, fresh ? k_no_hint : prefix.offered);
+  const std::size_t held =
+      leading(*prefix.hashes, prefix.offered, 1, fresh ? k_no_hint : held_before);
   watch_blocks(prefix.watch, *prefix.hashes, usable, prefix.offered, held);
   view.computed_tokens = static_cast<std::int64_t>(prefix.offered) * block_size_;
   view.kv_blocks = static_cast<std::int64_t>(held) * per_block_;
@@ -56,7 +89,8 @@ void PrefixReuse::admit(policy::SequenceView& view, SequencePrefix& prefix) {
   if (!prefix.hashes)
     return;
   const std::vector<policy::BlockHash>& hashes = *prefix.hashes;
-  const std::size_t held = leading(hashes, prefix.offered, 1);
+  const std::size_t held =
+      leading(hashes, prefix.offered, 1, static_cast<std::size_t>(view.kv_blocks / per_block_));
   view.kv_blocks = static_cast<std::int64_t>(held) * per_block_;
   view.shared_blocks = view.kv_blocks;
   for (std::size_t i = 0; i < prefix.offered; ++i) {
@@ -77,9 +111,13 @@ void PrefixReuse::mark_shared(policy::SequenceView& view, SequencePrefix& prefix
     return;
   }
   if (prefix.shared_at != cache_.sharing_version()) {
+    // The previous count, unless the sequence's references changed since (then it is reset).
+    const std::size_t hint = prefix.shared_at == ~std::uint64_t{0}
+                                 ? k_no_hint
+                                 : static_cast<std::size_t>(prefix.shared_blocks / per_block_);
     prefix.shared_at = cache_.sharing_version();
     prefix.shared_blocks =
-        static_cast<std::int64_t>(leading(*prefix.hashes, prefix.referenced, 2)) * per_block_;
+        static_cast<std::int64_t>(leading(*prefix.hashes, prefix.referenced, 2, hint)) * per_block_;
   }
   view.shared_blocks = prefix.shared_blocks;
 }
@@ -93,16 +131,21 @@ std::int64_t PrefixReuse::cache_filled(const policy::SequenceView& view, Sequenc
   const auto full =
       std::min(static_cast<std::size_t>(view.computed_tokens / block_size_), hashes.size());
   std::int64_t freed = 0;
+  // Only an offer whose cached run ends just before a block watches an uncached block (and a
+  // block's eviction renews the offers ending there): so of a run of blocks this call caches,
+  // only the first can be watched.
+  bool previous_inserted = false;
   for (std::size_t k = prefix.referenced; k < full; ++k) {
-    // Cached meanwhile by another sequence: reference that block and free this one's copy
-    // (unless the cached one was free itself: then the two trade places in the pool).
-    if (cache_.insert(hashes[k])) {
-      changed(hashes[k]);
+    const bool inserted = cache_.insert(hashes[k]);
+    if (inserted) {
+      if (!previous_inserted)
+        changed(hashes[k]);
     } else if (cache_.acquire(hashes[k])) {
       changed(hashes[k]);
     } else {
       freed += per_block_;
     }
+    previous_inserted = inserted;
     prefix.referenced = k + 1;
     prefix.shared_at = ~std::uint64_t{0};
   }
@@ -136,7 +179,17 @@ void PrefixReuse::evict_for(std::int64_t free_blocks) {
   }
 }
 
+void PrefixReuse::take_stale(std::vector<std::uint64_t>& queue_keys) {
+  // A watch closed since (its sequence admitted) is not stale; one reopened since is renewed.
+  for (const std::uint32_t watch : newly_stale_) {
+    if (watches_[watch].stale)
+      queue_keys.push_back(watches_[watch].queue_key);
+  }
+  newly_stale_.clear();
+}
+
 std::uint32_t PrefixReuse::open_watch() {
+  // A new watch is stale: its first offer computes.
   if (free_watches_.empty()) {
     watches_.emplace_back();
     return static_cast<std::uint32_t>(watches_.size() - 1);
@@ -150,7 +203,9 @@ std::uint32_t PrefixReuse::open_watch() {
 void PrefixReuse::close_watch(SequencePrefix& prefix) {
   if (prefix.watch == k_no_watch)
     return;
-  ++watches_[prefix.watch].round;  // its watcher entries die with the round
+  Watch& watch = watches_[prefix.watch];
+  watch.stale = false;  // nobody's offer to renew now
+  ++watch.round;        // its watcher entries die with the round
   free_watches_.push_back(prefix.watch);
   prefix.watch = k_no_watch;
 }
@@ -191,17 +246,17 @@ void PrefixReuse::add_watcher(policy::BlockHash hash, std::uint32_t watch) {
     watched_.insert(hash, node);
 }
 
-void PrefixReuse::changed(policy::BlockHash hash) {
-  if (!maybe_watched(hash))
-    return;
+void PrefixReuse::renew_watchers(policy::BlockHash hash) {
   const std::uint32_t* head = watched_.find(hash);
   if (head == nullptr)
     return;
   // Every watcher fires once: a live one's sequence recomputes and watches afresh.
   for (std::uint32_t node = *head; node != policy::BlockHashIndex::k_none;) {
     const Watcher& watcher = watchers_[node];
-    if (alive(watcher))
+    if (alive(watcher)) {
       watches_[watcher.watch].stale = true;
+      newly_stale_.push_back(watcher.watch);
+    }
     free_watchers_.push_back(node);
     node = watcher.next;
   }

@@ -56,7 +56,12 @@ class PrefixReuse {
   // The hit a waiting sequence gets if admitted now: sets its computed tokens to the cached
   // blocks' (at most all but the prompt's last token, which must run to give logits), and its
   // kv_blocks and shared_blocks to those of them other sequences hold (they cost no free block).
-  void offer(policy::SequenceView& view, SequencePrefix& prefix);
+  // `queue_key` names the sequence in its waiting queue (SequenceQueue::key) for take_stale().
+  void offer(policy::SequenceView& view, SequencePrefix& prefix, std::uint64_t queue_key);
+  // Appends the queue keys of the waiting sequences whose offers went stale since the last call
+  // (a key may repeat): offer() changes nothing for the others, so under overload, with thousands
+  // waiting and a few offers going stale per iteration, the replica renews only these.
+  void take_stale(std::vector<std::uint64_t>& queue_keys);
   // At admission: references the offered blocks and counts the lookup. The view's kv_blocks
   // become those of them held by others now: an earlier admission in the same iteration may
   // have taken the rest out of the free pool since offer().
@@ -86,14 +91,19 @@ class PrefixReuse {
   void add_saved_flops(double flops) { counts_.prefill_flops_saved += flops; }
 
  private:
-  // Leading blocks of `hashes` that are cached with at least `references` references.
+  static constexpr std::size_t k_no_hint = ~std::size_t{0};
+  // Leading blocks of `hashes` that are cached with at least `references` references. With a
+  // `hint` (an earlier answer), the search gallops out from it: a waiting sequence's hashes are
+  // cold, and an answer moves little between looks, so it reads a cache line or two of them
+  // where bisecting the whole prompt missed the cache at every probe. The answer is the same.
   std::size_t leading(const std::vector<policy::BlockHash>& hashes, std::size_t limit,
-                      std::uint32_t references) const;
+                      std::uint32_t references, std::size_t hint = k_no_hint) const;
 
   // A waiting sequence's offer: whether it must be recomputed, and which round of watched blocks
   // is its current one (entries of earlier rounds, and of closed watches, are dead).
   struct Watch {
     std::uint64_t round = 0;
+    std::uint64_t queue_key = 0;  // its sequence's
     bool stale = true;
   };
   // One block's watchers form a list of these, through `next` (node numbers).
@@ -115,7 +125,12 @@ class PrefixReuse {
   }
   // `hash` was cached or forgotten, or its references crossed between 0 and 1: the offers
   // watching it are stale.
-  void changed(policy::BlockHash hash);
+  // Called for millions of blocks per replay, most of them unwatched: the filter test is inline.
+  void changed(policy::BlockHash hash) {
+    if (maybe_watched(hash))
+      renew_watchers(hash);
+  }
+  void renew_watchers(policy::BlockHash hash);
   // Drops dead watchers (of closed watches and past rounds) once the nodes in use have doubled
   // since the last sweep: blocks that never change would otherwise keep them forever.
   void sweep_watchers();
@@ -125,6 +140,7 @@ class PrefixReuse {
   policy::PrefixCache cache_;
   PrefixCacheSummary counts_;
   std::vector<Watch> watches_;
+  std::vector<std::uint32_t> newly_stale_;  // watches made stale since take_stale()
   std::vector<std::uint32_t> free_watches_;
   policy::BlockHashIndex watched_;  // block -> its first watcher node
   // A one-bit-per-bucket filter of watched_'s keys (set on watching, rebuilt by each sweep):

@@ -127,7 +127,10 @@ bool Replica::enqueue(const RequestDescriptor& request, TimeNs arrival) {
       extra.prefix.hashes =
           std::make_shared<const std::vector<policy::BlockHash>>(std::move(hashes));
   }
+  const bool names_blocks = extra.prefix.hashes != nullptr;
   waiting_.push_back(view, extra);
+  if (names_blocks)
+    prefix_offers_due_.push_back(waiting_.key(waiting_.size() - 1));
   load_.outstanding_requests += 1;
   load_.outstanding_tokens += request.input_tokens;
   return true;
@@ -143,11 +146,16 @@ std::int64_t Replica::cached_prefix_blocks(const RequestDescriptor& request) con
 }
 
 void Replica::offer_prefix_hits() {
-  for (std::size_t i = 0; i < waiting_.size(); ++i) {
+  // offer() changes nothing for a waiting sequence whose offer is current: only newcomers and
+  // the stale need it, found by their queue keys rather than by walking thousands.
+  prefix_reuse_->take_stale(prefix_offers_due_);
+  for (const std::uint64_t key : prefix_offers_due_) {
+    const std::size_t i = waiting_.find(key);
     // A swapped sequence comes back with its own K/V, not a hit.
-    if (waiting_.extra(i).swapped_blocks == 0)
-      prefix_reuse_->offer(waiting_.view(i), waiting_.extra(i).prefix);
+    if (i < waiting_.size() && waiting_.extra(i).swapped_blocks == 0)
+      prefix_reuse_->offer(waiting_.view(i), waiting_.extra(i).prefix, key);
   }
+  prefix_offers_due_.clear();
   for (std::size_t i = 0; i < running_.size(); ++i)
     prefix_reuse_->mark_shared(running_.view(i), running_.extra(i).prefix);
 }
@@ -203,6 +211,11 @@ TimeNs Replica::start_iteration(TimeNs now) {
                          [this](QueuedSequence& victim) { preempt(victim); });
   // apply_decision appends the admitted to the running set: only its tail can be new.
   const std::size_t admitted_from = running_.size() - decision_.admit.size();
+  if (prefix_reuse_) {
+    // ... and queues the victims at the front of the waiting queue: they need offers.
+    for (std::size_t i = 0; i < decision_.preempt.size(); ++i)
+      prefix_offers_due_.push_back(waiting_.key(i));
+  }
   if (swap_)
     swap_in_readmitted(admitted_from);
   if (prefix_reuse_) {

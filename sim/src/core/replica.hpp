@@ -55,6 +55,11 @@ class SequenceQueue {
   SequenceExtra& extra(std::size_t i) { return extras_[head_ + i]; }
 
   QueuedSequence at(std::size_t i) const { return {views_[head_ + i], extras_[head_ + i]}; }
+  // Each entry's key, ascending along the queue, given when it joins (at the back or the front)
+  // and kept while it stays: it finds an entry by bisection after the queue has shifted.
+  std::uint64_t key(std::size_t i) const { return keys_[head_ + i]; }
+  // The index of the entry with `key`; size() when none.
+  std::size_t find(std::uint64_t key) const;
 
   void push_back(const policy::SequenceView& view, const SequenceExtra& extra);
   void push_front(const policy::SequenceView& view, const SequenceExtra& extra);
@@ -68,7 +73,10 @@ class SequenceQueue {
 
   std::vector<policy::SequenceView> views_;
   std::vector<SequenceExtra> extras_;
+  std::vector<std::uint64_t> keys_;
   std::size_t head_ = 0;
+  std::uint64_t next_back_key_ = std::uint64_t{1} << 63;
+  std::uint64_t next_front_key_ = (std::uint64_t{1} << 63) - 1;
 };
 
 // Preemption by recompute's waste on one replica: what its victims had computed, thrown away to
@@ -227,6 +235,9 @@ class Replica {
   policy::ReplicaLoad load_;
   bool busy_ = false;
   std::optional<PrefixReuse> prefix_reuse_;
+  // The waiting queue keys of the sequences that joined it since offer_prefix_hits() last ran
+  // (arrived, or preempted): they have no offer yet. Then also the stale ones' (its scratch).
+  std::vector<std::uint64_t> prefix_offers_due_;
   RecomputeWaste recompute_waste_;
   std::string role_;
   bool prefill_only_ = false;            // role_ == "prefill", for the per-token check

@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include "replica.hpp"
 
 namespace exitsim::sim {
@@ -5,6 +7,7 @@ namespace exitsim::sim {
 void SequenceQueue::push_back(const policy::SequenceView& view, const SequenceExtra& extra) {
   views_.push_back(view);
   extras_.push_back(extra);
+  keys_.push_back(next_back_key_++);
 }
 
 void SequenceQueue::push_front(const policy::SequenceView& view, const SequenceExtra& extra) {
@@ -12,10 +15,18 @@ void SequenceQueue::push_front(const policy::SequenceView& view, const SequenceE
     --head_;
     views_[head_] = view;
     extras_[head_] = extra;
+    keys_[head_] = next_front_key_--;
     return;
   }
   views_.insert(views_.begin(), view);
   extras_.insert(extras_.begin(), extra);
+  keys_.insert(keys_.begin(), next_front_key_--);
+}
+
+std::size_t SequenceQueue::find(std::uint64_t key) const {
+  const auto live = keys_.begin() + static_cast<std::ptrdiff_t>(head_);
+  const auto at = std::lower_bound(live, keys_.end(), key);
+  return at != keys_.end() && *at == key ? static_cast<std::size_t>(at - live) : size();
 }
 
 void SequenceQueue::remove(std::span<const std::size_t> sorted_indices) {
@@ -39,10 +50,12 @@ void SequenceQueue::remove(std::span<const std::size_t> sorted_indices) {
     }
     views_[write] = views_[read];
     extras_[write] = extras_[read];
+    keys_[write] = keys_[read];
     ++write;
   }
   views_.resize(write);
   extras_.resize(write);
+  keys_.resize(write);
   compact();
 }
 
@@ -51,10 +64,12 @@ void SequenceQueue::compact() {
   if (head_ == views_.size()) {
     views_.clear();
     extras_.clear();
+    keys_.clear();
     head_ = 0;
   } else if (head_ > 1024 && head_ * 2 > views_.size()) {
     views_.erase(views_.begin(), views_.begin() + static_cast<std::ptrdiff_t>(head_));
     extras_.erase(extras_.begin(), extras_.begin() + static_cast<std::ptrdiff_t>(head_));
+    keys_.erase(keys_.begin(), keys_.begin() + static_cast<std::ptrdiff_t>(head_));
     head_ = 0;
   }
 }

@@ -22,6 +22,10 @@ using BlockHash = std::uint64_t;
 // block is shareable when every token up to its end lies in such a source block; its hash chains
 // the source hashes up to the source block it ends in with its position there, so it is equal
 // for two prompts exactly when their source blocks agree up to there. Deterministic (no seeds).
+// The low k_block_position_bits of a hash are the block's position within its source block (in
+// runs of 2^k_block_position_bits), the rest name the run: PrefixCache keeps one run's blocks
+// together.
+inline constexpr unsigned k_block_position_bits = 6;
 std::vector<BlockHash> scheduler_block_hashes(std::span<const std::uint64_t> source_hashes,
                                               std::int64_t source_block_tokens,
                                               std::int64_t prompt_tokens, std::int64_t block_size);
@@ -60,10 +64,11 @@ class PrefixCache {
 
   // A cached block's references; nullopt when it is not cached.
   std::optional<std::uint32_t> references(BlockHash hash) const {
-    const std::uint32_t* at = index_.find(hash);
-    return at == nullptr ? std::nullopt : std::optional<std::uint32_t>(entries_[*at].references);
+    const std::uint32_t number = find(hash);
+    return number == k_none ? std::nullopt
+                            : std::optional<std::uint32_t>(entries_[number].references);
   }
-  std::size_t cached_blocks() const { return index_.size(); }
+  std::size_t cached_blocks() const { return cached_; }
   std::size_t unreferenced_blocks() const { return lru_size_; }
   // Change whenever the answer could: which blocks are cached (insert, evict); which are
   // referenced at all (a count crossing 0 and 1); which are referenced more than once (1 and 2).
@@ -75,21 +80,44 @@ class PrefixCache {
 
  private:
   static constexpr std::uint32_t k_none = BlockHashIndex::k_none;
-  // A cached block. The unreferenced ones form a doubly linked list through `older`/`newer`
-  // (entry numbers), least recently released first.
+  static constexpr std::uint32_t k_absent = ~std::uint32_t{0};  // Entry::references: not cached
+  static constexpr std::uint32_t k_group_size = 1U << k_block_position_bits;
+  static constexpr BlockHash k_position_mask = k_group_size - 1;
+  // A block that may be cached: the unreferenced cached ones form a doubly linked list through
+  // `older`/`newer` (entry numbers), least recently released first. Entry number g * 64 + p is
+  // position p of group g: the blocks whose hashes differ only in their position bits (one
+  // source block's run, cached, referenced, released and evicted together mostly) share one
+  // index lookup and lie side by side in memory. Under the Mooncake replay (32 blocks per
+  // source block) the index was a per-block random access into megabytes, the replay's cost.
+  // A trace naming blocks of the scheduler's size (a run of one) pays 64 entries per block.
   struct Entry {
-    BlockHash hash = 0;
-    std::uint32_t references = 0;
+    std::uint32_t references = k_absent;
     std::uint32_t older = k_none;
     std::uint32_t newer = k_none;
   };
+  struct Group {
+    BlockHash key = 0;  // the hashes' bits above the position
+    std::uint32_t cached = 0;
+  };
+  // The entry number of a cached block; k_none when it is not cached.
+  std::uint32_t find(BlockHash hash) const;
+  std::uint32_t group_of(BlockHash key) const;
+  std::uint32_t open_group(BlockHash key);
   Entry& entry_of(BlockHash hash, const char* caller);
+  BlockHash hash_of(std::uint32_t number) const {
+    return groups_[number >> k_block_position_bits].key | (number & k_position_mask);
+  }
   void lru_push_newest(std::uint32_t entry);
   void lru_unlink(std::uint32_t entry);
 
-  BlockHashIndex index_;        // hash -> entry number
-  std::vector<Entry> entries_;  // numbers are reused through free_entries_
-  std::vector<std::uint32_t> free_entries_;
+  BlockHashIndex index_;  // group key -> group number
+  std::vector<Group> groups_;
+  std::vector<Entry> entries_;  // k_group_size per group; group numbers are reused
+  std::vector<std::uint32_t> free_groups_;
+  // The last group looked up: a sequence's calls walk its blocks in order, a run per group.
+  mutable BlockHash last_key_ = 0;
+  mutable std::uint32_t last_group_ = k_none;
+  std::size_t cached_ = 0;
   std::uint32_t lru_oldest_ = k_none;
   std::uint32_t lru_newest_ = k_none;
   std::size_t lru_size_ = 0;
