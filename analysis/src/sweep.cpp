@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <deque>
 #include <exception>
+#include <functional>
 #include <iterator>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -313,6 +314,22 @@ std::exception_ptr point_failure(const SweepPoint& point) {
   }
 }
 
+// The writer: stores the runs as they come back, one transaction each, until every worker has
+// exited and no run is waiting; returns how many it stored.
+std::size_t store_runs(RunQueue& queue, SweepDatabase& database, SweepProgress& progress,
+                       const std::function<void()>& report) {
+  std::size_t made = 0;
+  for (std::deque<RunRecord> batch = queue.take(); !batch.empty(); batch = queue.take()) {
+    for (const RunRecord& record : batch) {
+      database.record(record);
+      ++made;
+      ++progress.done;
+      report();
+    }
+  }
+  return made;
+}
+
 }  // namespace
 
 std::size_t run_sweep(const SweepOptions& options) {
@@ -359,15 +376,7 @@ std::size_t run_sweep(const SweepOptions& options) {
   }
   // Every exception from here on (a run the database cannot store, the progress callback, a
   // thread that cannot be started above) leaves through `workers`, which stops and joins them.
-  std::size_t made = 0;
-  for (std::deque<RunRecord> batch = queue.take(); !batch.empty(); batch = queue.take()) {
-    for (const RunRecord& record : batch) {
-      database.record(record);
-      ++made;
-      ++progress.done;
-      report();
-    }
-  }
+  const std::size_t made = store_runs(queue, database, progress, report);
   workers.join();
   if (const std::exception_ptr failure = queue.failure())
     std::rethrow_exception(failure);
