@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <csignal>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -25,7 +26,18 @@ struct SweepArgs {
   unsigned jobs = std::max(1U, std::thread::hardware_concurrency());
 };
 
+// A sweep started in the background of a script inherits SIGINT ignored (shells without job
+// control do that to background commands), so it could not be interrupted; simulate installs its
+// handlers for the same signals. The default action is the right handler here: each run is
+// stored in one transaction, so the database is whole at any moment and a rerun resumes it (the
+// -wal file a killed sweep leaves holds stored runs and must not be removed).
+void stop_on_interrupt_and_terminate() {
+  for (const int signal_number : {SIGINT, SIGTERM})
+    std::signal(signal_number, SIG_DFL);
+}
+
 void run_sweep_command(const SweepArgs& args) {
+  stop_on_interrupt_and_terminate();
   analysis::SweepOptions options;
   options.scenario_file = args.scenario.file;
   options.overrides = args.scenario.overrides;

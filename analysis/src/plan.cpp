@@ -468,7 +468,10 @@ Plan plan_capacity(const PlanOptions& options) {
   std::mutex mutex;
   std::size_t planned = 0;  // under the mutex
   std::exception_ptr failure;
-  std::vector<std::thread> workers;
+  // std::jthread joins when destroyed: a thread that cannot be started (the others are then
+  // joined on the way out) or an exception here cannot destroy a joinable thread (std::terminate).
+  // The loop bound `jobs` is fixed before any worker starts and no worker changes it.
+  std::vector<std::jthread> workers;
   const unsigned jobs =
       std::max(1U, std::min<unsigned>(options.jobs, static_cast<unsigned>(points.size())));
   for (unsigned w = 0; w < jobs; ++w) {
@@ -488,8 +491,7 @@ Plan plan_capacity(const PlanOptions& options) {
       }
     });
   }
-  for (std::thread& t : workers)
-    t.join();
+  workers.clear();  // joins them
   if (failure)
     std::rethrow_exception(failure);
   plan.recommendation = recommend(

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <charconv>
 #include <chrono>
@@ -9,10 +10,12 @@
 #include <cstdlib>
 #include <deque>
 #include <exception>
+#include <functional>
 #include <iterator>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <stop_token>
 #include <thread>
 
 #include "exitsim/analysis/run_digest.hpp"
@@ -200,6 +203,135 @@ bool launched_by_mpi() {
   return false;
 }
 
+namespace {
+
+// What the workers hand to the writer (the calling thread, which alone holds the database's one
+// SQLite connection): finished runs, the first failure, and how many workers are still running.
+//
+// Why it is shaped this way: the first version counted workers out in a `running` variable that
+// was also the bound of the loop that started them (`for (w = 0; w < running; ++w)`). Under load,
+// the first worker could run its point, fail, see `stop` and count itself out (running 2 -> 1)
+// before the loop tested `w < running` again, so the second worker was never started, `running`
+// stayed 1 for ever and the writer waited for a worker that did not exist (gdb: running = 1,
+// next = 2, stop set, 0 of 4 runs made). Here the number of workers is fixed before any starts,
+// each worker's exit is counted by a scope guard (whatever ends it), and the writer is done when
+// that count reaches the fixed number and no run is waiting.
+class RunQueue {
+ public:
+  explicit RunQueue(std::size_t workers) : workers_left_(workers) {}
+
+  void push(RunRecord run) {
+    {
+      const std::lock_guard lock(mutex_);
+      runs_.push_back(std::move(run));
+    }
+    changed_.notify_all();
+  }
+  // The first failure is the one reported; later ones are consequences or repeats.
+  void fail(std::exception_ptr failure) {
+    {
+      const std::lock_guard lock(mutex_);
+      if (!failure_)
+        failure_ = std::move(failure);
+    }
+    changed_.notify_all();
+  }
+  void worker_exited() {
+    {
+      const std::lock_guard lock(mutex_);
+      --workers_left_;
+    }
+    changed_.notify_all();
+  }
+  // The runs that came back since the last call, waiting for one when there is none; empty only
+  // when every worker has exited and every run has been taken.
+  std::deque<RunRecord> take() {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [&] { return !runs_.empty() || workers_left_ == 0; });
+    std::deque<RunRecord> batch;
+    batch.swap(runs_);
+    return batch;
+  }
+  std::exception_ptr failure() const {
+    const std::lock_guard lock(mutex_);
+    return failure_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<RunRecord> runs_;
+  std::exception_ptr failure_;
+  std::size_t workers_left_;
+};
+
+// Counts its worker out of the queue when the worker's function ends, however it ends.
+class ExitSignal {
+ public:
+  explicit ExitSignal(RunQueue& queue) : queue_(queue) {}
+  ~ExitSignal() { queue_.worker_exited(); }
+  ExitSignal(const ExitSignal&) = delete;
+  ExitSignal& operator=(const ExitSignal&) = delete;
+
+ private:
+  RunQueue& queue_;
+};
+
+// Threads that share one stop request and are joined when the group is destroyed, however the
+// scope is left: an exception from the writer (a database that cannot be written) stops and
+// joins them instead of destroying joinable threads (std::terminate).
+class WorkerGroup {
+ public:
+  WorkerGroup() = default;
+  WorkerGroup(const WorkerGroup&) = delete;
+  WorkerGroup& operator=(const WorkerGroup&) = delete;
+  ~WorkerGroup() { join(); }
+
+  template <typename Work>
+  void start(Work work) {
+    threads_.emplace_back([this, work = std::move(work)] { work(stop_.get_token()); });
+  }
+  void request_stop() { stop_.request_stop(); }
+  void join() {
+    request_stop();
+    threads_.clear();  // std::jthread joins when destroyed
+  }
+
+ private:
+  std::stop_source stop_;
+  std::vector<std::jthread> threads_;
+};
+
+// An InputError from a point names the point; anything else is passed on as it is.
+std::exception_ptr point_failure(const SweepPoint& point) {
+  try {
+    throw;
+  } catch (const InputError& e) {
+    return std::make_exception_ptr(InputError(
+        e.where(), fmt::format("at sweep point {} ({}): {}", point.index, point.key, e.message())));
+  } catch (...) {
+    return std::current_exception();
+  }
+}
+
+// The writer: stores the runs as they come back, one transaction each, until every worker has
+// exited and no run is waiting; returns how many it stored.
+std::size_t store_runs(RunQueue& queue, SweepDatabase& database, SweepProgress& progress,
+                       const std::function<void()>& report) {
+  std::size_t made = 0;
+  for (std::deque<RunRecord> batch = queue.take(); !batch.empty(); batch = queue.take()) {
+    for (const RunRecord& record : batch) {
+      database.record(record);
+      ++made;
+      ++progress.done;
+      report();
+    }
+  }
+  return made;
+}
+
+}  // namespace
+
 std::size_t run_sweep(const SweepOptions& options) {
   load_base(options);  // a scenario error leaves no database behind
   SweepDatabase database(options.database);
@@ -219,72 +351,34 @@ std::size_t run_sweep(const SweepOptions& options) {
   };
   report();
 
-  // Workers run points; this thread alone writes the database (one SQLite connection).
-  std::mutex mutex;
-  std::condition_variable ready;
-  std::deque<RunRecord> finished;
-  std::exception_ptr failure;
+  const std::size_t jobs =
+      std::clamp<std::size_t>(options.jobs, 1, std::max<std::size_t>(todo.size(), 1));
+  RunQueue queue(jobs);
   std::atomic<std::size_t> next{0};
-  std::atomic<bool> stop{false};
-  std::size_t running =
-      std::max(1U, std::min<unsigned>(
-                       options.jobs, static_cast<unsigned>(std::max<std::size_t>(todo.size(), 1))));
-  std::vector<std::thread> workers;
-  for (std::size_t w = 0; w < running; ++w) {
-    workers.emplace_back([&] {
-      for (;;) {
+  // Declared after what the workers use, so destroyed (stopped and joined) before it.
+  WorkerGroup workers;
+  for (std::size_t w = 0; w < jobs; ++w) {
+    workers.start([&](const std::stop_token& stop) {
+      const ExitSignal counted_out(queue);
+      while (!stop.stop_requested()) {
         const std::size_t i = next.fetch_add(1);
-        if (i >= todo.size() || stop.load())
+        if (i >= todo.size())
           break;
         try {
-          RunRecord record = run_sweep_point(options, todo[i]);
+          queue.push(run_sweep_point(options, todo[i]));
           todo[i].scenario.reset();  // run: its scenario is not needed again
-          const std::lock_guard lock(mutex);
-          finished.push_back(std::move(record));
-        } catch (const InputError& e) {
-          const std::lock_guard lock(mutex);
-          if (!failure) {
-            failure = std::make_exception_ptr(
-                InputError(e.where(), fmt::format("at sweep point {} ({}): {}", todo[i].index,
-                                                  todo[i].key, e.message())));
-          }
-          stop = true;
         } catch (...) {
-          const std::lock_guard lock(mutex);
-          if (!failure)
-            failure = std::current_exception();
-          stop = true;
+          queue.fail(point_failure(todo[i]));
+          workers.request_stop();
         }
-        ready.notify_one();
       }
-      const std::lock_guard lock(mutex);
-      --running;
-      ready.notify_one();
     });
   }
-  std::size_t made = 0;
-  // Done when every worker has stopped, or when every point has come back: under a loaded
-  // parallel ctest a worker twice ended without being counted out after delivering its last
-  // point (not reproduced in isolation; see the notes), and waiting on it hung.
-  for (;;) {
-    std::unique_lock lock(mutex);
-    ready.wait(lock, [&] { return !finished.empty() || running == 0 || made == todo.size(); });
-    std::deque<RunRecord> batch;
-    batch.swap(finished);
-    const bool all_stopped = running == 0 || made + batch.size() == todo.size();
-    lock.unlock();
-    for (const RunRecord& record : batch) {
-      database.record(record);
-      ++made;
-      ++progress.done;
-      report();
-    }
-    if (all_stopped && batch.empty())
-      break;
-  }
-  for (std::thread& t : workers)
-    t.join();
-  if (failure)
+  // Every exception from here on (a run the database cannot store, the progress callback, a
+  // thread that cannot be started above) leaves through `workers`, which stops and joins them.
+  const std::size_t made = store_runs(queue, database, progress, report);
+  workers.join();
+  if (const std::exception_ptr failure = queue.failure())
     std::rethrow_exception(failure);
   return made;
 }

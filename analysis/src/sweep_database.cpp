@@ -1,6 +1,9 @@
 #include <fmt/format.h>
 #include <sqlite3.h>
 
+#include <cstdint>
+#include <string_view>
+
 #include "exitsim/analysis/sweep.hpp"
 #include "exitsim/core/error.hpp"
 
@@ -22,10 +25,19 @@ constexpr const char* k_provenance_schema =
     " exitsim_version TEXT NOT NULL, exitsim_commit TEXT NOT NULL,"
     " UNIQUE (source, identity, shard, exitsim_version, exitsim_commit))";
 
+// The runs table's columns in every version of it; digest came later (added to older files).
+constexpr const char* k_columns_before_digest =
+    "key, point, overrides, scenario, throughput_tokens_per_s, goodput_requests_per_s,"
+    " slo_attainment, ttft_p50_ms, ttft_p99_ms, tpot_p50_ms, tpot_p99_ms, e2e_p50_ms,"
+    " e2e_p99_ms, mean_exit_depth, summary";
 constexpr const char* k_columns =
     "key, point, overrides, scenario, throughput_tokens_per_s, goodput_requests_per_s,"
     " slo_attainment, ttft_p50_ms, ttft_p99_ms, tpot_p50_ms, tpot_p99_ms, e2e_p50_ms,"
     " e2e_p99_ms, mean_exit_depth, summary, digest";
+static_assert(std::string_view(k_columns).starts_with(k_columns_before_digest));
+
+constexpr const char* k_provenance_columns =
+    "source, identity, shard, exitsim_version, exitsim_commit";
 
 class Statement {
  public:
@@ -39,6 +51,23 @@ class Statement {
 
   [[noreturn]] void fail(sqlite3* db, const std::string& expected) const {
     throw InputError({path_, 0, 0, "runs"}, expected_found(expected, sqlite3_errmsg(db)));
+  }
+  // Steps to the next row: true at a row, false after the last one. Any other result (a damaged
+  // page, an I/O error) is an error: read as the end of the rows, it made a damaged database
+  // look like a shorter one (merged, reported and resumed without a word).
+  bool next_row(sqlite3* db) {
+    const int result = sqlite3_step(statement_);
+    if (result == SQLITE_ROW)
+      return true;
+    if (result == SQLITE_DONE)
+      return false;
+    fail(db, "a readable sweep database");
+  }
+  // The first column of the one row a COUNT(*) query gives.
+  std::int64_t count(sqlite3* db) {
+    if (!next_row(db))
+      fail(db, "a readable sweep database");
+    return sqlite3_column_int64(statement_, 0);
   }
   sqlite3_stmt* get() const { return statement_; }
   void text(int column, const std::string& value) {
@@ -88,14 +117,65 @@ std::string other_tables(sqlite3* db, const std::string& path) {
                    "'provenance')",
                    path);
   std::string names;
-  while (sqlite3_step(tables.get()) == SQLITE_ROW)
+  while (tables.next_row(db))
     names += (names.empty() ? "" : ", ") + tables.text_at(0);
   return names;
 }
 
-bool has_runs_table(sqlite3* db, const std::string& path) {
-  Statement runs(db, "SELECT COUNT(*) FROM sqlite_master WHERE type='table' AND name='runs'", path);
-  return sqlite3_step(runs.get()) == SQLITE_ROW && sqlite3_column_int64(runs.get(), 0) > 0;
+bool has_table(sqlite3* db, const std::string& path, const std::string& name) {
+  Statement table(db, "SELECT COUNT(*) FROM sqlite_master WHERE type='table' AND name=?1", path);
+  table.text(1, name);
+  return table.count(db) > 0;
+}
+
+// Refuses a damaged file before anything reads rows from it or writes to it. integrity_check
+// rather than quick_check: it also finds an index that disagrees with its table (a damaged index
+// page), and costs little at sweep sizes (docs/cluster_sweeps.md). (1): the first problem only,
+// for a one-line error.
+void check_intact(sqlite3* db, const std::string& path) {
+  Statement check(db, "PRAGMA integrity_check(1)", path);
+  const int result = sqlite3_step(check.get());
+  std::string found;
+  if (result == SQLITE_ROW) {
+    found = check.text_at(0);
+    if (found == "ok")
+      return;
+  } else {
+    found = sqlite3_errmsg(db);
+  }
+  for (char& c : found) {
+    if (c == '\n')
+      c = ' ';
+  }
+  throw InputError({path, 0, 0, ""},
+                   expected_found("an intact SQLite database",
+                                  "a damaged one (integrity_check: " + found +
+                                      "); restore it from a copy, or run the sweep again into "
+                                      "a new file"));
+}
+
+// Refuses a file whose `table` lacks one of `columns`, naming the table.
+void expect_columns(sqlite3* db, const std::string& path, const std::string& table,
+                    const std::string& columns) {
+  sqlite3_stmt* probe = nullptr;
+  const std::string sql = fmt::format("SELECT {} FROM {} LIMIT 0", columns, table);
+  const int result = sqlite3_prepare_v2(db, sql.c_str(), -1, &probe, nullptr);
+  sqlite3_finalize(probe);
+  if (result != SQLITE_OK) {
+    throw InputError({path, 0, 0, table},
+                     expected_found("a sweep database with the exitsim " + table + " table",
+                                    sqlite3_errmsg(db)));
+  }
+}
+
+// A database written by another application, or by a sweep of another layout, would take rows
+// it cannot hold or lose its own: its layout is checked before this process changes anything in
+// the file (journal mode, tables), so that a refused file is left byte for byte as it was.
+void check_layout(sqlite3* db, const std::string& path, bool has_runs) {
+  if (has_runs)
+    expect_columns(db, path, "runs", k_columns_before_digest);
+  if (has_table(db, path, "provenance"))
+    expect_columns(db, path, "provenance", k_provenance_columns);
 }
 
 }  // namespace
@@ -114,8 +194,10 @@ SweepDatabase::SweepDatabase(const std::string& path, Access access)
                                                       found));
   }
   sqlite3_busy_timeout(impl_->db, 10000);  // shards of one sweep may share the file
+  check_intact(impl_->db, path);
   // Another application's database is not taken over, and report reads without writing.
-  if (!has_runs_table(impl_->db, path)) {
+  const bool has_runs = has_table(impl_->db, path, "runs");
+  if (!has_runs) {
     const std::string others = other_tables(impl_->db, path);
     if (read_only || !others.empty()) {
       throw InputError(
@@ -130,6 +212,7 @@ SweepDatabase::SweepDatabase(const std::string& path, Access access)
     Statement probe(impl_->db, fmt::format("SELECT {} FROM runs LIMIT 0", k_columns).c_str(), path);
     return;
   }
+  check_layout(impl_->db, path, has_runs);
   impl_->writable = true;
   impl_->exec("PRAGMA journal_mode=WAL", "a SQLite database");
   // Each point is its own transaction, so that a killed sweep keeps every point it stored. In WAL
@@ -142,7 +225,7 @@ SweepDatabase::SweepDatabase(const std::string& path, Access access)
   {
     Statement digest(impl_->db,
                      "SELECT COUNT(*) FROM pragma_table_info('runs') WHERE name='digest'", path);
-    if (sqlite3_step(digest.get()) == SQLITE_ROW && sqlite3_column_int64(digest.get(), 0) == 0)
+    if (digest.count(impl_->db) == 0)
       impl_->exec("ALTER TABLE runs ADD COLUMN digest TEXT NOT NULL DEFAULT ''",
                   "a sweep database (table runs)");
   }
@@ -163,7 +246,7 @@ SweepDatabase::~SweepDatabase() {
 std::map<std::string, std::string> SweepDatabase::completed_digests() const {
   Statement select(impl_->db, "SELECT key, digest FROM runs", impl_->path);
   std::map<std::string, std::string> digests;
-  while (sqlite3_step(select.get()) == SQLITE_ROW)
+  while (select.next_row(impl_->db))
     digests.emplace(select.text_at(0), select.text_at(1));
   return digests;
 }
@@ -208,7 +291,7 @@ std::vector<RunRecord> SweepDatabase::runs() const {
   Statement select(impl_->db, fmt::format("SELECT {} FROM runs ORDER BY point", k_columns).c_str(),
                    impl_->path);
   std::vector<RunRecord> out;
-  while (sqlite3_step(select.get()) == SQLITE_ROW) {
+  while (select.next_row(impl_->db)) {
     RunRecord r;
     r.point.key = select.text_at(0);
     r.point.index = static_cast<std::size_t>(sqlite3_column_int64(select.get(), 1));
@@ -240,18 +323,13 @@ std::vector<RunRecord> SweepDatabase::runs() const {
 
 std::vector<SweepProvenance> SweepDatabase::provenance() const {
   std::vector<SweepProvenance> rows;
-  {
-    Statement exists(impl_->db,
-                     "SELECT COUNT(*) FROM sqlite_master WHERE type='table' AND name='provenance'",
-                     impl_->path);
-    if (sqlite3_step(exists.get()) != SQLITE_ROW || sqlite3_column_int64(exists.get(), 0) == 0)
-      return rows;
-  }
-  Statement select(impl_->db,
-                   "SELECT source, identity, shard, exitsim_version, exitsim_commit FROM "
-                   "provenance ORDER BY rowid",
-                   impl_->path);
-  while (sqlite3_step(select.get()) == SQLITE_ROW) {
+  if (!has_table(impl_->db, impl_->path, "provenance"))
+    return rows;
+  Statement select(
+      impl_->db,
+      fmt::format("SELECT {} FROM provenance ORDER BY rowid", k_provenance_columns).c_str(),
+      impl_->path);
+  while (select.next_row(impl_->db)) {
     rows.push_back({select.text_at(0), select.text_at(1), select.text_at(2), select.text_at(3),
                     select.text_at(4)});
   }

@@ -146,6 +146,74 @@ TEST(RunSweep, AFailingPointIsNamed) {
   EXPECT_NE(error.find("at sweep point"), std::string::npos) << error;
 }
 
+// The first answer of `sql` on `path`, through a connection of the test's own (an oracle
+// independent of SweepDatabase).
+std::string sqlite_answer(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  std::string answer = "(cannot open)";
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+    sqlite3_stmt* statement = nullptr;
+    answer = "(error)";
+    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &statement, nullptr) == SQLITE_OK &&
+        sqlite3_step(statement) == SQLITE_ROW) {
+      const auto* text = sqlite3_column_text(statement, 0);
+      answer = text == nullptr ? "" : reinterpret_cast<const char*>(text);
+    }
+    sqlite3_finalize(statement);
+  }
+  sqlite3_close(db);
+  return answer;
+}
+
+void execute(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK)
+      << sqlite3_errmsg(db);
+  sqlite3_close(db);
+}
+
+// Finding N2: an error from the database writer (the calling thread) unwound past joinable
+// worker threads, and std::thread's destructor aborted the process (exit 134, -wal and -shm left
+// behind). A trigger fails every insert with the message SQLite gives for a full disk, while four
+// workers run eight points: the sweep stops them and ends with the writer's one-line error, and
+// the database stays intact, with no run and no file beside it.
+TEST(RunSweep, ADatabaseWriteErrorStopsEveryWorkerAndIsOneError) {
+  TempDir dir;
+  SweepOptions options = small_sweep(dir);
+  options.scenario_file = dir.write("sweep.yaml",
+                                    "workload:\n  requests: 60\n"
+                                    "sweep:\n"
+                                    "  - key: scheduler.max_running\n    values: [4, 8, 16, 64]\n"
+                                    "  - key: workload.arrivals.rate\n    values: [1, 20]\n");
+  options.jobs = 4;
+  { const SweepDatabase created(options.database); }
+  execute(options.database,
+          "CREATE TRIGGER full BEFORE INSERT ON runs "
+          "BEGIN SELECT RAISE(FAIL, 'database or disk is full'); END");
+  EXPECT_EQ(error_of([&] { run_sweep(options); }),
+            options.database +
+                ": runs: expected a writable sweep database, found database or disk is full");
+  EXPECT_EQ(sqlite_answer(options.database, "PRAGMA integrity_check"), "ok");
+  EXPECT_EQ(sqlite_answer(options.database, "SELECT COUNT(*) FROM runs"), "0");
+  EXPECT_FALSE(std::filesystem::exists(options.database + "-wal"));
+  EXPECT_FALSE(std::filesystem::exists(options.database + "-shm"));
+}
+
+// The same for an exception from the progress callback, which the writer calls: the workers
+// are stopped and joined, the exception reaches the caller, and the runs stored before it stay.
+TEST(RunSweep, AnExceptionFromTheProgressCallbackStopsEveryWorker) {
+  TempDir dir;
+  SweepOptions options = small_sweep(dir);
+  options.jobs = 4;
+  options.progress = [](const SweepProgress& p) {
+    if (p.done == 1)
+      throw InputError({"progress", 0, 0, ""}, "stopped by the test");
+  };
+  EXPECT_EQ(error_of([&] { run_sweep(options); }), "progress: stopped by the test");
+  EXPECT_EQ(sqlite_answer(options.database, "SELECT COUNT(*) FROM runs"), "1");
+}
+
 TEST(SweepDatabase, RefusesAFileThatIsNotADatabase) {
   TempDir dir;
   const std::string path = dir.write("not.db", "this is not SQLite at all, just some text here");

@@ -2,6 +2,7 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <exception>
 #include <functional>
 #include <optional>
 #include <string>
@@ -76,15 +77,23 @@ std::size_t coordinate(const SweepOptions& options, int ranks, SweepDatabase& da
   std::size_t made = 0;
   int working = ranks - 1;
   std::string failure;
+  std::exception_ptr stored_failure;  // rank 0's own failure, thrown as it is
   while (working > 0) {
     MPI_Status status;
     const std::string text = receive_text(status);
-    if (status.MPI_TAG == k_result) {
-      database.record(run_record_from_json(text));
-      ++made;
-      ++progress.done;
-      if (options.progress)
-        options.progress(progress);
+    if (status.MPI_TAG == k_result && failure.empty()) {
+      // A run that cannot be stored (a damaged page, a full disk) stops the sweep like a failing
+      // point: thrown from here, it left every other rank waiting for an answer for ever.
+      try {
+        database.record(run_record_from_json(text));
+        ++made;
+        ++progress.done;
+        if (options.progress)
+          options.progress(progress);
+      } catch (const std::exception& e) {
+        stored_failure = std::current_exception();
+        failure = e.what();
+      }
     } else if (status.MPI_TAG == k_failure && failure.empty()) {
       failure = text;
     }
@@ -99,6 +108,8 @@ std::size_t coordinate(const SweepOptions& options, int ranks, SweepDatabase& da
   }
   int failed = failure.empty() ? 0 : 1;
   MPI_Bcast(&failed, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (stored_failure)
+    std::rethrow_exception(stored_failure);
   if (failed != 0)
     throw InputError({options.database, 0, 0, "sweep"}, failure);
   return made;
@@ -124,7 +135,9 @@ void work(const SweepOptions& options) {
     try {
       send_text(run_record_to_json(run_sweep_point(options, point)), 0, k_result);
       send_text("", 0, k_ready);
-    } catch (const InputError& e) {
+    } catch (const std::exception& e) {
+      // Any failure, not only an InputError, is sent: a rank that left without a word kept
+      // rank 0 waiting for its next request for ever.
       send_text(
           "at sweep point " + std::to_string(point.index) + " (" + point.key + "): " + e.what(), 0,
           k_failure);

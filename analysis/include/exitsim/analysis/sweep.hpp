@@ -76,7 +76,8 @@ struct RunRecord {
 // The sweep's results in SQLite: one row per completed run, keyed by the point's key, written in
 // one transaction each, so a sweep killed at any moment (even kill -9) keeps every completed run
 // and none half-written. Throws InputError naming the file when it cannot be opened or written,
-// or holds another sweep's table layout.
+// is damaged (SQLite's integrity check, run at every open, or a read that fails), or holds
+// another layout (checked before anything is written, so a refused file is left as it was).
 class SweepDatabase {
  public:
   // read_write creates the file and its table when new (sweep); read_only changes nothing and
@@ -122,7 +123,8 @@ struct SweepOptions {
 // Runs every point of the scenario's sweep in the shard that the database does not hold yet,
 // `jobs` at a time, storing each as it completes; a run that fails (an impossible configuration at
 // that point) stops the sweep with its InputError, naming the point, after the runs in flight are
-// stored. Returns the number of runs made.
+// stored; a run that cannot be stored stops every worker, which are joined, and the store's error
+// is thrown. Returns the number of runs made.
 std::size_t run_sweep(const SweepOptions& options);
 
 // The parts of run_sweep that other drivers (MPI) share.
