@@ -38,8 +38,7 @@ TEST_F(Cli, HostileScenarioFilesAreOneLineErrors) {
 TEST_F(Cli, JsonNumberOverflowNamesTheFile) {
   const fs::path mooncake =
       file("m.jsonl", "{\"timestamp\": 0, \"input_length\": 1e400, \"output_length\": 5}\n");
-  expect_one_line_error(run("trace inspect '" + mooncake.string() + "'"),
-                        mooncake.string() + ":1:",
+  expect_one_line_error(run("trace inspect '" + mooncake.string() + "'"), mooncake.string() + ":1:",
                         "expected JSON numbers within the range of a double, found number "
                         "overflow parsing '1e400'");
   const fs::path profile = file("profile.json", "{\"format\": 1e400}");
