@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <regex>
 #include <string>
@@ -512,6 +514,40 @@ TEST(Report, RefusesMalformedInputs) {
   TempDir dir;
   bad_axis.runs = sweep_runs(dir);
   EXPECT_NE(error_of([&] { build_report(bad_axis); }).find("--efficiency"), std::string::npos);
+}
+
+// A sweep database is a file the user passes: a run summary edited by hand (a percentile written
+// as a string, a depth key that is no number, text that is no JSON) was an internal error, or
+// undefined behaviour on a missing key. Each is one line naming the run and the key path; the
+// summaries the sweep wrote are read.
+TEST(Report, RefusesARunSummaryWithoutWhatTheChartsRead) {
+  TempDir dir;
+  const std::vector<RunRecord> written = sweep_runs(dir);
+  ASSERT_FALSE(written.empty());
+  ReportInputs in;
+  in.runs = written;
+  EXPECT_NO_THROW(build_report(in));
+  const std::string key = written[0].point.key;
+  const auto error_with = [&](const std::function<void(nlohmann::json&)>& edit) {
+    nlohmann::json summary = nlohmann::json::parse(written[0].metrics.summary_json);
+    edit(summary);
+    in.runs[0].metrics.summary_json = summary.dump();
+    return error_of([&] { build_report(in); });
+  };
+  EXPECT_EQ(error_with([](nlohmann::json& s) { s["tpot_ms"]["p99"] = "12.5"; }),
+            "--db: the run " + key + ": tpot_ms.p99: expected a finite number, found \"12.5\"");
+  EXPECT_EQ(error_with([](nlohmann::json& s) { s.erase("series"); }),
+            "--db: the run " + key + ": series: expected an object (or null), found none");
+  EXPECT_EQ(error_with([](nlohmann::json& s) { s["depth"]["exit_depth_tokens"]["deep"] = 3; }),
+            "--db: the run " + key +
+                ": depth.exit_depth_tokens.deep: expected a depth in layers as the key, found "
+                "\"deep\"");
+  in.runs[0].metrics.summary_json = "{\"tpot_ms\": ";
+  EXPECT_EQ(
+      error_of([&] {
+        build_report(in);
+      }).rfind("--db: the run " + key + ": expected a run summary, found invalid JSON at byte", 0),
+      0U);
 }
 
 }  // namespace

@@ -17,7 +17,7 @@ namespace {
 
 using nlohmann::json;
 
-enum class Kind { number, count, string, boolean, object, array };
+enum class Kind { number, count, string, boolean, object, array, measured };
 
 // One key the report reads. A number may be null (a NaN or infinity written by nlohmann), shown
 // as "-"; the other kinds are read with a fallback when absent, never when of another type.
@@ -59,6 +59,11 @@ class DocumentCheck {
       each((*it)[i], fmt::format("{}{}{}[{}]", at, at.empty() ? "" : ".", key, i));
   }
 
+  [[noreturn]] void fail(const std::string& path, const std::string& expected,
+                         const json& found) const {
+    throw InputError({file_, 0, 0, path}, expected_found(expected, json_shown(found)));
+  }
+
  private:
   static const char* expected(Kind kind) {
     switch (kind) {
@@ -74,6 +79,8 @@ class DocumentCheck {
         return "an object (or null)";
       case Kind::array:
         return "an array";
+      case Kind::measured:
+        return "a finite number";
     }
     return "";
   }
@@ -100,14 +107,12 @@ class DocumentCheck {
       case Kind::array:
         ok = value.is_array();
         break;
+      case Kind::measured:
+        ok = value.is_number();
+        break;
     }
     if (!ok)
       fail(path, expected(kind), value);
-  }
-
-  [[noreturn]] void fail(const std::string& path, const std::string& expected,
-                         const json& found) const {
-    throw InputError({file_, 0, 0, path}, expected_found(expected, json_shown(found)));
   }
 
   std::string file_;
@@ -197,7 +202,52 @@ void check_validation(const json& v, const DocumentCheck& check) {
   });
 }
 
+// What the report reads of a run's summary.json (the charts' percentiles, K/V series and exit
+// depths, the warnings): a sweep database is a file the user passes, and may have been edited.
+void check_run_summary(const json& summary, const DocumentCheck& check) {
+  check.object(summary, "",
+               {{"tpot_ms", Kind::object, true},
+                {"ttft_ms", Kind::object, true},
+                {"series", Kind::object, true},
+                {"depth", Kind::object, true},
+                {"warnings", Kind::array}});
+  for (const char* metric : {"tpot_ms", "ttft_ms"}) {
+    check.object(summary[metric], metric,
+                 {{"p50", Kind::measured, true},
+                  {"p90", Kind::measured, true},
+                  {"p95", Kind::measured, true},
+                  {"p99", Kind::measured, true}});
+  }
+  check.object(summary["series"], "series", {{"points", Kind::array, true}});
+  check.elements(summary["series"], "series", "points", [&](const json& p, const std::string& at) {
+    check.object(p, at, {{"start_ns", Kind::measured, true}, {"kv_usage", Kind::measured, true}});
+  });
+  const json& depth =
+      check.object(summary["depth"], "depth", {{"exit_depth_tokens", Kind::object, true}});
+  for (const auto& [layers, tokens] : depth["exit_depth_tokens"].items()) {
+    const std::string at = "depth.exit_depth_tokens." + layers;
+    if (layers.empty() || layers.size() > 9 ||
+        layers.find_first_not_of("0123456789") != std::string::npos)
+      check.fail(at, "a depth in layers as the key", json(layers));
+    check.object(depth["exit_depth_tokens"], "depth.exit_depth_tokens",
+                 {{layers.c_str(), Kind::measured, true}});
+  }
+  check.elements(summary, "", "warnings", [&](const json& w, const std::string& at) {
+    if (!w.is_string())
+      check.fail(at, "a string", w);
+  });
+}
+
 }  // namespace
+
+json run_summary(const RunRecord& run) {
+  const std::string where = fmt::format("--db: the run {}", run.point.key);
+  const json summary =
+      parse_json(run.metrics.summary_json,
+                 JsonInput{where, "a run summary", traces::k_max_json_document_bytes});
+  check_run_summary(summary, DocumentCheck(where));
+  return summary;
+}
 
 json plan_document(const ReportInputs& in) {
   if (in.plan_json.empty())

@@ -262,7 +262,7 @@ Report build_report(const ReportInputs& in) {
   // Each run's substitutions (summary.json "warnings"), with the runs that carry them.
   std::map<std::string, std::vector<std::string>> warned_runs;
   for (std::size_t i = 0; i < in.runs.size(); ++i) {
-    const json summary = json::parse(in.runs[i].metrics.summary_json);
+    const json summary = run_summary(in.runs[i]);
     if (summary.contains("warnings") && summary["warnings"].is_array()) {
       for (const json& w : summary["warnings"]) {
         if (w.is_string())

@@ -191,7 +191,7 @@ std::string frontier_distributions(const ChartInputs& c, std::vector<std::string
   std::vector<ChartSeries> tpot, ttft, kv;
   std::string depth_charts;
   for (const std::size_t i : shown) {
-    const json summary = json::parse(c.in.runs[i].metrics.summary_json);
+    const json summary = run_summary(c.in.runs[i]);
     const std::string& name = c.labels[i];
     ChartSeries t{name, {}, true, {}};
     ChartSeries f{name, {}, true, {}};

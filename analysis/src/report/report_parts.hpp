@@ -47,6 +47,9 @@ double number_or(const nlohmann::json& object, const char* field, double fallbac
 // the key path ("strategies[0].metrics[2].engine_runs: expected an integer ..., found \"3\"").
 nlohmann::json plan_document(const ReportInputs& in);
 nlohmann::json validation_document(const ReportInputs& in);
+// A sweep run's summary.json, with every field the report reads checked: one line naming the run
+// and the key path when the database holds something else.
+nlohmann::json run_summary(const RunRecord& run);
 
 // The efficiency metrics read from the plan rather than from a run.
 bool is_capacity(const std::string& metric);
