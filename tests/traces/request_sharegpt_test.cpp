@@ -2,9 +2,12 @@
 // after it the output, counted with a tokenizer.json written here.
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
+#include <fstream>
 #include <functional>
 #include <string>
+#include <thread>
 
 #include "support/byte_level_vocab.hpp"
 #include "support/request_traces.hpp"
@@ -61,6 +64,40 @@ TEST(RequestShareGpt, FirstHumanTurnIsThePromptAndTheReplyAfterItTheOutput) {
   ASSERT_EQ(result.requests.size(), 2U);
   EXPECT_EQ(result.requests[0], request(0, std::nullopt, 2, 5));
   EXPECT_EQ(result.requests[1], request(1, std::nullopt, 1, 3));
+}
+
+// A ShareGPT trace from a pipe (`trace inspect <(zcat sharegpt.json.gz)`): detection reads its
+// head, the reader continues the same stream. Far longer than the head, it gives the requests the
+// same file gives when opened by path.
+TEST(RequestShareGpt, ReadsFromAFifoPastTheHeadAsFromTheFile) {
+  TempDir dir;
+  std::string conversations = "[";
+  for (int i = 0; i < 3000; ++i) {
+    conversations += std::string(i == 0 ? "" : ",") + R"({"id": ")" + std::to_string(i) +
+                     R"(", "conversations": [)" + R"({"from": "human", "value": ")" +
+                     (i % 2 == 0 ? "hi there" : "hi") + R"("}, {"from": "gpt", "value": ")" +
+                     (i % 3 == 0 ? "hello!" : "hi hi") + R"("}]})";
+  }
+  conversations += "]";
+  ASSERT_GT(conversations.size(), std::size_t{1} << 17);  // past the head detection reads
+  const RequestTraceOptions options = with_tokenizer(write_tokenizer(dir));
+  const auto from_file = read_all(dir.write("sharegpt.json", conversations), options);
+  const std::string fifo = dir.path("sharegpt.fifo");
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  std::thread writer([&] {
+    std::ofstream out(fifo, std::ios::binary);  // blocks until the reader opens the FIFO
+    out << conversations;
+  });
+  const auto from_fifo = read_all(fifo, options);
+  writer.join();
+  EXPECT_EQ(from_fifo.format, "sharegpt");
+  ASSERT_EQ(from_fifo.requests.size(), 3000U);
+  ASSERT_EQ(from_file.requests.size(), 3000U);
+  for (std::size_t i = 0; i < 3000; ++i) {
+    EXPECT_EQ(from_fifo.requests[i].input_tokens, from_file.requests[i].input_tokens) << i;
+    EXPECT_EQ(from_fifo.requests[i].output_tokens, from_file.requests[i].output_tokens) << i;
+  }
+  EXPECT_NE(from_fifo.requests[0].input_tokens, from_fifo.requests[1].input_tokens);
 }
 
 TEST(RequestShareGpt, PromptsCountTheTemplatesBosRepliesDoNot) {

@@ -23,6 +23,10 @@ std::unique_ptr<RequestSource> open_csv_trace(TraceInput input, bool skip_bad_ro
 std::unique_ptr<RequestSource> open_sharegpt_trace(const std::string& path,
                                                    const std::string& tokenizer_path,
                                                    bool skip_bad_rows);
+// The same from a trace format detection opened (a pipe or FIFO too): read from its first byte.
+std::unique_ptr<RequestSource> open_sharegpt_trace(TraceInput input,
+                                                   const std::string& tokenizer_path,
+                                                   bool skip_bad_rows);
 
 // Header text each CSV format starts with, shared by detection and the readers' checks.
 inline constexpr std::string_view k_azure_header = "TIMESTAMP,ContextTokens,GeneratedTokens";

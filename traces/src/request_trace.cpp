@@ -130,15 +130,8 @@ std::unique_ptr<RequestSource> open_request_trace(const std::string& path,
   // Opened once: detection reads the head, the reader continues the same stream.
   TraceInput input = TraceInput::open(path);
   const RequestTraceFormat format = options.format ? *options.format : detect_format(input);
-  if (format == RequestTraceFormat::sharegpt) {
-    // Detected: the ShareGPT reader would open the path a second time, which a pipe does not
-    // allow.
-    if (!input.is_regular_file()) {
-      throw InputError(SourceLocation{path, 0, 0, ""},
-                       expected_found("a regular file for a ShareGPT trace", "a pipe or device"));
-    }
-    return open_sharegpt_trace(path, options.tokenizer, options.skip_bad_rows);
-  }
+  if (format == RequestTraceFormat::sharegpt)
+    return open_sharegpt_trace(std::move(input), options.tokenizer, options.skip_bad_rows);
   switch (format) {
     case RequestTraceFormat::azure:
       return open_azure_trace(std::move(input), options.skip_bad_rows);

@@ -4,12 +4,16 @@
 // tokenizer.json. Later turns are not replayed. No arrival times.
 #include <fmt/format.h>
 
+#include <array>
+#include <istream>
 #include <nlohmann/json.hpp>
+#include <streambuf>
 
 #include "exitsim/core/error.hpp"
 #include "exitsim/core/json_input.hpp"
 #include "exitsim/text/bpe_tokenizer.hpp"
 #include "exitsim/traces/json_document.hpp"
+#include "line_reader.hpp"
 #include "readers.hpp"
 
 namespace exitsim::traces {
@@ -43,13 +47,16 @@ class ShareGptReader {
 
   // Parses the whole file, keeping only each conversation's two lengths: the array is read one
   // conversation at a time (each discarded once counted), so memory does not grow with turns.
-  void read() {
+  // `opened`: the trace's stream when format detection opened it already (a pipe cannot be
+  // opened twice); null: the reader opens the path.
+  void read(std::istream* opened) {
     JsonInput input{path_, "a ShareGPT JSON array of conversations", k_max_trace_bytes};
     input.file_kind = "ShareGPT trace";
-    const json root =
-        read_json_file(input, [this](int depth, json::parse_event_t event, json& parsed) {
-          return keep(depth, event, parsed);
-        });
+    const JsonFilter keep_lengths = [this](int depth, json::parse_event_t event, json& parsed) {
+      return keep(depth, event, parsed);
+    };
+    const json root = opened != nullptr ? parse_json(*opened, input, keep_lengths)
+                                        : read_json_file(input, keep_lengths);
     if (!root.is_array()) {
       throw InputError(SourceLocation{path_, 0, 0, ""},
                        expected_found("a ShareGPT JSON array of conversations", json_shown(root)));
@@ -153,7 +160,8 @@ class ShareGptReader {
 
 class ShareGptSource final : public RequestSource {
  public:
-  ShareGptSource(const std::string& path, const std::string& tokenizer_path, bool skip_bad_rows) {
+  ShareGptSource(const std::string& path, const std::string& tokenizer_path, bool skip_bad_rows,
+                 std::istream* opened) {
     if (tokenizer_path.empty()) {
       throw InputError(
           SourceLocation{path, 0, 0, "workload.trace.tokenizer"},
@@ -161,7 +169,7 @@ class ShareGptSource final : public RequestSource {
     }
     const text::BpeTokenizer tokenizer = text::BpeTokenizer::from_file(tokenizer_path);
     ShareGptReader reader(path, tokenizer, skip_bad_rows);
-    reader.read();
+    reader.read(opened);
     requests_ = std::move(reader.requests_);
     conversations_ = reader.conversations_;
     without_pair_ = reader.without_pair_;
@@ -206,12 +214,45 @@ class ShareGptSource final : public RequestSource {
   std::int64_t malformed_ = 0;
 };
 
+// An opened trace from its first byte: the head format detection read, then the rest of its
+// stream.
+class ContinuedInput final : public std::streambuf {
+ public:
+  explicit ContinuedInput(TraceInput& input) : input_(input) {
+    char* head = input_.head.data();
+    setg(head, head, head + input_.head.size());
+  }
+
+ private:
+  int_type underflow() override {
+    if (input_.at_end)
+      return traits_type::eof();
+    input_.in.read(buffer_.data(), static_cast<std::streamsize>(buffer_.size()));
+    const std::streamsize got = input_.in.gcount();
+    if (got <= 0)
+      return traits_type::eof();
+    setg(buffer_.data(), buffer_.data(), buffer_.data() + got);
+    return traits_type::to_int_type(buffer_[0]);
+  }
+
+  TraceInput& input_;
+  std::array<char, std::size_t{1} << 16> buffer_{};
+};
+
 }  // namespace
 
 std::unique_ptr<RequestSource> open_sharegpt_trace(const std::string& path,
                                                    const std::string& tokenizer_path,
                                                    bool skip_bad_rows) {
-  return std::make_unique<ShareGptSource>(path, tokenizer_path, skip_bad_rows);
+  return std::make_unique<ShareGptSource>(path, tokenizer_path, skip_bad_rows, nullptr);
+}
+
+std::unique_ptr<RequestSource> open_sharegpt_trace(TraceInput input,
+                                                   const std::string& tokenizer_path,
+                                                   bool skip_bad_rows) {
+  ContinuedInput continued(input);
+  std::istream stream(&continued);
+  return std::make_unique<ShareGptSource>(input.path, tokenizer_path, skip_bad_rows, &stream);
 }
 
 }  // namespace exitsim::traces
