@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/support/sqlite_answer.hpp"
 #include "exitsim/analysis/sweep.hpp"
 #include "support/test_files.hpp"
 
@@ -18,32 +19,11 @@ namespace {
 
 using test_support::error_of;
 using test_support::read_file;
+using test_support::sqlite_answer;
 using test_support::TempDir;
 using test_support::write_file;
 
 constexpr std::size_t k_page_size = 4096;  // SQLite's default, which the sweep keeps
-
-// The first answer of `sql` on `path` through a read-only connection of the test's own.
-std::string sqlite_answer(const std::string& path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  std::string answer = "(cannot open)";
-  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
-    sqlite3_stmt* statement = nullptr;
-    answer = "(error)";
-    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &statement, nullptr) == SQLITE_OK) {
-      const int result = sqlite3_step(statement);
-      if (result == SQLITE_ROW) {
-        const auto* text = sqlite3_column_text(statement, 0);
-        answer = text == nullptr ? "" : reinterpret_cast<const char*>(text);
-      } else if (result != SQLITE_DONE) {
-        answer = sqlite3_errmsg(db);
-      }
-    }
-    sqlite3_finalize(statement);
-  }
-  sqlite3_close(db);
-  return answer;
-}
 
 // Shard `index` of 2 of a 6-point sweep (3 runs), as the findings made them.
 SweepOptions shard_of(const TempDir& dir, const std::string& db, std::size_t index) {

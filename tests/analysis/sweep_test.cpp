@@ -7,12 +7,14 @@
 #include <string>
 #include <vector>
 
+#include "analysis/support/sqlite_answer.hpp"
 #include "support/test_files.hpp"
 
 namespace exitsim::analysis {
 namespace {
 
 using test_support::error_of;
+using test_support::sqlite_answer;
 using test_support::TempDir;
 
 TEST(SweepPoints, EnumerateTheCartesianProductLastAxisFastest) {
@@ -144,25 +146,6 @@ TEST(RunSweep, AFailingPointIsNamed) {
   options.overrides = {"scheduler.kv_blocks=1"};
   const std::string error = error_of([&] { run_sweep(options); });
   EXPECT_NE(error.find("at sweep point"), std::string::npos) << error;
-}
-
-// The first answer of `sql` on `path`, through a connection of the test's own (an oracle
-// independent of SweepDatabase).
-std::string sqlite_answer(const std::string& path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  std::string answer = "(cannot open)";
-  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
-    sqlite3_stmt* statement = nullptr;
-    answer = "(error)";
-    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &statement, nullptr) == SQLITE_OK &&
-        sqlite3_step(statement) == SQLITE_ROW) {
-      const auto* text = sqlite3_column_text(statement, 0);
-      answer = text == nullptr ? "" : reinterpret_cast<const char*>(text);
-    }
-    sqlite3_finalize(statement);
-  }
-  sqlite3_close(db);
-  return answer;
 }
 
 void execute(const std::string& path, const std::string& sql) {

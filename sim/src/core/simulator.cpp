@@ -269,10 +269,9 @@ class ClusterRun {
           expected_found(fmt::format("a run whose iterations end within {:.0f} years of simulated "
                                      "time",
                                      to_seconds(k_max_iteration_end_ns) / (365.25 * 86400)),
-                         fmt::format("an iteration of {} on replica {} starting at {:.4g} s: the "
-                                     "hardware is far too slow for this workload",
-                                     fmt::format("{:.4g} s", to_seconds(duration)), replica_index,
-                                     to_seconds(now_))));
+                         fmt::format("an iteration of {:.4g} s on replica {} starting at {:.4g} "
+                                     "s: the hardware is far too slow for this workload",
+                                     to_seconds(duration), replica_index, to_seconds(now_))));
     }
     totals_.max_kv_blocks_used = std::max(totals_.max_kv_blocks_used, replica.kv_blocks_used());
     if (timeline_)
