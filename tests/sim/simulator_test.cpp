@@ -11,6 +11,7 @@
 #include "exitsim/scenario/load.hpp"
 #include "exitsim/sim/cost/make_cost_model.hpp"
 #include "exitsim/sim/workload/workload.hpp"
+#include "thrashing_workload.hpp"
 
 namespace exitsim::sim {
 namespace {
@@ -223,14 +224,7 @@ TEST(Simulator, RequestsLongerThanTheContextWindowAreRefusedOrCounted) {
 // preemptions, 1.2 M recomputed tokens here). Reserving each prompt's blocks at admission stops
 // the thrash and, with the same work, doubles throughput.
 TEST(Simulator, ReservingPromptBlocksStopsChunkedPrefillThrashing) {
-  const std::vector<std::string> common = {
-      "scheduler.kind=chunked_prefill",
-      "scheduler.max_batched_tokens=2048",
-      "scheduler.kv_blocks=2000",
-      "workload.requests=80",
-      "workload.arrivals.rate=8",
-      "workload.input_tokens={dist: uniform, min: 2000, max: 6000}",
-      "workload.output_tokens={dist: fixed, value: 200}"};
+  const std::vector<std::string>& common = test_workloads::k_chunked_prefill_thrashing;
   const SimulationResult thrash = run(scenario_with(common));
   auto reserving = common;
   reserving.push_back("scheduler.reserve_prompt_blocks=true");

@@ -13,6 +13,7 @@
 #include "exitsim/sim/metrics/metrics.hpp"
 #include "exitsim/sim/simulator.hpp"
 #include "exitsim/sim/workload/workload.hpp"
+#include "thrashing_workload.hpp"
 
 namespace exitsim::sim {
 namespace {
@@ -45,15 +46,7 @@ std::vector<std::string> thrash_warnings(const MetricsSummary& summary) {
   return out;
 }
 
-// Long prompts with K/V for about 8 of them (docs/schedulers.md): hundreds of preemptions.
-const std::vector<std::string> k_thrashing = {
-    "scheduler.kind=chunked_prefill",
-    "scheduler.max_batched_tokens=2048",
-    "scheduler.kv_blocks=2000",
-    "workload.requests=80",
-    "workload.arrivals.rate=8",
-    "workload.input_tokens={dist: uniform, min: 2000, max: 6000}",
-    "workload.output_tokens={dist: fixed, value: 200}"};
+const std::vector<std::string>& k_thrashing = test_workloads::k_chunked_prefill_thrashing;
 
 // Every request computes its prompt and feeds back each output token but the last; whatever the
 // iterations computed beyond that was computed again after a preemption. The warning's figures
