@@ -102,6 +102,18 @@ inline std::string shared_trace(const std::string& name) {
   return shared_traces_dir() + "/" + name;
 }
 
+// The folder of the public GPU measurements (Vidur's profiles under vidur/): $EXITSIM_GPU_DATA,
+// else this project's ../shared/gpu. It may be absent.
+inline std::string shared_gpu_dir() {
+  const char* set = std::getenv("EXITSIM_GPU_DATA");
+  return set != nullptr && *set != '\0' ? std::string(set) : std::string(EXITSIM_SHARED_GPU_DIR);
+}
+
+// The path of `name` (e.g. "vidur/a100_dgx_all_reduce.csv") among them, which may be absent.
+inline std::string shared_gpu_file(const std::string& name) {
+  return shared_gpu_dir() + "/" + name;
+}
+
 }  // namespace exitsim::test_support
 
 // Skips the current test when `path` does not exist: the public traces are optional.

@@ -1312,16 +1312,59 @@ namespace {
   return cost;
 }
 
+std::string_view to_string(PriceBound bound) {
+  switch (bound) {
+    case PriceBound::none:
+      return "none";
+    case PriceBound::compute:
+      return "compute";
+    case PriceBound::memory:
+      return "memory";
+    case PriceBound::kernel_floor:
+      return "kernel floor";
+    case PriceBound::attention_floor:
+      return "attention floor";
+    case PriceBound::collective:
+      return "collective";
+  }
+  return "none";
+}
+
+OpCost RooflineCostModel::describe(OpKind kind, int layer, const OpParams& params,
+                                   const BatchFeatures& x, const BatchFeatures& masked) const {
+  const Priced p = price(params, x);
+  OpCost op;
+  op.kind = kind;
+  op.layer = layer;
+  op.launched = p.launched;
+  op.compute_bound = p.compute_bound;
+  op.communication = p.communication;
+  op.duration_ns = p.duration_ns;
+  op.flops = p.flops;
+  op.bytes = p.bytes;
+  op.masked_flops = p.launched ? flops_of(params, masked) : 0.0;
+  if (!p.launched)
+    return op;
+  op.launch_ns = launch_ns_;
+  if (p.communication) {
+    op.bound = PriceBound::collective;
+    op.parameter = "hardware.link_bandwidth_gbps, hardware.link_latency_us";
+  } else if (p.compute_bound) {
+    op.bound = PriceBound::compute;
+    op.parameter = "cost_model.flops_efficiency";
+  } else {
+    op.bound = PriceBound::memory;
+    op.parameter = "cost_model.bandwidth_efficiency";
+  }
+  return op;
+}
+
 std::vector<OpCost> RooflineCostModel::op_breakdown(std::span<const BatchEntry> batch) const {
   std::vector<OpCost> ops;
   const auto emit_graph = [&](const OpGraph& graph, const OpParams* params, const BatchFeatures& x,
                               const BatchFeatures& masked, int layer) {
-    for (int v = 0; v < graph.size(); ++v) {
-      const Priced p = price(params[v], x);
-      ops.push_back({graph.op(v).kind, layer, p.launched, p.compute_bound, p.communication,
-                     p.duration_ns, p.flops, p.bytes,
-                     p.launched ? flops_of(params[v], masked) : 0.0});
-    }
+    for (int v = 0; v < graph.size(); ++v)
+      ops.push_back(describe(graph.op(v).kind, layer, params[v], x, masked));
   };
   WorkCounts all{};
   double emitting = 0;
@@ -1348,9 +1391,7 @@ std::vector<OpCost> RooflineCostModel::op_breakdown(std::span<const BatchEntry> 
     const std::size_t variant = variant_of_layer(l);
     const BatchFeatures x = reached.features();
     emit_graph(layer_graph_, &layer_params_[variant * n_ops], x, masked.features(), l);
-    const Priced kv = price(kv_params_[variant], x);
-    ops.push_back({OpKind::kv_projection, l, kv.launched, kv.compute_bound, false, kv.duration_ns,
-                   kv.flops, kv.bytes, 0.0});
+    ops.push_back(describe(OpKind::kv_projection, l, kv_params_[variant], x, none));
   }
   for (const int point : probe_points_) {
     BatchFeatures x{};

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "exitsim/core/hardware.hpp"
@@ -59,6 +60,18 @@ struct OpParams {
   void add(BatchFeature feature, double flops, double bytes);
 };
 
+// What set one op's price: the larger of its compute and memory times, a floor a real kernel
+// never goes below, or a collective's link time (docs/cost_model.md, "Kernel corrections").
+enum class PriceBound : std::uint8_t {
+  none,             // not launched
+  compute,          // FLOPs at the flops efficiency's share of peak
+  memory,           // bytes at the bandwidth efficiency's share of peak
+  kernel_floor,     // the shortest time of any kernel (hardware.min_kernel_us)
+  attention_floor,  // decode attention's shortest time (hardware.decode_attention_floor_us)
+  collective,       // bytes over the link at its efficiency, plus the collective's latency
+};
+std::string_view to_string(PriceBound bound);
+
 // One priced op of the unrolled iteration.
 struct OpCost {
   OpKind kind = OpKind::input_norm;
@@ -70,6 +83,11 @@ struct OpCost {
   double flops = 0;
   double bytes = 0;
   double masked_flops = 0;  // part of `flops` on layers above entries' useful depth
+  PriceBound bound = PriceBound::none;
+  // The scenario keys of the parameters that set the price, e.g. "cost_model.flops_efficiency"
+  // (static text; empty when not launched).
+  std::string_view parameter;
+  double launch_ns = 0;  // the part of duration_ns that is launch overhead
 };
 
 // Roofline pricing of one iteration. Each op costs max(FLOPs / (peak x flops efficiency),
@@ -212,6 +230,9 @@ class RooflineCostModel final : public CostModel {
   static constexpr std::size_t k_token_table = 64;
 
   Priced price(const OpParams& params, const BatchFeatures& x) const;
+  // op_breakdown's entry for one op: its price, what bound it and the parameters that did.
+  OpCost describe(OpKind kind, int layer, const OpParams& params, const BatchFeatures& x,
+                  const BatchFeatures& masked) const;
   // The work of `batch` inside `window`, added to `totals`.
   void price_window(std::span<const BatchEntry> batch, const LayerWindow& window,
                     GraphTotals& totals) const;
