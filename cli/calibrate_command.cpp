@@ -17,42 +17,86 @@ namespace {
 struct CalibrateArgs {
   std::vector<std::string> traces;
   std::vector<std::string> kineto;
+  analysis::VidurInputs vidur;
   std::string hardware;
   std::string model;
   std::string output;
   bool strict = false;
   bool force = false;
+  bool tensor_parallel_given = false;
 };
+
+// Exactly one source of measurements, and only the options that source reads.
+void check_sources(const CalibrateArgs& args) {
+  const bool vidur = !args.vidur.mlp.empty();
+  const int sources =
+      (args.traces.empty() ? 0 : 1) + (args.kineto.empty() ? 0 : 1) + (vidur ? 1 : 0);
+  if (sources != 1) {
+    throw InputError({"", 0, 0, "OPTRACE"},
+                     expected_found("exitsim op traces or grids, --kineto traces, or a --vidur-mlp "
+                                    "profile",
+                                    sources == 0 ? "none of them" : "more than one"));
+  }
+  if (!vidur) {
+    for (const auto& [option, value] : {std::pair{"--vidur-attention", &args.vidur.attention},
+                                        std::pair{"--vidur-all-reduce", &args.vidur.all_reduce},
+                                        std::pair{"--vidur-send-recv", &args.vidur.send_recv}}) {
+      if (!value->empty())
+        throw InputError({"", 0, 0, option}, expected_found("--vidur-mlp beside it", "none"));
+    }
+    if (args.tensor_parallel_given) {
+      throw InputError({"", 0, 0, "--tensor-parallel"},
+                       expected_found("--vidur-mlp beside it (other measurements were taken on "
+                                      "one device)",
+                                      "none"));
+    }
+  }
+  if (!args.traces.empty() && !(args.hardware.empty() && args.model.empty())) {
+    throw InputError({"", 0, 0, args.hardware.empty() ? "--model-name" : "--hardware"},
+                     expected_found("--kineto traces or a --vidur-mlp profile to name",
+                                    "exitsim op traces, which name "
+                                    "their own hardware and model"));
+  }
+  if (vidur && (args.hardware.empty() || args.model.empty())) {
+    throw InputError(
+        {"", 0, 0, args.hardware.empty() ? "--hardware" : "--model-name"},
+        expected_found(args.hardware.empty() ? "the exitsim hardware preset Vidur measured on "
+                                               "(a100-80gb for Vidur's a100, h100-sxm for its h100)"
+                                             : "the exitsim model preset Vidur's profile is of",
+                       "none"));
+  }
+}
 
 void run_calibrate(const CalibrateArgs& args) {
   if (args.output.empty())
     throw InputError({"", 0, 0, "--out"}, "expected the cost profile to write, found none");
-  if (args.traces.empty() == args.kineto.empty()) {
-    throw InputError({"", 0, 0, "OPTRACE"},
-                     expected_found("exitsim op traces or grids, or --kineto traces",
-                                    args.traces.empty() ? "neither" : "both"));
-  }
-  if (args.kineto.empty() && !(args.hardware.empty() && args.model.empty())) {
-    throw InputError({"", 0, 0, args.hardware.empty() ? "--model-name" : "--hardware"},
-                     expected_found("--kineto traces to name",
-                                    "exitsim op traces, which name "
-                                    "their own hardware and model"));
-  }
-  std::vector<std::string> kineto_report;
+  check_sources(args);
+  std::vector<std::string> import_report;
   sim::CostProfile profile;
-  if (args.kineto.empty()) {
+  std::string first_input;
+  if (!args.traces.empty()) {
     profile = analysis::calibrate(args.traces);
-  } else {
+    first_input = args.traces.front();
+  } else if (!args.kineto.empty()) {
     analysis::KinetoCalibration imported =
         analysis::calibrate_kineto(args.kineto, {args.hardware, args.model});
     profile = std::move(imported.profile);
-    kineto_report = std::move(imported.report);
+    import_report = std::move(imported.report);
+    first_input = args.kineto.front();
+  } else {
+    analysis::VidurInputs inputs = args.vidur;
+    inputs.hardware = args.hardware;
+    inputs.model = args.model;
+    analysis::VidurCalibration imported = analysis::calibrate_vidur(inputs);
+    profile = std::move(imported.profile);
+    import_report = std::move(imported.report);
+    first_input = inputs.mlp;
   }
-  const std::string& first_input = args.traces.empty() ? args.kineto.front() : args.traces.front();
   const std::vector<std::string> absurd = analysis::absurd_fits(profile);
   if (!absurd.empty() && !args.force) {
     throw InputError(
-        {first_input, 0, 0, args.kineto.empty() ? "duration_ns" : "dur"},
+        {first_input, 0, 0,
+         !args.kineto.empty() ? "dur" : (args.traces.empty() ? "median" : "duration_ns")},
         fmt::format("expected timings of one steady machine, found {} fits whose held-out calls "
                     "miss by far ({}): the machine was busy or its speed changed; measure again "
                     "on a quiet machine with `--threads 1 --pin` (--force writes the profile "
@@ -69,17 +113,20 @@ void run_calibrate(const CalibrateArgs& args) {
                     untrusted.size(), untrusted.front()));
   }
   profile.write(args.output);
-  fmt::print("source     {} {} on {}, model {} ({})\n", profile.source.engine,
+  fmt::print("source     {} {} on {}, model {} ({}){}\n", profile.source.engine,
              profile.source.backend, profile.source.hardware, profile.source.model,
-             profile.source.model_shape);
+             profile.source.model_shape,
+             profile.source.tensor_parallel > 1
+                 ? fmt::format(", one GPU of {} (tensor parallel)", profile.source.tensor_parallel)
+                 : "");
   if (!profile.source.build.empty())
     fmt::print("build      {}\n", profile.source.build);
-  for (const std::string& line : kineto_report)
+  for (const std::string& line : import_report)
     fmt::print("{}\n", line);
   if (profile.source.speed_probe_us > 0)
     fmt::print("speed      probe {:.1f} us (mean of the runs' readings)\n",
                profile.source.speed_probe_us);
-  fmt::print("{:<26} {:>5} {:>6} {:>5} {:>7} {:>8} {:>13} {:>12} {:>13} {:>14}\n", "op", "from",
+  fmt::print("{:<26} {:>8} {:>6} {:>5} {:>7} {:>8} {:>13} {:>12} {:>13} {:>14}\n", "op", "from",
              "fitted", "held", "regimes", "fit MAPE", "held-out MAPE", "held-out p50", "in engine",
              "measured up to");
   for (const sim::OpFit& op : profile.ops) {
@@ -87,7 +134,7 @@ void run_calibrate(const CalibrateArgs& args) {
         op.in_situ_median_ape >= 0
             ? fmt::format("x{:.2f} {:.1f}%", op.in_situ_scale, 100 * op.in_situ_median_ape)
             : "-";
-    fmt::print("{:<26} {:>5} {:>6} {:>5} {:>7} {:>7.1f}% {:>12.1f}% {:>11.1f}% {:>13} {:>14}\n",
+    fmt::print("{:<26} {:>8} {:>6} {:>5} {:>7} {:>7.1f}% {:>12.1f}% {:>11.1f}% {:>13} {:>14}\n",
                op.name, op.measured_by, op.samples, op.held_out, op.regimes.size(),
                100 * op.fit_mape, 100 * op.held_out_mape, 100 * op.held_out_median_ape, in_situ,
                fmt::format("B {} C {}", op.batch_max_seen, op.context_max_seen));
@@ -104,6 +151,16 @@ void run_calibrate(const CalibrateArgs& args) {
     fmt::print(
         "WARNING    no op trace given: the step residual (scheduling, policy work, gaps) is not "
         "measured and simulations price it as 0\n");
+  }
+  std::string from_roofline;
+  for (const sim::OpFit& op : profile.ops) {
+    if (op.measured_by == "roofline")
+      from_roofline += (from_roofline.empty() ? "" : ", ") + op.name;
+  }
+  if (!from_roofline.empty()) {
+    fmt::print(
+        "NOTE       not measured, fitted to exitsim's roofline ({}): {}; simulations say so\n",
+        profile.source.hardware, from_roofline);
   }
   for (const std::string& line : untrusted)
     fmt::print("WARNING    fit not to trust: {}\n", line);
@@ -124,8 +181,8 @@ void add_calibrate_command(CLI::App& app) {
       "calibrate",
       "Fit a latency model per engine op from op traces (`exitsim engine run --profile-dir DIR` "
       "writes DIR/op_trace.csv and DIR/run.json) and op grids (`exitsim engine profile-ops -o "
-      "ops.csv`), or from PyTorch-profiler traces (--kineto), into a cost profile for "
-      "cost_model.kind: calibrated");
+      "ops.csv`), from PyTorch-profiler traces (--kineto), or from Vidur's public GPU profiles "
+      "(--vidur-mlp), into a cost profile for cost_model.kind: calibrated");
   command
       ->add_option("OPTRACE", args->traces,
                    "Op traces (op_trace.csv, with run.json beside) and op grids (with "
@@ -137,12 +194,41 @@ void add_calibrate_command(CLI::App& app) {
                    "record_shapes=True, one prof.step() per model step; .json or .json.gz; "
                    "docs/calibration.md)")
       ->check(CLI::ExistingFile);
+  command
+      ->add_option("--vidur-mlp", args->vidur.mlp,
+                   "A Vidur profile to import instead: its mlp.csv (per-op GPU times of one "
+                   "layer by tokens and TP degree; github.com/microsoft/vidur, "
+                   "data/profiling/compute/<gpu>/<model>/mlp.csv; docs/calibration.md)")
+      ->check(CLI::ExistingFile);
+  command
+      ->add_option("--vidur-attention", args->vidur.attention,
+                   "With --vidur-mlp: Vidur's attention.csv of the same model (default: attention "
+                   "fitted to the roofline's prices)")
+      ->check(CLI::ExistingFile);
+  command
+      ->add_option("--vidur-all-reduce", args->vidur.all_reduce,
+                   "With --vidur-mlp: Vidur's all_reduce.csv (network/<node>/all_reduce.csv) for "
+                   "the TP all-reduces (default: priced by the roofline when simulating)")
+      ->check(CLI::ExistingFile);
+  command
+      ->add_option("--vidur-send-recv", args->vidur.send_recv,
+                   "With --vidur-mlp: Vidur's send_recv.csv for the pipeline's hand-offs "
+                   "(default: priced by the roofline when simulating)")
+      ->check(CLI::ExistingFile);
+  command
+      ->add_option("--tensor-parallel", args->vidur.tensor_parallel,
+                   "With --vidur-mlp: the tensor-parallel degree whose rows to import (default 1); "
+                   "the profile prices scenarios of this parallel.tensor")
+      ->each([args](const std::string&) { args->tensor_parallel_given = true; });
   command->add_option("--hardware", args->hardware,
                       "With --kineto: the device the traces ran on (default: the trace's "
-                      "exitsim_hardware key, else its first GPU's name)");
+                      "exitsim_hardware key, else its first GPU's name). With --vidur-mlp "
+                      "(required): the exitsim hardware preset Vidur measured on (a100-80gb for "
+                      "Vidur's a100, h100-sxm for its h100)");
   command->add_option("--model-name", args->model,
                       "With --kineto: the model's name in the profile (default: the first "
-                      "trace's file name)");
+                      "trace's file name). With --vidur-mlp (required): the exitsim model preset "
+                      "of the profile's shape (e.g. llama-2-7b)");
   command->add_option("-o,--out", args->output, "The cost profile to write (JSON; required)");
   add_renamed_option(*command, "--output", "-o/--out", args->output);
   command->add_flag("--strict", args->strict,

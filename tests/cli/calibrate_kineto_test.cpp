@@ -57,17 +57,19 @@ TEST_F(Cli, CalibrateRefusesMixingOrMisnamingItsInputs) {
   const Result both = run("calibrate '" + op_trace.string() + "' --kineto '" + k_random_trace +
                           "' -o '" + profile.string() + "'");
   EXPECT_EQ(both.exit_code, 1);
-  EXPECT_NE(both.err.find("OPTRACE: expected exitsim op traces or grids, or --kineto traces, "
-                          "found both"),
+  EXPECT_NE(both.err.find("OPTRACE: expected exitsim op traces or grids, --kineto traces, or a "
+                          "--vidur-mlp profile, found more than one"),
             std::string::npos)
       << both.err;
   const Result neither = run("calibrate -o '" + profile.string() + "'");
   EXPECT_EQ(neither.exit_code, 1);
-  EXPECT_NE(neither.err.find("found neither"), std::string::npos) << neither.err;
+  EXPECT_NE(neither.err.find("found none of them"), std::string::npos) << neither.err;
   const Result named =
       run("calibrate '" + op_trace.string() + "' --hardware h -o '" + profile.string() + "'");
   EXPECT_EQ(named.exit_code, 1);
-  EXPECT_NE(named.err.find("--hardware: expected --kineto traces to name"), std::string::npos)
+  EXPECT_NE(named.err.find("--hardware: expected --kineto traces or a --vidur-mlp profile to "
+                           "name"),
+            std::string::npos)
       << named.err;
   const Result broken = run("calibrate --kineto '" + file("t.json", "{}").string() + "' -o '" +
                             profile.string() + "'");

@@ -76,7 +76,8 @@ TEST(CostTableReader, EveryMalformedCaseIsNamedExactly) {
       {k_head + "layer,1,2,3\n", "t.csv:3:11: row: expected 3 fields (op,batch,time_us), found 4"},
       {k_head + "attention,1,5\n",
        "t.csv:3:1: op: expected one of layer, lm_head, embedding, prefill_layer_per_token, "
-       "kv_only_fraction, found \"attention\""},
+       "kv_only_fraction, tp_all_reduce, pp_send_recv, pp_send_recv.remote, found "
+       "\"attention\""},
       {k_head + "layer,1.5,10\n",
        "t.csv:3:7: batch: expected a whole number of tokens >= 1, found \"1.5\""},
       {k_head + "layer,0,10\n",

@@ -166,8 +166,8 @@ std::vector<std::string> absurd_fits(const sim::CostProfile& profile) {
   std::vector<std::string> out;
   for (const sim::OpFit& op : profile.ops) {
     // A handful of calls cannot tell a busy machine from a rare slow call; untrusted_fits names
-    // such fits already.
-    if (op.samples < k_min_trusted_samples)
+    // such fits already. A fit to the roofline's prices measured nothing.
+    if (op.samples < k_min_trusted_samples || op.measured_by == "roofline")
       continue;
     // Both halves of a grid must say so: 4 of 7 held-out points stretched by a slow spell would
     // otherwise refuse a good fit.
@@ -190,6 +190,9 @@ std::vector<std::string> absurd_fits(const sim::CostProfile& profile) {
 std::vector<std::string> untrusted_fits(const sim::CostProfile& profile) {
   std::vector<std::string> out;
   for (const sim::OpFit& op : profile.ops) {
+    // Not a measurement: the roofline's prices, which calibrate names as such.
+    if (op.measured_by == "roofline")
+      continue;
     // A grid fit rests on a few held-out medians, of which a slow spell may stretch two or
     // three: its median error is judged. A trace fit is scaled to its calls' total, so its
     // median is off by design where a few calls are stretched: its mean error is judged.

@@ -41,17 +41,19 @@ std::int64_t pairs(const WorkCounts& w) {
 }  // namespace
 
 CalibratedCostModel::CalibratedCostModel(CostProfile profile, std::string profile_path,
-                                         const ModelShape& model)
+                                         const ModelShape& model, const ParallelPricing& parallel)
     : CalibratedCostModel(std::make_shared<const CostProfile>(std::move(profile)),
-                          std::move(profile_path), model) {}
+                          std::move(profile_path), model, parallel) {}
 
 CalibratedCostModel::CalibratedCostModel(std::shared_ptr<const CostProfile> profile,
-                                         std::string profile_path, const ModelShape& model)
+                                         std::string profile_path, const ModelShape& model,
+                                         const ParallelPricing& parallel)
     : profile_(std::move(profile)),
       profile_path_(profile_path),
-      counts_(RooflineCostModel::counting(model)),
+      counts_(RooflineCostModel::counting(model, parallel.parallel)),
       layout_(model.depth),
-      coda_layers_(model.depth.coda_layers) {
+      coda_layers_(model.depth.coda_layers),
+      parallel_(model, parallel) {
   uses_.resize(profile_->ops.size());
   batch_prices_.resize(profile_->ops.size());
   for (const OpFit& op : profile_->ops) {
@@ -68,6 +70,22 @@ CalibratedCostModel::CalibratedCostModel(std::shared_ptr<const CostProfile> prof
         expected_found("a profile measured on the scenario's model (" + fingerprint + ")",
                        fmt::format("one of \"{}\" ({})", profile_->source.model,
                                    profile_->source.model_shape)));
+  }
+  // Each fit prices one GPU's shard of its op at the degree it was measured at.
+  const int measured_tp = profile_->source.tensor_parallel;
+  if (measured_tp != parallel.parallel.tensor) {
+    throw InputError(
+        {profile_path, 0, 0, "parallel.tensor"},
+        expected_found(fmt::format("{} (the profile's source.tensor_parallel: its fits price one "
+                                   "GPU's shard of each op at that degree)",
+                                   measured_tp),
+                       fmt::format("{}", parallel.parallel.tensor)));
+  }
+  if (parallel.parallel.tensor > 1)
+    all_reduce_ = profile_->find(std::string(ops::tp_all_reduce));
+  if (parallel.parallel.pipeline > 1) {
+    send_recv_[0] = profile_->find(std::string(ops::pp_send_recv));
+    send_recv_[1] = profile_->find(std::string(ops::pp_send_recv_remote));
   }
   const auto prefill_fit = [&](std::string_view name, const OpFit* otherwise) {
     const OpFit* fit = profile_->find(std::string(name) + std::string(ops::prefill_suffix));
@@ -185,11 +203,20 @@ double CalibratedCostModel::layer_ops_us(const LayerFits& fits, double batch,
 
 std::vector<std::string> CalibratedCostModel::notes() const {
   std::vector<std::string> out = fallbacks_;
+  // Which priced ops were measured and which came from the roofline, said where the roofline
+  // priced any.
+  std::string measured;
+  std::string fitted_to_roofline;
+  const auto append = [](std::string& list, const std::string& item) {
+    list += (list.empty() ? "" : ", ") + item;
+  };
   for (std::size_t i = 0; i < profile_->ops.size(); ++i) {
     const OpFit& op = profile_->ops[i];
     OpUse use = uses_[i];
     for (const LayerFits& fits : layer_fits_)
       use.calls += fits.calls * std::count(fits.index.begin(), fits.index.end(), i);
+    if (use.calls > 0)
+      append(op.measured_by == "roofline" ? fitted_to_roofline : measured, op.name);
     if (use.outside_range > 0) {
       out.push_back(fmt::format(
           "cost_model.profile: {}: {} of {} distinct batches priced outside the calibrated range "
@@ -219,15 +246,62 @@ std::vector<std::string> CalibratedCostModel::notes() const {
       }
     }
   }
+  std::string roofline_here;
+  const std::array<const char*, 4> stand_ins = {
+      "tp_all_reduce (a ring over hardware.link_bandwidth_gbps)",
+      "the logits gather (a ring over hardware.link_bandwidth_gbps)",
+      "pp_send_recv (hand-offs within a node, hardware.link_bandwidth_gbps)",
+      "pp_send_recv.remote (hand-offs between nodes, hardware.node_link_bandwidth_gbps)"};
+  for (std::size_t k = 0; k < stand_ins.size(); ++k) {
+    if (roofline_calls_[k] > 0)
+      append(roofline_here, fmt::format("{}: {} calls", stand_ins[k], roofline_calls_[k]));
+  }
+  if (!fitted_to_roofline.empty() || !roofline_here.empty()) {
+    out.push_back(fmt::format(
+        "cost_model.profile: measured by {}: {}; fitted to exitsim's roofline when the profile "
+        "was made, not measured: {}; not in the profile, priced by the roofline: {}",
+        profile_->source.engine, measured.empty() ? "none" : measured,
+        fitted_to_roofline.empty() ? "none" : fitted_to_roofline,
+        roofline_here.empty() ? "none" : roofline_here));
+  }
   return out;
+}
+
+double CalibratedCostModel::all_reduce_us(std::int64_t tokens) const {
+  if (all_reduce_ != nullptr)
+    return price(all_reduce_, static_cast<double>(tokens), 0);
+  ++roofline_calls_[all_reduce_use];
+  return parallel_.all_reduce_us(tokens);
+}
+
+double CalibratedCostModel::head_us(std::int64_t emitting) const {
+  const auto n = static_cast<double>(emitting);
+  double us = price(lm_head_, n, 0);
+  if (parallel_.tensor() > 1) {
+    ++roofline_calls_[gather_use];
+    us += parallel_.logits_gather_us(emitting);
+  }
+  return us + price(sampling_, n, 0);
+}
+
+double CalibratedCostModel::hand_off_us(std::size_t boundary, std::int64_t tokens) const {
+  const bool remote = parallel_.remote(boundary);
+  if (const OpFit* fit = send_recv_[remote ? 1 : 0]; fit != nullptr)
+    return price(fit, static_cast<double>(tokens), 0);
+  ++roofline_calls_[remote ? remote_use : hand_off_use];
+  return parallel_.hand_off_us(boundary, tokens);
 }
 
 double CalibratedCostModel::layer_us(std::int64_t b, std::int64_t c, std::int64_t kv_only,
                                      bool prefill) const {
   const LayerFits& fits = layer_fits_[prefill ? 1 : 0];
   double us = 0;
-  if (b > 0)
+  if (b > 0) {
     us = layer_ops_us(fits, static_cast<double>(b), static_cast<double>(c));
+    // The row-parallel output and down projections leave partial sums: an all-reduce after each.
+    if (parallel_.tensor() > 1)
+      us += 2 * all_reduce_us(b);
+  }
   if (kv_only > 0) {
     const auto tokens = static_cast<double>(kv_only);
     const OpFit* fit = prefill ? prefill_kv_only_ : kv_only_;
@@ -236,7 +310,7 @@ double CalibratedCostModel::layer_us(std::int64_t b, std::int64_t c, std::int64_
   return us;
 }
 
-IterationCost CalibratedCostModel::iteration_cost(std::span<const BatchEntry> batch) const {
+bool CalibratedCostModel::collect_passes(std::span<const BatchEntry> batch) const {
   const auto layers = static_cast<std::size_t>(layout_.stacked_depth());
   std::array<Pass, 2>& passes = passes_;  // [0] decode, [1] prefill
   for (Pass& p : passes) {
@@ -275,6 +349,15 @@ IterationCost CalibratedCostModel::iteration_cost(std::span<const BatchEntry> ba
     if (e.emits_token)
       ++pass.emitting;
   }
+  return masked;
+}
+
+IterationCost CalibratedCostModel::iteration_cost(std::span<const BatchEntry> batch) const {
+  if (parallel_.stages() > 1)
+    return pipeline_cost(batch);
+  const auto layers = static_cast<std::size_t>(layout_.stacked_depth());
+  std::array<Pass, 2>& passes = passes_;  // [0] decode, [1] prefill
+  const bool masked = collect_passes(batch);
 
   // Both passes' layers in one walk: each pass's layers priced as its own calls (the decode
   // pass's summed now, the prefill pass's kept to sum after the decode pass's coda and head, the
@@ -344,10 +427,8 @@ IterationCost CalibratedCostModel::iteration_cost(std::span<const BatchEntry> ba
           layer_us(pass.coda.tokens, pairs(pass.coda), 0, prefill);
     if (pass.embedded > 0)
       us += price(embed_, static_cast<double>(pass.embedded), 0);
-    if (pass.emitting > 0) {
-      const auto n = static_cast<double>(pass.emitting);
-      us += price(lm_head_, n, 0) + price(sampling_, n, 0);
-    }
+    if (pass.emitting > 0)
+      us += head_us(pass.emitting);
     embedded += pass.embedded;
     emitting += pass.emitting;
   }
@@ -363,6 +444,68 @@ IterationCost CalibratedCostModel::iteration_cost(std::span<const BatchEntry> ba
   if (!count_here || !(counted.flops < 0x1p53))
     counted = counts_.iteration_cost(batch);
   return measured_cost(us, counted, profile_path_);
+}
+
+void CalibratedCostModel::stage_us(std::span<const BatchEntry> part,
+                                   std::span<double> stage_us) const {
+  std::fill(stage_us.begin(), stage_us.end(), 0.0);
+  const auto layers = static_cast<std::size_t>(layout_.stacked_depth());
+  collect_passes(part);
+  std::array<WorkCounts, 2> run{};
+  std::array<WorkCounts, 2> priced{};
+  std::array<double, 2> priced_us{};
+  for (std::size_t l = 0; l < layers; ++l) {
+    const std::size_t stage = parallel_.stage_of(static_cast<int>(l));
+    for (std::size_t p = 0; p < passes_.size(); ++p) {
+      Pass& pass = passes_[p];
+      if (!pass.used)
+        continue;
+      run[p].add(pass.delta[l]);
+      pass.delta[l] = WorkCounts{};
+      if (l == 0 || !(run[p] == priced[p])) {
+        priced[p] = run[p];
+        priced_us[p] = layer_us(run[p].tokens, pairs(run[p]), run[p].kv_only_tokens, p == 1);
+      }
+      stage_us[stage] += priced_us[p];
+    }
+  }
+  for (std::size_t p = 0; p < passes_.size(); ++p) {
+    Pass& pass = passes_[p];
+    if (!pass.used)
+      continue;
+    pass.delta[layers] = WorkCounts{};
+    pass.clean = true;
+    if (coda_layers_ > 0) {
+      const double coda = layer_us(pass.coda.tokens, pairs(pass.coda), 0, p == 1);
+      for (int j = 0; j < coda_layers_; ++j)
+        stage_us[parallel_.stage_of(static_cast<int>(layers) + j)] += coda;
+    }
+    // The embedding on the first stage; the LM head, its gather and sampling on the last.
+    if (pass.embedded > 0)
+      stage_us.front() += price(embed_, static_cast<double>(pass.embedded), 0);
+    if (pass.emitting > 0)
+      stage_us.back() += head_us(pass.emitting);
+  }
+}
+
+IterationCost CalibratedCostModel::pipeline_cost(std::span<const BatchEntry> batch) const {
+  double us = parallel_.step_us(batch, *this);
+  // Scheduling and policy work between steps: once per step, on the host.
+  std::int64_t embedded = 0;
+  std::int64_t emitting = 0;
+  bool any = false;
+  for (const BatchEntry& e : batch) {
+    if (e.query_tokens <= 0)
+      continue;
+    any = true;
+    if (layout_.span_of(e).start == 0)
+      embedded += e.query_tokens;
+    if (e.emits_token)
+      ++emitting;
+  }
+  if (residual_ != nullptr && any)
+    us += price(residual_, static_cast<double>(embedded), static_cast<double>(emitting));
+  return measured_cost(us, counts_.iteration_cost(batch), profile_path_);
 }
 
 }  // namespace exitsim::sim

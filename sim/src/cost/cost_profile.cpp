@@ -114,8 +114,9 @@ class ProfileReader {
       fit.context_max_seen = count(value, at, "context_max_seen");
     if (value.contains("measured_by")) {
       fit.measured_by = text(value, at, "measured_by");
-      if (fit.measured_by != "trace" && fit.measured_by != "grid")
-        fail(at + ".measured_by", "\"trace\" or \"grid\"", "\"" + fit.measured_by + "\"");
+      if (fit.measured_by != "trace" && fit.measured_by != "grid" && fit.measured_by != "roofline")
+        fail(at + ".measured_by", "\"trace\", \"grid\" or \"roofline\"",
+             "\"" + fit.measured_by + "\"");
     }
     if (value.contains("in_situ_scale"))
       fit.in_situ_scale = number(value, at, "in_situ_scale");
@@ -180,6 +181,13 @@ class ProfileReader {
       profile.source.build = text(source, "source", "build");
     if (source.contains("speed_probe_us"))
       profile.source.speed_probe_us = number(source, "source", "speed_probe_us");
+    // Written since profiles carry TP; older ones were measured on one device.
+    if (source.contains("tensor_parallel")) {
+      const json& tp = source["tensor_parallel"];
+      if (!tp.is_number_integer() || tp.get<std::int64_t>() < 1 || tp.get<std::int64_t>() > 1024)
+        fail("source.tensor_parallel", "a whole number from 1 to 1024", tp.dump());
+      profile.source.tensor_parallel = tp.get<int>();
+    }
     if (root.contains("step_variability")) {
       const json& q = root["step_variability"];
       if (!q.is_array() || q.size() != CostProfile::k_step_quantiles ||
@@ -223,9 +231,13 @@ CostProfile CostProfile::read(const std::string& path) {
 void CostProfile::write(const std::string& path) const {
   json root;
   root["format"] = k_format;
-  root["source"] = {{"engine", source.engine},           {"backend", source.backend},
-                    {"hardware", source.hardware},       {"model", source.model},
-                    {"model_shape", source.model_shape}, {"traces", source.traces}};
+  root["source"] = {{"engine", source.engine},
+                    {"backend", source.backend},
+                    {"hardware", source.hardware},
+                    {"model", source.model},
+                    {"model_shape", source.model_shape},
+                    {"traces", source.traces},
+                    {"tensor_parallel", source.tensor_parallel}};
   if (source.speed_probe_us > 0)
     root["source"]["speed_probe_us"] = source.speed_probe_us;
   if (!source.build.empty())

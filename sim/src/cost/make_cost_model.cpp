@@ -18,27 +18,22 @@ std::unique_ptr<CostModel> make_cost_model(const scenario::CostModelConfig& conf
         model, hardware, RooflineEfficiency{config.flops_efficiency, config.bandwidth_efficiency},
         parallel, exit_probes);
   }
-  // A profile or table times one engine on one device; a sharded layer, a pipeline stage and
-  // their communication were never measured, and pricing them from single-GPU data would be a
-  // guess.
-  const auto refuse = [&](const char* key, int degree) {
-    throw InputError({config.profile, 0, 0, key},
-                     expected_found(fmt::format("1 with cost_model.kind {} (its measurements are "
-                                                "of one GPU; use the roofline for tensor and "
-                                                "pipeline parallelism)",
-                                                config.kind),
-                                    fmt::format("{}", degree)));
-  };
-  if (parallel.tensor > 1)
-    refuse("parallel.tensor", parallel.tensor);
-  if (parallel.pipeline > 1)
-    refuse("parallel.pipeline", parallel.pipeline);
+  // A measured model prices one GPU's shard of each op at the scenario's TP; the collectives,
+  // hand-offs and logits gather it did not measure come from a roofline of the scenario's
+  // hardware, at the roofline's default efficiencies (a scenario sets them for kind roofline
+  // only).
+  const RooflineEfficiency defaults;
+  const ParallelPricing pricing{
+      parallel, hardware,
+      RooflineEfficiency{
+          config.flops_efficiency > 0 ? config.flops_efficiency : defaults.flops,
+          config.bandwidth_efficiency > 0 ? config.bandwidth_efficiency : defaults.bandwidth}};
   if (config.kind == "table") {
     if (config.profile.empty()) {
       throw InputError({"", 0, 0, "cost_model.profile"},
                        expected_found("the path of a cost table", "none"));
     }
-    return std::make_unique<TableCostModel>(*shared_cost_table(config.profile), model);
+    return std::make_unique<TableCostModel>(*shared_cost_table(config.profile), model, pricing);
   }
   if (config.kind == "calibrated") {
     if (config.profile.empty()) {
@@ -54,7 +49,8 @@ std::unique_ptr<CostModel> make_cost_model(const scenario::CostModelConfig& conf
                                           profile->source.hardware + "\")",
                                       "\"" + hardware.name + "\""));
     }
-    return std::make_unique<CalibratedCostModel>(std::move(profile), config.profile, model);
+    return std::make_unique<CalibratedCostModel>(std::move(profile), config.profile, model,
+                                                 pricing);
   }
   throw InputError({"", 0, 0, "cost_model.kind"},
                    expected_found("one of roofline, calibrated, table", "'" + config.kind + "'"));

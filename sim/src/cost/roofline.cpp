@@ -11,6 +11,7 @@
 
 #include "exitsim/core/error.hpp"
 #include "exitsim/core/model_validation.hpp"
+#include "micro_batches.hpp"
 #include "roofline_ops.hpp"
 
 namespace exitsim::sim {
@@ -252,11 +253,15 @@ void OpParams::add(BatchFeature feature, double flops, double bytes) {
   return p;
 }
 
-HardwareSpec counting_hardware(const ModelShape& model) {
+HardwareSpec counting_hardware(const ModelShape& model, const ParallelSpec& parallel) {
   HardwareSpec h;
   h.name = "counts-only";
   h.set_peak_flops(model.dtype, 1e15);
   h.memory_bandwidth = 1e12;
+  // One node holding the whole replica, with links for its collectives and hand-offs.
+  h.interconnect.link_bandwidth = 1e12;
+  h.interconnect.node_link_bandwidth = 1e12;
+  h.interconnect.gpus_per_node = std::max(1, parallel.gpus());
   return h;
 }
 
@@ -950,8 +955,9 @@ IterationCost RooflineCostModel::iteration_cost(std::span<const BatchEntry> batc
   return to_cost(totals);
 }
 
-RooflineCostModel RooflineCostModel::counting(const ModelShape& model) {
-  RooflineCostModel counter(model, counting_hardware(model), RooflineEfficiency{1.0, 1.0});
+RooflineCostModel RooflineCostModel::counting(const ModelShape& model, ParallelSpec parallel) {
+  RooflineCostModel counter(model, counting_hardware(model, parallel), RooflineEfficiency{1.0, 1.0},
+                            parallel);
   counter.counts_only_ = true;
   // A collective's terms are link bytes, not counted work: a counter holds none (it is one
   // GPU's), and the launch classes could not tell them apart.
@@ -1196,47 +1202,18 @@ void RooflineCostModel::add_probes(std::span<const BatchEntry> batch, const Laye
 }
 
 IterationCost RooflineCostModel::pipeline_cost(std::span<const BatchEntry> batch) const {
-  // Micro-batches: each entry joins the one with the fewest tokens so far (vLLM's virtual
-  // engines each schedule their own share of the running sequences). Grouped in a scratch
+  // Micro-batches as vLLM's virtual engines form them (micro_batches.hpp), grouped in a scratch
   // buffer per thread, so that steady state allocates nothing.
   const std::size_t n_stages = stages_.size();
-  std::size_t active = 0;
-  for (const BatchEntry& e : batch)
-    active += e.query_tokens > 0 ? 1 : 0;
-  const std::size_t micro = std::min(n_stages, active);
-  if (active == 0) {
+  thread_local MicroBatches micro_batches;
+  micro_batches.split(batch, n_stages);
+  const std::size_t micro = micro_batches.count();
+  if (micro == 0) {
     GraphTotals none;
     price_window(batch, {0, stacked_depth_ + coda_layers_, true}, none);
     return to_cost(none);
   }
-  thread_local std::vector<std::size_t> owner;
-  thread_local std::vector<BatchEntry> grouped;
-  thread_local std::vector<std::size_t> begin;
-  thread_local std::vector<std::int64_t> tokens;
-  owner.assign(batch.size(), micro);
-  tokens.assign(micro, 0);
-  for (std::size_t i = 0; i < batch.size(); ++i) {
-    if (batch[i].query_tokens <= 0)
-      continue;
-    const auto lightest =
-        static_cast<std::size_t>(std::min_element(tokens.begin(), tokens.end()) - tokens.begin());
-    owner[i] = lightest;
-    tokens[lightest] += batch[i].query_tokens;
-  }
-  begin.assign(micro + 1, 0);
-  for (const std::size_t m : owner) {
-    if (m < micro)
-      ++begin[m + 1];
-  }
-  for (std::size_t m = 0; m < micro; ++m)
-    begin[m + 1] += begin[m];
-  grouped.resize(active);
-  std::array<std::size_t, k_max_pipeline_stages> filled{};
-  for (std::size_t i = 0; i < batch.size(); ++i) {
-    const std::size_t m = owner[i];
-    if (m < micro)
-      grouped[begin[m] + filled[m]++] = batch[i];
-  }
+  const std::vector<std::int64_t>& tokens = micro_batches.tokens;
 
   // The cycle: a stage runs every micro-batch once per step; a micro-batch runs every stage and
   // hand-off once per step, waiting for its sampled tokens before its next step.
@@ -1245,7 +1222,7 @@ IterationCost RooflineCostModel::pipeline_cost(std::span<const BatchEntry> batch
   GraphTotals longest_trip;
   std::array<GraphTotals, k_max_pipeline_stages> per_stage{};
   for (std::size_t m = 0; m < micro; ++m) {
-    const std::span<const BatchEntry> part(grouped.data() + begin[m], begin[m + 1] - begin[m]);
+    const std::span<const BatchEntry> part = micro_batches.part(m);
     GraphTotals trip;
     for (std::size_t s = 0; s < n_stages; ++s) {
       GraphTotals stage;
@@ -1253,8 +1230,7 @@ IterationCost RooflineCostModel::pipeline_cost(std::span<const BatchEntry> batch
       per_stage[s].add(stage);
       trip.add(stage);
       if (s + 1 < n_stages) {
-        const double link_ns =
-            as_double(tokens[m]) * hand_off_ns_per_token_[s] + hand_off_fixed_ns_[s];
+        const double link_ns = hand_off_ns(s, as_double(tokens[m]));
         trip.total += link_ns;
         trip.communication += link_ns - launch_ns_;
         trip.overhead += launch_ns_;
@@ -1357,6 +1333,32 @@ OpCost RooflineCostModel::describe(OpKind kind, int layer, const OpParams& param
     op.parameter = "cost_model.bandwidth_efficiency";
   }
   return op;
+}
+
+OpCost RooflineCostModel::op_cost(OpKind kind, const BatchFeatures& x) const {
+  const BatchFeatures none{};
+  if (kind == OpKind::kv_projection)
+    return describe(kind, -1, kv_params_.front(), x, none);
+  const auto find = [&](const OpGraph& graph,
+                        const std::vector<OpParams>& params) -> const OpParams* {
+    for (int v = 0; v < graph.size(); ++v) {
+      if (graph.op(v).kind == kind)
+        return &params[static_cast<std::size_t>(v)];
+    }
+    return nullptr;
+  };
+  const OpParams* params = find(layer_graph_, layer_params_);  // variant 0 first: no LoRA
+  if (params == nullptr)
+    params = find(head_graph_, head_params_);
+  if (params == nullptr)
+    params = find(probe_graph_, probe_params_);
+  if (params == nullptr)
+    throw std::logic_error("RooflineCostModel::op_cost: no such op in this model's graphs");
+  return describe(kind, -1, *params, x, none);
+}
+
+double RooflineCostModel::hand_off_ns(std::size_t stage, double tokens) const {
+  return tokens * hand_off_ns_per_token_[stage] + hand_off_fixed_ns_[stage];
 }
 
 std::vector<OpCost> RooflineCostModel::op_breakdown(std::span<const BatchEntry> batch) const {

@@ -21,7 +21,8 @@ namespace {
 constexpr std::string_view k_version_line = "# exitsim-cost-table v1";
 constexpr std::array<std::string_view, 3> k_columns = {"op", "batch", "time_us"};
 constexpr std::string_view k_ops =
-    "one of layer, lm_head, embedding, prefill_layer_per_token, kv_only_fraction";
+    "one of layer, lm_head, embedding, prefill_layer_per_token, kv_only_fraction, tp_all_reduce, "
+    "pp_send_recv, pp_send_recv.remote";
 
 using Cell = CsvField;
 
@@ -150,6 +151,12 @@ CostTable CostTable::parse(std::istream& in, const std::string& name) {
       points = &table.embedding;
     else if (op.text == "prefill_layer_per_token")
       points = &table.prefill_layer_per_token;
+    else if (op.text == "tp_all_reduce")
+      points = &table.tp_all_reduce;
+    else if (op.text == "pp_send_recv")
+      points = &table.pp_send_recv;
+    else if (op.text == "pp_send_recv.remote")
+      points = &table.pp_send_recv_remote;
     else
       reader.fail(op.column, "op", expected_found(std::string(k_ops), quote_field(op.text)));
 
@@ -207,12 +214,14 @@ double kv_weight_share(const ModelShape& model) {
 
 }  // namespace
 
-TableCostModel::TableCostModel(CostTable table, const ModelShape& model)
+TableCostModel::TableCostModel(CostTable table, const ModelShape& model,
+                               const ParallelPricing& parallel)
     : table_(std::move(table)),
-      counts_(RooflineCostModel::counting(model)),
+      counts_(RooflineCostModel::counting(model, parallel.parallel)),
       kv_only_fraction_(table_.kv_only_fraction.value_or(kv_weight_share(model))),
       stacked_depth_(model.depth.stacked_depth()),
-      coda_layers_(model.depth.coda_layers) {}
+      coda_layers_(model.depth.coda_layers),
+      parallel_(model, parallel) {}
 
 const std::vector<CostTable::Point>& TableCostModel::rows(TableOp op) const {
   switch (op) {
@@ -223,9 +232,15 @@ const std::vector<CostTable::Point>& TableCostModel::rows(TableOp op) const {
     case TableOp::embedding:
       return table_.embedding;
     case TableOp::prefill_layer_per_token:
+      return table_.prefill_layer_per_token;
+    case TableOp::tp_all_reduce:
+      return table_.tp_all_reduce;
+    case TableOp::pp_send_recv:
+      return table_.pp_send_recv;
+    case TableOp::pp_send_recv_remote:
       break;
   }
-  return table_.prefill_layer_per_token;
+  return table_.pp_send_recv_remote;
 }
 
 double TableCostModel::lookup(TableOp op, std::int64_t batch) const {
@@ -240,11 +255,18 @@ double TableCostModel::lookup(TableOp op, std::int64_t batch) const {
 }
 
 std::vector<std::string> TableCostModel::notes() const {
-  static constexpr std::array<const char*, 4> k_names = {"layer", "lm_head", "embedding",
-                                                         "prefill_layer_per_token"};
+  static constexpr std::array<const char*, k_table_ops> k_names = {
+      "layer",         "lm_head",      "embedding",          "prefill_layer_per_token",
+      "tp_all_reduce", "pp_send_recv", "pp_send_recv.remote"};
   std::vector<std::string> out;
+  std::string measured;
+  const auto append = [](std::string& list, const std::string& item) {
+    list += (list.empty() ? "" : ", ") + item;
+  };
   for (std::size_t i = 0; i < uses_.size(); ++i) {
     const TableUse& use = uses_[i];
+    if (use.prices > 0)
+      append(measured, k_names[i]);
     if (use.beyond_last == 0)
       continue;
     out.push_back(fmt::format(
@@ -253,21 +275,68 @@ std::vector<std::string> TableCostModel::notes() const {
         k_names[i], use.beyond_last, use.prices, rows(static_cast<TableOp>(i)).back().batch,
         use.largest));
   }
+  std::string roofline;
+  const std::array<const char*, 4> stand_ins = {
+      "tp_all_reduce (a ring over hardware.link_bandwidth_gbps)",
+      "the logits gather (a ring over hardware.link_bandwidth_gbps)",
+      "pp_send_recv (hand-offs within a node, hardware.link_bandwidth_gbps)",
+      "pp_send_recv.remote (hand-offs between nodes, hardware.node_link_bandwidth_gbps)"};
+  for (std::size_t k = 0; k < stand_ins.size(); ++k) {
+    if (roofline_calls_[k] > 0)
+      append(roofline, fmt::format("{}: {} calls", stand_ins[k], roofline_calls_[k]));
+  }
+  if (!roofline.empty()) {
+    out.push_back(fmt::format(
+        "cost_model.table: measured (the table's rows): {}; not in the table, priced by the "
+        "roofline: {}",
+        measured.empty() ? "none" : measured, roofline));
+  }
   return out;
 }
 
 double TableCostModel::layer_us(std::int64_t dec, std::int64_t pre) const {
+  double us = 0;
   if (table_.prefill_layer_per_token.empty()) {
     const std::int64_t tokens = dec + pre;
-    return tokens > 0 ? lookup(TableOp::layer, tokens) : 0.0;
+    us = tokens > 0 ? lookup(TableOp::layer, tokens) : 0.0;
+  } else {
+    us = dec > 0 ? lookup(TableOp::layer, dec) : 0.0;
+    if (pre > 0)
+      us += static_cast<double>(pre) * lookup(TableOp::prefill_layer_per_token, pre);
   }
-  double us = dec > 0 ? lookup(TableOp::layer, dec) : 0.0;
-  if (pre > 0)
-    us += static_cast<double>(pre) * lookup(TableOp::prefill_layer_per_token, pre);
+  // Under TP the layer's one call leaves partial sums twice (output and down projections).
+  if (parallel_.tensor() > 1 && dec + pre > 0) {
+    double reduce = 0;
+    if (!table_.tp_all_reduce.empty()) {
+      reduce = lookup(TableOp::tp_all_reduce, dec + pre);
+    } else {
+      ++roofline_calls_[0];
+      reduce = parallel_.all_reduce_us(dec + pre);
+    }
+    us += 2 * reduce;
+  }
   return us;
 }
 
+double TableCostModel::hand_off_us(std::size_t boundary, std::int64_t tokens) const {
+  const bool remote = parallel_.remote(boundary);
+  const TableOp op = remote ? TableOp::pp_send_recv_remote : TableOp::pp_send_recv;
+  if (!rows(op).empty())
+    return lookup(op, tokens);
+  ++roofline_calls_[remote ? 3 : 2];
+  return parallel_.hand_off_us(boundary, tokens);
+}
+
 IterationCost TableCostModel::iteration_cost(std::span<const BatchEntry> batch) const {
+  double us = 0;
+  if (parallel_.stages() > 1)
+    us = parallel_.step_us(batch, *this);
+  else
+    stage_us(batch, std::span<double>(&us, 1));
+  return measured_cost(us, counts_.iteration_cost(batch), table_.source);
+}
+
+void TableCostModel::stage_us(std::span<const BatchEntry> batch, std::span<double> stage_us) const {
   // Difference arrays over stack layers 1..S (index l - 1): tokens of single-token queries,
   // tokens of longer queries (prefill chunks, deferred fills) and K/V-only tokens.
   struct Delta {
@@ -312,7 +381,9 @@ IterationCost TableCostModel::iteration_cost(std::span<const BatchEntry> batch) 
       ++emitting;
   }
 
-  double us = 0;
+  // Without PP everything is summed into one element, in the order it always was.
+  const bool staged = stage_us.size() > 1;
+  std::fill(stage_us.begin(), stage_us.end(), 0.0);
   Delta run;
   Delta priced{-1, -1, -1};
   double priced_us = 0;
@@ -327,15 +398,25 @@ IterationCost TableCostModel::iteration_cost(std::span<const BatchEntry> batch) 
       if (run.kv > 0)
         priced_us += kv_only_fraction_ * lookup(TableOp::layer, run.kv);
     }
-    us += priced_us;
+    stage_us[staged ? parallel_.stage_of(static_cast<int>(l)) : 0] += priced_us;
   }
-  us += static_cast<double>(coda_layers_) * layer_us(coda_dec, coda_pre);
-  if (emitting > 0)
-    us += lookup(TableOp::lm_head, emitting);
+  const double coda_us = layer_us(coda_dec, coda_pre);
+  if (staged) {
+    for (int j = 0; j < coda_layers_; ++j)
+      stage_us[parallel_.stage_of(stacked_depth_ + j)] += coda_us;
+  } else {
+    stage_us.front() += static_cast<double>(coda_layers_) * coda_us;
+  }
+  // The LM head (and under TP its logits gather) on the last stage, the embedding on the first.
+  if (emitting > 0) {
+    stage_us.back() += lookup(TableOp::lm_head, emitting);
+    if (parallel_.tensor() > 1) {
+      ++roofline_calls_[1];
+      stage_us.back() += parallel_.logits_gather_us(emitting);
+    }
+  }
   if (embedded > 0)
-    us += lookup(TableOp::embedding, embedded);
-
-  return measured_cost(us, counts_.iteration_cost(batch), table_.source);
+    stage_us.front() += lookup(TableOp::embedding, embedded);
 }
 
 }  // namespace exitsim::sim

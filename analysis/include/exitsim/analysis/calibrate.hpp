@@ -97,4 +97,38 @@ struct KinetoCalibration {
 KinetoCalibration calibrate_kineto(std::span<const std::string> paths, const KinetoNames& names,
                                    const CalibrationOptions& options = {});
 
+// What `calibrate --vidur-mlp` reads: Vidur's public profiles (github.com/microsoft/vidur,
+// data/profiling) of one model on one GPU at one tensor-parallel degree.
+struct VidurInputs {
+  std::string mlp;         // compute/<gpu>/<model>/mlp.csv (required)
+  std::string attention;   // compute/<gpu>/<model>/attention.csv; empty: from the roofline
+  std::string all_reduce;  // network/<node>/all_reduce.csv; empty: the simulation's roofline
+  std::string send_recv;   // network/<node>/send_recv.csv; empty: the simulation's roofline
+  std::string model;       // an exitsim model preset of the profile's shape
+  std::string hardware;    // an exitsim hardware preset, or Vidur's a100 / h100
+  int tensor_parallel = 1;
+};
+
+struct VidurCalibration {
+  sim::CostProfile profile;
+  // What was mapped to what, what came from the roofline and why, one line each, for the
+  // console.
+  std::vector<std::string> report;
+};
+
+// Reads Vidur's profiles (vidur.hpp), keeps the rows at the tensor-parallel degree, maps Vidur's
+// ops onto the engine ops the calibrated cost model prices (docs/calibration.md, "From Vidur's
+// public profiles": e.g. attn_norm = input_layernorm + add), fits each from the grid's medians
+// (duplicated points averaged; measured_by "grid") and fits the ops Vidur does not time (LM head,
+// sampling, state_copy's K/V projection, and attention without an attention file) to the
+// roofline's prices of the named hardware over the same grid (measured_by "roofline"). The
+// network files give `tp_all_reduce` (all-reduces of that many GPUs within one node) and
+// `pp_send_recv` / `pp_send_recv.remote` (sends between two GPUs of one node / of two nodes),
+// their batch the tokens whose activations the bytes hold. The profile records the degree
+// (source.tensor_parallel), the preset's name and shape, and the hardware preset's name. Throws
+// InputError naming the file or option for malformed files, a model preset of another shape
+// (naming what differs and the presets of the profile's shape), an unknown hardware preset, and
+// a degree the files or the model do not have.
+VidurCalibration calibrate_vidur(const VidurInputs& inputs, const CalibrationOptions& options = {});
+
 }  // namespace exitsim::analysis

@@ -51,6 +51,14 @@ inline constexpr std::string_view kv_swap = "kv.swap";
 // the workload's arrival times). Idle time is not step time: calibration leaves it out of the
 // step residual, as the simulator's clock idles between arrivals on its own.
 inline constexpr std::string_view wait_for_arrival = "engine.wait_for_arrival";
+// Collectives of a tensor- or pipeline-parallel replica, measured by others (an imported profile:
+// `calibrate --vidur-all-reduce`, `--vidur-send-recv`); exitsim's engine does not trace them. The
+// all-reduce of a layer's partial sums (batch: the tokens whose activations, tokens x d_model,
+// are reduced; two per layer), and the hand-off of the activations between pipeline stages
+// within a node and between nodes (batch: the tokens handed off).
+inline constexpr std::string_view tp_all_reduce = "tp_all_reduce";
+inline constexpr std::string_view pp_send_recv = "pp_send_recv";
+inline constexpr std::string_view pp_send_recv_remote = "pp_send_recv.remote";
 // Not an engine span: a step's wall time (first op to the next step's first op) less the ops the
 // calibrated model prices one by one — scheduling, policy work, gaps between ops. Calibration
 // fits it like an op, against the tokens embedded (B) and emitted (C) in the step.

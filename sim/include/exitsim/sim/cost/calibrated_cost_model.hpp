@@ -10,6 +10,7 @@
 #include "exitsim/core/model_shape.hpp"
 #include "exitsim/sim/cost/cost_model.hpp"
 #include "exitsim/sim/cost/cost_profile.hpp"
+#include "exitsim/sim/cost/measured_parallel.hpp"
 #include "exitsim/sim/cost/roofline.hpp"
 #include "exitsim/sim/cost/stack_work.hpp"
 
@@ -21,14 +22,21 @@ namespace exitsim::sim {
 // that layer, the coda layers for the tokens that run them, embedding, LM head and sampling per
 // pass, and the step residual (scheduling and policy work) once. The engine runs on one stream,
 // so the iteration's time is the sum. FLOPs and bytes are the roofline's counts.
-class CalibratedCostModel final : public CostModel {
+// Under tensor parallelism (a profile measured at the scenario's parallel.tensor, one GPU's shard
+// of each op) every layer call adds two `tp_all_reduce` calls of its tokens and the LM head the
+// logits gather; under pipeline parallelism the layers split into stages and the step is the
+// roofline's pipeline schedule with `pp_send_recv` hand-offs (docs/cost_model.md, "Measured cost
+// models under TP and PP"). What the profile lacks there is priced by the roofline, and said so.
+class CalibratedCostModel final : public CostModel, private StagePricer {
  public:
   // Throws InputError (naming the profile and `cost_model.profile`) when the profile was fitted
-  // on another model shape, or lacks an op every iteration needs.
+  // on another model shape, or lacks an op every iteration needs; naming `parallel.tensor` when
+  // it was measured at another tensor-parallel degree than `parallel`'s.
   // The profile is shared read-only (every replica of every run of a sweep prices from one).
   CalibratedCostModel(std::shared_ptr<const CostProfile> profile, std::string profile_path,
-                      const ModelShape& model);
-  CalibratedCostModel(CostProfile profile, std::string profile_path, const ModelShape& model);
+                      const ModelShape& model, const ParallelPricing& parallel = {});
+  CalibratedCostModel(CostProfile profile, std::string profile_path, const ModelShape& model,
+                      const ParallelPricing& parallel = {});
 
   std::string name() const override { return "calibrated"; }
   IterationCost iteration_cost(std::span<const BatchEntry> batch) const override;
@@ -39,10 +47,22 @@ class CalibratedCostModel final : public CostModel {
   // the report print them (never a silent zero).
   const std::vector<std::string>& fallbacks() const { return fallbacks_; }
   // The fallbacks, then per op the calls priced outside its fitted batch range and the regimes
-  // priced as a mean.
+  // priced as a mean; where the roofline priced anything (ops the profile fitted to it, and
+  // collectives, the logits gather or hand-offs it lacks), which ops were measured and which not.
   std::vector<std::string> notes() const override;
 
  private:
+  // Fills passes_ from the entries of `batch` with query tokens; returns whether any entry has
+  // masked layers.
+  bool collect_passes(std::span<const BatchEntry> batch) const;
+  // With PP: the roofline's pipeline step over stage_us and hand_off_us, then the residual.
+  IterationCost pipeline_cost(std::span<const BatchEntry> batch) const;
+  void stage_us(std::span<const BatchEntry> part, std::span<double> stage_us) const override;
+  double hand_off_us(std::size_t boundary, std::int64_t tokens) const override;
+  // With TP: one all-reduce of a layer's partial sums for `tokens` tokens.
+  double all_reduce_us(std::int64_t tokens) const;
+  // The LM head, the logits gather (with TP) and sampling of `emitting` tokens.
+  double head_us(std::int64_t emitting) const;
   // Microseconds of one call of every layer op at b tokens and c attention pairs, plus the K/V
   // projections of `kv_only` copied states.
   // `prefill`: a prefill pass's call, priced by the ops' ".prefill" fits where the profile has
@@ -117,6 +137,13 @@ class CalibratedCostModel final : public CostModel {
   RooflineCostModel counts_;
   StackLayout layout_;
   int coda_layers_ = 0;
+  // Tensor and pipeline parallelism: the measured collectives and hand-offs (nullptr: priced by
+  // the roofline) and the calls the roofline priced, for notes().
+  MeasuredParallel parallel_;
+  const OpFit* all_reduce_ = nullptr;
+  std::array<const OpFit*, 2> send_recv_{};  // [0] within a node, [1] between nodes
+  enum RooflineUse : std::uint8_t { all_reduce_use, gather_use, hand_off_use, remote_use };
+  mutable std::array<std::int64_t, 4> roofline_calls_{};
 };
 
 }  // namespace exitsim::sim

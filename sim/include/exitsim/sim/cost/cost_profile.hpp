@@ -37,8 +37,10 @@ struct OpFit {
   // exitsim). Prices at more context than this are extrapolated, and said so.
   std::int64_t context_max_seen = -1;
   // "trace": fitted from the engine's own op traces (calls as they ran); "grid": from ops timed
-  // in isolation over a grid of shapes (`exitsim engine profile-ops`; samples are the points'
-  // medians).
+  // in isolation over a grid of shapes (`exitsim engine profile-ops`, or an imported profile such
+  // as Vidur's; samples are the points' medians); "roofline": not measured, fitted to exitsim's
+  // roofline prices of the op over a grid of shapes, for an imported profile that lacks the op
+  // (a simulation that prices it says so).
   std::string measured_by = "trace";
   // A grid fit given op traces too: the traces' calls of the op in total over the fit's
   // prediction of them (the engine's running op against the op in isolation; a figure, not
@@ -67,6 +69,10 @@ struct ProfileSource {
   // The speed probe (engine/op_timing.hpp) of the runs measured, their mean, in microseconds;
   // 0: not recorded. Validation compares the machine's speed now against it.
   double speed_probe_us = 0;
+  // The tensor-parallel degree the ops were measured at: each fit prices one GPU's shard of its
+  // op, and the profile prices only a scenario of this parallel.tensor (docs/cost_model.md,
+  // "Measured cost models under TP and PP").
+  int tensor_parallel = 1;
 };
 
 struct CostProfile {

@@ -17,9 +17,11 @@ namespace exitsim::sim {
 // malformed or unreadable table or profile, a profile of other hardware or another model, for
 // efficiencies outside (0, 1], and for hardware without a peak for the model's dtype or without
 // memory bandwidth. `parallel`: the roofline prices one GPU's shard and the collectives; a
-// measured model (table, calibrated) prices only what it measured, a single GPU, so it refuses
-// parallel.tensor and parallel.pipeline above 1. `exit_probes`: the roofline prices a confidence
-// probe at every exit point (a measured model's probes are in what it measured).
+// measured model (table, calibrated) prices its measurements as one GPU's shard at
+// parallel.tensor (a profile measured at another degree is refused) and takes the collectives,
+// hand-offs and logits gather it did not measure from a roofline of `hardware` (docs/cost_model.md,
+// "Measured cost models under TP and PP"). `exit_probes`: the roofline prices a confidence probe
+// at every exit point (a measured model's probes are in what it measured).
 std::unique_ptr<CostModel> make_cost_model(const scenario::CostModelConfig& config,
                                            const ModelShape& model, const HardwareSpec& hardware,
                                            ParallelSpec parallel = {}, bool exit_probes = false);

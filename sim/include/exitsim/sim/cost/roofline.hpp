@@ -119,7 +119,9 @@ class RooflineCostModel final : public CostModel {
   // A model that counts work only, for the measured cost models (calibrated, table): its
   // iteration_cost gives the FLOPs, bytes and masked FLOPs a roofline model of the same shape
   // gives, with every time 0, and costs less since no op's time or the layer's path is worked out.
-  static RooflineCostModel counting(const ModelShape& model);
+  // `parallel`: counts as a roofline of that split counts them (one GPU's shard of each op, every
+  // stage's work).
+  static RooflineCostModel counting(const ModelShape& model, ParallelSpec parallel = {});
 
   // For a measured cost model that sums the batch of each stack layer itself (calibrated): what
   // iteration_cost counts (FLOPs and bytes) for the stack layers [first, last) seeing the batch
@@ -143,6 +145,15 @@ class RooflineCostModel final : public CostModel {
   // Every op of the unrolled iteration priced one layer at a time, straight from the entries (no
   // aggregation by depth): for timelines and as the reference the fast path is tested against.
   std::vector<OpCost> op_breakdown(std::span<const BatchEntry> batch) const;
+  // One op priced alone for the batch features `x` (a layer op without LoRA, the K/V-only
+  // projection, a head, collective or probe op; launch included), as op_breakdown prices it:
+  // what a measured cost model takes from the roofline for an op it did not measure (the
+  // collectives, the LM head). Throws std::logic_error for an op this model's graphs do not
+  // hold (tp_all_reduce without TP).
+  OpCost op_cost(OpKind kind, const BatchFeatures& x) const;
+  // The hand-off after pipeline stage `stage` (0-based, not the last) of `tokens` tokens'
+  // activations, in nanoseconds with its launch, as the pipeline's step prices it.
+  double hand_off_ns(std::size_t stage, double tokens) const;
 
   const OpGraph& layer_graph() const { return layer_graph_; }
   const OpGraph& head_graph() const { return head_graph_; }
@@ -356,7 +367,8 @@ class RooflineCostModel final : public CostModel {
 // A hardware spec for a roofline kept only for its FLOP and byte counts (the measured cost models
 // price time themselves): any positive speeds serve, so those models do not depend on the
 // scenario's hardware having a peak for the model's dtype.
-HardwareSpec counting_hardware(const ModelShape& model);
+// `parallel`: links for its collectives and hand-offs, and one node for all its GPUs.
+HardwareSpec counting_hardware(const ModelShape& model, const ParallelSpec& parallel = {});
 // A measured model's cost: its time (microseconds) with the counting roofline's FLOPs and bytes.
 // A measured model's price of an iteration in microseconds, checked: a price beyond
 // k_max_iteration_us (or not finite) is a fit extrapolated far outside its measurements or a

@@ -10,6 +10,7 @@
 
 #include "exitsim/core/model_shape.hpp"
 #include "exitsim/sim/cost/cost_model.hpp"
+#include "exitsim/sim/cost/measured_parallel.hpp"
 #include "exitsim/sim/cost/roofline.hpp"
 
 namespace exitsim::sim {
@@ -28,7 +29,13 @@ struct CostTable {
   std::vector<Point> embedding;
   std::vector<Point> prefill_layer_per_token;  // per token per layer; empty = use `layer`
   std::optional<double> kv_only_fraction;      // the `kv_only_fraction,0,<f>` row
-  std::string source;                          // the path (or name) it was read from
+  // Optional, for tensor and pipeline parallelism (empty: the roofline prices them): one
+  // all-reduce of a layer's partial sums, and one hand-off of activations between pipeline
+  // stages within a node and between nodes; the batch is the tokens reduced or handed off.
+  std::vector<Point> tp_all_reduce;
+  std::vector<Point> pp_send_recv;
+  std::vector<Point> pp_send_recv_remote;
+  std::string source;  // the path (or name) it was read from
 
   // Strict readers: every problem is an InputError naming the file, line, column and field
   // ("version", "header", "row", "op", "batch", "time_us") with "expected X, found Y".
@@ -45,10 +52,17 @@ double interpolate_us(std::span<const CostTable::Point> points, double batch);
 // entry emits and the embedding once per iteration. FLOPs, bytes and masked FLOPs are the
 // roofline's counts for the same batch (they depend on the model shape only); the table does not
 // say what bounds an op, so compute_bound, memory_bound and overhead stay 0.
-class TableCostModel final : public CostModel {
+// Under tensor parallelism the table's rows are one GPU's shard at the scenario's
+// parallel.tensor, each layer call adds two all-reduces of its tokens and the LM head the logits
+// gather; under pipeline parallelism the layers split into stages and the step is the roofline's
+// pipeline schedule. Collectives and hand-offs come from the table's rows where it has them,
+// else from the roofline, and notes() says which (docs/cost_model.md, "Measured cost models
+// under TP and PP").
+class TableCostModel final : public CostModel, private StagePricer {
  public:
-  // Throws InputError for an inconsistent model shape (as the roofline does).
-  TableCostModel(CostTable table, const ModelShape& model);
+  // Throws InputError for an inconsistent model shape (as the roofline does), and for a split
+  // the roofline refuses.
+  TableCostModel(CostTable table, const ModelShape& model, const ParallelPricing& parallel = {});
 
   std::string name() const override { return "table"; }
   IterationCost iteration_cost(std::span<const BatchEntry> batch) const override;
@@ -58,11 +72,22 @@ class TableCostModel final : public CostModel {
   // of the layer's weights that its K and V projections hold (decode reads weights once per call,
   // so that is the share of the call's memory traffic).
   double kv_only_fraction() const { return kv_only_fraction_; }
-  // Per op, the prices at a batch above the table's largest row (priced flat there).
+  // Per op, the prices at a batch above the table's largest row (priced flat there); where the
+  // roofline priced collectives or hand-offs the table lacks, which ops were measured and which
+  // not.
   std::vector<std::string> notes() const override;
 
  private:
-  enum class TableOp : std::uint8_t { layer, lm_head, embedding, prefill_layer_per_token };
+  enum class TableOp : std::uint8_t {
+    layer,
+    lm_head,
+    embedding,
+    prefill_layer_per_token,
+    tp_all_reduce,
+    pp_send_recv,
+    pp_send_recv_remote
+  };
+  static constexpr std::size_t k_table_ops = 7;
   struct TableUse {
     std::int64_t prices = 0;
     std::int64_t beyond_last = 0;
@@ -72,15 +97,22 @@ class TableCostModel final : public CostModel {
   // interpolate_us over the op's rows, counted for notes().
   double lookup(TableOp op, std::int64_t batch) const;
 
-  // One group of layers seen by `dec` decode tokens and `pre` tokens of longer queries.
+  // One group of layers seen by `dec` decode tokens and `pre` tokens of longer queries (with TP,
+  // its two all-reduces).
   double layer_us(std::int64_t dec, std::int64_t pre) const;
+  // `part`'s time on each pipeline stage (one element without PP).
+  void stage_us(std::span<const BatchEntry> part, std::span<double> stage_us) const override;
+  double hand_off_us(std::size_t boundary, std::int64_t tokens) const override;
 
   CostTable table_;
   RooflineCostModel counts_;  // FLOP and byte counts only; its times are never used
   double kv_only_fraction_ = 0;
   int stacked_depth_ = 0;
   int coda_layers_ = 0;
-  mutable std::array<TableUse, 4> uses_{};  // by TableOp; the model prices one replica
+  mutable std::array<TableUse, k_table_ops> uses_{};  // by TableOp; the model prices one replica
+  MeasuredParallel parallel_;
+  // Calls the roofline priced: all-reduces, logits gathers, hand-offs within / between nodes.
+  mutable std::array<std::int64_t, 4> roofline_calls_{};
 };
 
 }  // namespace exitsim::sim
