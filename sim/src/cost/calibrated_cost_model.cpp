@@ -254,7 +254,7 @@ std::vector<std::string> CalibratedCostModel::notes() const {
       "pp_send_recv.remote (hand-offs between nodes, hardware.node_link_bandwidth_gbps)"};
   for (std::size_t k = 0; k < stand_ins.size(); ++k) {
     if (roofline_calls_[k] > 0)
-      append(roofline_here, fmt::format("{}: {} calls", stand_ins[k], roofline_calls_[k]));
+      append(roofline_here, stand_ins[k]);
   }
   if (!fitted_to_roofline.empty() || !roofline_here.empty()) {
     out.push_back(fmt::format(

@@ -283,7 +283,7 @@ std::vector<std::string> TableCostModel::notes() const {
       "pp_send_recv.remote (hand-offs between nodes, hardware.node_link_bandwidth_gbps)"};
   for (std::size_t k = 0; k < stand_ins.size(); ++k) {
     if (roofline_calls_[k] > 0)
-      append(roofline, fmt::format("{}: {} calls", stand_ins[k], roofline_calls_[k]));
+      append(roofline, stand_ins[k]);
   }
   if (!roofline.empty()) {
     out.push_back(fmt::format(
