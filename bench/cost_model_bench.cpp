@@ -1,5 +1,5 @@
-// Roofline cost-model speed: the simulator prices every iteration, about 600k per replayed hour,
-// so iteration_cost must stay in the low hundreds of nanoseconds.
+// Cost-model speed: the simulator prices every iteration, about 600k per replayed hour, so
+// iteration_cost must stay in the low hundreds of nanoseconds.
 //
 //   build/release/bin/cost_model_bench
 //
@@ -7,18 +7,25 @@
 // a mixed-depth batch and the work of the synchronization strategies (batch_sync's masked
 // riders, deferred_fill's pending tokens, state_copy's K/V-only layers, skip_kv's per-recursion
 // contexts), against a baseline in the same run: one pass summing the batch's tokens (the floor
-// any per-entry pricing pays).
+// any per-entry pricing pays). The calibrated model prices decode batches from a profile of
+// linear fits at TP 1, TP 4 (two all-reduces a layer) and TP 4 x PP 2 (the micro-batch
+// schedule).
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "exitsim/core/presets.hpp"
+#include "exitsim/sim/cost/calibrated_cost_model.hpp"
 #include "exitsim/sim/cost/roofline.hpp"
+#include "exitsim/traces/engine_ops.hpp"
 
 namespace {
 
 using exitsim::sim::BatchEntry;
+using exitsim::sim::CalibratedCostModel;
 using exitsim::sim::RooflineCostModel;
 
 const RooflineCostModel& llama_on_h100() {
@@ -53,6 +60,44 @@ const RooflineCostModel& recursive_on_h100() {
     return RooflineCostModel(m, *exitsim::find_hardware_preset("h100-sxm"), {0.7, 0.85});
   }();
   return model;
+}
+
+// A profile of Llama-3-8B measured at `tp`: every op 1 us + 0.1 us a token, attention also
+// 0.001 us a (query, key) pair, with the TP and PP collectives.
+exitsim::sim::CostProfile linear_profile(int tp) {
+  namespace ops = exitsim::traces::engine_ops;
+  const exitsim::ModelShape m = *exitsim::find_model_preset("llama-3-8b");
+  exitsim::sim::CostProfile p;
+  p.source = {"bench", "cuda", "h100-sxm", m.name, exitsim::sim::model_fingerprint(m), {}};
+  p.source.tensor_parallel = tp;
+  std::vector<std::string_view> names(ops::layer.begin(), ops::layer.end());
+  for (const std::string_view name : {ops::embed, ops::lm_head, ops::sampling, ops::kv_only,
+                                      ops::tp_all_reduce, ops::pp_send_recv})
+    names.push_back(name);
+  for (const std::string_view name : names) {
+    exitsim::sim::OpFit fit;
+    fit.name = std::string(name);
+    fit.kind = name == ops::attention ? "attention" : "gemm";
+    fit.regimes = {{1 << 20, {1, 0.1, name == ops::attention ? 0.001 : 0, 0}}};
+    fit.batch_min_seen = 1;
+    fit.batch_max_seen = 1 << 20;
+    p.ops.push_back(fit);
+  }
+  std::sort(p.ops.begin(), p.ops.end(),
+            [](const auto& a, const auto& b) { return a.name < b.name; });
+  return p;
+}
+
+const CalibratedCostModel& calibrated(int tp, int pp) {
+  const auto make = [](int t, int s) {
+    return CalibratedCostModel(linear_profile(t), "bench",
+                               *exitsim::find_model_preset("llama-3-8b"),
+                               {{t, s, 1}, *exitsim::find_hardware_preset("h100-sxm"), {}});
+  };
+  static const CalibratedCostModel one = make(1, 1);
+  static const CalibratedCostModel four = make(4, 1);
+  static const CalibratedCostModel staged = make(4, 2);
+  return tp == 1 ? one : pp == 1 ? four : staged;
 }
 
 // Decode entries with contexts spread over a few thousand tokens.
@@ -218,5 +263,37 @@ void skip_kv_recursive(benchmark::State& state) {
 BENCHMARK(skip_kv_recursive);
 
 }  // namespace
+
+void calibrated_decode(benchmark::State& state) {
+  const std::vector<BatchEntry> batch = decode_batch(state.range(0));
+  for (auto _ : state)
+    benchmark::DoNotOptimize(calibrated(1, 1).iteration_cost(batch));
+  report(state);
+}
+BENCHMARK(calibrated_decode)->Arg(1)->Arg(16)->Arg(256);
+
+void calibrated_decode_tp4(benchmark::State& state) {
+  const std::vector<BatchEntry> batch = decode_batch(state.range(0));
+  for (auto _ : state)
+    benchmark::DoNotOptimize(calibrated(4, 1).iteration_cost(batch));
+  report(state);
+}
+BENCHMARK(calibrated_decode_tp4)->Arg(1)->Arg(16)->Arg(256);
+
+void calibrated_decode_tp4_pp2(benchmark::State& state) {
+  const std::vector<BatchEntry> batch = decode_batch(state.range(0));
+  for (auto _ : state)
+    benchmark::DoNotOptimize(calibrated(4, 2).iteration_cost(batch));
+  report(state);
+}
+BENCHMARK(calibrated_decode_tp4_pp2)->Arg(1)->Arg(16)->Arg(256);
+
+void calibrated_mixed_prefill(benchmark::State& state) {
+  const std::vector<BatchEntry> batch = mixed_prefill_batch();
+  for (auto _ : state)
+    benchmark::DoNotOptimize(calibrated(1, 1).iteration_cost(batch));
+  report(state);
+}
+BENCHMARK(calibrated_mixed_prefill);
 
 BENCHMARK_MAIN();
