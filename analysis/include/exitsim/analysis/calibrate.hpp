@@ -56,7 +56,8 @@ inline constexpr double k_max_in_situ_scale = 2.0;
 
 // One line per fitted op that should not be trusted as it is (held-out error above
 // k_untrusted_held_out_mape, fewer than k_min_trusted_samples calls, a regime priced as its
-// calls' mean), naming the op and the figure; empty when every fit is within those bounds.
+// calls' mean), naming the op and the figure; empty when every fit is within those bounds. Fits
+// to the roofline's prices (measured_by "roofline") measured nothing and are not judged.
 std::vector<std::string> untrusted_fits(const sim::CostProfile& profile);
 
 // Fits that say the measurements were not of one steady machine; `calibrate` refuses such a
@@ -65,6 +66,7 @@ std::vector<std::string> untrusted_fits(const sim::CostProfile& profile);
 // more than k_absurd_held_out_mape on average; only fits of at least k_min_trusted_samples calls
 // are judged. (A trace fit is scaled to its calls' total, so its
 // median error is large by design where a few calls are stretched: its mean error is judged.)
+// Fits to the roofline's prices are not judged.
 inline constexpr double k_absurd_held_out_median_ape = 0.5;
 inline constexpr double k_absurd_held_out_mape = 10.0;
 std::vector<std::string> absurd_fits(const sim::CostProfile& profile);
