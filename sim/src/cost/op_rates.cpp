@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <optional>
 
 #include "exitsim/core/error.hpp"
+#include "exitsim/core/presets.hpp"
 
 namespace exitsim::sim {
 namespace {
@@ -34,6 +36,34 @@ void check_corrections(const HardwareSpec& hardware) {
               "a fraction in [0, 1] (0: the cost model's bandwidth efficiency)");
   check_range(hardware.interconnect.node_link_efficiency, 0, 1, "hardware.node_link_efficiency",
               "a fraction in [0, 1] (0: the cost model's bandwidth efficiency)");
+}
+
+std::string kernel_corrections_note(const HardwareSpec& hardware) {
+  const KernelCorrections& k = hardware.kernels;
+  const Interconnect& link = hardware.interconnect;
+  if (k == KernelCorrections{}) {
+    return fmt::format(
+        "{} has no kernel corrections (the bare roofline: small kernels, "
+        "attention and collectives price low against real GPUs; docs/cost_model.md, \"Kernel "
+        "corrections\")",
+        hardware.name);
+  }
+  const std::optional<HardwareSpec> preset = find_hardware_preset(hardware.name);
+  const bool as_preset = preset && preset->kernels == k &&
+                         preset->interconnect.link_latency == link.link_latency &&
+                         preset->interconnect.link_efficiency == link.link_efficiency;
+  return fmt::format(
+      "{} priced with kernel corrections {}: min kernel {:g} us, ridge "
+      "exponent {:g}, element-wise efficiency {:g}, decode attention {:g} us + {:g} us per "
+      "sequence and K/V head, prefill attention efficiency {:g}, collectives {:g} us + bytes at "
+      "{:g} of the link (docs/cost_model.md, \"Kernel corrections\")",
+      hardware.name,
+      as_preset ? "of its preset, " + k.source
+                : std::string("set by the scenario (not the preset's fitted values)"),
+      k.min_kernel_ns / 1e3, k.ridge_exponent, k.elementwise_efficiency,
+      k.decode_attention_floor_ns / 1e3, k.decode_attention_ns_per_sequence_head / 1e3,
+      k.prefill_attention_efficiency, static_cast<double>(link.link_latency) / 1e3,
+      link.link_efficiency);
 }
 
 OpRates::OpRates(const HardwareSpec& hardware, double peak, RooflineEfficiency efficiency,

@@ -365,6 +365,11 @@ class RooflineCostModel final : public CostModel {
   std::vector<double> hand_off_fixed_ns_;
 };
 
+// Where `hardware`'s kernel corrections come from and their values, whether a scenario changed
+// its preset's, or that it has none (docs/cost_model.md, "Kernel corrections"): one line, which
+// `simulate` prints for a roofline run.
+std::string kernel_corrections_note(const HardwareSpec& hardware);
+
 // A hardware spec for a roofline kept only for its FLOP and byte counts (the measured cost models
 // price time themselves): any positive speeds serve, so those models do not depend on the
 // scenario's hardware having a peak for the model's dtype.
