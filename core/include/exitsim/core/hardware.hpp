@@ -22,8 +22,10 @@ struct Interconnect {
   // The share of link_bandwidth a collective's bus bandwidth reaches (NCCL's busbw); 0: the cost
   // model's bandwidth efficiency.
   double link_efficiency = 0;
-  // One point-to-point send to another GPU of the node (a pipeline hand-off).
+  // One point-to-point send to another GPU of the node (a pipeline hand-off), and the share of
+  // link_bandwidth it reaches (0: link_efficiency).
   TimeNs send_latency = 0;
+  double send_efficiency = 0;
   int gpus_per_node = 1;
   // Per GPU, per direction: each GPU's own network adapter (InfiniBand NDR 400 Gb/s = 50 GB/s).
   double node_link_bandwidth = 0;   // bytes/s; 0 = a single node
