@@ -167,6 +167,7 @@ struct Link {
   double collective_latency_us;
   double collective_efficiency;  // 0: the cost model's bandwidth efficiency
   double send_latency_us;        // one point-to-point send within the node
+  double send_efficiency;        // 0: collective_efficiency
   int gpus_per_node;
   // Each GPU's network adapter to other nodes (HGX boards pair every GPU with one), per
   // direction, one send's latency and the share of the bandwidth a send reaches.
@@ -188,17 +189,18 @@ constexpr double k_hdr_gb_s = 25.0;
 // in one DGX node and 2 GPUs over 2 nodes, without CUDA graphs) as time = latency + bytes /
 // (bandwidth x efficiency), least squares on the log ratio (docs/cost_model.md, "Kernel
 // corrections"): all-reduce bus bytes 2(p-1)/p N; a send's bytes N.
-// A100 (HGX, NVLink 3, HDR): all-reduce 42 us + busbw 0.54 x 300 GB/s; send 13 us within the
-// node; 33 us and 0.32 x 25 GB/s between nodes.
-constexpr Link k_a100_link = {300, 42, 0.54, 13, 8, k_hdr_gb_s, 33, 0.32, 32};
-// H100 (HGX, NVLink 4, NDR): all-reduce 29 us + busbw 0.78 x 450 GB/s; send 8 us; 20 us and
-// 0.72 x 50 GB/s between nodes. H200 has the same NVLink and network: the H100's figures.
-constexpr Link k_h100_link = {450, 29, 0.78, 8, 8, k_ndr_gb_s, 20, 0.72, 64};
+// A100 (HGX, NVLink 3, HDR): all-reduce 42 us + busbw 0.54 x 300 GB/s; send 13 us + 0.92 x
+// 300 GB/s within the node; 33 us + 0.32 x 25 GB/s between nodes.
+constexpr Link k_a100_link = {300, 42, 0.54, 13, 0.92, 8, k_hdr_gb_s, 33, 0.32, 32};
+// H100 (HGX, NVLink 4, NDR): all-reduce 29 us + busbw 0.78 x 450 GB/s; send 8 us + 0.8 x
+// 450 GB/s; 20 us + 0.72 x 50 GB/s between nodes. H200 has the same NVLink and network: the
+// H100's figures.
+constexpr Link k_h100_link = {450, 29, 0.78, 8, 0.8, 8, k_ndr_gb_s, 20, 0.72, 64};
 // L40S: no NVLink, PCIe Gen4 x16 at 64 GB/s (32 each way), 8 per server in the OEM reference
 // designs, whose network is not fixed: one 200 Gb/s adapter per GPU assumed (set
 // hardware.node_link_bandwidth_gbps to yours). Not measured: a collective through the host
 // bridge taken as 2 us per ring step of 8 GPUs (28 us), a send as 5 us.
-constexpr Link k_l40s_link = {32, 28, 0, 5, 8, k_hdr_gb_s, 5, 0, 32};
+constexpr Link k_l40s_link = {32, 28, 0, 5, 0, 8, k_hdr_gb_s, 5, 0, 32};
 
 // Kernel corrections (KernelCorrections), fitted to Vidur's per-op kernel times (microsoft/vidur
 // @7d47513, data/profiling/compute/{a100,h100}/*/mlp.csv: Llama-2-7B/70B, CodeLlama-34B and, on
@@ -265,6 +267,7 @@ HardwareSpec make_hardware(std::string name, double fp32_tflops, double bf16_tfl
   h.interconnect.link_latency = ns(link.collective_latency_us);
   h.interconnect.link_efficiency = link.collective_efficiency;
   h.interconnect.send_latency = ns(link.send_latency_us);
+  h.interconnect.send_efficiency = link.send_efficiency;
   h.interconnect.gpus_per_node = link.gpus_per_node;
   h.interconnect.node_link_bandwidth = link.node_gb_s_per_direction * k_giga;
   h.interconnect.node_link_latency = ns(link.node_latency_us);

@@ -295,6 +295,13 @@ std::vector<KeyDef> hardware_keys() {
                         [](const Scenario& s) {
                           return loaded(to_microseconds(s.hardware.spec.interconnect.send_latency));
                         }}),
+      Key("hardware.send_efficiency", Type::number,
+          "Share of the link's bandwidth a point-to-point send within the node reaches; 0 = "
+          "hardware.link_efficiency.")
+          .range(0, 1)
+          .from_preset_or(p, 0.0)
+          .bind(field(&Scenario::hardware, &HardwareConfig::spec, &HardwareSpec::interconnect,
+                      &Interconnect::send_efficiency)),
       Key("hardware.node_link_bandwidth_gbps", Type::number,
           "Bandwidth from each GPU to other nodes, per direction, in GB/s (its own network "
           "adapter: InfiniBand NDR 400 Gb/s = 50); what a pipeline stage hands its activations "

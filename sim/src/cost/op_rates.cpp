@@ -34,6 +34,8 @@ void check_corrections(const HardwareSpec& hardware) {
               "a fraction in [0, 1] (0: the cost model's flops efficiency)");
   check_range(hardware.interconnect.link_efficiency, 0, 1, "hardware.link_efficiency",
               "a fraction in [0, 1] (0: the cost model's bandwidth efficiency)");
+  check_range(hardware.interconnect.send_efficiency, 0, 1, "hardware.send_efficiency",
+              "a fraction in [0, 1] (0: hardware.link_efficiency)");
   check_range(hardware.interconnect.node_link_efficiency, 0, 1, "hardware.node_link_efficiency",
               "a fraction in [0, 1] (0: the cost model's bandwidth efficiency)");
 }

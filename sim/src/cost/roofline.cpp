@@ -347,8 +347,10 @@ RooflineCostModel::RooflineCostModel(const ModelShape& model, const HardwareSpec
                                                hardware.interconnect.gpus_per_node);
     const Interconnect& link = hardware.interconnect;
     const double bandwidth = remote ? link.node_link_bandwidth : link.link_bandwidth;
-    const double share =
-        or_default(remote ? link.node_link_efficiency : link.link_efficiency, efficiency.bandwidth);
+    const double share = remote
+                             ? or_default(link.node_link_efficiency, efficiency.bandwidth)
+                             : or_default(link.send_efficiency,
+                                          or_default(link.link_efficiency, efficiency.bandwidth));
     hand_off_ns_per_token_.push_back(activation_bytes * 1e9 / (bandwidth * share));
     hand_off_fixed_ns_.push_back(as_double(remote ? link.node_link_latency : link.send_latency) +
                                  as_double(hardware.launch_overhead));
