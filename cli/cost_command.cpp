@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -94,8 +95,8 @@ std::vector<sim::BatchEntry> make_batch(const CostArgs& args, const sim::Replica
   const int stacked = depth.stacked_depth();
   const auto strategy = policy::parse_sync_strategy(spec.sync.strategy);
   if (!strategy) {
-    throw InputError({"", 0, 0, "sync.strategy"},
-                     expected_found("a synchronization strategy", "\"" + spec.sync.strategy + "\""));
+    throw InputError({"", 0, 0, "sync.strategy"}, expected_found("a synchronization strategy",
+                                                                 "\"" + spec.sync.strategy + "\""));
   }
   const bool shared = *strategy == policy::SyncStrategy::shared_kv;
   const std::int64_t max_context = spec.model.max_context;
@@ -104,10 +105,10 @@ std::vector<sim::BatchEntry> make_batch(const CostArgs& args, const sim::Replica
     const std::int64_t cached =
         given(args.prefill_context_option) ? args.prefill_context : args.context;
     if (max_context > 0 && cached + args.prefill > max_context) {
-      throw_setting_error(given(args.prefill_context_option) ? "--prefill-context" : "--prefill",
-                          fmt::format("cached and prefill tokens within model.max_context ({})",
-                                      max_context),
-                          fmt::format("{} + {}", cached, args.prefill));
+      throw_setting_error(
+          given(args.prefill_context_option) ? "--prefill-context" : "--prefill",
+          fmt::format("cached and prefill tokens within model.max_context ({})", max_context),
+          fmt::format("{} + {}", cached, args.prefill));
     }
     sim::BatchEntry prefill;
     prefill.query_tokens = args.prefill;
@@ -127,10 +128,9 @@ std::vector<sim::BatchEntry> make_batch(const CostArgs& args, const sim::Replica
   int exit = stacked;
   if (given(args.depth_option)) {
     if (args.depth < 1 || args.depth > stacked) {
-      throw_setting_error("--depth",
-                          fmt::format("an exit depth in [1, {}] (the model's stacked layers)",
-                                      stacked),
-                          std::to_string(args.depth));
+      throw_setting_error(
+          "--depth", fmt::format("an exit depth in [1, {}] (the model's stacked layers)", stacked),
+          std::to_string(args.depth));
     }
     if (*strategy == policy::SyncStrategy::full_depth) {
       throw_setting_error("--depth",
@@ -156,10 +156,9 @@ std::vector<sim::BatchEntry> make_batch(const CostArgs& args, const sim::Replica
   return batch;
 }
 
-// One row of the table: an op of layer 0, of the lowest exit point's probe, or of the head.
+// One row of the table, by section: layer (an op of layer 0), kv_only (the K/V-only projection
+// of the lowest layer that runs one), probe (an op of the lowest exit point's probe) or head.
 struct Row {
-  // layer (an op of layer 0), kv_only (the lowest layer's K/V-only projection), probe (the
-  // lowest exit point's), head
   std::string_view section;
   sim::OpCost op;
 };
@@ -167,10 +166,10 @@ struct Row {
 // The priced iteration: the rows, and the critical paths the iteration's total is built from.
 struct Breakdown {
   std::vector<Row> rows;
-  double layer0_ns = 0;      // layer 0's critical path, its K/V-only projection included
-  double layers_ns = 0;      // every executed layer's
-  int layers_run = 0;        // executed layers with a launched op
-  int kv_layers = 0;         // layers whose K/V-only projection ran (state_copy)
+  double layer0_ns = 0;        // layer 0's critical path, its K/V-only projection included
+  double layers_ns = 0;        // every executed layer's
+  int layers_run = 0;          // executed layers with a launched op
+  int kv_layers = 0;           // layers whose K/V-only projection ran (state_copy)
   bool layers_differ = false;  // some run layer's path is not layer 0's
   double probes_ns = 0;
   int probe_points = 0;  // exit points whose probe ran
@@ -300,7 +299,7 @@ struct CostReport {
   std::vector<sim::BatchEntry> batch;
   Breakdown breakdown;
   scenario::CostModelConfig roofline;  // the settings of the roofline that priced the ops
-  sim::IterationCost total;             // the roofline's iteration_cost
+  sim::IterationCost total;            // the roofline's iteration_cost
   // A measured cost model's price of the same iteration (cost_model.kind not roofline).
   bool measured = false;
   sim::IterationCost measured_total;
@@ -320,9 +319,8 @@ std::string hardware_line(const sim::ReplicaSpec& spec) {
 std::string batch_line(const CostArgs& args, const CostReport& r) {
   std::string parts;
   if (given(args.prefill_option)) {
-    parts = fmt::format(
-        "a prefill of {} tokens after {} cached", args.prefill,
-        given(args.prefill_context_option) ? args.prefill_context : args.context);
+    parts = fmt::format("a prefill of {} tokens after {} cached", args.prefill,
+                        given(args.prefill_context_option) ? args.prefill_context : args.context);
   }
   if (given(args.decode_option)) {
     const int stacked = r.spec.model.depth.stacked_depth();
@@ -363,17 +361,23 @@ std::string format_table(const CostArgs& args, const CostReport& r) {
         "note       sync.strategy depthwise prices one recursion per step; this is the "
         "unrolled iteration, every sequence through its layers in one step\n";
   }
-  out += fmt::format("\n  {:<18} {:>12} {:>10} {:>10} {:>10} {:>10}  {:<15}  {}\n", "op",
-                     "duration us", "launch us", "FLOPs", "bytes", "FLOP/byte", "bound",
-                     "parameter");
+  out +=
+      fmt::format("\n  {:<18} {:>12} {:>10} {:>10} {:>10} {:>10}  {:<15}  {}\n", "op",
+                  "duration us", "launch us", "FLOPs", "bytes", "FLOP/byte", "bound", "parameter");
+  // "32", or "11 of 29" when the decode sequences exit and no other entry runs the rest.
+  const int layers = m.depth.full_depth();
+  const std::string layers_run = b.layers_run == layers
+                                     ? std::to_string(layers)
+                                     : fmt::format("{} of {}", b.layers_run, layers);
   std::string_view section;
   for (const Row& row : b.rows) {
     if (row.section != section) {
       section = row.section;
       if (section == "layer") {
         out += b.layers_differ
-                   ? fmt::format("layer 0 (of {} layers run, whose prices differ)\n", b.layers_run)
-                   : fmt::format("layer 0 (x {} layers)\n", b.layers_run);
+                   ? fmt::format("layer 0 (one of the {} layers that run; their prices differ)\n",
+                                 layers_run)
+                   : fmt::format("layer 0 (x {} layers)\n", layers_run);
       } else if (section == "kv_only") {
         out += fmt::format("K/V-only projection of copied exit states, layer {} (x {} {})\n",
                            row.op.layer, b.kv_layers, b.kv_layers == 1 ? "layer" : "layers");
@@ -397,16 +401,16 @@ std::string format_table(const CostArgs& args, const CostReport& r) {
   const bool pipelined = r.spec.parallel.pipeline > 1;
   if (b.layers_differ) {
     out += fmt::format(
-        "layers     {:.3f} us at layer 0; {:.3f} us over the {} layers run (their prices "
-        "differ: the table shows layer 0)\n",
-        us(b.layer0_ns), us(b.layers_ns), b.layers_run);
+        "layers     {:.3f} us at layer 0; {:.3f} us over the {} layers that run (their "
+        "prices differ: the table shows layer 0)\n",
+        us(b.layer0_ns), us(b.layers_ns), layers_run);
   } else {
     out += fmt::format("layers     {:.3f} us per layer x {} layers = {:.3f} us\n", us(b.layer0_ns),
-                       b.layers_run, us(b.layers_ns));
+                       layers_run, us(b.layers_ns));
   }
   if (b.probe_points > 0) {
-    out += fmt::format("probes     {:.3f} us over {} exit {}\n", us(b.probes_ns),
-                       b.probe_points, b.probe_points == 1 ? "point" : "points");
+    out += fmt::format("probes     {:.3f} us over {} exit {}\n", us(b.probes_ns), b.probe_points,
+                       b.probe_points == 1 ? "point" : "points");
   }
   out += fmt::format("head       {:.3f} us\n", us(b.head_ns));
   if (pipelined) {
@@ -456,8 +460,7 @@ std::string format_csv(const CostReport& r) {
                        sim::to_string(op.kind), op.layer, count, us(op.duration_ns),
                        us(op.launch_ns), op.communication ? "" : fmt::format("{}", op.flops),
                        op.communication ? "" : fmt::format("{}", op.bytes),
-                       ai > 0 ? fmt::format("{}", ai) : "", sim::to_string(op.bound),
-                       op.parameter);
+                       ai > 0 ? fmt::format("{}", ai) : "", sim::to_string(op.bound), op.parameter);
   }
   // The sums: FLOPs and bytes only for a whole iteration.
   const auto total = [&](std::string_view name, int layer, int count, double ns,
@@ -549,14 +552,14 @@ void add_cost_command(CLI::App& app) {
   auto args = std::make_shared<CostArgs>();
   CLI::App* command = app.add_subcommand(
       "cost",
-      "Price one iteration op by op with the roofline (duration, launch, FLOPs, bytes, what "
-      "bound it and the scenario key that set it) for a scenario's model, hardware and "
-      "parallelism, then its totals");
+      "Price one iteration op by op (the roofline): each op's duration, launch, FLOPs, bytes, "
+      "what bound it and the scenario key that set it, then the iteration's totals");
   args->scenario.add_to(*command);
-  args->decode_option = command->add_option(
-      "--decode", args->decode, "Decode sequences in the batch (one query token each)");
-  args->prefill_option =
-      command->add_option("--prefill", args->prefill, "Prefill tokens in the batch (one prompt)");
+  args->decode_option =
+      command->add_option("--decode", args->decode,
+                          "Decode sequences in the batch, one query token each (default: none)");
+  args->prefill_option = command->add_option(
+      "--prefill", args->prefill, "Prefill tokens in the batch, one prompt (default: none)");
   command->add_option("--context", args->context,
                       "Tokens already in K/V for every sequence of the batch");
   args->prefill_context_option = command->add_option(
