@@ -45,6 +45,13 @@ struct CostArgs {
   const CLI::Option* depth_option = nullptr;
 };
 
+// The most decode sequences one batch prices: each is an entry of the batch, and a count past
+// any real batch (a typo's extra digits) would only exhaust memory.
+constexpr std::int64_t k_max_decode = std::int64_t{1} << 20;
+// The longest sequence, as the trace readers take requests (2^31 - 1 tokens): the cost model's
+// integer sums of query-key pairs stay far from overflowing, whatever model.max_context says.
+constexpr std::int64_t k_max_tokens = (std::int64_t{1} << 31) - 1;
+
 bool given(const CLI::Option* option) {
   return option != nullptr && option->count() > 0;
 }
@@ -64,17 +71,23 @@ void check_options(const CostArgs& args) {
                                     "(tokens)",
                                     "neither"));
   }
-  if (given(args.decode_option) && args.decode < 1)
-    throw_setting_error("--decode", "at least 1 sequence", std::to_string(args.decode));
-  if (given(args.prefill_option) && args.prefill < 1)
-    throw_setting_error("--prefill", "at least 1 token", std::to_string(args.prefill));
-  if (args.context < 0)
-    throw_setting_error("--context", "at least 0 cached tokens", std::to_string(args.context));
+  if (given(args.decode_option) && (args.decode < 1 || args.decode > k_max_decode)) {
+    throw_setting_error("--decode", fmt::format("1 to {} sequences", k_max_decode),
+                        std::to_string(args.decode));
+  }
+  if (given(args.prefill_option) && (args.prefill < 1 || args.prefill > k_max_tokens)) {
+    throw_setting_error("--prefill", fmt::format("1 to {} tokens", k_max_tokens),
+                        std::to_string(args.prefill));
+  }
+  if (args.context < 0 || args.context > k_max_tokens) {
+    throw_setting_error("--context", fmt::format("0 to {} cached tokens", k_max_tokens),
+                        std::to_string(args.context));
+  }
   if (given(args.prefill_context_option)) {
     if (!given(args.prefill_option))
       throw_setting_error("--prefill-context", "--prefill beside it", "none");
-    if (args.prefill_context < 0) {
-      throw_setting_error("--prefill-context", "at least 0 cached tokens",
+    if (args.prefill_context < 0 || args.prefill_context > k_max_tokens) {
+      throw_setting_error("--prefill-context", fmt::format("0 to {} cached tokens", k_max_tokens),
                           std::to_string(args.prefill_context));
     }
   }
@@ -104,7 +117,7 @@ std::vector<sim::BatchEntry> make_batch(const CostArgs& args, const sim::Replica
   if (given(args.prefill_option)) {
     const std::int64_t cached =
         given(args.prefill_context_option) ? args.prefill_context : args.context;
-    if (max_context > 0 && cached + args.prefill > max_context) {
+    if (max_context > 0 && args.prefill > max_context - cached) {
       throw_setting_error(
           given(args.prefill_context_option) ? "--prefill-context" : "--prefill",
           fmt::format("cached and prefill tokens within model.max_context ({})", max_context),
@@ -120,7 +133,7 @@ std::vector<sim::BatchEntry> make_batch(const CostArgs& args, const sim::Replica
   }
   if (!given(args.decode_option))
     return batch;
-  if (max_context > 0 && args.context + 1 > max_context) {
+  if (max_context > 0 && args.context >= max_context) {
     throw_setting_error("--context",
                         fmt::format("a decode context below model.max_context ({})", max_context),
                         std::to_string(args.context));

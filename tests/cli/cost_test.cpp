@@ -399,9 +399,10 @@ TEST_F(Cli, CostRefusesBadOptionsInOneLine) {
   const fs::path out = dir_ / "cost.csv";
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"", "--decode: expected a batch to price"},
-      {"--decode 0", "--decode: expected at least 1 sequence, found 0"},
-      {"--prefill -4", "--prefill: expected at least 1 token, found -4"},
-      {"--decode 2 --context -1", "--context: expected at least 0 cached tokens, found -1"},
+      {"--decode 0", "--decode: expected 1 to 1048576 sequences, found 0"},
+      {"--decode 100000000000", "--decode: expected 1 to 1048576 sequences, found 100000000000"},
+      {"--prefill -4", "--prefill: expected 1 to 2147483647 tokens, found -4"},
+      {"--decode 2 --context -1", "--context: expected 0 to 2147483647 cached tokens, found -1"},
       {"--decode 2 --format tabel",
        "--format: expected one of table, csv, found \"tabel\"; did you mean \"table\"?"},
       {"--decode 2 --prefill-context 5", "--prefill-context: expected --prefill beside it"},
