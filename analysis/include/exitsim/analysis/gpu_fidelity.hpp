@@ -27,7 +27,7 @@ std::string_view to_string(Gpu gpu);
 // The exitsim hardware preset that stands for Vidur's GPU: "a100-80gb" or "h100-sxm".
 std::string_view hardware_preset(Gpu gpu);
 
-// Op families, each judged on its own (docs/cost_model.md, "Fidelity").
+// Op families, each judged on its own.
 enum class Family : std::uint8_t {
   gemm,               // qkv_projection, output_projection, mlp_gate_up, mlp_down
   elementwise,        // input_norm, post_attention_norm, mlp_activation
