@@ -150,11 +150,10 @@ bool selected(const Selection& s, Family f) {
   return !s.family || *s.family == f;
 }
 
-void compare_mlp(const fs::path& path, Gpu gpu, const std::string& model_name,
-                 const Selection& selection, Comparison& out) {
+void compare_mlp(const fs::path& path, Gpu gpu, const HardwareSpec& hw,
+                 const std::string& model_name, const Selection& selection, Comparison& out) {
   const vidur::MlpProfile profile = vidur::read_mlp(path.string());
   const ModelShape model = model_of(model_name, profile.model);
-  const HardwareSpec hw = hardware_of(gpu);
   const std::map<MlpKey, Mean> medians = mlp_medians(profile);
   std::map<int, std::unique_ptr<RooflineCostModel>> models;
   // Keys in order: by TP, then tokens, then op; one op_breakdown per (TP, tokens).
@@ -194,7 +193,8 @@ double attention_real_us(const vidur::AttentionTime& t) {
   return t.median_us + t.reshape_us + t.kv_save_us;
 }
 
-void compare_attention(const fs::path& path, Gpu gpu, const Selection& selection, Comparison& out) {
+void compare_attention(const fs::path& path, Gpu gpu, const HardwareSpec& hw,
+                       const Selection& selection, Comparison& out) {
   const bool want_decode = selected(selection, Family::decode_attention);
   const bool want_prefill = selected(selection, Family::prefill_attention);
   std::map<AttentionKey, Mean> rows;
@@ -205,7 +205,6 @@ void compare_attention(const fs::path& path, Gpu gpu, const Selection& selection
           t.prefill_chunk, t.kv_cache}]
         .add(attention_real_us(t));
   }
-  const HardwareSpec hw = hardware_of(gpu);
   std::map<std::tuple<int, int, int, int>, std::unique_ptr<RooflineCostModel>> models;
   for (const auto& [key, mean] : rows) {
     const auto& [prefill, tp, heads, kv_heads, n_embd, batch, chunk, kv] = key;
@@ -247,8 +246,7 @@ std::map<NetworkKey, Mean> network_medians(const fs::path& path, const std::stri
   return out;
 }
 
-void compare_all_reduce(const fs::path& path, Gpu gpu, Comparison& out) {
-  const HardwareSpec hw = hardware_of(gpu);
+void compare_all_reduce(const fs::path& path, Gpu gpu, const HardwareSpec& hw, Comparison& out) {
   const ModelShape model = collective_model(1);
   const std::int64_t token_bytes = k_collective_width * 2;
   std::map<int, std::unique_ptr<RooflineCostModel>> models;
@@ -285,7 +283,7 @@ void compare_all_reduce(const fs::path& path, Gpu gpu, Comparison& out) {
   }
 }
 
-void compare_send_recv(const fs::path& path, Gpu gpu, Comparison& out) {
+void compare_send_recv(const fs::path& path, Gpu gpu, const HardwareSpec& spec, Comparison& out) {
   const std::int64_t token_bytes = k_collective_width * 2 * 2;
   const ModelShape model = collective_model(2);
   const int depth = model.depth.stacked_depth();
@@ -303,7 +301,7 @@ void compare_send_recv(const fs::path& path, Gpu gpu, Comparison& out) {
     }
     Replicas& r = by_per_node[per_node];
     if (!r.one) {
-      HardwareSpec hw = hardware_of(gpu);
+      HardwareSpec hw = spec;
       if (per_node == 1)
         hw.interconnect.gpus_per_node = 1;
       r.one = cost_model(model, hw, 1, 1);
@@ -448,21 +446,22 @@ Comparison compare_vidur(const std::string& gpu_dir, const Selection& selection)
       out.notes.push_back(name + ": not an a100_ or h100_ file, left out");
       continue;
     }
+    const HardwareSpec hw = hardware_of(*gpu);
     constexpr std::string_view mlp_suffix = "_mlp.csv";
     if (name.ends_with(mlp_suffix)) {
       if (wants(selection, *gpu, {Family::gemm, Family::elementwise})) {
-        compare_mlp(path, *gpu, name.substr(5, name.size() - 5 - mlp_suffix.size()), selection,
+        compare_mlp(path, *gpu, hw, name.substr(5, name.size() - 5 - mlp_suffix.size()), selection,
                     out);
       }
     } else if (name.find("attention") != std::string::npos) {
       if (wants(selection, *gpu, {Family::decode_attention, Family::prefill_attention}))
-        compare_attention(path, *gpu, selection, out);
+        compare_attention(path, *gpu, hw, selection, out);
     } else if (name.ends_with("_dgx_all_reduce.csv")) {
       if (wants(selection, *gpu, {Family::all_reduce}))
-        compare_all_reduce(path, *gpu, out);
+        compare_all_reduce(path, *gpu, hw, out);
     } else if (name.ends_with("_dgx_send_recv.csv")) {
       if (wants(selection, *gpu, {Family::send_recv}))
-        compare_send_recv(path, *gpu, out);
+        compare_send_recv(path, *gpu, hw, out);
     } else if (name.find("pairwise") != std::string::npos) {
       if (!selection.gpu && !selection.family) {
         out.notes.push_back(name +
@@ -473,6 +472,28 @@ Comparison compare_vidur(const std::string& gpu_dir, const Selection& selection)
       out.notes.push_back(name + ": no exitsim op to compare (host overheads); left out");
     }
   }
+  return out;
+}
+
+Comparison compare_profile(const ProfileFiles& files, const HardwareSpec& hardware, Gpu label,
+                           const Selection& selection) {
+  Comparison out;
+  const auto wanted = [&](std::initializer_list<Family> families) {
+    return !selection.family ||
+           std::find(families.begin(), families.end(), *selection.family) != families.end();
+  };
+  if (wanted({Family::gemm, Family::elementwise})) {
+    for (const std::string& mlp : files.mlp)
+      compare_mlp(mlp, label, hardware, fs::path(mlp).stem().string(), selection, out);
+  }
+  if (wanted({Family::decode_attention, Family::prefill_attention})) {
+    for (const std::string& attention : files.attention)
+      compare_attention(attention, label, hardware, selection, out);
+  }
+  if (!files.all_reduce.empty() && wanted({Family::all_reduce}))
+    compare_all_reduce(files.all_reduce, label, hardware, out);
+  if (!files.send_recv.empty() && wanted({Family::send_recv}))
+    compare_send_recv(files.send_recv, label, hardware, out);
   return out;
 }
 

@@ -184,29 +184,29 @@ struct Link {
 constexpr double k_ndr_gb_s = 50.0;
 constexpr double k_hdr_gb_s = 25.0;
 
-// Fitted to Vidur's public NCCL profiles (microsoft/vidur @7d47513,
+// Fitted by `exitsim calibrate --fit-hardware` (analysis::fit_kernel_corrections,
+// docs/calibration.md) to Vidur's public NCCL profiles (microsoft/vidur @7d47513,
 // data/profiling/network/{a100,h100}_dgx/{all_reduce,send_recv}.csv: kernel time by size, 2-8 GPUs
 // in one DGX node and 2 GPUs over 2 nodes, without CUDA graphs) as time = latency + bytes /
-// (bandwidth x efficiency), least squares on the log ratio (docs/cost_model.md, "Kernel
-// corrections"): all-reduce bus bytes 2(p-1)/p N; a send's bytes N.
-// A100 (HGX, NVLink 3, HDR): all-reduce 42 us + busbw 0.54 x 300 GB/s; send 13 us + 0.92 x
-// 300 GB/s within the node; 33 us + 0.32 x 25 GB/s between nodes.
-constexpr Link k_a100_link = {300, 42, 0.54, 13, 0.92, 8, k_hdr_gb_s, 33, 0.32, 32};
-// H100 (HGX, NVLink 4, NDR): all-reduce 29 us + busbw 0.78 x 450 GB/s; send 8 us + 0.8 x
+// (bandwidth x efficiency): all-reduce bus bytes 2(p-1)/p N; a send's bytes N.
+// A100 (HGX, NVLink 3, HDR): all-reduce 42 us + busbw 0.53 x 300 GB/s; send 13 us + 0.93 x
+// 300 GB/s within the node; 31 us + 0.31 x 25 GB/s between nodes.
+constexpr Link k_a100_link = {300, 42, 0.53, 13, 0.93, 8, k_hdr_gb_s, 31, 0.31, 32};
+// H100 (HGX, NVLink 4, NDR): all-reduce 29 us + busbw 0.78 x 450 GB/s; send 7.7 us + 0.79 x
 // 450 GB/s; 20 us + 0.72 x 50 GB/s between nodes. H200 has the same NVLink and network: the
 // H100's figures.
-constexpr Link k_h100_link = {450, 29, 0.78, 8, 0.8, 8, k_ndr_gb_s, 20, 0.72, 64};
+constexpr Link k_h100_link = {450, 29, 0.78, 7.7, 0.79, 8, k_ndr_gb_s, 20, 0.72, 64};
 // L40S: no NVLink, PCIe Gen4 x16 at 64 GB/s (32 each way), 8 per server in the OEM reference
 // designs, whose network is not fixed: one 200 Gb/s adapter per GPU assumed (set
 // hardware.node_link_bandwidth_gbps to yours). Not measured: a collective through the host
 // bridge taken as 2 us per ring step of 8 GPUs (28 us), a send as 5 us.
 constexpr Link k_l40s_link = {32, 28, 0, 5, 0, 8, k_hdr_gb_s, 5, 0, 32};
 
-// Kernel corrections (KernelCorrections), fitted to Vidur's per-op kernel times (microsoft/vidur
-// @7d47513, data/profiling/compute/{a100,h100}/*/mlp.csv: Llama-2-7B/70B, CodeLlama-34B and, on
-// A100, Llama-3-8B/70B at TP 1-8 and 1-4096+ tokens; and the A100 attention grid of Llama-2-70B's
-// TP-2 shard @e2d00e9) with the default efficiencies (FLOPs 0.7, bandwidth 0.85), and to the
-// FlashAttention papers for prefill attention; `exitsim calibrate --fit-hardware` refits them.
+// Kernel corrections (KernelCorrections), fitted by `exitsim calibrate --fit-hardware` to Vidur's
+// per-op kernel times (microsoft/vidur @7d47513, data/profiling/compute/{a100,h100}/*/mlp.csv:
+// Llama-2-7B/70B, CodeLlama-34B and, on A100, Llama-3-8B/70B at TP 1-8 and 1-4096+ tokens; and
+// the A100 attention grid of Llama-2-70B's TP-2 shard @e2d00e9) at the default efficiencies
+// (FLOPs 0.7, bandwidth 0.85), rounded; prefill attention from the FlashAttention papers.
 struct Corrections {
   double min_kernel_us;
   double ridge_exponent;
@@ -216,28 +216,29 @@ struct Corrections {
   double prefill_attention_efficiency;
   const char* source;
 };
-// A100: GEMMs within 0.9-1.06 of Vidur's at the median in every token band; norms and
-// activations reach half the bandwidth; decode attention 14 us + 0.03 us per sequence and K/V
-// head; FlashAttention-2 reaches 50-73% of the A100's peak (Dao 2023, arXiv 2307.08691): 0.5.
+// A100: norms and activations reach half the bandwidth; decode attention 16.6 us + 0.012 us per
+// sequence and K/V head. Prefill attention is not Vidur's: its grid times Sarathi's paged
+// flash_attn_with_kvcache (0.23 of peak fits it), far below the FlashAttention-2 kernels serving
+// engines run, which reach 50-73% of the A100's peak (Dao 2023, arXiv 2307.08691): 0.5.
 constexpr Corrections k_a100_kernels = {
-    5,
-    2,
-    0.5,
-    14,
-    0.03,
+    4.1,
+    1.5,
+    0.49,
+    16.6,
+    0.012,
     0.5,
     "fitted to Vidur's A100 profiles (microsoft/vidur@7d47513 mlp.csv, a100_dgx network; "
-    "@e2d00e9 attention) and FlashAttention-2's published A100 efficiency"};
-// H100: the same fit on Vidur's H100 profiles (elementwise kernels reach 0.6). Vidur has no H100
-// attention grid: decode attention carries the A100's figures; prefill attention is
-// FlashAttention-3's causal head-dim-128 forward, 292-616 TF/s from 512 to 16k tokens (Shah et
-// al. 2024, arXiv 2407.08608): 0.5 of the 989 TF/s peak. The H200 takes the H100's.
+    "@e2d00e9 attention), prefill attention from FlashAttention-2's published A100 efficiency"};
+// H100: the same fit on Vidur's H100 profiles. Vidur has no public H100 attention grid: decode
+// attention carries the A100's figures; prefill attention is FlashAttention-3's causal
+// head-dim-128 forward, 292-616 TF/s from 512 to 16k tokens (Shah et al. 2024, arXiv 2407.08608):
+// 0.5 of the 989 TF/s peak. The H200 takes the H100's.
 constexpr Corrections k_h100_kernels = {
-    5,
-    2,
-    0.6,
-    14,
-    0.03,
+    3.6,
+    1.5,
+    0.56,
+    16.6,
+    0.012,
     0.5,
     "fitted to Vidur's H100 profiles (microsoft/vidur@7d47513 mlp.csv, h100_dgx network), "
     "decode attention from its A100 grid, prefill attention from FlashAttention-3's published "

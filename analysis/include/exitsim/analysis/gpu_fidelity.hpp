@@ -20,6 +20,8 @@
 #include <string_view>
 #include <vector>
 
+#include "exitsim/core/hardware.hpp"
+
 namespace exitsim::analysis::gpu_fidelity {
 
 enum class Gpu : std::uint8_t { a100, h100 };
@@ -93,6 +95,20 @@ struct Selection {
 // overheads are left out with a note. Duplicated grid points are averaged. Throws InputError for
 // a malformed file (from the Vidur reader); a missing directory gives no points and a note.
 Comparison compare_vidur(const std::string& gpu_dir, const Selection& selection = {});
+
+// One GPU's profile in Vidur's formats, named by the user (`exitsim calibrate --fit-hardware`):
+// mlp.csv files (a model each; its name in the points is the file's stem), attention.csv files,
+// and the network files (empty: none).
+struct ProfileFiles {
+  std::vector<std::string> mlp;
+  std::vector<std::string> attention;
+  std::string all_reduce;
+  std::string send_recv;
+};
+// compare_vidur's points for these files, priced on `hardware` (not a preset) and labelled
+// `label`: the families `selection` names (its gpu is ignored).
+Comparison compare_profile(const ProfileFiles& files, const HardwareSpec& hardware, Gpu label,
+                           const Selection& selection = {});
 
 // The targets, shared by the tests and the report.
 inline constexpr double k_median_low = 0.90;  // median ratio of a family on a GPU
