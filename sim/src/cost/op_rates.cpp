@@ -21,14 +21,15 @@ void check_range(double value, double low, double high, const char* key, const c
 
 void check_corrections(const HardwareSpec& hardware) {
   const KernelCorrections& k = hardware.kernels;
-  check_range(k.min_kernel_ns, 0, 1e9, "hardware.min_kernel_us", "a time in [0, 1e6] us");
+  // The times are held in ns and named by their keys in us: checked and reported in us.
+  check_range(k.min_kernel_ns / 1e3, 0, 1e6, "hardware.min_kernel_us", "a time in [0, 1e6] us");
   check_range(k.ridge_exponent, 0, 64, "hardware.ridge_exponent",
               "0 (none) or an exponent up to 64");
   check_range(k.elementwise_efficiency, 0, 1, "hardware.elementwise_efficiency",
               "a fraction in [0, 1] (0: the cost model's bandwidth efficiency)");
-  check_range(k.decode_attention_floor_ns, 0, 1e9, "hardware.decode_attention_floor_us",
+  check_range(k.decode_attention_floor_ns / 1e3, 0, 1e6, "hardware.decode_attention_floor_us",
               "a time in [0, 1e6] us");
-  check_range(k.decode_attention_ns_per_sequence_head, 0, 1e9,
+  check_range(k.decode_attention_ns_per_sequence_head / 1e3, 0, 1e6,
               "hardware.decode_attention_us_per_sequence_head", "a time in [0, 1e6] us");
   check_range(k.prefill_attention_efficiency, 0, 1, "hardware.prefill_attention_efficiency",
               "a fraction in [0, 1] (0: the cost model's flops efficiency)");
