@@ -175,12 +175,15 @@ TEST_F(Cli, CostRowsAreTheRooflinesOpBreakdownUnderTensorParallelism) {
   expect_rows_equal(section(rows, "head"), launched(ops, -1, oracle.head_graph()));
 
   // Two all-reduces per layer (after the attention output and after the MLP) and the logits'
-  // gather: collectives, priced by the link keys; nothing else is.
+  // gather: collectives, priced by the link keys (the latency for a decode step's small
+  // all-reduce, the bandwidth for the gather of 32 x 128k logits); nothing else is.
   std::vector<std::string> collectives;
   for (const CsvRow& row : rows) {
     if (row.at("section") != "total" && row.at("bound") == "collective") {
       collectives.push_back(row.at("op"));
-      EXPECT_EQ(row.at("parameter"), "hardware.link_bandwidth_gbps, hardware.link_latency_us");
+      EXPECT_EQ(row.at("parameter"), row.at("op") == "tp_all_reduce"
+                                         ? "hardware.link_latency_us"
+                                         : "hardware.link_bandwidth_gbps, hardware.link_efficiency");
     }
   }
   EXPECT_EQ(collectives,
@@ -218,10 +221,13 @@ TEST_F(Cli, CostRowsAreTheRooflinesOpBreakdownUnderTensorParallelism) {
 
 // A long prefill's GEMMs are compute-bound (priced by cost_model.flops_efficiency), a single
 // decode sequence's memory-bound (cost_model.bandwidth_efficiency); halving the flops efficiency
-// doubles the first's time past the launch and leaves the second's alone.
+// doubles the first's time past the launch and leaves the second's alone. On the bare roofline
+// (no ridge blend, no minimum kernel time), where the bound alone sets the price.
 TEST_F(Cli, CostPrefillGemmsAreComputeBoundAndASingleDecodesMemoryBound) {
   const auto gemms = [&](const std::string& args) {
-    const Result r = run("cost " + args + " --format csv");
+    const Result r = run("cost " + args +
+                         " --set hardware.ridge_exponent=0 --set hardware.min_kernel_us=0 "
+                         "--format csv");
     EXPECT_EQ(r.exit_code, 0) << r.err;
     std::map<std::string, CsvRow> by_op;
     for (const CsvRow& row : section(parse_csv(r.out), "layer")) {
