@@ -34,10 +34,11 @@ std::vector<RequestDescriptor> at_once(int count) {
   return requests;
 }
 
-// Llama-3-8B's K/V is 128 KiB a token: 1,024 tokens are 134,217,728 bytes, 2,684,355 ns over the
-// H100 preset's 50 GB/s network link, after its 20 us send latency (hardware.node_link_latency_us).
+// Llama-3-8B's K/V is 128 KiB a token: 1,024 tokens are 134,217,728 bytes, 3,728,270 ns over the
+// 0.72 of the H100 preset's 50 GB/s network link a send reaches (hardware.node_link_efficiency),
+// after its 20 us send latency (hardware.node_link_latency_us).
 constexpr double k_latency_ns = 20000.0;
-constexpr double k_bytes_ns = 2684355.0;
+constexpr double k_bytes_ns = 134217728.0 / (50e9 * 0.72) * 1e9;
 constexpr double k_transfer_ns = k_latency_ns + k_bytes_ns;
 
 // One request: TTFT is the prefill (a mixed replica's whole TTFT here), the latency and the
