@@ -22,6 +22,8 @@ void add_validate_command(CLI::App& app);
 void add_sweep_command(CLI::App& app);
 void add_plan_command(CLI::App& app);
 void add_report_command(CLI::App& app);
+// `exitsim cost`: one iteration's roofline prices, op by op.
+void add_cost_command(CLI::App& app);
 // `exitsim help [TOPIC...]` and `exitsim completion bash`: added last, as they read the others.
 void add_help_commands(CLI::App& app);
 

@@ -39,6 +39,7 @@ int main(int argc, char** argv) {
          "or 30 s)")
       ->trigger_on_parse();
   exitsim::cli::add_simulate_command(app);
+  exitsim::cli::add_cost_command(app);
   exitsim::cli::add_scenario_commands(app);
   exitsim::cli::add_trace_commands(app);
   exitsim::cli::add_engine_commands(app);

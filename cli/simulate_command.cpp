@@ -9,6 +9,7 @@
 
 #include "commands.hpp"
 #include "exitsim/core/error.hpp"
+#include "exitsim/sim/cost/roofline.hpp"
 #include "exitsim/sim/kv_capacity.hpp"
 #include "exitsim/sim/simulator.hpp"
 #include "exitsim/sim/workload/workload.hpp"
@@ -49,7 +50,7 @@ void print_parallel(const scenario::ReplicaGroup& g, std::int64_t replicas,
   const Interconnect& link = g.hardware.spec.interconnect;
   fmt::print(
       "parallel   tensor {}, pipeline {}{}: {} GPUs per replica, {} in all; node link {:.0f} GB/s "
-      "per direction, {:.1f} us per step; {:.2f} GiB of weights per GPU{}\n",
+      "per direction, {:.1f} us per collective; {:.2f} GiB of weights per GPU{}\n",
       p.tensor, p.pipeline,
       p.expert > 1 ? fmt::format(", experts whole over {} GPUs", p.expert) : std::string(),
       p.gpus(), replicas * p.gpus(), link.link_bandwidth / 1e9, to_microseconds(link.link_latency),
@@ -112,6 +113,8 @@ void print_setup(const scenario::Scenario& s) {
   fmt::print("hardware   {} x {}: {:.1f} TFLOP/s {}, {:.2f} TB/s, {:.2f} GiB each\n",
              s.cluster.replicas, replica_hardware(g), h.peak_flops_for(m.dtype) / 1e12,
              to_string(m.dtype), h.memory_bandwidth / 1e12, gib(h.memory_bytes));
+  if (g.cost_model.kind == "roofline")
+    fmt::print("kernels    {}\n", sim::kernel_corrections_note(h));
   if (g.parallel.gpus() > 1)
     print_parallel(g, s.cluster.replicas, kv);
   fmt::print("kv memory  {} blocks x {} tokens = {} tokens per replica ({} KiB per token{})\n",

@@ -160,36 +160,96 @@ constexpr double k_giga = 1e9;
 constexpr std::int64_t k_gib = std::int64_t{1} << 30;
 
 // The link to the other GPUs of a node: per-direction bandwidth (the datasheets' bidirectional
-// figure halved) and the latency of one ring step.
+// figure halved), the fixed time of one collective over it, and the share of the bandwidth a
+// collective reaches.
 struct Link {
   double gb_s_per_direction;
-  double step_latency_us;
+  double collective_latency_us;
+  double collective_efficiency;  // 0: the cost model's bandwidth efficiency
+  double send_latency_us;        // one point-to-point send within the node
+  double send_efficiency;        // 0: collective_efficiency
   int gpus_per_node;
   // Each GPU's network adapter to other nodes (HGX boards pair every GPU with one), per
-  // direction, and one send's latency.
+  // direction, one send's latency and the share of the bandwidth a send reaches.
   double node_gb_s_per_direction;
   double node_latency_us;
+  double node_efficiency;
   // PCIe to the host: Gen5 x16 on H100/H200 SXM (64 GB/s each way), Gen4 x16 on A100 and L40S
   // (32).
   double host_gb_s_per_direction;
 };
 
-// NVLink and PCIe datasheets give bandwidth, not latency. A ring step is a hop plus a
-// synchronisation; NCCL's small-message all-reduce over 8 NVLink GPUs takes about 10-15 us,
-// i.e. about 1 us for each of its 14 steps; over PCIe through the host bridge, about twice that.
-constexpr double k_nvlink_step_us = 1.0;
-constexpr double k_pcie_step_us = 2.0;
-// A NCCL send between nodes over InfiniBand: a few microseconds for an activation-sized message
-// (the wire's 1-2 us plus the proxy thread's hand-off).
-constexpr double k_network_send_us = 5.0;
 // InfiniBand NDR (ConnectX-7), 400 Gb/s per GPU on HGX H100/H200; HDR (ConnectX-6), 200 Gb/s
 // per GPU on HGX A100.
 constexpr double k_ndr_gb_s = 50.0;
 constexpr double k_hdr_gb_s = 25.0;
 
+// Fitted by `exitsim calibrate --fit-hardware` (analysis::fit_kernel_corrections,
+// docs/calibration.md) to Vidur's public NCCL profiles (microsoft/vidur @7d47513,
+// data/profiling/network/{a100,h100}_dgx/{all_reduce,send_recv}.csv: kernel time by size, 2-8 GPUs
+// in one DGX node and 2 GPUs over 2 nodes, without CUDA graphs) as time = latency + bytes /
+// (bandwidth x efficiency): all-reduce bus bytes 2(p-1)/p N; a send's bytes N.
+// A100 (HGX, NVLink 3, HDR): all-reduce 42 us + busbw 0.53 x 300 GB/s; send 13 us + 0.93 x
+// 300 GB/s within the node; 31 us + 0.31 x 25 GB/s between nodes.
+constexpr Link k_a100_link = {300, 42, 0.53, 13, 0.93, 8, k_hdr_gb_s, 31, 0.31, 32};
+// H100 (HGX, NVLink 4, NDR): all-reduce 29 us + busbw 0.78 x 450 GB/s; send 7.7 us + 0.79 x
+// 450 GB/s; 20 us + 0.72 x 50 GB/s between nodes. H200 has the same NVLink and network: the
+// H100's figures.
+constexpr Link k_h100_link = {450, 29, 0.78, 7.7, 0.79, 8, k_ndr_gb_s, 20, 0.72, 64};
+// L40S: no NVLink, PCIe Gen4 x16 at 64 GB/s (32 each way), 8 per server in the OEM reference
+// designs, whose network is not fixed: one 200 Gb/s adapter per GPU assumed (set
+// hardware.node_link_bandwidth_gbps to yours). Not measured: a collective through the host
+// bridge taken as 2 us per ring step of 8 GPUs (28 us), a send as 5 us.
+constexpr Link k_l40s_link = {32, 28, 0, 5, 0, 8, k_hdr_gb_s, 5, 0, 32};
+
+// Kernel corrections (KernelCorrections), fitted by `exitsim calibrate --fit-hardware` to Vidur's
+// per-op kernel times (microsoft/vidur @7d47513, data/profiling/compute/{a100,h100}/*/mlp.csv:
+// Llama-2-7B/70B, CodeLlama-34B and, on A100, Llama-3-8B/70B at TP 1-8 and 1-4096+ tokens; and
+// the A100 attention grid of Llama-2-70B's TP-2 shard @e2d00e9) at the default efficiencies
+// (FLOPs 0.7, bandwidth 0.85), rounded; prefill attention from the FlashAttention papers.
+struct Corrections {
+  double min_kernel_us;
+  double ridge_exponent;
+  double elementwise_efficiency;
+  double decode_floor_us;
+  double decode_us_per_sequence_head;
+  double prefill_attention_efficiency;
+  const char* source;
+};
+// A100: norms and activations reach half the bandwidth; decode attention 16.6 us + 0.012 us per
+// sequence and K/V head. Prefill attention is not Vidur's: its grid times Sarathi's paged
+// flash_attn_with_kvcache (0.23 of peak fits it), far below the FlashAttention-2 kernels serving
+// engines run, which reach 50-73% of the A100's peak (Dao 2023, arXiv 2307.08691): 0.5.
+constexpr Corrections k_a100_kernels = {
+    4.1,
+    1.5,
+    0.49,
+    16.6,
+    0.012,
+    0.5,
+    "fitted to Vidur's A100 profiles (microsoft/vidur@7d47513 mlp.csv, a100_dgx network; "
+    "@e2d00e9 attention), prefill attention from FlashAttention-2's published A100 efficiency"};
+// H100: the same fit on Vidur's H100 profiles. Vidur has no public H100 attention grid: decode
+// attention carries the A100's figures; prefill attention is FlashAttention-3's causal
+// head-dim-128 forward, 292-616 TF/s from 512 to 16k tokens (Shah et al. 2024, arXiv 2407.08608):
+// 0.5 of the 989 TF/s peak. The H200 takes the H100's.
+constexpr Corrections k_h100_kernels = {
+    3.6,
+    1.5,
+    0.56,
+    16.6,
+    0.012,
+    0.5,
+    "fitted to Vidur's H100 profiles (microsoft/vidur@7d47513 mlp.csv, h100_dgx network), "
+    "decode attention from its A100 grid, prefill attention from FlashAttention-3's published "
+    "H100 throughput"};
+// Not measured: the bare roofline.
+constexpr Corrections k_unfitted_kernels = {0, 0, 0, 0, 0, 0, ""};
+
 HardwareSpec make_hardware(std::string name, double fp32_tflops, double bf16_tflops,
                            double fp8_tflops, double int8_tops, double bandwidth_gb_s,
-                           std::int64_t memory_bytes, Link link) {
+                           std::int64_t memory_bytes, const Link& link,
+                           const Corrections& kernels) {
   HardwareSpec h;
   h.name = std::move(name);
   h.set_peak_flops(DType::fp32, fp32_tflops * k_tera);
@@ -201,15 +261,28 @@ HardwareSpec make_hardware(std::string name, double fp32_tflops, double bf16_tfl
   h.memory_bytes = memory_bytes;
   // A typical CUDA kernel launch as seen from the host, when not hidden by CUDA graphs.
   h.launch_overhead = 4 * k_ns_per_us;
+  const auto ns = [](double us) {
+    return static_cast<TimeNs>(us * static_cast<double>(k_ns_per_us));
+  };
   h.interconnect.link_bandwidth = link.gb_s_per_direction * k_giga;
-  h.interconnect.link_latency =
-      static_cast<TimeNs>(link.step_latency_us * static_cast<double>(k_ns_per_us));
+  h.interconnect.link_latency = ns(link.collective_latency_us);
+  h.interconnect.link_efficiency = link.collective_efficiency;
+  h.interconnect.send_latency = ns(link.send_latency_us);
+  h.interconnect.send_efficiency = link.send_efficiency;
   h.interconnect.gpus_per_node = link.gpus_per_node;
   h.interconnect.node_link_bandwidth = link.node_gb_s_per_direction * k_giga;
+  h.interconnect.node_link_latency = ns(link.node_latency_us);
+  h.interconnect.node_link_efficiency = link.node_efficiency;
   h.host_link_bandwidth = link.host_gb_s_per_direction * k_giga;
   h.host_swap_bytes = 4 * k_gib;  // vLLM's default --swap-space
-  h.interconnect.node_link_latency =
-      static_cast<TimeNs>(link.node_latency_us * static_cast<double>(k_ns_per_us));
+  KernelCorrections& k = h.kernels;
+  k.min_kernel_ns = kernels.min_kernel_us * 1e3;
+  k.ridge_exponent = kernels.ridge_exponent;
+  k.elementwise_efficiency = kernels.elementwise_efficiency;
+  k.decode_attention_floor_ns = kernels.decode_floor_us * 1e3;
+  k.decode_attention_ns_per_sequence_head = kernels.decode_us_per_sequence_head * 1e3;
+  k.prefill_attention_efficiency = kernels.prefill_attention_efficiency;
+  k.source = kernels.source;
   return h;
 }
 
@@ -220,25 +293,23 @@ const std::vector<HardwareSpec>& hardware_presets() {
   static const std::vector<HardwareSpec> presets = {
       // NVIDIA H100 SXM5 datasheet: FP32 66.9, BF16 989.4, FP8 1978.9, INT8 1978.9 TOPS;
       // 80 GB HBM3 at 3.35 TB/s; NVLink 4 at 900 GB/s (450 each way), 8 per HGX node.
-      make_hardware("h100-sxm", 66.9, 989.4, 1978.9, 1978.9, 3350, 80 * k_gib,
-                    {450, k_nvlink_step_us, 8, k_ndr_gb_s, k_network_send_us, 64}),
+      make_hardware("h100-sxm", 66.9, 989.4, 1978.9, 1978.9, 3350, 80 * k_gib, k_h100_link,
+                    k_h100_kernels),
       // NVIDIA H200 SXM datasheet: same compute as H100 SXM; 141 GB HBM3e at 4.8 TB/s; NVLink 4
       // at 900 GB/s, 8 per HGX node.
       make_hardware("h200", 66.9, 989.4, 1978.9, 1978.9, 4800, std::int64_t{141'000'000'000},
-                    {450, k_nvlink_step_us, 8, k_ndr_gb_s, k_network_send_us, 64}),
+                    k_h100_link, k_h100_kernels),
       // NVIDIA A100 datasheet (SXM4 40GB): FP32 19.5, BF16 312, INT8 624; HBM2 1,555 GB/s. No FP8.
       // NVLink 3 at 600 GB/s (300 each way), 8 per HGX node.
-      make_hardware("a100-40gb", 19.5, 312, 0, 624, 1555, 40 * k_gib,
-                    {300, k_nvlink_step_us, 8, k_hdr_gb_s, k_network_send_us, 32}),
+      make_hardware("a100-40gb", 19.5, 312, 0, 624, 1555, 40 * k_gib, k_a100_link, k_a100_kernels),
       // NVIDIA A100 80GB SXM4: same compute and NVLink; HBM2e 2,039 GB/s.
-      make_hardware("a100-80gb", 19.5, 312, 0, 624, 2039, 80 * k_gib,
-                    {300, k_nvlink_step_us, 8, k_hdr_gb_s, k_network_send_us, 32}),
+      make_hardware("a100-80gb", 19.5, 312, 0, 624, 2039, 80 * k_gib, k_a100_link, k_a100_kernels),
       // NVIDIA L40S datasheet: FP32 91.6, BF16 362.05, FP8 733, INT8 733 TOPS;
       // 48 GB GDDR6 at 864 GB/s; no NVLink: PCIe Gen4 x16 at 64 GB/s (32 each way), 8 per
       // server in the OEM reference designs, whose network is not fixed: one 200 Gb/s adapter
       // per GPU assumed (set hardware.node_link_bandwidth_gbps to yours).
-      make_hardware("l40s", 91.6, 362.05, 733, 733, 864, 48 * k_gib,
-                    {32, k_pcie_step_us, 8, k_hdr_gb_s, k_network_send_us, 32}),
+      make_hardware("l40s", 91.6, 362.05, 733, 733, 864, 48 * k_gib, k_l40s_link,
+                    k_unfitted_kernels),
   };
   return presets;
 }

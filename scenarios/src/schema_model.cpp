@@ -264,8 +264,9 @@ std::vector<KeyDef> hardware_keys() {
           .bind(scaled_field(k_giga, &Scenario::hardware, &HardwareConfig::spec,
                              &HardwareSpec::interconnect, &Interconnect::link_bandwidth)),
       Key("hardware.link_latency_us", Type::number,
-          "Latency of one step of a ring collective over that link (a hop and a "
-          "synchronisation), in microseconds.")
+          "Fixed time of one collective over that link (NCCL's latency: synchronisation and "
+          "hops, whatever the group's size), in microseconds; its bytes take "
+          "hardware.link_efficiency's share of the bandwidth besides.")
           .range(0, 1e6)
           .from_preset_or(p, 0.0)
           .bind(Binding{[](Scenario& s, const Resolved& r) {
@@ -275,6 +276,32 @@ std::vector<KeyDef> hardware_keys() {
                         [](const Scenario& s) {
                           return loaded(to_microseconds(s.hardware.spec.interconnect.link_latency));
                         }}),
+      Key("hardware.link_efficiency", Type::number,
+          "Share of the link's bandwidth a collective's bus bandwidth reaches (NCCL's busbw); 0 = "
+          "cost_model.bandwidth_efficiency.")
+          .range(0, 1)
+          .from_preset_or(p, 0.0)
+          .bind(field(&Scenario::hardware, &HardwareConfig::spec, &HardwareSpec::interconnect,
+                      &Interconnect::link_efficiency)),
+      Key("hardware.send_latency_us", Type::number,
+          "Fixed time of one point-to-point send to another GPU of the node (a pipeline "
+          "stage's hand-off), in microseconds.")
+          .range(0, 1e6)
+          .from_preset_or(p, 0.0)
+          .bind(Binding{[](Scenario& s, const Resolved& r) {
+                          s.hardware.spec.interconnect.send_latency =
+                              from_microseconds(std::get<double>(r.value));
+                        },
+                        [](const Scenario& s) {
+                          return loaded(to_microseconds(s.hardware.spec.interconnect.send_latency));
+                        }}),
+      Key("hardware.send_efficiency", Type::number,
+          "Share of the link's bandwidth a point-to-point send within the node reaches; 0 = "
+          "hardware.link_efficiency.")
+          .range(0, 1)
+          .from_preset_or(p, 0.0)
+          .bind(field(&Scenario::hardware, &HardwareConfig::spec, &HardwareSpec::interconnect,
+                      &Interconnect::send_efficiency)),
       Key("hardware.node_link_bandwidth_gbps", Type::number,
           "Bandwidth from each GPU to other nodes, per direction, in GB/s (its own network "
           "adapter: InfiniBand NDR 400 Gb/s = 50); what a pipeline stage hands its activations "
@@ -295,6 +322,58 @@ std::vector<KeyDef> hardware_keys() {
                           return loaded(
                               to_microseconds(s.hardware.spec.interconnect.node_link_latency));
                         }}),
+      Key("hardware.node_link_efficiency", Type::number,
+          "Share of the network's bandwidth a send between nodes reaches; 0 = "
+          "cost_model.bandwidth_efficiency.")
+          .range(0, 1)
+          .from_preset_or(p, 0.0)
+          .bind(field(&Scenario::hardware, &HardwareConfig::spec, &HardwareSpec::interconnect,
+                      &Interconnect::node_link_efficiency)),
+      Key("hardware.min_kernel_us", Type::number,
+          "GPU time every kernel takes beside its FLOPs or bytes (start-up, tail, the last "
+          "partial wave), in microseconds: no kernel is shorter. Not launch_overhead_us, the "
+          "host's cost that CUDA graphs remove.")
+          .range(0, 1e6)
+          .from_preset_or(p, 0.0)
+          .bind(scaled_field(1e3, &Scenario::hardware, &HardwareConfig::spec,
+                             &HardwareSpec::kernels, &KernelCorrections::min_kernel_ns)),
+      Key("hardware.ridge_exponent", Type::number,
+          "How a kernel's compute and memory times combine near the roofline's ridge: "
+          "(compute^k + memory^k)^(1/k); 0 = the larger alone.")
+          .range(0, 64)
+          .from_preset_or(p, 0.0)
+          .bind(field(&Scenario::hardware, &HardwareConfig::spec, &HardwareSpec::kernels,
+                      &KernelCorrections::ridge_exponent)),
+      Key("hardware.elementwise_efficiency", Type::number,
+          "Share of peak bandwidth element-wise kernels (norms, activations, softmax) reach; 0 = "
+          "cost_model.bandwidth_efficiency.")
+          .range(0, 1)
+          .from_preset_or(p, 0.0)
+          .bind(field(&Scenario::hardware, &HardwareConfig::spec, &HardwareSpec::kernels,
+                      &KernelCorrections::elementwise_efficiency)),
+      Key("hardware.decode_attention_floor_us", Type::number,
+          "A decode attention kernel's time beside its K/V bytes, in place of min_kernel_us, in "
+          "microseconds; 0 = min_kernel_us.")
+          .range(0, 1e6)
+          .from_preset_or(p, 0.0)
+          .bind(scaled_field(1e3, &Scenario::hardware, &HardwareConfig::spec,
+                             &HardwareSpec::kernels,
+                             &KernelCorrections::decode_attention_floor_ns)),
+      Key("hardware.decode_attention_us_per_sequence_head", Type::number,
+          "Decode attention's time per sequence and K/V head of a GPU's shard, beside its K/V "
+          "bytes, in microseconds.")
+          .range(0, 1e6)
+          .from_preset_or(p, 0.0)
+          .bind(scaled_field(1e3, &Scenario::hardware, &HardwareConfig::spec,
+                             &HardwareSpec::kernels,
+                             &KernelCorrections::decode_attention_ns_per_sequence_head)),
+      Key("hardware.prefill_attention_efficiency", Type::number,
+          "Share of peak FLOP/s prefill attention reaches (FlashAttention-2-class on A100, "
+          "-3-class on H100); 0 = cost_model.flops_efficiency.")
+          .range(0, 1)
+          .from_preset_or(p, 0.0)
+          .bind(field(&Scenario::hardware, &HardwareConfig::spec, &HardwareSpec::kernels,
+                      &KernelCorrections::prefill_attention_efficiency)),
       Key("hardware.host_link_bandwidth_gbps", Type::number,
           "Bandwidth of the GPU's link to its host, per direction, in GB/s (PCIe Gen5 x16: 64; "
           "Gen4: 32); what swapped K/V moves over (scheduler.preemption: swap).")

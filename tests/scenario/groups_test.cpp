@@ -254,7 +254,9 @@ TEST(ParallelReplicas, PipelineAndExpertDegreesLoadAndRoundTrip) {
   EXPECT_EQ(s.parallel, (ParallelSpec{4, 2, 4}));
   EXPECT_EQ(s.parallel.gpus(), 8);
   EXPECT_EQ(s.hardware.spec.interconnect.node_link_bandwidth, 50e9);
-  EXPECT_EQ(s.hardware.spec.interconnect.node_link_latency, 5000);
+  // The H100 preset's network: NDR at 50 GB/s, a send taking 20 us and 0.72 of the bandwidth.
+  EXPECT_EQ(s.hardware.spec.interconnect.node_link_latency, 20000);
+  EXPECT_EQ(s.hardware.spec.interconnect.node_link_efficiency, 0.72);
   expect_round_trip(s);
 }
 

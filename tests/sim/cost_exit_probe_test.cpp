@@ -4,7 +4,6 @@
 // softmax statistics.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -24,25 +23,34 @@ ModelShape with_exits() {
   return m;
 }
 
-// One op: max(compute, memory) at the roofline's efficiencies, plus a launch.
-double op_ns(double flops, double bytes) {
+// One op on the H100 preset (docs/cost_model.md, "Kernel corrections"): its compute time at the
+// flops efficiency and its memory time at the bandwidth efficiency (an element-wise kernel's at
+// the preset's element-wise share of the bandwidth), blended across the ridge as
+// (compute^k + memory^k)^(1/k), plus the shortest kernel's time and a launch.
+double op_ns(double flops, double bytes, bool elementwise) {
+  const KernelCorrections& k = h100().kernels;
   const double compute = flops * 1e9 / (h100().peak_flops_for(DType::bf16) * k_efficiency.flops);
-  const double memory = bytes * 1e9 / (h100().memory_bandwidth * k_efficiency.bandwidth);
-  return std::max(compute, memory) + static_cast<double>(h100().launch_overhead);
+  const double share = elementwise ? k.elementwise_efficiency : k_efficiency.bandwidth;
+  const double memory = bytes * 1e9 / (h100().memory_bandwidth * share);
+  const double e = k.ridge_exponent;
+  return std::pow(std::pow(compute, e) + std::pow(memory, e), 1 / e) + k.min_kernel_ns +
+         static_cast<double>(h100().launch_overhead);
 }
 
-// The probe of n tokens on one GPU of a TP group of p: the fused norm, the LM head over the
-// GPU's vocabulary shard, one pass of softmax statistics over it, and under TP the ring
-// all-reduce of four fp32 statistics per token.
+// The probe of n tokens on one GPU of a TP group of p: the fused norm (element-wise), the LM
+// head over the GPU's vocabulary shard, one pass of softmax statistics over it (element-wise),
+// and under TP the ring all-reduce of four fp32 statistics per token: its bus bytes at the link's
+// collective efficiency and one collective's fixed latency.
 double probe_ns(double n, int p) {
   const double d = 4096;
   const double vocab = std::ceil(128256.0 / p);
-  double ns = op_ns(4 * d * n, 4 * d * 2 * n + d * 2) +
-              op_ns(2 * d * vocab * n, (d + vocab) * 2 * n + d * vocab * 2) +
-              op_ns(5 * vocab * n, vocab * 2 * n);
+  double ns = op_ns(4 * d * n, 4 * d * 2 * n + d * 2, true) +
+              op_ns(2 * d * vocab * n, (d + vocab) * 2 * n + d * vocab * 2, false) +
+              op_ns(5 * vocab * n, vocab * 2 * n, true);
   if (p > 1) {
-    ns += 2.0 * (p - 1) / p * 16 * n * 1e9 / (450e9 * k_efficiency.bandwidth) +
-          2.0 * (p - 1) * 1000 + static_cast<double>(h100().launch_overhead);
+    const Interconnect& link = h100().interconnect;
+    ns += 2.0 * (p - 1) / p * 16 * n * 1e9 / (link.link_bandwidth * link.link_efficiency) +
+          static_cast<double>(link.link_latency) + static_cast<double>(h100().launch_overhead);
   }
   return ns;
 }
@@ -61,7 +69,7 @@ double total_ns(const RooflineCostModel& model, const std::vector<BatchEntry>& b
 }
 
 // At 8 all four decode tokens are probed, at 16 the three that went on, at 24 the two deepest;
-// at 32, the top, nobody decides. Each probe reads the whole LM head: about 0.37 ms on an H100,
+// at 32, the top, nobody decides. Each probe reads the whole LM head: about 0.38 ms on an H100,
 // against a decode step of a few ms.
 TEST(ExitProbe, EachExitPointProbesTheDecodeTokensStillRunningThere) {
   for (const int p : {1, 2}) {

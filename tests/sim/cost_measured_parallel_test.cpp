@@ -89,19 +89,26 @@ double embed(double b) {
 double head(double e) {
   return 20 + 0.5 * e + 3 + 0.1 * e;
 }
-// The roofline's collectives on A100 NVLink (300 GB/s at 0.85, 1 us a ring step, 4 us launch):
-// the logits gather sends (p-1)/p of each emitting token's 32000 bf16 logits in p-1 steps; an
-// all-reduce 2(p-1)/p of B x 4096 bf16 values in 2(p-1) steps; a hand-off 2 x 4096 bf16 values a
-// token in one send.
-constexpr double k_link = 300e9 * 0.85;
+// The roofline's own prices of the ops a profile or table may lack (docs/cost_model.md, "Kernel
+// corrections": a collective is the preset's latency plus bytes at its bus-bandwidth share, a
+// launch on top), priced alone by a roofline of the same split: the logits gather of `e`
+// emitting tokens, one all-reduce of `b` tokens, the hand-off of `b` tokens after stage `stage`.
+double roofline_op(int p, int stages, OpKind kind, double tokens) {
+  const RooflineCostModel roofline(llama(), a100(), RooflineEfficiency{}, {p, stages, 1});
+  BatchFeatures x{};
+  x[feature_index(BatchFeature::tokens)] = tokens;
+  x[feature_index(BatchFeature::emitting)] = tokens;
+  return roofline.op_cost(kind, x).duration_ns / 1000;
+}
 double roofline_gather(int p, double e) {
-  return (p - 1.0) / p * 32000 * 2 * e / k_link * 1e6 + (p - 1) + 4;
+  return roofline_op(p, 1, OpKind::logits_gather, e);
 }
 double roofline_all_reduce(int p, double b) {
-  return 2 * (p - 1.0) / p * 4096 * 2 * b / k_link * 1e6 + 2 * (p - 1) + 4;
+  return roofline_op(p, 1, OpKind::tp_all_reduce, b);
 }
-double roofline_hand_off(double b) {
-  return 2 * 4096 * 2 * b / k_link * 1e6 + 1 + 4;
+double roofline_hand_off(int p, int stages, std::size_t stage, double b) {
+  const RooflineCostModel roofline(llama(), a100(), RooflineEfficiency{}, {p, stages, 1});
+  return roofline.hand_off_ns(stage, b) / 1000;
 }
 
 double priced_us(const CostModel& model, const std::vector<BatchEntry>& batch) {
@@ -159,7 +166,7 @@ TEST(MeasuredParallel, WhatTheProfileLacksIsPricedByTheRooflineAndSaidSo) {
   const double b = 1;
   const double stage = 16 * (layer(b) + 2 * roofline_all_reduce(2, b));
   const double expected =
-      stage + embed(b) + roofline_hand_off(b) + stage + head(b) + roofline_gather(2, b);
+      stage + embed(b) + roofline_hand_off(2, 2, 0, b) + stage + head(b) + roofline_gather(2, b);
   EXPECT_NEAR(priced_us(model, decodes(1)), expected, 1e-3);
   const std::string note = model.notes().back();
   EXPECT_NE(note.find("not in the profile, priced by the roofline: tp_all_reduce (a ring over "
@@ -271,10 +278,10 @@ TEST(MeasuredParallel, ATablePricesTensorAndPipelineParallelismAlike) {
   {
     const TableCostModel model(table(false), llama(), split(2, 2));
     const double stage = 16 * (t_layer(1) + 2 * roofline_all_reduce(2, 1));
-    EXPECT_NEAR(
-        priced_us(model, decodes(1)),
-        stage + t_embed(1) + roofline_hand_off(1) + stage + t_head(1) + roofline_gather(2, 1),
-        1e-3);
+    EXPECT_NEAR(priced_us(model, decodes(1)),
+                stage + t_embed(1) + roofline_hand_off(2, 2, 0, 1) + stage + t_head(1) +
+                    roofline_gather(2, 1),
+                1e-3);
     EXPECT_NE(model.notes().back().find("not in the table, priced by the roofline: "
                                         "tp_all_reduce"),
               std::string::npos)

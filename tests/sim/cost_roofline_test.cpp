@@ -13,10 +13,16 @@ namespace {
 const ModelShape& llama() {
   return test_support::llama_3_8b();
 }
+using test_support::bare_h100;
 using test_support::h100;
 
 RooflineCostModel llama_on_h100() {
   return RooflineCostModel(llama(), h100(), {0.7, 0.85});
+}
+
+// The tests of the roofline's own arithmetic price on the preset without its kernel corrections.
+RooflineCostModel llama_on_bare_h100() {
+  return RooflineCostModel(llama(), bare_h100(), {0.7, 0.85});
 }
 
 std::vector<BatchEntry> decode_batch(int size, std::int64_t context, int depth = 32) {
@@ -44,7 +50,7 @@ double duration_of(const std::vector<OpCost>& ops, OpKind kind, int layer) {
 }
 
 TEST(CostRoofline, DecodeBatchOneIsWeightReadsPlusLaunches) {
-  const IterationCost c = llama_on_h100().iteration_cost(decode_batch(1, 16));
+  const IterationCost c = llama_on_bare_h100().iteration_cost(decode_batch(1, 16));
   // Every weight is read once except the embedding table, which is gathered row by row. Ops
   // launched: 8 per layer (no prefill attention) and norm, LM head and sampling.
   const double embedding_bytes = static_cast<double>(llama().vocab * llama().d_model * 2);
@@ -59,7 +65,8 @@ TEST(CostRoofline, DecodeBatchOneIsWeightReadsPlusLaunches) {
 
 TEST(CostRoofline, LargePrefillIsComputeBound) {
   const std::int64_t t = 4096;
-  const IterationCost c = llama_on_h100().iteration_cost(std::vector<BatchEntry>{{t, 0, 32, true}});
+  const IterationCost c =
+      llama_on_bare_h100().iteration_cost(std::vector<BatchEntry>{{t, 0, 32, true}});
   const double expected =
       2 * static_cast<double>(llama().parameter_count()) * t / (989.4e12 * 0.7) * 1e9;
   EXPECT_NEAR(static_cast<double>(c.total), expected, 0.1 * expected);
@@ -80,14 +87,19 @@ TEST(CostRoofline, DecodeIsNearlyFlatInBatchSize) {
 
 TEST(CostRoofline, DecodeAttentionGrowsLinearlyWithContext) {
   const RooflineCostModel m = llama_on_h100();
-  const double launch = static_cast<double>(h100().launch_overhead);
+  // Beside its K/V reads the kernel takes its launch, its floor and a time per sequence and K/V
+  // head (8 sequences, Llama-3-8B's 8 K/V heads), none of which grows with the context.
+  const KernelCorrections& k = h100().kernels;
+  ASSERT_GT(k.decode_attention_floor_ns, 0);
+  const double fixed = static_cast<double>(h100().launch_overhead) + k.decode_attention_floor_ns +
+                       8 * 8 * k.decode_attention_ns_per_sequence_head;
   std::vector<double> attention;
   for (std::int64_t context : {1000, 2000, 4000}) {
     attention.push_back(
-        duration_of(m.op_breakdown(decode_batch(8, context)), OpKind::attention_decode, 0) -
-        launch);
+        duration_of(m.op_breakdown(decode_batch(8, context)), OpKind::attention_decode, 0) - fixed);
   }
-  // Time per K/V token read is constant, so doubling the context doubles the increment.
+  // Time per K/V token read is constant: doubling the context doubles the increment, and the
+  // kernel's time less its fixed part.
   EXPECT_NEAR(attention[2] - attention[1], 2 * (attention[1] - attention[0]), 1e-6 * attention[2]);
   EXPECT_NEAR(attention[1] / attention[0], 2.0, 0.01);
   EXPECT_LT(m.iteration_cost(decode_batch(8, 1000)).total,
@@ -95,9 +107,9 @@ TEST(CostRoofline, DecodeAttentionGrowsLinearlyWithContext) {
 }
 
 TEST(CostRoofline, DoublingBandwidthHalvesMemoryBoundDecode) {
-  HardwareSpec fast = h100();
+  HardwareSpec fast = bare_h100();
   fast.memory_bandwidth *= 2;
-  const IterationCost slow_cost = llama_on_h100().iteration_cost(decode_batch(4, 256));
+  const IterationCost slow_cost = llama_on_bare_h100().iteration_cost(decode_batch(4, 256));
   const IterationCost fast_cost =
       RooflineCostModel(llama(), fast, {0.7, 0.85}).iteration_cost(decode_batch(4, 256));
   EXPECT_EQ(slow_cost.overhead, fast_cost.overhead);

@@ -1,5 +1,6 @@
 // Tensor parallelism in the roofline: each op is one GPU's shard, and the layer and the head gain
-// their collectives, priced in closed form as rings over the node's link.
+// their collectives, priced in closed form as rings over the node's link: a fixed latency per
+// collective and the bytes one GPU sends at the link's collective efficiency.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -67,14 +68,17 @@ TEST(TensorParallel, ShardedGemmsDoAPthOfTheWorkAndEachLayerAddsTwoRingAllReduce
                      ops_of(one, OpKind::input_norm)[0].flops);
     EXPECT_TRUE(ops_of(one, OpKind::tp_all_reduce).empty());
 
-    // Two all-reduces per layer of tokens x d_model bf16 values: 2(p-1)/p of them sent over the
-    // link at its efficiency, in 2(p-1) steps of the link's latency, plus a launch.
+    // Two all-reduces per layer of tokens x d_model bf16 values: 2(p-1)/p of them (the ring's
+    // bus bytes) sent over the link at its collective efficiency, plus the collective's fixed
+    // latency, whatever p, and a launch.
     const std::vector<OpCost> reduces = ops_of(sharded, OpKind::tp_all_reduce);
     ASSERT_EQ(reduces.size(), 2U * 32);
+    const Interconnect& link = h100().interconnect;
+    ASSERT_GT(link.link_efficiency, 0);
     const double bytes = tokens * static_cast<double>(llama().d_model) * 2;
-    const double link_bytes_per_ns = h100().interconnect.link_bandwidth * 0.85 / 1e9;
-    const double expected = 2.0 * (p - 1) / p * bytes / link_bytes_per_ns +
-                            2.0 * (p - 1) * static_cast<double>(h100().interconnect.link_latency) +
+    const double link_bytes_per_ns = link.link_bandwidth * link.link_efficiency / 1e9;
+    const double latency = static_cast<double>(link.link_latency);
+    const double expected = 2.0 * (p - 1) / p * bytes / link_bytes_per_ns + latency +
                             static_cast<double>(h100().launch_overhead);
     for (const OpCost& reduce : reduces) {
       EXPECT_NEAR(reduce.duration_ns, expected, 1e-9 * expected);
@@ -82,13 +86,12 @@ TEST(TensorParallel, ShardedGemmsDoAPthOfTheWorkAndEachLayerAddsTwoRingAllReduce
       EXPECT_EQ(reduce.flops, 0.0);
     }
     // The head's logits: the (p-1)/p of each emitting token's vocabulary row that arrives at
-    // the sampling GPU, in p-1 steps.
+    // the sampling GPU, plus one collective's latency.
     const std::vector<OpCost> gather = ops_of(sharded, OpKind::logits_gather);
     ASSERT_EQ(gather.size(), 1U);
     const double logits = 25.0 * static_cast<double>(llama().vocab) * 2;
     EXPECT_NEAR(gather[0].duration_ns,
-                (p - 1.0) / p * logits / link_bytes_per_ns +
-                    (p - 1.0) * static_cast<double>(h100().interconnect.link_latency) +
+                (p - 1.0) / p * logits / link_bytes_per_ns + latency +
                     static_cast<double>(h100().launch_overhead),
                 1.0);
   }
@@ -119,15 +122,35 @@ TEST(TensorParallel, TheFastPathPricesTheGraphWithItsCollectives) {
   EXPECT_NEAR(static_cast<double>(m.iteration_cost(small).total), small_sum, 1.0);
 }
 
-// A memory-bound decode step of an 8B model: each GPU reads half the weights at TP 2, and pays
-// 64 small all-reduces. On H100 NVLink it is 1.57x faster (8 sequences at context 1024).
-TEST(TensorParallel, MemoryBoundDecodeAtTp2OnNvlinkIsBetween1_3And2TimesFaster) {
-  const std::vector<BatchEntry> batch = decode_batch(8, 1024);
-  const double one = static_cast<double>(at_degree(1).iteration_cost(batch).total);
-  const double two = static_cast<double>(at_degree(2).iteration_cost(batch).total);
-  EXPECT_GT(one / two, 1.3);
-  EXPECT_LT(one / two, 2.0);
-  EXPECT_NEAR(one / two, 1.567, 0.001);
+// A memory-bound decode step of an 8B model: each GPU reads half the weights at TP 2, but pays
+// 64 all-reduces and a logits gather of 29 us each (the H100 preset's fixed collective latency,
+// NCCL's, fitted to Vidur's profiles), which TP does not split, beside the kernels' launches and
+// floors. At 8 sequences of 1,024 tokens it is only 1.09x faster (8.37 ms against 7.66 ms, of
+// which 1.90 ms are the collectives); without their latency it would be 1.45x. Where the halved
+// K/V reads dominate (64 sequences of 4,096 tokens) TP 2 still gains 1.48x.
+TEST(TensorParallel, MemoryBoundDecodeAtTp2OnNvlinkGainsLittleWhileAllReduceLatencyDominates) {
+  const auto speedup = [](const HardwareSpec& hardware, int sequences, std::int64_t context) {
+    const std::vector<BatchEntry> batch = decode_batch(sequences, context);
+    const double one = static_cast<double>(
+        RooflineCostModel(llama(), hardware, k_efficiency).iteration_cost(batch).total);
+    const double two =
+        static_cast<double>(RooflineCostModel(llama(), hardware, k_efficiency, ParallelSpec{2})
+                                .iteration_cost(batch)
+                                .total);
+    return one / two;
+  };
+  const double small = speedup(h100(), 8, 1024);
+  EXPECT_GT(small, 1.0);
+  EXPECT_LT(small, 1.2);
+  // The 65 collectives' fixed latency is most of the step's communication.
+  const IterationCost two = at_degree(2).iteration_cost(decode_batch(8, 1024));
+  const double latencies = 65 * static_cast<double>(h100().interconnect.link_latency);
+  EXPECT_GT(static_cast<double>(two.communication), latencies);
+  EXPECT_LT(static_cast<double>(two.communication), 1.05 * latencies);
+  HardwareSpec no_latency = h100();
+  no_latency.interconnect.link_latency = 0;
+  EXPECT_GT(speedup(no_latency, 8, 1024), 1.3);
+  EXPECT_GT(speedup(h100(), 64, 4096), 1.3);
 }
 
 TEST(TensorParallel, KvCapacityHoldsOneGpusShareOfEveryToken) {

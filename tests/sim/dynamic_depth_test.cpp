@@ -208,8 +208,10 @@ TEST(DynamicDepth, ConfidenceIsSimulatedThroughTheMeasuredThresholdTable) {
 // The same exits drawn from the same shares, decided by confidence or drawn by a distribution:
 // the confidence policy also probes the LM head at exit points 11 and 21 for every token still
 // running there (docs/cost_model.md, "Exit probes"). SmolLM's 49k-word head is 94 MB: each probe
-// reads it (33 us on an H100) and launches three kernels, about 90 us per step for the two
-// against a step of about 1.2 ms, most of it launches. The run takes 6.2% longer.
+// reads it (33 us on an H100) and runs three kernels, each with its launch (4 us) and the
+// preset's shortest kernel time (5 us): about 62 us a probe, 123 us per step for the two, against
+// a step of about 3.1 ms at 16 sequences, most of it the same fixed time of each kernel. The
+// run takes 3.8% longer.
 TEST(DynamicDepth, AConfidencePolicyPaysForItsProbes) {
   const std::string table =
       std::string(EXITSIM_SOURCE_DIR) + "/scenarios/examples/exit_table_smollm_mor3.csv";
@@ -228,8 +230,8 @@ TEST(DynamicDepth, AConfidencePolicyPaysForItsProbes) {
   EXPECT_EQ(confidence.summary.depth.exit_depth_tokens, drawn.summary.depth.exit_depth_tokens);
   const double ratio = static_cast<double>(confidence.summary.makespan) /
                        static_cast<double>(drawn.summary.makespan);
-  EXPECT_GT(ratio, 1.04);
-  EXPECT_LT(ratio, 1.09);
+  EXPECT_GT(ratio, 1.025);
+  EXPECT_LT(ratio, 1.055);
 }
 
 TEST(DynamicDepth, AQualityTableOfAnotherConfidenceMeasureIsRefused) {

@@ -43,14 +43,17 @@ double speedup(int batch, int tensor, const std::string& strategy, int pipeline 
 // reading each layer's weights, and under TP by each layer's two all-reduces too; both are paid
 // once any token of the batch runs the layer. One sequence gains from every strategy; at 32
 // sequences some token almost always runs to layer 32, so the gain is nearly gone whatever the
-// strategy: the system bottleneck of batched early exit. TP splits the weight reads (a quarter
-// each at TP 4) but not the all-reduces' latency, so what state_copy and deferred_fill keep at 32
-// (their exited tokens skip attention and the MLP's activations) shrinks further. Speedups over
-// full depth (makespan), 400 tokens per sequence, on H100s:
+// strategy: the system bottleneck of batched early exit. What state_copy and deferred_fill keep
+// at 32 is what their exited tokens skip: attention and the MLP's activations, most of it decode
+// attention's time per sequence and K/V head (the H100 preset's 0.03 us; Llama-2-7B has 32 K/V
+// heads: 31 us a layer at 32 sequences; without that term they would keep 4.6% and 3.7%). TP
+// splits the weight reads (a quarter each at TP 4) and the K/V heads but not the all-reduces'
+// latency, so what they keep shrinks further. Speedups over full depth (makespan), 400 tokens
+// per sequence, on H100s:
 //                  batch 1: TP 1   TP 4    batch 32: TP 1   TP 4
-//   batch_sync              1.608  1.611             1.000  1.000
-//   state_copy              1.468  1.507             1.071  1.026
-//   deferred_fill           1.605  1.608             1.063  1.012
+//   batch_sync              1.610  1.612             1.000  1.000
+//   state_copy              1.479  1.535             1.083  1.011
+//   deferred_fill           1.623  1.628             1.091  1.008
 TEST(TensorParallelDepth, TheBatchedEarlyExitBottleneckReappearsUnderTp) {
   for (const std::string strategy : {"batch_sync", "state_copy", "deferred_fill"}) {
     SCOPED_TRACE(strategy);
@@ -60,7 +63,7 @@ TEST(TensorParallelDepth, TheBatchedEarlyExitBottleneckReappearsUnderTp) {
       EXPECT_GT(speedup(1, tensor, strategy), 1.4);
       const double kept = speedup(32, tensor, strategy) - 1;
       EXPECT_GE(kept, -0.001);
-      EXPECT_LT(kept, 0.08);
+      EXPECT_LT(kept, 0.1);
       if (tensor == 1) {
         kept_at_tp1 = kept;
       } else if (strategy != "batch_sync") {
@@ -73,7 +76,7 @@ TEST(TensorParallelDepth, TheBatchedEarlyExitBottleneckReappearsUnderTp) {
 // The recursive strategies on a recursive model (RRT's Gemma 1B: one K/V head, so TP 2
 // replicates it) and every exit policy kind the simulator draws itself: each run finishes every
 // request at TP 2 with the exits it drew. (Not every one is faster: state_copy's K/V-only layers
-// cost more than they save at 8 sequences on this model, 0.8% slower than full depth.)
+// cost more than they save at 8 sequences on this model, 1.0% slower than full depth.)
 TEST(TensorParallelDepth, EveryStrategyAndPolicyRunsOnATensorParallelReplica) {
   for (const std::string strategy : {"skip_kv", "shared_kv", "depthwise", "state_copy"}) {
     SCOPED_TRACE(strategy);
@@ -111,9 +114,9 @@ TEST(TensorParallelDepth, EveryStrategyAndPolicyRunsOnATensorParallelReplica) {
 // half the pipeline idle, the trip sets the step again, and the gain returns. Speedups over full
 // depth (makespan):
 //                  batch 1: PP 1  PP 2   batch 2: PP 1  PP 2   PP 4   batch 32: PP 1  PP 2
-//   batch_sync              1.608 1.607           1.288 1.053  1.264            1.000 1.000
-//   state_copy              1.468 1.467           1.226 1.116  1.221            1.071 1.033
-//   deferred_fill           1.605 1.606           1.287 1.133  1.263            1.063 1.031
+//   batch_sync              1.610 1.608           1.288 1.051  1.264            1.000 1.000
+//   state_copy              1.479 1.478           1.224 1.114  1.224            1.083 1.030
+//   deferred_fill           1.623 1.625           1.299 1.141  1.278            1.091 1.035
 TEST(PipelineParallelDepth, ExitsFreeLaterStagesButTheBusiestStageSetsTheStep) {
   for (const std::string strategy : {"batch_sync", "state_copy", "deferred_fill"}) {
     SCOPED_TRACE(strategy);
@@ -133,13 +136,16 @@ TEST(PipelineParallelDepth, ExitsFreeLaterStagesButTheBusiestStageSetsTheStep) {
 // request finishes with the exits it drew. Depth-wise batching runs the tokens of both passes of
 // the block in one step so that the block's weights are read once for them; split at the pass
 // boundary, each stage holds its own copy of the block and reads it for its own pass only, so the
-// sharing is gone (docs/cost_model.md, "Pipeline parallelism"). Makespans at 8 sequences, full
-// depth against each strategy (ms):
+// sharing is gone (docs/cost_model.md, "Pipeline parallelism"). state_copy gains nothing here:
+// its exited tokens' K/V-only layers are an extra kernel each, and on the H100 preset every
+// kernel takes at least 5 us besides its launch, so they cost what the exits save (0.2% slower
+// at PP 2, 1.3% at PP 1; as at TP 2 above). Makespans at 8 sequences, full depth against each
+// strategy (ms):
 //                PP 1: full  early      PP 2: full  early
-//   skip_kv            955   943              1100  1051
-//   shared_kv          955   941              1100  1047
-//   depthwise          955   785              1100  1120
-//   state_copy         955   958              1100  1075
+//   skip_kv           1319  1302              1468  1417
+//   shared_kv         1319  1300              1468  1413
+//   depthwise         1319  1047              1468  1620
+//   state_copy        1319  1335              1468  1471
 TEST(PipelineParallelDepth, EveryRecursiveStrategyRunsAndDepthwiseSharesOnlyWithinAStage) {
   const auto run = [](int pipeline, const std::string& strategy) {
     std::vector<std::string> overrides = {"model.preset=rrt-gemma-1b",
@@ -159,7 +165,7 @@ TEST(PipelineParallelDepth, EveryRecursiveStrategyRunsAndDepthwiseSharesOnlyWith
     EXPECT_EQ(early.summary.requests, 8);
     EXPECT_EQ(early.summary.output_tokens, full_two.summary.output_tokens);
     EXPECT_NEAR(early.summary.depth.mean_exit_depth, 0.6 * 9 + 0.4 * 18, 0.6);
-    if (strategy != "depthwise") {
+    if (strategy == "skip_kv" || strategy == "shared_kv") {
       EXPECT_LT(early.summary.makespan, full_two.summary.makespan);
     }
   }

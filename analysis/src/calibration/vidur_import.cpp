@@ -277,8 +277,13 @@ class Importer {
     if (const auto problem = find_parallel_problem(model_, parallel, hardware))
       throw InputError({"", 0, 0, "--tensor-parallel"}, problem->message);
     roofline_.emplace(model_, hardware, sim::RooflineEfficiency{}, parallel);
-    bandwidth_ = hardware.memory_bandwidth * sim::RooflineEfficiency{}.bandwidth;
-    launch_us_ = static_cast<double>(hardware.launch_overhead) * 1e-3;
+    // An element-wise copy's rates, as the roofline prices element-wise kernels.
+    const double elementwise = hardware.kernels.elementwise_efficiency > 0
+                                   ? hardware.kernels.elementwise_efficiency
+                                   : sim::RooflineEfficiency{}.bandwidth;
+    bandwidth_ = hardware.memory_bandwidth * elementwise;
+    launch_us_ = static_cast<double>(hardware.launch_overhead) * 1e-3 +
+                 hardware.kernels.min_kernel_ns * 1e-3;
 
     sim::ProfileSource& source = out_.profile.source;
     source.engine = "vidur";
@@ -468,8 +473,9 @@ class Importer {
     add_fit(ops::kv_write, "memcpy", writes, true);
     out_.report.push_back(
         "kv_write   not in the attention file (no attn_kv_cache_save column): fitted to the "
-        "roofline's memory rule, each new token's K and V read and written once at "
-        "bandwidth x 0.85, plus a launch");
+        "roofline's rule for an element-wise kernel, each new token's K and V read and written "
+        "once at hardware.elementwise_efficiency's share of the bandwidth, plus the minimum "
+        "kernel time and a launch");
   }
 
   void attention_from_roofline() {
@@ -626,8 +632,8 @@ class Importer {
   ModelShape model_;
   int tp_ = 1;
   std::optional<sim::RooflineCostModel> roofline_;
-  double bandwidth_ = 0;  // bytes/s at the roofline's bandwidth efficiency
-  double launch_us_ = 0;
+  double bandwidth_ = 0;        // bytes/s an element-wise kernel reaches
+  double launch_us_ = 0;        // a kernel's launch and minimum time
   std::vector<double> tokens_;  // the mlp file's token counts at the TP, ascending
 };
 

@@ -16,7 +16,7 @@
 namespace exitsim::sim {
 
 bool exit_probes(const ReplicaSpec& spec) {
-  return spec.exit_policy.kind == "confidence";
+  return prices_exit_probes(spec.exit_policy);
 }
 
 bool shares_roofline(const ReplicaSpec& a, const ReplicaSpec& b) {

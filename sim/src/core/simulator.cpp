@@ -155,8 +155,12 @@ class ClusterRun {
         decode_capable_.push_back(r);
       disaggregated = disaggregated || role != "mixed";
       const HardwareSpec& hardware = config_.replicas[r].hardware;
-      links_.emplace_back(hardware.interconnect.node_link_bandwidth,
-                          hardware.interconnect.node_link_latency);
+      // A K/V transfer is a send between nodes: at the share of the network a send reaches
+      // (hardware.node_link_efficiency; 0: all of it) after the send's latency.
+      const Interconnect& net = hardware.interconnect;
+      links_.emplace_back(
+          net.node_link_bandwidth * (net.node_link_efficiency > 0 ? net.node_link_efficiency : 1.0),
+          net.node_link_latency);
       if (role == "prefill" && !(hardware.interconnect.node_link_bandwidth > 0)) {
         throw InputError({"", 0, 0, "hardware.node_link_bandwidth_gbps"},
                          expected_found("a positive bandwidth for a prefill replica's K/V "

@@ -10,6 +10,10 @@
 
 namespace exitsim::sim {
 
+bool prices_exit_probes(const scenario::ExitPolicyConfig& policy) {
+  return policy.kind == "confidence";
+}
+
 std::unique_ptr<CostModel> make_cost_model(const scenario::CostModelConfig& config,
                                            const ModelShape& model, const HardwareSpec& hardware,
                                            ParallelSpec parallel, bool exit_probes) {

@@ -12,6 +12,7 @@
 #include "exitsim/core/error.hpp"
 #include "exitsim/core/model_validation.hpp"
 #include "micro_batches.hpp"
+#include "op_rates.hpp"
 #include "roofline_ops.hpp"
 
 namespace exitsim::sim {
@@ -43,6 +44,21 @@ int lora_rank_of_layer(const DepthStructure& depth, int layer) {
   if (recursion == 0 || depth.lora_rank.empty())
     return 0;
   return depth.lora_rank[static_cast<std::size_t>(recursion - 1)];
+}
+
+// A kernel's time from its compute and memory times: the larger, or near the ridge the two
+// blended as (compute^k + memory^k)^(1/k) (KernelCorrections::ridge_exponent; 0: the larger).
+// Both are scaled by the larger first, so that the powers stay finite.
+[[gnu::always_inline]] inline double ridge_time(double compute_ns, double memory_ns,
+                                                double exponent) {
+  const double larger = compute_ns > memory_ns ? compute_ns : memory_ns;
+  if (exponent <= 0 || !(larger > 0))
+    return larger;
+  const double smaller = compute_ns > memory_ns ? memory_ns : compute_ns;
+  const double ratio = smaller > 0 ? smaller / larger : 0.0;
+  if (exponent == 2)
+    return larger * std::sqrt(1 + ratio * ratio);
+  return larger * std::pow(1 + std::pow(ratio, exponent), 1 / exponent);
 }
 
 double flops_of(const OpParams& params, const BatchFeatures& x) {
@@ -218,7 +234,7 @@ void OpParams::add(BatchFeature feature, double flops, double bytes) {
       link_bytes += params.terms[i].bytes * x[at(params.terms[i].feature)];
     p.launched = true;
     p.communication = true;
-    p.body_ns = link_bytes * ns_per_link_byte_ + params.latency_ns;
+    p.body_ns = link_bytes * params.ns_per_byte + params.fixed_ns;
     p.duration_ns = p.body_ns + launch_ns_;
     return p;
   }
@@ -242,11 +258,12 @@ void OpParams::add(BatchFeature feature, double flops, double bytes) {
     bytes += params.routed_weight_bytes *
              (1 - std::pow(params.expert_miss, x[at(BatchFeature::tokens)]));
   }
-  const double compute_ns = flops * ns_per_flop_;
-  const double memory_ns = bytes * ns_per_byte_;
+  const double compute_ns = flops * params.ns_per_flop;
+  const double memory_ns = bytes * params.ns_per_byte;
   p.launched = true;
   p.compute_bound = compute_ns > memory_ns;
-  p.body_ns = p.compute_bound ? compute_ns : memory_ns;
+  p.body_ns = ridge_time(compute_ns, memory_ns, ridge_exponent_) + params.fixed_ns +
+              params.ns_per_unit * x[at(params.timed_feature)];
   p.duration_ns = p.body_ns + launch_ns_;
   p.flops = flops;
   p.bytes = bytes;
@@ -318,14 +335,10 @@ RooflineCostModel::RooflineCostModel(const ModelShape& model, const HardwareSpec
   if (layer_graph_.size() > k_max_graph_ops || head_graph_.size() > k_max_graph_ops) {
     throw std::logic_error("RooflineCostModel: op graph larger than the evaluation scratch");
   }
-  ns_per_flop_ = 1e9 / (peak * efficiency.flops);
-  ns_per_byte_ = 1e9 / (hardware.memory_bandwidth * efficiency.bandwidth);
-  // Collectives reach the link's bandwidth as memory-bound kernels reach HBM's: the same
-  // efficiency stands for both (a ring's busbw is about 80% of NVLink's peak in NCCL's tests).
-  ns_per_link_byte_ =
-      parallel.tensor > 1 ? 1e9 / (hardware.interconnect.link_bandwidth * efficiency.bandwidth) : 0;
-  const double step_latency_ns = as_double(hardware.interconnect.link_latency);
+  check_corrections(hardware);
+  const OpRates rates(hardware, peak, efficiency, parallel.tensor > 1);
   launch_ns_ = as_double(hardware.launch_overhead);
+  ridge_exponent_ = hardware.kernels.ridge_exponent;
   layout_ = StackLayout(model.depth);
   // Each hand-off sends the hidden state and the residual of every token (vLLM's
   // IntermediateTensors), each GPU of the TP group its own copy over its own link.
@@ -339,8 +352,12 @@ RooflineCostModel::RooflineCostModel(const ModelShape& model, const HardwareSpec
                                                hardware.interconnect.gpus_per_node);
     const Interconnect& link = hardware.interconnect;
     const double bandwidth = remote ? link.node_link_bandwidth : link.link_bandwidth;
-    hand_off_ns_per_token_.push_back(activation_bytes * 1e9 / (bandwidth * efficiency.bandwidth));
-    hand_off_fixed_ns_.push_back(as_double(remote ? link.node_link_latency : link.link_latency) +
+    const double share = remote
+                             ? or_default(link.node_link_efficiency, efficiency.bandwidth)
+                             : or_default(link.send_efficiency,
+                                          or_default(link.link_efficiency, efficiency.bandwidth));
+    hand_off_ns_per_token_.push_back(activation_bytes * 1e9 / (bandwidth * share));
+    hand_off_fixed_ns_.push_back(as_double(remote ? link.node_link_latency : link.send_latency) +
                                  as_double(hardware.launch_overhead));
   }
   stacked_depth_ = model.depth.stacked_depth();
@@ -358,18 +375,23 @@ RooflineCostModel::RooflineCostModel(const ModelShape& model, const HardwareSpec
   }
   variants_ = static_cast<int>(ranks.size());
   const auto params_of = [&](OpKind kind, int rank) {
+    OpParams params;
     if (kind == OpKind::tp_all_reduce || kind == OpKind::logits_gather ||
         kind == OpKind::probe_reduce)
-      return roofline_ops::collective_op(kind, model, shard, step_latency_ns);
-    if (kind == OpKind::final_norm || kind == OpKind::lm_head || kind == OpKind::sampling ||
-        kind == OpKind::probe_norm || kind == OpKind::probe_head || kind == OpKind::probe_softmax)
-      return roofline_ops::head_op(kind, model, shard);
-    return roofline_ops::layer_op(kind, model, rank, shard);
+      params = roofline_ops::collective_op(kind, model, shard);
+    else if (kind == OpKind::final_norm || kind == OpKind::lm_head || kind == OpKind::sampling ||
+             kind == OpKind::probe_norm || kind == OpKind::probe_head ||
+             kind == OpKind::probe_softmax)
+      params = roofline_ops::head_op(kind, model, shard);
+    else
+      params = roofline_ops::layer_op(kind, model, rank, shard);
+    rates.apply(kind, shard, params);
+    return params;
   };
   for (const int rank : ranks) {
     for (int v = 0; v < layer_graph_.size(); ++v)
       layer_params_.push_back(params_of(layer_graph_.op(v).kind, rank));
-    kv_params_.push_back(roofline_ops::layer_op(OpKind::kv_projection, model, rank, shard));
+    kv_params_.push_back(params_of(OpKind::kv_projection, rank));
   }
   for (int v = 0; v < head_graph_.size(); ++v)
     head_params_.push_back(params_of(head_graph_.op(v).kind, 0));
@@ -1323,14 +1345,25 @@ OpCost RooflineCostModel::describe(OpKind kind, int layer, const OpParams& param
     return op;
   op.launch_ns = launch_ns_;
   if (p.communication) {
+    // Its latency or its bytes, whichever is more of its time.
+    const double latency_share = params.fixed_ns / p.body_ns;
     op.bound = PriceBound::collective;
-    op.parameter = "hardware.link_bandwidth_gbps, hardware.link_latency_us";
+    op.parameter = latency_share > 0.5 ? params.fixed_parameter : params.memory_parameter;
+    return op;
+  }
+  const double compute_ns = p.flops * params.ns_per_flop;
+  const double memory_ns = p.bytes * params.ns_per_byte;
+  const double roof_ns = std::max(compute_ns, memory_ns);
+  if (p.body_ns - roof_ns > roof_ns) {
+    // More of its time is the kernel's fixed and per-unit time than its FLOPs or bytes.
+    op.bound = params.fixed_bound;
+    op.parameter = params.fixed_parameter;
   } else if (p.compute_bound) {
     op.bound = PriceBound::compute;
-    op.parameter = "cost_model.flops_efficiency";
+    op.parameter = params.compute_parameter;
   } else {
     op.bound = PriceBound::memory;
-    op.parameter = "cost_model.bandwidth_efficiency";
+    op.parameter = params.memory_parameter;
   }
   return op;
 }

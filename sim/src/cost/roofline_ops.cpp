@@ -255,8 +255,7 @@ OpParams head_op(OpKind kind, const ModelShape& model, const TensorShard& shard)
   throw std::logic_error("head_op: not a head op");
 }
 
-OpParams collective_op(OpKind kind, const ModelShape& model, const TensorShard& shard,
-                       double step_latency_ns) {
+OpParams collective_op(OpKind kind, const ModelShape& model, const TensorShard& shard) {
   const double p = shard.degree;
   const double dtype_bytes = as_double(bytes_per_element(model.dtype));
   OpParams params;
@@ -264,21 +263,18 @@ OpParams collective_op(OpKind kind, const ModelShape& model, const TensorShard& 
   switch (kind) {
     case OpKind::tp_all_reduce:
       // Reduce-scatter then all-gather around the ring: each GPU sends 2(p-1)/p of the
-      // activations (tokens x d_model) in 2(p-1) steps.
+      // activations (tokens x d_model), NCCL's "bus bytes".
       params.add(BatchFeature::tokens, 0, 2 * (p - 1) / p * as_double(model.d_model) * dtype_bytes);
-      params.latency_ns = 2 * (p - 1) * step_latency_ns;
       return params;
     case OpKind::probe_reduce:
       // Each probed token's four shard statistics (fp32), combined across the group by a ring
       // all-reduce.
       params.add(BatchFeature::tokens, 0, 2 * (p - 1) / p * 4 * 4);
-      params.latency_ns = 2 * (p - 1) * step_latency_ns;
       return params;
     case OpKind::logits_gather:
       // The p vocabulary shards of each emitting token's logits to one GPU: (p-1)/p of the row
-      // arrives there, in p-1 steps.
+      // arrives there.
       params.add(BatchFeature::emitting, 0, (p - 1) / p * as_double(model.vocab) * dtype_bytes);
-      params.latency_ns = (p - 1) * step_latency_ns;
       params.launch_if = BatchFeature::emitting;
       return params;
     default:

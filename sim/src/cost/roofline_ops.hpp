@@ -30,10 +30,9 @@ double expected_max_of_normals(int n);
 // (0 for none).
 OpParams layer_op(OpKind kind, const ModelShape& model, int rank, const TensorShard& shard);
 OpParams head_op(OpKind kind, const ModelShape& model, const TensorShard& shard);
-// A collective of the tensor-parallel group (tp_all_reduce, logits_gather) as a ring over the
-// node's link, each step taking `step_latency_ns` besides its bytes.
-OpParams collective_op(OpKind kind, const ModelShape& model, const TensorShard& shard,
-                       double step_latency_ns);
+// A collective of the tensor-parallel group (tp_all_reduce, logits_gather, probe_reduce): the
+// bytes one GPU sends over the node's link in a ring (its time and latency: OpRates).
+OpParams collective_op(OpKind kind, const ModelShape& model, const TensorShard& shard);
 
 // One transformer layer; with `mixture_of_experts`, the router between the post-attention norm
 // and the MLP; with `tensor_parallel`, its two all-reduces on stream 1. The K/V-only

@@ -26,4 +26,9 @@ std::unique_ptr<CostModel> make_cost_model(const scenario::CostModelConfig& conf
                                            const ModelShape& model, const HardwareSpec& hardware,
                                            ParallelSpec parallel = {}, bool exit_probes = false);
 
+// make_cost_model's `exit_probes` for a replica of this exit policy: one that decides by
+// confidence runs the LM head at each exit point, and the roofline prices those probes. The one
+// rule the simulator and `exitsim cost` share.
+bool prices_exit_probes(const scenario::ExitPolicyConfig& policy);
+
 }  // namespace exitsim::sim

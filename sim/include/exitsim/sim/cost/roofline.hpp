@@ -22,6 +22,18 @@ struct RooflineEfficiency {
   double bandwidth = 0.85;  // fraction of peak memory bandwidth
 };
 
+// What set one op's price: the larger of its compute and memory times, a floor a real kernel
+// never goes below, or a collective's link time (docs/cost_model.md, "Kernel corrections").
+enum class PriceBound : std::uint8_t {
+  none,             // not launched
+  compute,          // FLOPs at the flops efficiency's share of peak
+  memory,           // bytes at the bandwidth efficiency's share of peak
+  kernel_floor,     // the shortest time of any kernel (hardware.min_kernel_us)
+  attention_floor,  // decode attention's shortest time (hardware.decode_attention_floor_us)
+  collective,       // bytes over the link at its efficiency, plus the collective's latency
+};
+std::string_view to_string(PriceBound bound);
+
 // One op's work as a linear function of the batch features (CUTLASS-style precomputed params):
 // FLOPs = sum of flops x feature, bytes = fixed_bytes + sum of bytes x feature, over a few
 // terms (no op depends on more than four features, so pricing is a handful of multiply-adds).
@@ -52,25 +64,27 @@ struct OpParams {
   double expert_imbalance_cap = 1;
   BatchFeature launch_if = BatchFeature::tokens;
   // A collective of the tensor-parallel group: its bytes are what one GPU sends over the link
-  // (not memory traffic), priced bytes / link bandwidth + latency_ns, with no FLOPs.
+  // (not memory traffic), priced bytes x ns_per_byte + fixed_ns, with no FLOPs.
   bool collective = false;
-  double latency_ns = 0;
+
+  // How the op's work becomes time, set by the cost model from the op's class and the hardware
+  // (docs/cost_model.md, "Kernel corrections"): the time of a FLOP and of a byte, the kernel's
+  // fixed time (a collective's latency), and a time per unit of one feature.
+  double ns_per_flop = 0;
+  double ns_per_byte = 0;
+  double fixed_ns = 0;
+  BatchFeature timed_feature = BatchFeature::tokens;
+  double ns_per_unit = 0;
+  // What a price set by the fixed and per-unit times is reported as, and the scenario keys that
+  // set each part (OpCost::parameter).
+  PriceBound fixed_bound = PriceBound::kernel_floor;
+  std::string_view compute_parameter;
+  std::string_view memory_parameter;
+  std::string_view fixed_parameter;
 
   // Adds to the coefficients of `feature`. Throws std::logic_error past k_max_terms features.
   void add(BatchFeature feature, double flops, double bytes);
 };
-
-// What set one op's price: the larger of its compute and memory times, a floor a real kernel
-// never goes below, or a collective's link time (docs/cost_model.md, "Kernel corrections").
-enum class PriceBound : std::uint8_t {
-  none,             // not launched
-  compute,          // FLOPs at the flops efficiency's share of peak
-  memory,           // bytes at the bandwidth efficiency's share of peak
-  kernel_floor,     // the shortest time of any kernel (hardware.min_kernel_us)
-  attention_floor,  // decode attention's shortest time (hardware.decode_attention_floor_us)
-  collective,       // bytes over the link at its efficiency, plus the collective's latency
-};
-std::string_view to_string(PriceBound bound);
 
 // One priced op of the unrolled iteration.
 struct OpCost {
@@ -353,16 +367,19 @@ class RooflineCostModel final : public CostModel {
   StackLayout layout_;
   int stacked_depth_ = 0;
   int coda_layers_ = 0;
-  double ns_per_flop_ = 0;
-  double ns_per_byte_ = 0;
-  double ns_per_link_byte_ = 0;
   double launch_ns_ = 0;
+  double ridge_exponent_ = 0;  // KernelCorrections::ridge_exponent
   // Pipeline stages (one, the whole model, without PP) and the hand-off after each but the
   // last: the time per token of activations sent and the send's fixed time.
   std::vector<LayerWindow> stages_;
   std::vector<double> hand_off_ns_per_token_;
   std::vector<double> hand_off_fixed_ns_;
 };
+
+// Where `hardware`'s kernel corrections come from and their values, whether a scenario changed
+// its preset's, or that it has none (docs/cost_model.md, "Kernel corrections"): one line, which
+// `simulate` prints for a roofline run.
+std::string kernel_corrections_note(const HardwareSpec& hardware);
 
 // A hardware spec for a roofline kept only for its FLOP and byte counts (the measured cost models
 // price time themselves): any positive speeds serve, so those models do not depend on the

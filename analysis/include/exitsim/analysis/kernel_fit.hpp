@@ -1,0 +1,38 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "exitsim/analysis/gpu_fidelity.hpp"
+#include "exitsim/core/hardware.hpp"
+
+namespace exitsim::analysis {
+
+// The roofline's kernel corrections (KernelCorrections and the link's latencies and efficiencies)
+// fitted to one GPU's measured per-op times in Vidur's formats (docs/calibration.md, "Fit the
+// kernel corrections"): each parameter minimises the mean squared log ratio exitsim / measured of
+// the op family it governs, priced exactly as the GPU-fidelity comparison prices them
+// (gpu_fidelity::compare_profile), by coordinate descent (golden-section search per parameter,
+// two rounds):
+//   GEMMs + element-wise ops  min_kernel_ns, ridge_exponent, elementwise_efficiency
+//   decode attention          decode_attention_floor_ns, decode_attention_ns_per_sequence_head
+//   prefill attention         prefill_attention_efficiency
+//   all-reduce                link_latency, link_efficiency
+//   send/recv in one node     send_latency, send_efficiency
+//   send/recv across nodes    node_link_latency, node_link_efficiency
+// at the cost model's default efficiencies. A family the files do not measure keeps `base`'s
+// values, and the report says so.
+struct KernelFit {
+  HardwareSpec hardware;  // `base` with the fitted values
+  // Per family: points, median ratio and share within 0.75-1.33 before (base) and after; and
+  // what was kept. One line each, for the console.
+  std::vector<std::string> report;
+};
+KernelFit fit_kernel_corrections(const gpu_fidelity::ProfileFiles& files, const HardwareSpec& base);
+
+// A scenario's `hardware:` section holding `fitted`'s corrections on its preset `preset`, with a
+// comment naming the files fitted: what `calibrate --fit-hardware` writes.
+std::string kernel_corrections_yaml(const HardwareSpec& fitted, const std::string& preset,
+                                    const gpu_fidelity::ProfileFiles& files);
+
+}  // namespace exitsim::analysis
