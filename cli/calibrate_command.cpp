@@ -1,14 +1,19 @@
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 
 #include <CLI/CLI.hpp>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "cli_grammar.hpp"
 #include "commands.hpp"
 #include "exitsim/analysis/calibrate.hpp"
+#include "exitsim/analysis/kernel_fit.hpp"
 #include "exitsim/core/error.hpp"
+#include "exitsim/core/presets.hpp"
+#include "exitsim/traces/atomic_output.hpp"
 
 namespace exitsim::cli {
 
@@ -18,6 +23,9 @@ struct CalibrateArgs {
   std::vector<std::string> traces;
   std::vector<std::string> kineto;
   analysis::VidurInputs vidur;
+  // --vidur-mlp as given: one for an import, several for --fit-hardware.
+  std::vector<std::string> vidur_mlp;
+  bool fit_hardware = false;
   std::string hardware;
   std::string model;
   std::string output;
@@ -67,7 +75,62 @@ void check_sources(const CalibrateArgs& args) {
   }
 }
 
-void run_calibrate(const CalibrateArgs& args) {
+// --fit-hardware: the roofline's kernel corrections fitted to Vidur-format profiles of one GPU,
+// written as a scenario's hardware section (docs/calibration.md, "Fit the kernel corrections").
+void run_fit_hardware(const CalibrateArgs& args) {
+  if (args.output.empty())
+    throw InputError({"", 0, 0, "--out"}, "expected the hardware section to write, found none");
+  if (!args.traces.empty() || !args.kineto.empty()) {
+    throw InputError({"", 0, 0, "--fit-hardware"},
+                     expected_found("Vidur-format profiles (--vidur-mlp, --vidur-attention, "
+                                    "--vidur-all-reduce, --vidur-send-recv)",
+                                    "op traces or --kineto traces"));
+  }
+  if (!args.model.empty() || args.tensor_parallel_given) {
+    throw InputError({"", 0, 0, args.model.empty() ? "--tensor-parallel" : "--model-name"},
+                     expected_found("none with --fit-hardware (it reads every model and TP "
+                                    "degree the files hold)",
+                                    "one"));
+  }
+  const std::optional<HardwareSpec> base = find_hardware_preset(args.hardware);
+  if (!base) {
+    throw InputError({"", 0, 0, "--hardware"},
+                     expected_found(fmt::format("the hardware preset to fit ({})",
+                                                fmt::join(hardware_preset_names(), ", ")),
+                                    args.hardware.empty() ? "none" : "'" + args.hardware + "'"));
+  }
+  analysis::gpu_fidelity::ProfileFiles files;
+  files.mlp = args.vidur_mlp;
+  if (!args.vidur.attention.empty())
+    files.attention.push_back(args.vidur.attention);
+  files.all_reduce = args.vidur.all_reduce;
+  files.send_recv = args.vidur.send_recv;
+  if (files.mlp.empty() && files.attention.empty() && files.all_reduce.empty() &&
+      files.send_recv.empty()) {
+    throw InputError({"", 0, 0, "--fit-hardware"},
+                     expected_found("at least one Vidur-format file to fit", "none"));
+  }
+  const analysis::KernelFit fit = analysis::fit_kernel_corrections(files, *base);
+  traces::write_file_atomically(args.output,
+                                analysis::kernel_corrections_yaml(fit.hardware, base->name, files));
+  for (const std::string& line : fit.report)
+    fmt::print("fit        {}\n", line);
+  fmt::print("wrote      {} (a scenario's hardware: section on the {} preset)\n", args.output,
+             base->name);
+}
+
+void run_calibrate(CalibrateArgs args) {
+  if (args.fit_hardware) {
+    run_fit_hardware(args);
+    return;
+  }
+  if (args.vidur_mlp.size() > 1) {
+    throw InputError({"", 0, 0, "--vidur-mlp"},
+                     expected_found("one mlp.csv to import (several only with --fit-hardware)",
+                                    fmt::format("{}", args.vidur_mlp.size())));
+  }
+  if (!args.vidur_mlp.empty())
+    args.vidur.mlp = args.vidur_mlp.front();
   if (args.output.empty())
     throw InputError({"", 0, 0, "--out"}, "expected the cost profile to write, found none");
   check_sources(args);
@@ -195,7 +258,7 @@ void add_calibrate_command(CLI::App& app) {
                    "docs/calibration.md)")
       ->check(CLI::ExistingFile);
   command
-      ->add_option("--vidur-mlp", args->vidur.mlp,
+      ->add_option("--vidur-mlp", args->vidur_mlp,
                    "A Vidur profile to import instead: its mlp.csv (per-op GPU times of one "
                    "layer by tokens and TP degree; github.com/microsoft/vidur, "
                    "data/profiling/compute/<gpu>/<model>/mlp.csv; docs/calibration.md)")
@@ -229,7 +292,16 @@ void add_calibrate_command(CLI::App& app) {
                       "With --kineto: the model's name in the profile (default: the first "
                       "trace's file name). With --vidur-mlp (required): the exitsim model preset "
                       "of the profile's shape (e.g. llama-2-7b)");
-  command->add_option("-o,--out", args->output, "The cost profile to write (JSON; required)");
+  command->add_flag(
+      "--fit-hardware", args->fit_hardware,
+      "Fit the roofline's kernel corrections of the --hardware preset (min kernel "
+      "time, ridge, element-wise and attention terms, collective and send latency "
+      "and bandwidth) to Vidur-format profiles of one GPU (--vidur-mlp, repeatable "
+      "here, --vidur-attention, --vidur-all-reduce, --vidur-send-recv) and write them "
+      "as a scenario's hardware: section (YAML) to --out");
+  command->add_option("-o,--out", args->output,
+                      "The cost profile to write (JSON; required); with --fit-hardware the "
+                      "hardware section (YAML)");
   add_renamed_option(*command, "--output", "-o/--out", args->output);
   command->add_flag("--strict", args->strict,
                     "Refuse (exit 1, no profile) when a fit is not to trust: held-out error over "

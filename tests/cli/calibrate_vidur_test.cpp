@@ -3,6 +3,7 @@
 // replica with, saying what the roofline priced; the command line's mistakes refused in one line.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 
@@ -99,6 +100,54 @@ TEST_F(Cli, CalibrateRefusesVidurOptionsItCannotUse) {
             std::string::npos)
       << broken.err;
   EXPECT_FALSE(fs::exists(profile));
+}
+
+}  // namespace
+}  // namespace cli_support
+
+namespace cli_support {
+namespace {
+
+// `calibrate --fit-hardware`: the H100 preset's collective latency and bus-bandwidth share fitted
+// to Vidur's H100 all-reduces, written as a hardware section that `simulate` runs with and names
+// as the scenario's; the mistakes refused in one line with no file left.
+TEST_F(Cli, FitsTheHardwaresKernelCorrectionsIntoAScenarioSection) {
+  const std::string all_reduce = k_vidur + "h100_dgx_all_reduce.csv";
+  if (!fs::exists(all_reduce))
+    GTEST_SKIP() << k_vidur << " is absent";
+  const fs::path section = dir_ / "h100.yaml";
+  const Result fitted = run("calibrate --fit-hardware --hardware h100-sxm --vidur-all-reduce '" +
+                            all_reduce + "' -o '" + section.string() + "'");
+  ASSERT_EQ(fitted.exit_code, 0) << fitted.err;
+  EXPECT_NE(fitted.out.find("fit        all_reduce (2979 points): "), std::string::npos)
+      << fitted.out;
+  EXPECT_NE(fitted.out.find("fit        GEMMs and element-wise ops: not measured"),
+            std::string::npos)
+      << fitted.out;
+  const std::string yaml = slurp(section);
+  EXPECT_NE(yaml.find("hardware:\n  preset: h100-sxm\n"), std::string::npos) << yaml;
+
+  const Result simulated = run("simulate '" + section.string() +
+                               "' --set workload.requests=20 --set parallel.tensor=2 --no-output");
+  ASSERT_EQ(simulated.exit_code, 0) << simulated.err;
+  EXPECT_NE(simulated.out.find("priced with kernel corrections set by the scenario"),
+            std::string::npos)
+      << simulated.out;
+
+  const fs::path refused = dir_ / "refused.yaml";
+  for (const std::string& args :
+       {std::string("calibrate --fit-hardware --vidur-all-reduce '") + all_reduce + "'",
+        std::string("calibrate --fit-hardware --hardware h100 --vidur-all-reduce '") + all_reduce +
+            "'",
+        std::string("calibrate --fit-hardware --hardware h100-sxm --model-name llama-2-7b "
+                    "--vidur-all-reduce '") +
+            all_reduce + "'",
+        std::string("calibrate --fit-hardware --hardware h100-sxm")}) {
+    const Result r = run(args + " -o '" + refused.string() + "'");
+    EXPECT_EQ(r.exit_code, 1) << args;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_FALSE(fs::exists(refused)) << args;
+  }
 }
 
 }  // namespace
