@@ -104,15 +104,18 @@ struct OpCost {
   double launch_ns = 0;  // the part of duration_ns that is launch overhead
 };
 
-// Roofline pricing of one iteration. Each op costs max(FLOPs / (peak x flops efficiency),
-// bytes / (bandwidth x bandwidth efficiency)) + launch overhead, and the iteration costs the
+// Roofline pricing of one iteration. Each op costs its compute time FLOPs / (peak x flops
+// efficiency) and memory time bytes / (bandwidth x bandwidth efficiency) blended across the ridge,
+// plus its kernel's fixed time (and decode attention's per-sequence term), plus launch overhead,
+// at the efficiencies and kernel corrections of its class (OpRates, docs/cost_model.md, "Kernel
+// corrections"; without corrections, max(compute, memory) + launch), and the iteration costs the
 // longest path through its op graph: a per-layer template (identical for every layer, so it is
 // built and sorted once) evaluated per group of layers that see the same batch, then the head.
 // A mixture of experts' layer adds the router and prices its MLP as the experts its tokens are
 // routed to: weights of the expected distinct experts, FLOPs of top_k experts per token.
 // Under tensor parallelism every op is one GPU's shard (TensorShard) and the graphs gain the
-// collectives on stream 1, each priced as a ring over the node's link: an all-reduce of N bytes
-// sends 2(p-1)/p N in 2(p-1) steps, a gather (p-1)/p N in p-1 steps.
+// collectives on stream 1, each priced as the collective's fixed latency plus its bus bytes at the
+// link's efficiency: an all-reduce of N bytes sends 2(p-1)/p N, a gather (p-1)/p N.
 // Under pipeline parallelism the iteration is priced as vLLM's virtual engines run it
 // (docs/cost_model.md, "Pipeline parallelism"): the batch splits into m = min(stages, sequences)
 // micro-batches balanced by tokens, each runs the stages in order with an activation hand-off
