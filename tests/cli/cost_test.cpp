@@ -181,9 +181,10 @@ TEST_F(Cli, CostRowsAreTheRooflinesOpBreakdownUnderTensorParallelism) {
   for (const CsvRow& row : rows) {
     if (row.at("section") != "total" && row.at("bound") == "collective") {
       collectives.push_back(row.at("op"));
-      EXPECT_EQ(row.at("parameter"), row.at("op") == "tp_all_reduce"
-                                         ? "hardware.link_latency_us"
-                                         : "hardware.link_bandwidth_gbps, hardware.link_efficiency");
+      EXPECT_EQ(row.at("parameter"),
+                row.at("op") == "tp_all_reduce"
+                    ? "hardware.link_latency_us"
+                    : "hardware.link_bandwidth_gbps, hardware.link_efficiency");
     }
   }
   EXPECT_EQ(collectives,

@@ -25,7 +25,7 @@ ModelShape llama() {
   return *find_model_preset("llama-2-7b");  // 32 layers, d_model 4096, vocab 32000
 }
 HardwareSpec a100() {
-  return *find_hardware_preset("a100-80gb");  // NVLink 300 GB/s, 1 us a step, 8 GPUs a node
+  return *find_hardware_preset("a100-80gb");  // NVLink 300 GB/s, 8 GPUs a node
 }
 
 OpFit line(std::string_view name, double c0, double per_token) {
@@ -129,8 +129,8 @@ TEST(MeasuredParallel, EachLayerAddsTwoAllReducesAndTheHeadTheLogitsGather) {
   EXPECT_NE(notes.back().find("measured by vidur: attention, attn_norm"), std::string::npos)
       << notes.back();
   EXPECT_NE(notes.back().find("tp_all_reduce"), std::string::npos) << notes.back();
-  EXPECT_NE(notes.back().find("not in the profile, priced by the roofline: the logits gather (a "
-                              "ring over hardware.link_bandwidth_gbps)"),
+  EXPECT_NE(notes.back().find("not in the profile, priced by the roofline: the logits gather (the "
+                              "same link)"),
             std::string::npos)
       << notes.back();
 }
@@ -169,11 +169,13 @@ TEST(MeasuredParallel, WhatTheProfileLacksIsPricedByTheRooflineAndSaidSo) {
       stage + embed(b) + roofline_hand_off(2, 2, 0, b) + stage + head(b) + roofline_gather(2, b);
   EXPECT_NEAR(priced_us(model, decodes(1)), expected, 1e-3);
   const std::string note = model.notes().back();
-  EXPECT_NE(note.find("not in the profile, priced by the roofline: tp_all_reduce (a ring over "
+  EXPECT_NE(note.find("not in the profile, priced by the roofline: tp_all_reduce "
+                      "(hardware.link_latency_us + its bytes at hardware.link_efficiency of "
                       "hardware.link_bandwidth_gbps), the logits gather"),
             std::string::npos)
       << note;
-  EXPECT_NE(note.find("pp_send_recv (hand-offs within a node, hardware.link_bandwidth_gbps)"),
+  EXPECT_NE(note.find("pp_send_recv (hand-offs within a node: hardware.send_latency_us, "
+                      "send_efficiency)"),
             std::string::npos)
       << note;
 }

@@ -246,16 +246,7 @@ std::vector<std::string> CalibratedCostModel::notes() const {
       }
     }
   }
-  std::string roofline_here;
-  const std::array<const char*, 4> stand_ins = {
-      "tp_all_reduce (a ring over hardware.link_bandwidth_gbps)",
-      "the logits gather (a ring over hardware.link_bandwidth_gbps)",
-      "pp_send_recv (hand-offs within a node, hardware.link_bandwidth_gbps)",
-      "pp_send_recv.remote (hand-offs between nodes, hardware.node_link_bandwidth_gbps)"};
-  for (std::size_t k = 0; k < stand_ins.size(); ++k) {
-    if (roofline_calls_[k] > 0)
-      append(roofline_here, stand_ins[k]);
-  }
+  const std::string roofline_here = roofline_stand_ins_used(roofline_calls_);
   if (!fitted_to_roofline.empty() || !roofline_here.empty()) {
     out.push_back(fmt::format(
         "cost_model.profile: measured by {}: {}; fitted to exitsim's roofline when the profile "

@@ -7,6 +7,22 @@
 
 namespace exitsim::sim {
 
+std::string roofline_stand_ins_used(const std::array<std::int64_t, 4>& calls) {
+  static constexpr std::array<const char*, 4> k_stand_ins = {
+      "tp_all_reduce (hardware.link_latency_us + its bytes at hardware.link_efficiency of "
+      "hardware.link_bandwidth_gbps)",
+      "the logits gather (the same link)",
+      "pp_send_recv (hand-offs within a node: hardware.send_latency_us, send_efficiency)",
+      "pp_send_recv.remote (hand-offs between nodes: hardware.node_link_latency_us, "
+      "node_link_efficiency)"};
+  std::string used;
+  for (std::size_t k = 0; k < k_stand_ins.size(); ++k) {
+    if (calls[k] > 0)
+      used += (used.empty() ? "" : ", ") + std::string(k_stand_ins[k]);
+  }
+  return used;
+}
+
 MeasuredParallel::MeasuredParallel(const ModelShape& model, const ParallelPricing& pricing)
     : parallel_(pricing.parallel) {
   if (parallel_.tensor <= 1 && parallel_.pipeline <= 1)

@@ -275,16 +275,7 @@ std::vector<std::string> TableCostModel::notes() const {
         k_names[i], use.beyond_last, use.prices, rows(static_cast<TableOp>(i)).back().batch,
         use.largest));
   }
-  std::string roofline;
-  const std::array<const char*, 4> stand_ins = {
-      "tp_all_reduce (a ring over hardware.link_bandwidth_gbps)",
-      "the logits gather (a ring over hardware.link_bandwidth_gbps)",
-      "pp_send_recv (hand-offs within a node, hardware.link_bandwidth_gbps)",
-      "pp_send_recv.remote (hand-offs between nodes, hardware.node_link_bandwidth_gbps)"};
-  for (std::size_t k = 0; k < stand_ins.size(); ++k) {
-    if (roofline_calls_[k] > 0)
-      append(roofline, stand_ins[k]);
-  }
+  const std::string roofline = roofline_stand_ins_used(roofline_calls_);
   if (!roofline.empty()) {
     out.push_back(fmt::format(
         "cost_model.table: measured (the table's rows): {}; not in the table, priced by the "

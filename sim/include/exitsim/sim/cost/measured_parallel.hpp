@@ -1,9 +1,11 @@
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "exitsim/core/hardware.hpp"
@@ -22,6 +24,11 @@ struct ParallelPricing {
   HardwareSpec hardware;
   RooflineEfficiency efficiency;
 };
+
+// The roofline's stand-ins for what a measured model under TP or PP did not measure, by the
+// index its calls are counted under (0 all-reduce, 1 logits gather, 2 hand-off within a node, 3
+// between nodes): those with calls, comma-separated, for the model's notes ("" when none).
+std::string roofline_stand_ins_used(const std::array<std::int64_t, 4>& calls);
 
 // A measured model's prices of one micro-batch on each pipeline stage and of its hand-offs.
 class StagePricer {
