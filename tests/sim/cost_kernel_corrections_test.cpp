@@ -135,6 +135,27 @@ TEST(KernelCorrections, RidgeExponentTwoGivesSqrtTwoAtTheRidgeAndNothingFarFromI
   EXPECT_NEAR(body_ns(far) / memory_ns(far), 1.0, 1e-4);
 }
 
+// The presets' exponent, 1.5: (c^1.5 + m^1.5)^(1/1.5) against std::pow, at the ridge (2^(2/3))
+// and across the ratios of compute to memory a batch sweeps (the price takes it by a polynomial,
+// within 2e-8).
+TEST(KernelCorrections, RidgeExponentOneAndAHalfBlendsAsItsPowerSays) {
+  HardwareSpec blended = bare_h100();
+  blended.kernels.ridge_exponent = 1.5;
+  for (const std::int64_t tokens : {16, 64, 128, 256, 512, 1024, 4096}) {
+    const OpCost op = op_at(ops(blended, prefill(tokens)), OpKind::mlp_gate_up);
+    const double c = compute_ns(op);
+    const double m = memory_ns(op);
+    const double expected = std::pow(std::pow(c, 1.5) + std::pow(m, 1.5), 1 / 1.5);
+    EXPECT_NEAR(body_ns(op), expected, 3e-8 * expected) << tokens << " tokens";
+  }
+  const OpCost bare = op_at(ops(bare_h100(), prefill(64)), OpKind::mlp_gate_up);
+  HardwareSpec balanced = blended;
+  balanced.memory_bandwidth =
+      bare.bytes * peak() * k_efficiency.flops / (bare.flops * k_efficiency.bandwidth);
+  const OpCost at_ridge = op_at(ops(balanced, prefill(64)), OpKind::mlp_gate_up);
+  EXPECT_NEAR(body_ns(at_ridge), std::cbrt(4.0) * compute_ns(bare), 3e-8 * body_ns(at_ridge));
+}
+
 // Element-wise kernels (norms, the activation, sampling) read at their own share of the
 // bandwidth; GEMMs and attention keep the cost model's.
 TEST(KernelCorrections, ElementwiseEfficiencyChangesNormsButNotGemms) {
