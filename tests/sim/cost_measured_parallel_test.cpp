@@ -13,6 +13,7 @@
 #include "exitsim/sim/cost/calibrated_cost_model.hpp"
 #include "exitsim/sim/cost/table_cost_model.hpp"
 #include "exitsim/traces/engine_ops.hpp"
+#include "support/op_fits.hpp"
 #include "support/test_files.hpp"
 
 namespace exitsim::sim {
@@ -29,14 +30,7 @@ HardwareSpec a100() {
 }
 
 OpFit line(std::string_view name, double c0, double per_token) {
-  OpFit fit;
-  fit.name = std::string(name);
-  fit.kind = name == ops::attention ? "attention" : "gemm";
-  fit.regimes = {{1 << 20, {c0, per_token, 0, 0}}};
-  fit.batch_min_seen = 1;
-  fit.batch_max_seen = 1 << 20;
-  fit.measured_by = "grid";
-  return fit;
+  return test_support::linear_fit(name, c0, per_token, "grid");
 }
 
 // Every layer op 1 us + 0.1 us a token (a layer: 10 + B), embed 2 + 0.01 B, LM head 20 + 0.5 E,

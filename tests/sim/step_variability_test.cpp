@@ -15,22 +15,13 @@
 #include "exitsim/sim/simulator.hpp"
 #include "exitsim/sim/workload/workload.hpp"
 #include "exitsim/traces/engine_ops.hpp"
+#include "support/op_fits.hpp"
 #include "support/test_files.hpp"
 
 namespace exitsim::sim {
 namespace {
 
 namespace ops = traces::engine_ops;
-
-OpFit linear(std::string_view name, double c0, double per_token) {
-  OpFit fit;
-  fit.name = std::string(name);
-  fit.kind = name == ops::attention ? "attention" : "gemm";
-  fit.regimes = {{1 << 20, {c0, per_token, 0, 0}}};
-  fit.batch_min_seen = 1;
-  fit.batch_max_seen = 1 << 20;
-  return fit;
-}
 
 struct SimRun {
   std::vector<TimeNs> iterations;
@@ -45,11 +36,11 @@ SimRun simulate_with(const test_support::TempDir& dir, const std::vector<double>
   profile.source = {"exitsim-engine", "cpu", "test cpu", "m", model_fingerprint(base.model.shape),
                     {"t.csv"}};
   for (const std::string_view name : ops::layer)
-    profile.ops.push_back(linear(name, 1, 0.1));
-  profile.ops.push_back(linear(ops::embed, 2, 0));
-  profile.ops.push_back(linear(ops::lm_head, 10, 1));
-  profile.ops.push_back(linear(ops::sampling, 3, 0));
-  profile.ops.push_back(linear(ops::step_residual, 50, 0));
+    profile.ops.push_back(test_support::linear_fit(name, 1, 0.1));
+  profile.ops.push_back(test_support::linear_fit(ops::embed, 2, 0));
+  profile.ops.push_back(test_support::linear_fit(ops::lm_head, 10, 1));
+  profile.ops.push_back(test_support::linear_fit(ops::sampling, 3, 0));
+  profile.ops.push_back(test_support::linear_fit(ops::step_residual, 50, 0));
   std::sort(profile.ops.begin(), profile.ops.end(),
             [](const OpFit& a, const OpFit& b) { return a.name < b.name; });
   profile.step_variability = spread;
