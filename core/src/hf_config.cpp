@@ -173,8 +173,12 @@ std::string model_name(const Keys& keys) {
   return folder.empty() ? "hf-config" : folder.string();
 }
 
-// config.json's key for each field find_shape_problem reports.
-std::string hf_key(const std::string& field) {
+// config.json's key for each field find_shape_problem reports (`type`: the model_type).
+std::string hf_key(const std::string& field, const std::string& type) {
+  if (type == "qwen3_moe" && field == "experts")
+    return "num_experts";
+  if (type == "qwen3_moe" && field == "ffn_dim")
+    return "moe_intermediate_size";
   static const std::array<std::pair<const char*, const char*>, 9> names = {
       {{"d_model", "hidden_size"},
        {"n_heads", "num_attention_heads"},
@@ -190,6 +194,27 @@ std::string hf_key(const std::string& field) {
       return theirs;
   }
   return field;
+}
+
+// Qwen3-MoE's experts: each the width moe_intermediate_size (intermediate_size is a dense layer's,
+// which a model with every layer a mixture has none of). Dense layers among the mixtures
+// (decoder_sparse_step above 1, mlp_only_layers) are not a shape exitsim has: refused.
+void read_qwen3_moe(const Keys& keys, ModelShape& shape) {
+  shape.experts = keys.integer("num_experts", 1, k_max_experts);
+  shape.experts_per_token = keys.integer("num_experts_per_tok", 1, shape.experts);
+  shape.ffn_dim = keys.integer("moe_intermediate_size", 1, k_max_intermediate);
+  if (const json* step = keys.find("decoder_sparse_step");
+      step != nullptr && !(step->is_number_integer() && step->get<std::int64_t>() == 1)) {
+    throw keys.error("decoder_sparse_step",
+                     "1 (every layer a mixture; dense layers between mixtures are not modelled)",
+                     shown(*step));
+  }
+  if (const json* dense = keys.find("mlp_only_layers");
+      dense != nullptr && !(dense->is_array() && dense->empty())) {
+    throw keys.error("mlp_only_layers",
+                     "[] (every layer a mixture; dense layers among them are not modelled)",
+                     shown(*dense));
+  }
 }
 
 }  // namespace
@@ -247,8 +272,10 @@ ModelShape parse_hf_config(std::string_view text, const std::string& file) {
     shape.experts = keys.integer("num_local_experts", 1, k_max_experts);
     shape.experts_per_token = keys.integer("num_experts_per_tok", 1, shape.experts);
   }
+  if (type == "qwen3_moe")
+    read_qwen3_moe(keys, shape);
   if (const std::optional<ShapeProblem> problem = find_shape_problem(shape))
-    throw InputError({file, 0, 0, hf_key(problem->field)}, problem->message);
+    throw InputError({file, 0, 0, hf_key(problem->field, type)}, problem->message);
   return shape;
 }
 

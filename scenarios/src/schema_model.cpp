@@ -77,11 +77,12 @@ std::vector<KeyDef> model_keys() {
           .preset("llama-3-8b")
           .bind(preset_binding(&Scenario::model)),
       Key("model.hf_config", Type::string,
-          "Path of a Hugging Face config.json (model_type llama, qwen2, mistral, mixtral, gemma "
-          "or gemma2) to read the shape from instead of a preset: dimensions, layers, context "
-          "window (max_position_embeddings), tied embeddings, dtype (torch_dtype) and Mixtral's "
-          "experts. Explicit shape keys below override its values. Not read, so not priced: "
-          "Q/K/V biases, sliding windows (attention is priced over the whole context), RoPE "
+          "Path of a Hugging Face config.json (model_type llama, qwen2, qwen3, qwen3_moe, "
+          "mistral, mixtral, gemma or gemma2) to read the shape from instead of a preset: "
+          "dimensions, layers, context window (max_position_embeddings), tied embeddings, dtype "
+          "(torch_dtype) and Mixtral's and Qwen3-MoE's experts. Explicit shape keys below "
+          "override its values. Not read, so not priced: Q/K/V biases, Qwen3's QK-norm, sliding "
+          "windows (attention is priced over the whole context), RoPE "
           "scaling; quantized checkpoints are refused. It replaces model.preset's shape when "
           "both are given.")
           .input_path()

@@ -270,11 +270,11 @@ INSTANTIATE_TEST_SUITE_P(
     testing::Values(
         BadConfig{"UnknownModelType",
                   edited(k_mistral, R"("model_type": "mistral")", R"("model_type": "gpt2")"),
-                  "m/config.json: model_type: expected one of llama, qwen2, mistral, mixtral, "
-                  "gemma, gemma2, found \"gpt2\""},
+                  "m/config.json: model_type: expected one of llama, qwen2, qwen3, qwen3_moe, "
+                  "mistral, mixtral, gemma, gemma2, found \"gpt2\""},
         BadConfig{"NoModelType", edited(k_mistral, R"("model_type": "mistral",)", ""),
-                  "m/config.json: model_type: expected one of llama, qwen2, mistral, mixtral, "
-                  "gemma, gemma2, found none"},
+                  "m/config.json: model_type: expected one of llama, qwen2, qwen3, qwen3_moe, "
+                  "mistral, mixtral, gemma, gemma2, found none"},
         BadConfig{"MissingKey", edited(k_llama, R"("intermediate_size": 28672,)", ""),
                   "m/config.json: intermediate_size: expected an integer in [1, 4194304], "
                   "found none"},
@@ -351,6 +351,101 @@ TEST(HfConfig, ReadsAFileAndRefusesAMissingOne) {
               missing + ": expected a readable config.json file, found none");
   }
   std::filesystem::remove_all(dir.parent_path());
+}
+
+}  // namespace
+}  // namespace exitsim
+
+namespace exitsim {
+namespace {
+
+// Qwen/Qwen3-14B's config.json (../shared/models/hf/qwen3-14b), the keys the shape reads.
+constexpr const char* k_qwen3 = R"({
+  "architectures": ["Qwen3ForCausalLM"],
+  "head_dim": 128,
+  "hidden_size": 5120,
+  "intermediate_size": 17408,
+  "max_position_embeddings": 40960,
+  "model_type": "qwen3",
+  "num_attention_heads": 40,
+  "num_hidden_layers": 40,
+  "num_key_value_heads": 8,
+  "sliding_window": null,
+  "tie_word_embeddings": false,
+  "torch_dtype": "bfloat16",
+  "use_sliding_window": false,
+  "vocab_size": 151936
+})";
+
+// Qwen/Qwen3-30B-A3B's config.json (../shared/models/hf/qwen3-30b-a3b), likewise.
+constexpr const char* k_qwen3_moe = R"({
+  "architectures": ["Qwen3MoeForCausalLM"],
+  "decoder_sparse_step": 1,
+  "head_dim": 128,
+  "hidden_size": 2048,
+  "intermediate_size": 6144,
+  "max_position_embeddings": 40960,
+  "mlp_only_layers": [],
+  "model_type": "qwen3_moe",
+  "moe_intermediate_size": 768,
+  "num_attention_heads": 32,
+  "num_experts": 128,
+  "num_experts_per_tok": 8,
+  "num_hidden_layers": 48,
+  "num_key_value_heads": 4,
+  "tie_word_embeddings": false,
+  "torch_dtype": "bfloat16",
+  "vocab_size": 151936
+})";
+
+// Qwen3-14B: a Llama-shaped layer (QK-norm's 10k weights aside). Per layer Q and O are
+// 5120 x 5120 each, K and V 5120 x 1024 each, the gated MLP 3 x 5120 x 17408, two norms 5120
+// each: 330,311,680; 40 layers, untied embeddings 2 x 151936 x 5120 and the final norm:
+// 14,768,296,960 (the model card: 14.8B). K/V: 2 x 8 heads x 128 x 2 bytes = 4,096 per layer.
+TEST(HfConfig, Qwen3IsALlamaShapedLayerWithItsOwnHeadDim) {
+  const ModelShape q = parse_hf_config(k_qwen3, "qwen3-14b/config.json");
+  EXPECT_EQ(q.head_dim, 128);
+  EXPECT_EQ(q.parameter_count(), 14'768'296'960);
+  EXPECT_EQ(q.kv_bytes_per_token_per_layer(), 4'096);
+  EXPECT_EQ(q.max_context, 40960);
+  EXPECT_FALSE(q.is_moe());
+}
+
+// Qwen3-30B-A3B: 128 experts of width 768, 8 a token, every layer a mixture. Per layer Q and O
+// are 2048 x 4096 each, K and V 2048 x 512 each, the experts 128 x 3 x 2048 x 768, the router
+// 2048 x 128, two norms 2048 each: 623,120,384; 48 layers, untied embeddings 2 x 151936 x 2048
+// and the final norm: 30,532,110,336 (the card: 30.5B). A token runs 8 of the 128 experts:
+// 3,353,020,416 active (the card: 3.3B). K/V: 2 x 4 x 128 x 2 = 2,048 bytes per layer.
+TEST(HfConfig, Qwen3MoeReadsItsExpertsAndTheirOwnWidth) {
+  const ModelShape q = parse_hf_config(k_qwen3_moe, "qwen3-30b-a3b/config.json");
+  EXPECT_EQ(q.experts, 128);
+  EXPECT_EQ(q.experts_per_token, 8);
+  EXPECT_EQ(q.ffn_dim, 768);
+  EXPECT_EQ(q.parameter_count(), 30'532'110'336);
+  EXPECT_EQ(q.active_parameters_per_token(), 3'353'020'416);
+  EXPECT_EQ(q.kv_bytes_per_token_per_layer(), 2'048);
+}
+
+// Dense layers among the mixtures are not a shape exitsim has: refused naming the key.
+TEST(HfConfig, Qwen3MoeWithDenseLayersIsRefusedNamingTheKey) {
+  const auto error = [](const std::string& text) {
+    try {
+      parse_hf_config(text, "m/config.json");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  std::string text = k_qwen3_moe;
+  EXPECT_EQ(error(text.replace(text.find(R"("decoder_sparse_step": 1)"), 24,
+                               R"("decoder_sparse_step": 2)")),
+            "m/config.json: decoder_sparse_step: expected 1 (every layer a mixture; dense layers "
+            "between mixtures are not modelled), found 2");
+  text = k_qwen3_moe;
+  EXPECT_EQ(error(text.replace(text.find(R"("mlp_only_layers": [])"), 21,
+                               R"("mlp_only_layers": [0, 47])")),
+            "m/config.json: mlp_only_layers: expected [] (every layer a mixture; dense layers "
+            "among them are not modelled), found [0,47]");
 }
 
 }  // namespace
