@@ -8,8 +8,8 @@
 namespace exitsim {
 
 // The model_type values read_hf_config understands, in the order messages list them.
-inline constexpr std::string_view k_hf_model_types[] = {
-    "llama", "qwen2", "qwen3", "qwen3_moe", "mistral", "mixtral", "gemma", "gemma2"};
+inline constexpr std::string_view k_hf_model_types[] = {"llama",   "qwen2",   "qwen3", "qwen3_moe",
+                                                        "mistral", "mixtral", "gemma", "gemma2"};
 
 // A Hugging Face config.json as the simulator's model shape: dimensions (hidden_size,
 // num_attention_heads, num_key_value_heads, head_dim, intermediate_size, vocab_size), layers
@@ -25,10 +25,10 @@ inline constexpr std::string_view k_hf_model_types[] = {
 // other key above is required.
 //
 // What the shape cannot say is not read, and the cost model does not price it: Qwen2's Q/K/V
-// biases, Qwen3's QK-norm (two head_dim-wide RMSNorms a layer: 10k weights in Qwen3-14B's 14.8B), Gemma 2's two extra norms per layer, logit soft-capping, RoPE scaling, and sliding
-// windows (Mistral 7B v0.1's 4096, Gemma 2's alternate layers): attention is priced over the
-// whole context. A quantized checkpoint (quantization_config) is refused: its weight bytes are
-// not torch_dtype's.
+// biases, Qwen3's QK-norm (two head_dim-wide RMSNorms a layer: 10k weights in Qwen3-14B's 14.8B),
+// Gemma 2's two extra norms per layer, logit soft-capping, RoPE scaling, and sliding windows
+// (Mistral 7B v0.1's 4096, Gemma 2's alternate layers): attention is priced over the whole context.
+// A quantized checkpoint (quantization_config) is refused: its weight bytes are not torch_dtype's.
 //
 // Every problem is one InputError naming `file` and the key ("model_type: expected one of llama,
 // qwen2, mistral, mixtral, gemma, gemma2, found \"gpt2\""), including malformed JSON, duplicate
