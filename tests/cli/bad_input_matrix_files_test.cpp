@@ -179,7 +179,8 @@ TEST_F(BadFileMatrix, HuggingFaceConfigsRefuseEveryBadInputOnOneLineAndLeaveNoth
       refused("NaN", with_width("NaN"), "expected valid JSON, found parse error"),
       refused("unknown architecture",
               replaced(good, "\"model_type\": \"mistral\"", "\"model_type\": \"gpt2\""),
-              "model_type: expected one of llama, qwen2, qwen3, qwen3_moe, mistral, mixtral, gemma, gemma2, found "
+              "model_type: expected one of llama, qwen2, qwen3, qwen3_moe, mistral, mixtral, "
+              "gemma, gemma2, found "
               "\"gpt2\""),
       refused("duplicate key",
               replaced(good, "\"vocab_size\"", "\"vocab_size\": 5, \"vocab_size\""),

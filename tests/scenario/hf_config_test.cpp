@@ -89,7 +89,8 @@ TEST_F(HfConfigScenario, WhatIsWrongInsideTheConfigNamesTheConfigAndItsKey) {
   const std::string path = write("config.json", text);
   EXPECT_EQ(error_of("model:\n  hf_config: " + path + "\n"),
             path +
-                ": model_type: expected one of llama, qwen2, qwen3, qwen3_moe, mistral, mixtral, gemma, gemma2, "
+                ": model_type: expected one of llama, qwen2, qwen3, qwen3_moe, mistral, mixtral, "
+                "gemma, gemma2, "
                 "found \"gpt2\"");
   // A folder is not a config file.
   EXPECT_EQ(error_of("model:\n  hf_config: " + dir_.string() + "\n"),
