@@ -93,6 +93,14 @@ std::vector<Break> breaks() {
   return {
       {"no input_lens", [](json& j) { j.erase("input_lens"); },
        "input_lens: expected a list of one entry per request"},
+      // vLLM's nightly format, or a result saved without --save-detailed: figures, no requests.
+      {"summary only",
+       [](json& j) {
+         for (const char* k : {"input_lens", "output_lens", "ttfts", "itls", "errors", "duration"})
+           j.erase(k);
+       },
+       "input_lens: expected per-request lists (vllm bench serve --save-result --save-detailed, "
+       "SGLang's bench_serving --output-details), found a summary-only result (mean_ttft_ms"},
       {"input_lens not a list", [](json& j) { j["input_lens"] = 3; },
        "input_lens: expected a list of one entry per request"},
       {"empty lists",

@@ -82,6 +82,7 @@ class Reader {
     if (!root.is_object())
       fail("", "a JSON object of a vLLM or SGLang benchmark result", json_shown(root));
     b.format = detect(root);
+    refuse_summary_only(root);
     b.backend = text_of(root, "backend");
     b.model_id = text_of(root, "model_id");
     b.tokenizer_id = text_of(root, "tokenizer_id");
@@ -213,6 +214,30 @@ class Reader {
     b.duration_s = number(duration, "duration", "the benchmark's duration in seconds > 0");
     if (!(b.duration_s > 0))
       fail("duration", "the benchmark's duration in seconds > 0", json_shown(duration));
+  }
+
+  // A result saved without its per-request lists (vLLM's nightly format, `vllm bench serve`
+  // without --save-detailed, SGLang without --output-details) carries summary figures only:
+  // said as such, before the keys a detailed result has besides (duration) are missed.
+  void refuse_summary_only(const json& root) const {
+    for (const char* list : {"input_lens", "output_lens", "ttfts", "itls"}) {
+      if (root.contains(list))
+        return;  // a detailed result; a missing list is named where it is read
+    }
+    std::string figures;
+    for (const char* key : {"mean_ttft_ms", "median_ttft_ms", "mean_tpot_ms", "median_tpot_ms",
+                            "mean_itl_ms", "mean_e2el_ms", "request_throughput"}) {
+      if (root.contains(key))
+        figures += (figures.empty() ? "" : ", ") + std::string(key);
+    }
+    if (figures.empty())
+      return;
+    fail("input_lens",
+         "per-request lists (vllm bench serve --save-result --save-detailed, SGLang's "
+         "bench_serving --output-details)",
+         fmt::format("a summary-only result ({}): exitsim compares against the requests a "
+                     "benchmark sent, which a summary does not list",
+                     figures));
   }
 
   // A list of `n` entries (n = the first list's size when n < 0).
