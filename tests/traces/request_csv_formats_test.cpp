@@ -175,3 +175,35 @@ TEST(RequestBurstGpt, HeaderNeedsTheRequiredColumns) {
 
 }  // namespace
 }  // namespace exitsim::traces
+
+namespace exitsim::traces {
+namespace {
+
+// A serving benchmark's result given as a trace (`trace inspect`, workload.trace) is told apart
+// from the traces: a vLLM or SGLang result points to `validate --against`, a GuideLLM report says
+// it is not read; a Mooncake line, also a JSON object, is still a trace.
+TEST(RequestTraceDetection, ABenchmarkResultIsToldApartAndPointedToValidate) {
+  TempDir dir;
+  const std::string header =
+      ":1:1: expected a request-trace header (one of azure, vidur, mooncake, burstgpt, native, "
+      "tracev2, sharegpt), found ";
+  const auto vllm = dir.write(
+      "result.json",
+      R"({"date": "20251201-120000", "backend": "vllm", "burstiness": 1.0, "mean_ttft_ms": 12.5})");
+  EXPECT_EQ(test_support::error_of(vllm),
+            vllm + header +
+                "a vLLM or SGLang serving-benchmark result, not a request trace: compare the "
+                "simulator with it by `exitsim validate SCENARIO --against FILE`");
+  const auto guidellm = dir.write(
+      "guidellm.json", R"({"metadata": {"version": 1, "guidellm_version": "0.6.0"}, "args": {}})");
+  EXPECT_EQ(test_support::error_of(guidellm),
+            guidellm + header +
+                "a GuideLLM report, not a request trace (exitsim does not read GuideLLM's format "
+                "yet)");
+  const auto mooncake = dir.write(
+      "m.jsonl", R"({"timestamp": 0, "input_length": 10, "output_length": 5, "hash_ids": [1]})");
+  EXPECT_EQ(detect_request_trace_format(mooncake), RequestTraceFormat::mooncake);
+}
+
+}  // namespace
+}  // namespace exitsim::traces

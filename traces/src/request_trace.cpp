@@ -1,6 +1,7 @@
 #include "exitsim/traces/request_trace.hpp"
 
 #include <array>
+#include <optional>
 #include <utility>
 
 #include "exitsim/core/error.hpp"
@@ -71,6 +72,25 @@ bool starts_json_array(std::string_view head) {
   return first != std::string_view::npos && text[first] == '[';
 }
 
+// A serving benchmark's result, not a trace: a JSON object whose head holds the keys vLLM's or
+// SGLang's result (`vllm bench serve`, `sglang.bench_serving`) or GuideLLM's report begins
+// with. Its name, or nullopt.
+std::optional<std::string_view> benchmark_result_kind(std::string_view head) {
+  const std::string_view text = without_bom(head);
+  const std::size_t first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string_view::npos || text[first] != '{')
+    return std::nullopt;
+  if (text.find("\"guidellm_version\"") != std::string_view::npos)
+    return "a GuideLLM report, not a request trace (exitsim does not read GuideLLM's format yet)";
+  for (const char* key : {"\"mean_ttft_ms\"", "\"burstiness\"", "\"server_info\"", "\"input_lens\"",
+                          "\"request_throughput\""}) {
+    if (text.find(key) != std::string_view::npos)
+      return "a vLLM or SGLang serving-benchmark result, not a request trace: compare the "
+             "simulator with it by `exitsim validate SCENARIO --against FILE`";
+  }
+  return std::nullopt;
+}
+
 // The format the input's first line names (read from its head: no header is longer).
 RequestTraceFormat detect_format(const TraceInput& input) {
   // ShareGPT files are often one line of hundreds of megabytes, longer than any line the line
@@ -80,6 +100,10 @@ RequestTraceFormat detect_format(const TraceInput& input) {
   if (input.head.empty()) {
     throw InputError(SourceLocation{input.path, 1, 1, ""},
                      expected_found(any_header(), "an empty file"));
+  }
+  if (const std::optional<std::string_view> kind = benchmark_result_kind(input.head)) {
+    throw InputError(SourceLocation{input.path, 1, 1, ""},
+                     expected_found(any_header(), std::string(*kind)));
   }
   std::string_view first = without_bom(input.head);
   first = first.substr(0, first.find('\n'));
