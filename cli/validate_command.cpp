@@ -352,6 +352,9 @@ void run_validate_against(const ValidateArgs& args) {
       "the scenario's workload section is not used: the file's request lengths replace it");
   for (std::string& line : analysis::summary_cross_checks(bench))
     unmatched.push_back(std::move(line));
+  for (std::string& line : analysis::warm_prefix_cache_evidence(bench, s.model.shape,
+                                                                s.hardware.spec, s.parallel.tensor))
+    unmatched.push_back(std::move(line));
 
   std::vector<sim::MetricsSummary> runs;
   std::int64_t rejected = 0;

@@ -10,6 +10,7 @@
 #include "exitsim/core/error.hpp"
 #include "exitsim/core/random.hpp"
 #include "exitsim/core/request.hpp"
+#include "exitsim/sim/cost/roofline.hpp"
 #include "exitsim/sim/metrics/latency_sketch.hpp"
 #include "exitsim/sim/simulator.hpp"
 #include "exitsim/traces/request_source.hpp"
@@ -236,6 +237,49 @@ std::vector<std::string> summary_cross_checks(const traces::ServingBenchmark& be
     }
   }
   return out;
+}
+
+std::vector<std::string> warm_prefix_cache_evidence(const traces::ServingBenchmark& benchmark,
+                                                    const ModelShape& model,
+                                                    const HardwareSpec& hardware,
+                                                    int tensor_parallel) {
+  const double peak = hardware.peak_flops_for(model.dtype) * std::max(1, tensor_parallel);
+  if (!(peak > 0))
+    return {};
+  const sim::RooflineCostModel counter = sim::RooflineCostModel::counting(model);
+  const int depth = model.depth.stacked_depth();
+  std::int64_t below = 0;
+  std::int64_t compared = 0;
+  double worst = 1;  // the smallest measured / floor
+  std::string example;
+  for (const traces::BenchmarkRequest& r : benchmark.requests) {
+    if (r.failed)
+      continue;
+    ++compared;
+    // Prefilling the prompt: its FLOPs as the roofline counts them (LM head for the first token).
+    sim::BatchEntry prompt;
+    prompt.query_tokens = r.input_tokens;
+    prompt.depth = depth;
+    prompt.emits_token = true;
+    const double floor_s = counter.iteration_cost({&prompt, 1}).flops / peak;
+    const double measured_s = static_cast<double>(r.ttft) / 1e9;
+    if (measured_s >= floor_s)
+      continue;
+    ++below;
+    if (measured_s / floor_s < worst) {
+      worst = measured_s / floor_s;
+      example = fmt::format("{:.0f} ms for {} prompt tokens, which take at least {:.0f} ms",
+                            measured_s * 1e3, r.input_tokens, floor_s * 1e3);
+    }
+  }
+  if (below == 0)
+    return {};
+  return {fmt::format(
+      "prefix cache: {} of {} requests' first tokens came sooner than their prompts can be "
+      "computed at {}'s peak on {} GPU(s) (e.g. {}): the server reused cached prefixes (prefix "
+      "caching over prompts the benchmark repeated), which the replay computes in full, so "
+      "simulated TTFTs run high",
+      below, compared, hardware.name, std::max(1, tensor_parallel), example)};
 }
 
 sim::MetricsSummary simulate_benchmark(const scenario::Scenario& scenario,

@@ -9,6 +9,7 @@
 #include <limits>
 #include <string>
 
+#include "exitsim/core/presets.hpp"
 #include "support/test_files.hpp"
 
 namespace exitsim::analysis {
@@ -185,6 +186,47 @@ TEST(CompareWithBenchmark, MedianAndSpreadOverSeeds) {
             0u);
   EXPECT_NE(csv.find("full_depth,ttft_p50_ms,10,12,0.2,,,,0.05,true,,,9,30\n"), std::string::npos)
       << csv;
+}
+
+}  // namespace
+}  // namespace exitsim::analysis
+
+namespace exitsim::analysis {
+namespace {
+
+// The finding's case: 42.7k prompt tokens answered in 452 ms by Llama-3.1-70B on 8 A100s, whose
+// prefill needs at least 2 x 70.6e9 parameters x 42,700 tokens = 6.0e15 FLOPs (attention aside)
+// at 8 x 312 TFLOP/s: 2.41 s. Only a cached prefix explains it; a 5 s TTFT of the same prompt
+// is a computed one and is not counted.
+TEST(BenchmarkValidation, FirstTokensFasterThanThePromptsComputeFloorSayAPrefixCacheWasWarm) {
+  const ModelShape model = *find_model_preset("llama-3.1-70b");
+  const HardwareSpec a100 = *find_hardware_preset("a100-80gb");
+  traces::ServingBenchmark b;
+  traces::BenchmarkRequest cached;
+  cached.input_tokens = 42'700;
+  cached.output_tokens = 10;
+  cached.ttft = 452'000'000;
+  traces::BenchmarkRequest computed = cached;
+  computed.ttft = 5'000'000'000;
+  b.requests = {cached, computed};
+  const double floor_ms = 2.0 * static_cast<double>(model.parameter_count()) * 42'700 /
+                          (8 * a100.peak_flops_for(model.dtype)) * 1e3;
+  ASSERT_GT(floor_ms, 2'400);  // well above the 452 ms measured
+  const std::vector<std::string> lines = warm_prefix_cache_evidence(b, model, a100, 8);
+  ASSERT_EQ(lines.size(), 1U);
+  EXPECT_EQ(lines[0].rfind("prefix cache: 1 of 2 requests' first tokens came sooner than their "
+                           "prompts can be computed at a100-80gb's peak on 8 GPU(s) (e.g. 452 ms "
+                           "for 42700 prompt tokens, which take at least ",
+                           0),
+            0U)
+      << lines[0];
+  // The same TTFTs on one GPU of a model a tenth the size: every prompt computes in time.
+  const ModelShape small = *find_model_preset("llama-3-8b");
+  traces::ServingBenchmark quick;
+  traces::BenchmarkRequest r = cached;
+  r.input_tokens = 1'000;
+  quick.requests = {r};
+  EXPECT_TRUE(warm_prefix_cache_evidence(quick, small, a100, 1).empty());
 }
 
 }  // namespace

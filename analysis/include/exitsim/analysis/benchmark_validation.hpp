@@ -45,6 +45,17 @@ std::vector<NamedFigure> simulated_figures(const sim::MetricsSummary& summary);
 std::vector<std::string> summary_cross_checks(const traces::ServingBenchmark& benchmark,
                                               double tolerance = 0.01);
 
+// The benchmark's successful requests whose first token came sooner than their prompt can be
+// computed: the FLOPs of prefilling it (the roofline's count for `model`) at `hardware`'s peak for
+// the model's dtype on all `tensor_parallel` GPUs, with nothing else to do. Only a server that
+// reused the prompts' cached prefixes (prefix caching, with prompts the benchmark repeated) gets
+// there; the simulator, replaying them as computed, prices their TTFT far higher. One line naming
+// how many requests and the plainest one, or nothing when no request is below its floor.
+std::vector<std::string> warm_prefix_cache_evidence(const traces::ServingBenchmark& benchmark,
+                                                    const ModelShape& model,
+                                                    const HardwareSpec& hardware,
+                                                    int tensor_parallel);
+
 // The simulator's run of the benchmark's successful requests (lengths in file order) arriving at
 // `arrivals` (benchmark_arrivals), on `scenario` (its workload section is not used).
 sim::MetricsSummary simulate_benchmark(const scenario::Scenario& scenario,
