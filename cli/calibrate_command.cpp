@@ -112,7 +112,7 @@ void run_fit_hardware(const CalibrateArgs& args) {
   }
   const analysis::KernelFit fit = analysis::fit_kernel_corrections(files, *base);
   traces::write_file_atomically(args.output,
-                                analysis::kernel_corrections_yaml(fit.hardware, base->name, files));
+                                analysis::kernel_corrections_yaml(fit, base->name, files));
   for (const std::string& line : fit.report)
     fmt::print("fit        {}\n", line);
   fmt::print("wrote      {} (a scenario's hardware: section on the {} preset)\n", args.output,

@@ -106,16 +106,7 @@ double layer0_sum_us(const std::vector<OpCost>& ops) {
   return sum;
 }
 
-// Duplicated grid points averaged: a running mean per key.
-struct Mean {
-  double sum = 0;
-  int count = 0;
-  void add(double v) {
-    sum += v;
-    ++count;
-  }
-  double value() const { return sum / count; }
-};
+using vidur::Mean;
 
 // One file's mlp.csv medians averaged per (TP, tokens, op).
 using MlpKey = std::tuple<int, std::int64_t, std::string>;

@@ -71,6 +71,29 @@ TEST(KernelFit, RecoversSendLatencyAndShareWithinANodeAndAcrossNodes) {
   EXPECT_NEAR(link.node_link_efficiency, 0.5, 0.005);
 }
 
+// All-reduces with no fixed time at all put the latency on the interval's lower edge (0): a value
+// cut there is said in the report and the written section, not passed off as fitted.
+TEST(KernelFit, AValueOnTheEdgeOfItsSearchIsSaid) {
+  TempDir dir;
+  const HardwareSpec base = *find_hardware_preset("h100-sxm");
+  gpu_fidelity::ProfileFiles files;
+  files.all_reduce = dir.write(
+      "all_reduce.csv", network_csv("all_reduce", {2, 4, 8}, 0, 0.0, 450e9 * 0.6 / 1e6,
+                                    [](double size, int p) { return 2.0 * (p - 1) / p * size; }));
+  const KernelFit fit = fit_kernel_corrections(files, base);
+  std::string edge;
+  for (const std::string& line : fit.report) {
+    if (line.starts_with("hardware.link_latency_us: "))
+      edge = line;
+  }
+  EXPECT_NE(edge.find("is the edge of the interval searched, [0, 200]"), std::string::npos)
+      << fmt::format("{}", fmt::join(fit.report, "\n"));
+  EXPECT_NE(kernel_corrections_yaml(fit, base.name, files).find("#   " + edge), std::string::npos);
+  // The bus bandwidth, inside its interval, is not said to be cut.
+  for (const std::string& line : fit.report)
+    EXPECT_FALSE(line.starts_with("hardware.link_efficiency: ")) << line;
+}
+
 // Files of the network only: the kernel corrections stay the preset's, and the report says so.
 TEST(KernelFit, KeepsWhatTheFilesDoNotMeasureAndSaysSo) {
   TempDir dir;
@@ -87,7 +110,7 @@ TEST(KernelFit, KeepsWhatTheFilesDoNotMeasureAndSaysSo) {
   for (const std::string& line : fit.report)
     said = said || line.starts_with("GEMMs and element-wise ops: not measured");
   EXPECT_TRUE(said) << fmt::format("{}", fmt::join(fit.report, "\n"));
-  const std::string yaml = kernel_corrections_yaml(fit.hardware, base.name, files);
+  const std::string yaml = kernel_corrections_yaml(fit, base.name, files);
   EXPECT_NE(yaml.find("hardware:\n  preset: h100-sxm\n"), std::string::npos) << yaml;
   EXPECT_NE(yaml.find("link_latency_us: 20"), std::string::npos) << yaml;
 }

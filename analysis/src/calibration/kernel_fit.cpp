@@ -6,6 +6,7 @@
 #include <cmath>
 #include <functional>
 #include <optional>
+#include <string_view>
 
 namespace exitsim::analysis {
 namespace {
@@ -179,6 +180,18 @@ KernelFit fit_kernel_corrections(const gpu_fidelity::ProfileFiles& files,
       for (const Parameter& p : g.parameters)
         search(p, loss);
     }
+    // A value the search ends on an edge of its interval is cut there: said, not written as fit.
+    for (const Parameter& p : g.parameters) {
+      const double margin = 1e-3 * (p.high - p.low);
+      if (*p.value - p.low > margin && p.high - *p.value > margin)
+        continue;
+      const double unit = std::string_view(p.key).ends_with("_us") ? 1e3 : 1;  // times are in ns
+      fit.report.push_back(
+          fmt::format("{}: {:.4g} is the edge of the interval searched, [{:.4g}, {:.4g}]: the data "
+                      "would put it "
+                      "beyond; check the files measure what this parameter governs",
+                      p.key, *p.value / unit, p.low / unit, p.high / unit));
+    }
     for (LatencyField* l : g.latencies)
       l->store();
     for (std::size_t i = 0; i < g.data.size(); ++i) {
@@ -196,8 +209,12 @@ KernelFit fit_kernel_corrections(const gpu_fidelity::ProfileFiles& files,
   return fit;
 }
 
-std::string kernel_corrections_yaml(const HardwareSpec& fitted, const std::string& preset,
+std::string kernel_corrections_yaml(const KernelFit& fit, const std::string& preset,
                                     const gpu_fidelity::ProfileFiles& files) {
+  const HardwareSpec& fitted = fit.hardware;
+  std::string report;
+  for (const std::string& line : fit.report)
+    report += "#   " + line + "\n";
   std::string fitted_from;
   const auto add = [&](const std::string& path) {
     if (!path.empty())
@@ -215,6 +232,8 @@ std::string kernel_corrections_yaml(const HardwareSpec& fitted, const std::strin
   return fmt::format(
       "# Kernel corrections fitted by exitsim calibrate --fit-hardware (docs/calibration.md) to:\n"
       "{}"
+      "# The fit (exitsim / measured kernel time, per family):\n"
+      "{}"
       "# Paste this section into a scenario, or pass each key with --set.\n"
       "hardware:\n"
       "  preset: {}\n"
@@ -230,7 +249,7 @@ std::string kernel_corrections_yaml(const HardwareSpec& fitted, const std::strin
       "  send_efficiency: {:.4g}\n"
       "  node_link_latency_us: {:.4g}\n"
       "  node_link_efficiency: {:.4g}\n",
-      fitted_from, preset, us(k.min_kernel_ns), k.ridge_exponent, k.elementwise_efficiency,
+      fitted_from, report, preset, us(k.min_kernel_ns), k.ridge_exponent, k.elementwise_efficiency,
       us(k.decode_attention_floor_ns), us(k.decode_attention_ns_per_sequence_head),
       k.prefill_attention_efficiency, us(static_cast<double>(link.link_latency)),
       link.link_efficiency, us(static_cast<double>(link.send_latency)), link.send_efficiency,

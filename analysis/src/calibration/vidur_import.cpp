@@ -120,15 +120,7 @@ ModelShape model_preset_of(const std::string& name, const std::string& mlp_path,
   return *model;
 }
 
-struct Mean {
-  double sum = 0;
-  int count = 0;
-  void add(double x) {
-    sum += x;
-    ++count;
-  }
-  double value() const { return sum / count; }
-};
+using vidur::Mean;
 
 // Samples in ascending (batch, context), duplicated points averaged (Vidur times some twice).
 std::vector<OpSample> averaged(const std::map<std::pair<double, double>, Mean>& points) {

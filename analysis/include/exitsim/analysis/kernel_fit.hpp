@@ -30,9 +30,10 @@ struct KernelFit {
 };
 KernelFit fit_kernel_corrections(const gpu_fidelity::ProfileFiles& files, const HardwareSpec& base);
 
-// A scenario's `hardware:` section holding `fitted`'s corrections on its preset `preset`, with a
-// comment naming the files fitted: what `calibrate --fit-hardware` writes.
-std::string kernel_corrections_yaml(const HardwareSpec& fitted, const std::string& preset,
+// A scenario's `hardware:` section holding the fit's corrections on its preset `preset`, with
+// comments naming the files fitted and the fit's report (before and after, what was kept, values
+// cut at their search interval's edge): what `calibrate --fit-hardware` writes.
+std::string kernel_corrections_yaml(const KernelFit& fit, const std::string& preset,
                                     const gpu_fidelity::ProfileFiles& files);
 
 }  // namespace exitsim::analysis

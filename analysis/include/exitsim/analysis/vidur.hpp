@@ -67,4 +67,16 @@ struct NetworkTime {
 
 std::vector<NetworkTime> read_network(const std::string& path);
 
+// The mean of a grid point's times, for the points Vidur timed more than once (mlp.csv has 4096
+// tokens twice): what every consumer of the readers prices against.
+struct Mean {
+  double sum = 0;
+  int count = 0;
+  void add(double x) {
+    sum += x;
+    ++count;
+  }
+  double value() const { return sum / count; }
+};
+
 }  // namespace exitsim::analysis::vidur
