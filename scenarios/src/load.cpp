@@ -121,6 +121,21 @@ Scenario load_default_scenario(std::span<const std::string> overrides) {
   return load_scenario_text(default_scenario_text(), embedded::k_default_scenario_name, overrides);
 }
 
+Scenario load_scenario_with_overlay(const std::string& path, std::span<const std::string> overrides,
+                                    const std::string& overlay_path) {
+  const std::string source = path.empty() ? std::string(embedded::k_default_scenario_name) : path;
+  detail::Node root = path.empty() ? parse_tree(default_scenario_text(), source, std::nullopt)
+                                   : parse_tree(read_file(path), path,
+                                                std::filesystem::path(path).parent_path().string());
+  for (const std::string& assignment : overrides)
+    detail::apply_override(root, assignment);
+  const detail::Node overlay =
+      parse_tree(read_file(overlay_path), overlay_path,
+                 std::filesystem::path(overlay_path).parent_path().string());
+  detail::apply_overlay(root, overlay);
+  return detail::resolve_scenario(root, source);
+}
+
 std::string_view default_scenario_text() {
   return embedded::default_scenario_yaml();
 }

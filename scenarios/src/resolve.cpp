@@ -369,4 +369,30 @@ void apply_override(Node& root, const std::string& assignment) {
   }
 }
 
+namespace {
+
+void apply_overlay_at(Node& root, const Node& section, const std::string& prefix) {
+  for (const Node::Entry& entry : section.entries) {
+    const std::string path = join(prefix, entry.key);
+    const KeyDef* def = find_key(path);
+    if (def != nullptr && def->type == Type::section && entry.value.kind == Node::Kind::map) {
+      apply_overlay_at(root, entry.value, path);
+    } else {
+      set_path(root, path, entry.value, entry.key_loc);
+    }
+  }
+}
+
+}  // namespace
+
+void apply_overlay(Node& root, const Node& overlay) {
+  if (overlay.kind == Node::Kind::null)
+    return;
+  if (overlay.kind != Node::Kind::map) {
+    SourceLocation at = overlay.loc;
+    throw InputError(at, expected_found("a mapping of scenario sections", describe(overlay)));
+  }
+  apply_overlay_at(root, overlay, "");
+}
+
 }  // namespace exitsim::scenario::detail

@@ -37,4 +37,8 @@ void set_path(Node& root, const std::string& path, Node value, const SourceLocat
 // Applies one --set assignment `key.path=value`.
 void apply_override(Node& root, const std::string& assignment);
 
+// Sets every key of `overlay` (a document of scenario sections) in `root` as --set would set it,
+// keeping the overlay's places for messages: a section's keys one by one, any other value whole.
+void apply_overlay(Node& root, const Node& overlay);
+
 }  // namespace exitsim::scenario::detail

@@ -40,6 +40,13 @@ class ScenarioSource {
   std::shared_ptr<const Parsed> parsed_;  // read-only, shared by copies (and threads)
 };
 
+// The scenario `path` (the embedded default when empty) with `overrides` applied, then every key
+// of `overlay_path` laid over it: a YAML file of scenario sections, such as the hardware: and
+// cost_model: sections `calibrate --against` writes; each key is set as --set would set it, and
+// messages about it name the overlay's file and line. Relative paths in it are its folder's.
+Scenario load_scenario_with_overlay(const std::string& path, std::span<const std::string> overrides,
+                                    const std::string& overlay_path);
+
 // The embedded default scenario's text.
 std::string_view default_scenario_text();
 
