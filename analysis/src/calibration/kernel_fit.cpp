@@ -6,7 +6,8 @@
 #include <cmath>
 #include <functional>
 #include <optional>
-#include <string_view>
+
+#include "coordinate_search.hpp"
 
 namespace exitsim::analysis {
 namespace {
@@ -14,13 +15,6 @@ namespace {
 using gpu_fidelity::Comparison;
 using gpu_fidelity::Family;
 using gpu_fidelity::Point;
-
-// One fitted parameter: its place in the hardware spec and its search interval.
-struct Parameter {
-  const char* key;
-  double* value;
-  double low, high;
-};
 
 // The points of one family (and, for send/recv, one placement), priced on `hardware`.
 struct FamilyData {
@@ -52,39 +46,6 @@ double log_loss(const std::vector<double>& ratios) {
   return n == 0 ? 0 : sum / static_cast<double>(n);
 }
 
-// Golden-section search of `p` in [low, high] for the least `loss()` (unimodal in practice:
-// each parameter moves its family's ratios one way).
-void search(const Parameter& p, const std::function<double()>& loss) {
-  constexpr double k_golden = 0.6180339887498949;
-  constexpr int k_steps = 18;  // the interval shrinks to 0.0002 of itself
-  double a = p.low;
-  double b = p.high;
-  double c = b - k_golden * (b - a);
-  double d = a + k_golden * (b - a);
-  *p.value = c;
-  double fc = loss();
-  *p.value = d;
-  double fd = loss();
-  for (int i = 0; i < k_steps; ++i) {
-    if (fc < fd) {
-      b = d;
-      d = c;
-      fd = fc;
-      c = b - k_golden * (b - a);
-      *p.value = c;
-      fc = loss();
-    } else {
-      a = c;
-      c = d;
-      fc = fd;
-      d = a + k_golden * (b - a);
-      *p.value = d;
-      fd = loss();
-    }
-  }
-  *p.value = fc < fd ? c : d;
-}
-
 std::string describe(const std::vector<double>& ratios) {
   const gpu_fidelity::RatioSummary s = gpu_fidelity::summarize(ratios);
   return fmt::format("median {:.2f}, {:.0f}% in {:.2f}-{:.2f}", s.median,
@@ -114,7 +75,7 @@ KernelFit fit_kernel_corrections(const gpu_fidelity::ProfileFiles& files,
   struct Group {
     const char* name;
     std::vector<FamilyData> data;
-    std::vector<Parameter> parameters;
+    std::vector<SearchedParameter> parameters;
     std::vector<LatencyField*> latencies;  // written back before each pricing
   };
   const auto family = [&](Family f, std::string setting = "") {
@@ -123,15 +84,15 @@ KernelFit fit_kernel_corrections(const gpu_fidelity::ProfileFiles& files,
   std::vector<Group> groups = {
       {"GEMMs and element-wise ops",
        {family(Family::gemm), family(Family::elementwise)},
-       {{"hardware.min_kernel_us", &k.min_kernel_ns, 0, 20'000},
+       {{"hardware.min_kernel_us", &k.min_kernel_ns, 0, 20'000, 1e3},
         {"hardware.ridge_exponent", &k.ridge_exponent, 1, 8},
         {"hardware.elementwise_efficiency", &k.elementwise_efficiency, 0.05, 1}},
        {}},
       {"decode attention",
        {family(Family::decode_attention)},
-       {{"hardware.decode_attention_floor_us", &k.decode_attention_floor_ns, 0, 60'000},
+       {{"hardware.decode_attention_floor_us", &k.decode_attention_floor_ns, 0, 60'000, 1e3},
         {"hardware.decode_attention_us_per_sequence_head", &k.decode_attention_ns_per_sequence_head,
-         0, 1'000}},
+         0, 1'000, 1e3}},
        {}},
       {"prefill attention",
        {family(Family::prefill_attention)},
@@ -139,17 +100,17 @@ KernelFit fit_kernel_corrections(const gpu_fidelity::ProfileFiles& files,
        {}},
       {"all-reduce",
        {family(Family::all_reduce)},
-       {{"hardware.link_latency_us", &collective.value, 0, 200'000},
+       {{"hardware.link_latency_us", &collective.value, 0, 200'000, 1e3},
         {"hardware.link_efficiency", &link.link_efficiency, 0.05, 1}},
        {&collective}},
       {"send/recv in one node",
        {family(Family::send_recv, "1 node")},
-       {{"hardware.send_latency_us", &send.value, 0, 200'000},
+       {{"hardware.send_latency_us", &send.value, 0, 200'000, 1e3},
         {"hardware.send_efficiency", &link.send_efficiency, 0.05, 1}},
        {&send}},
       {"send/recv across nodes",
        {family(Family::send_recv, "2 nodes")},
-       {{"hardware.node_link_latency_us", &node.value, 0, 500'000},
+       {{"hardware.node_link_latency_us", &node.value, 0, 500'000, 1e3},
         {"hardware.node_link_efficiency", &link.node_link_efficiency, 0.05, 1}},
        {&node}},
   };
@@ -177,20 +138,13 @@ KernelFit fit_kernel_corrections(const gpu_fidelity::ProfileFiles& files,
       return sum;
     };
     for (int round = 0; round < 2; ++round) {
-      for (const Parameter& p : g.parameters)
-        search(p, loss);
+      for (const SearchedParameter& p : g.parameters)
+        golden_section_search(p, loss);
     }
     // A value the search ends on an edge of its interval is cut there: said, not written as fit.
-    for (const Parameter& p : g.parameters) {
-      const double margin = 1e-3 * (p.high - p.low);
-      if (*p.value - p.low > margin && p.high - *p.value > margin)
-        continue;
-      const double unit = std::string_view(p.key).ends_with("_us") ? 1e3 : 1;  // times are in ns
-      fit.report.push_back(
-          fmt::format("{}: {:.4g} is the edge of the interval searched, [{:.4g}, {:.4g}]: the data "
-                      "would put it "
-                      "beyond; check the files measure what this parameter governs",
-                      p.key, *p.value / unit, p.low / unit, p.high / unit));
+    for (const SearchedParameter& p : g.parameters) {
+      if (std::optional<std::string> edge = edge_note(p))
+        fit.report.push_back(std::move(*edge));
     }
     for (LatencyField* l : g.latencies)
       l->store();
@@ -209,34 +163,23 @@ KernelFit fit_kernel_corrections(const gpu_fidelity::ProfileFiles& files,
   return fit;
 }
 
-std::string kernel_corrections_yaml(const KernelFit& fit, const std::string& preset,
-                                    const gpu_fidelity::ProfileFiles& files) {
-  const HardwareSpec& fitted = fit.hardware;
-  std::string report;
-  for (const std::string& line : fit.report)
-    report += "#   " + line + "\n";
-  std::string fitted_from;
-  const auto add = [&](const std::string& path) {
-    if (!path.empty())
-      fitted_from += "#   " + path + "\n";
-  };
-  for (const std::string& f : files.mlp)
-    add(f);
-  for (const std::string& f : files.attention)
-    add(f);
-  add(files.all_reduce);
-  add(files.send_recv);
+std::string hardware_section_yaml(const HardwareSpec& fitted, const HardwareSectionNotes& notes) {
+  std::string out = "# " + notes.title + "\n";
+  for (const std::string& path : notes.inputs)
+    out += "#   " + path + "\n";
+  out += "# " + notes.report_heading + "\n";
+  for (const std::string& line : notes.report)
+    out += "#   " + line + "\n";
+  out += "# " + notes.usage + "\nhardware:\n";
+  if (!notes.preset.empty())
+    out += fmt::format("  preset: {}\n", notes.preset);
   const KernelCorrections& k = fitted.kernels;
   const Interconnect& link = fitted.interconnect;
   const auto us = [](double ns) { return ns / 1e3; };
-  return fmt::format(
-      "# Kernel corrections fitted by exitsim calibrate --fit-hardware (docs/calibration.md) to:\n"
-      "{}"
-      "# The fit (exitsim / measured kernel time, per family):\n"
-      "{}"
-      "# Paste this section into a scenario, or pass each key with --set.\n"
-      "hardware:\n"
-      "  preset: {}\n"
+  if (notes.efficiencies)
+    out += fmt::format("  launch_overhead_us: {:.4g}\n",
+                       us(static_cast<double>(fitted.launch_overhead)));
+  out += fmt::format(
       "  min_kernel_us: {:.4g}\n"
       "  ridge_exponent: {:.4g}\n"
       "  elementwise_efficiency: {:.4g}\n"
@@ -249,11 +192,34 @@ std::string kernel_corrections_yaml(const KernelFit& fit, const std::string& pre
       "  send_efficiency: {:.4g}\n"
       "  node_link_latency_us: {:.4g}\n"
       "  node_link_efficiency: {:.4g}\n",
-      fitted_from, report, preset, us(k.min_kernel_ns), k.ridge_exponent, k.elementwise_efficiency,
+      us(k.min_kernel_ns), k.ridge_exponent, k.elementwise_efficiency,
       us(k.decode_attention_floor_ns), us(k.decode_attention_ns_per_sequence_head),
       k.prefill_attention_efficiency, us(static_cast<double>(link.link_latency)),
       link.link_efficiency, us(static_cast<double>(link.send_latency)), link.send_efficiency,
       us(static_cast<double>(link.node_link_latency)), link.node_link_efficiency);
+  if (notes.efficiencies) {
+    out += fmt::format("cost_model:\n  flops_efficiency: {:.4g}\n  bandwidth_efficiency: {:.4g}\n",
+                       notes.efficiencies->flops, notes.efficiencies->bandwidth);
+  }
+  return out;
+}
+
+std::string kernel_corrections_yaml(const KernelFit& fit, const std::string& preset,
+                                    const gpu_fidelity::ProfileFiles& files) {
+  HardwareSectionNotes notes;
+  notes.title =
+      "Kernel corrections fitted by exitsim calibrate --fit-hardware (docs/calibration.md) to:";
+  for (const std::vector<std::string>* list : {&files.mlp, &files.attention})
+    notes.inputs.insert(notes.inputs.end(), list->begin(), list->end());
+  for (const std::string* path : {&files.all_reduce, &files.send_recv}) {
+    if (!path->empty())
+      notes.inputs.push_back(*path);
+  }
+  notes.report_heading = "The fit (exitsim / measured kernel time, per family):";
+  notes.report = fit.report;
+  notes.usage = "Paste this section into a scenario, or pass each key with --set.";
+  notes.preset = preset;
+  return hardware_section_yaml(fit.hardware, notes);
 }
 
 }  // namespace exitsim::analysis

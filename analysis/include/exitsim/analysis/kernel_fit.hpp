@@ -1,5 +1,6 @@
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,5 +36,23 @@ KernelFit fit_kernel_corrections(const gpu_fidelity::ProfileFiles& files, const 
 // cut at their search interval's edge): what `calibrate --fit-hardware` writes.
 std::string kernel_corrections_yaml(const KernelFit& fit, const std::string& preset,
                                     const gpu_fidelity::ProfileFiles& files);
+
+// What a written hardware section says of itself in its comments, and what it holds beside the
+// kernel corrections and the link's terms.
+struct HardwareSectionNotes {
+  std::string title;                // the first comment line
+  std::vector<std::string> inputs;  // the files fitted, one comment line each
+  std::string report_heading;
+  std::vector<std::string> report;  // the fit's report, one comment line each
+  std::string usage;                // the last comment line: how to use the section
+  std::string preset;               // the section's hardware.preset; "" writes none
+  // Given: hardware.launch_overhead_us and a cost_model: section with these efficiencies too.
+  struct Efficiencies {
+    double flops = 0, bandwidth = 0;
+  };
+  std::optional<Efficiencies> efficiencies;
+};
+// The section `fitted` gives: what kernel_corrections_yaml and `calibrate --against` write.
+std::string hardware_section_yaml(const HardwareSpec& fitted, const HardwareSectionNotes& notes);
 
 }  // namespace exitsim::analysis
