@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "calibrate_against.hpp"
 #include "cli_grammar.hpp"
 #include "commands.hpp"
 #include "exitsim/analysis/calibrate.hpp"
@@ -32,6 +33,7 @@ struct CalibrateArgs {
   bool strict = false;
   bool force = false;
   bool tensor_parallel_given = false;
+  CalibrateAgainstArgs against;
 };
 
 // Exactly one source of measurements, and only the options that source reads.
@@ -300,8 +302,8 @@ void add_calibrate_command(CLI::App& app) {
       "here, --vidur-attention, --vidur-all-reduce, --vidur-send-recv) and write them "
       "as a scenario's hardware: section (YAML) to --out");
   command->add_option("-o,--out", args->output,
-                      "The cost profile to write (JSON; required); with --fit-hardware the "
-                      "hardware section (YAML)");
+                      "The cost profile to write (JSON; required); with --fit-hardware and "
+                      "--against the hardware section (YAML)");
   add_renamed_option(*command, "--output", "-o/--out", args->output);
   command->add_flag("--strict", args->strict,
                     "Refuse (exit 1, no profile) when a fit is not to trust: held-out error over "
@@ -309,7 +311,27 @@ void add_calibrate_command(CLI::App& app) {
   command->add_flag("--force", args->force,
                     "Write the profile even when fits say the machine was not steady (a grid "
                     "fit's held-out median error over 50%, any fit's mean over 1000%)");
-  command->callback([args] { run_calibrate(*args); });
+  add_calibrate_against_options(*command, args->against);
+  command->callback([args, command] {
+    if (args->against.results.empty()) {
+      refuse_against_options_alone(*command);
+      run_calibrate(*args);
+      return;
+    }
+    // The benchmark runs are the fit's one source: another source's option would be ignored.
+    for (const char* option :
+         {"OPTRACE", "--kineto", "--vidur-mlp", "--vidur-attention", "--vidur-all-reduce",
+          "--vidur-send-recv", "--tensor-parallel", "--hardware", "--model-name", "--fit-hardware",
+          "--strict", "--force"}) {
+      if (command->count(option) > 0) {
+        throw InputError({"", 0, 0, option},
+                         expected_found("no other source's option with --against (the fit "
+                                        "reads the benchmark runs and --scenario alone)",
+                                        std::string(option)));
+      }
+    }
+    run_calibrate_against(args->against, args->output);
+  });
 }
 
 }  // namespace exitsim::cli

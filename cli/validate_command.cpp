@@ -284,13 +284,7 @@ void run_validate(const ValidateArgs& args) {
 void run_validate_against(const ValidateArgs& args) {
   check_output_directory(args.out, "--out");
   const traces::ServingBenchmark bench = traces::read_serving_benchmark(args.against);
-  if (bench.max_concurrency && !args.ignore_max_concurrency) {
-    throw InputError(
-        {args.against, bench.line, 0, "max_concurrency"},
-        expected_found("null: the simulator has no closed client limit (give "
-                       "--ignore-max-concurrency to compare anyway, as an open workload)",
-                       fmt::format("{}", *bench.max_concurrency)));
-  }
+  analysis::check_open_workload(bench, args.ignore_max_concurrency);
   const scenario::Scenario s = args.scenario.load();
 
   analysis::BenchmarkProvenance p;

@@ -282,6 +282,16 @@ std::vector<std::string> warm_prefix_cache_evidence(const traces::ServingBenchma
       below, compared, hardware.name, std::max(1, tensor_parallel), example)};
 }
 
+void check_open_workload(const traces::ServingBenchmark& benchmark, bool ignore_max_concurrency) {
+  if (!benchmark.max_concurrency || ignore_max_concurrency)
+    return;
+  throw InputError(
+      {benchmark.path, benchmark.line, 0, "max_concurrency"},
+      expected_found("null: the simulator has no closed client limit (give "
+                     "--ignore-max-concurrency to compare anyway, as an open workload)",
+                     fmt::format("{}", *benchmark.max_concurrency)));
+}
+
 sim::MetricsSummary simulate_benchmark(const scenario::Scenario& scenario,
                                        const traces::ServingBenchmark& benchmark,
                                        std::span<const TimeNs> arrivals) {

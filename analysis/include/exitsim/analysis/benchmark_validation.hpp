@@ -56,6 +56,11 @@ std::vector<std::string> warm_prefix_cache_evidence(const traces::ServingBenchma
                                                     const HardwareSpec& hardware,
                                                     int tensor_parallel);
 
+// Refuses a benchmark run with a closed client limit (max_concurrency), which the simulator's open
+// workload does not model, unless `ignore_max_concurrency` (--ignore-max-concurrency) says to
+// compare it anyway.
+void check_open_workload(const traces::ServingBenchmark& benchmark, bool ignore_max_concurrency);
+
 // The simulator's run of the benchmark's successful requests (lengths in file order) arriving at
 // `arrivals` (benchmark_arrivals), on `scenario` (its workload section is not used).
 sim::MetricsSummary simulate_benchmark(const scenario::Scenario& scenario,
