@@ -71,7 +71,7 @@ void add_calibrate_against_options(CLI::App& command, CalibrateAgainstArgs& args
                    "an open workload (said in the output)");
 }
 
-void refuse_against_options_alone(const CLI::App& command) {
+void refuse_calibrate_against_options_alone(const CLI::App& command) {
   for (const char* option : k_against_only) {
     if (command.count(option) > 0) {
       throw InputError({"", 0, 0, option},

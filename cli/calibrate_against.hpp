@@ -23,7 +23,7 @@ struct CalibrateAgainstArgs {
 void add_calibrate_against_options(CLI::App& command, CalibrateAgainstArgs& args);
 
 // The options above given on `command` without --against: one is refused, naming it.
-void refuse_against_options_alone(const CLI::App& command);
+void refuse_calibrate_against_options_alone(const CLI::App& command);
 
 void run_calibrate_against(const CalibrateAgainstArgs& args, const std::string& output);
 

@@ -314,7 +314,7 @@ void add_calibrate_command(CLI::App& app) {
   add_calibrate_against_options(*command, args->against);
   command->callback([args, command] {
     if (args->against.results.empty()) {
-      refuse_against_options_alone(*command);
+      refuse_calibrate_against_options_alone(*command);
       run_calibrate(*args);
       return;
     }

@@ -25,6 +25,7 @@
 #include "exitsim/traces/staged_output_directory.hpp"
 #include "exitsim/traces/token_trace.hpp"
 #include "progress.hpp"
+#include "validate_against.hpp"
 
 namespace exitsim::cli {
 
@@ -41,9 +42,7 @@ struct ValidateArgs {
   bool normalize_speed = false;
   double speed_tolerance = 0.10;
   // --against: a vLLM/SGLang serving benchmark's result replayed in the simulator.
-  std::string against;
-  int arrival_seeds = 5;
-  bool ignore_max_concurrency = false;
+  ValidateAgainstArgs against;
 };
 
 // One engine run, as measured: its steps' durations, what each ran, and the request metrics.
@@ -279,123 +278,6 @@ void run_validate(const ValidateArgs& args) {
              (std::filesystem::path(args.out) / "validation.csv").string());
 }
 
-// `validate --against FILE`: the benchmark's requests replayed on the scenario under
-// `arrival_seeds` reconstructions of their unknown send times.
-void run_validate_against(const ValidateArgs& args) {
-  check_output_directory(args.out, "--out");
-  const traces::ServingBenchmark bench = traces::read_serving_benchmark(args.against);
-  analysis::check_open_workload(bench, args.ignore_max_concurrency);
-  const scenario::Scenario s = args.scenario.load();
-
-  analysis::BenchmarkProvenance p;
-  p.file = args.against;
-  p.format = traces::format_name(bench.format);
-  p.line = bench.line;
-  p.backend = bench.backend;
-  p.model_id = bench.model_id;
-  p.tokenizer_id = bench.tokenizer_id;
-  p.date = bench.date;
-  p.scenario_model = s.model.shape.name;
-  p.request_rate = bench.request_rate ? fmt::format("{}", *bench.request_rate) : "inf";
-  p.burstiness = bench.burstiness;
-  p.requests_in_file = static_cast<std::int64_t>(bench.requests.size());
-  p.excluded_failed = bench.failed_requests();
-  p.requests_compared = p.requests_in_file - p.excluded_failed;
-  p.max_concurrency = bench.max_concurrency;
-  p.max_concurrency_ignored = bench.max_concurrency.has_value();
-  if (!bench.request_rate) {
-    p.arrivals = "request_rate inf: every request sent at time 0 (no reconstruction needed)";
-  } else if (bench.format == traces::ServingBenchmarkFormat::sglang) {
-    p.arrivals = fmt::format(
-        "not in the file: Poisson at {} req/s (SGLang's exponential gaps), drawn under {} seeds",
-        *bench.request_rate, args.arrival_seeds);
-  } else {
-    p.arrivals = fmt::format(
-        "not in the file: gamma gaps of shape {} (burstiness) and mean 1/{} s, rescaled to end "
-        "at n/rate as vLLM does, drawn under {} seeds",
-        bench.burstiness, *bench.request_rate, args.arrival_seeds);
-  }
-  std::vector<std::string>& unmatched = p.unmatched;
-  unmatched.push_back("arrivals: " + p.arrivals);
-  if (p.excluded_failed > 0) {
-    unmatched.push_back(fmt::format(
-        "{} of {} requests failed in the benchmark (error, no output or no first token) and are "
-        "neither replayed nor compared",
-        p.excluded_failed, p.requests_in_file));
-  }
-  if (bench.format == traces::ServingBenchmarkFormat::vllm && !bench.burstiness_given)
-    unmatched.push_back("the file names no burstiness: Poisson arrivals (burstiness 1) assumed");
-  if (bench.lines > 1) {
-    unmatched.push_back(
-        fmt::format("the file holds {} runs (JSON Lines): the last, line {}, is "
-                    "compared",
-                    bench.lines, bench.line));
-  }
-  if (bench.max_concurrency) {
-    unmatched.push_back(fmt::format(
-        "max_concurrency {}: the benchmark held at most that many requests in flight; the "
-        "simulator replays an open workload (--ignore-max-concurrency), so queueing differs",
-        *bench.max_concurrency));
-  }
-  const std::string named = !bench.model_id.empty() ? bench.model_id : bench.tokenizer_id;
-  unmatched.push_back(fmt::format(
-      "model: the file names \"{}\" (backend \"{}\"), the scenario simulates \"{}\" on {}; "
-      "exitsim cannot check that they are the same",
-      named.empty() ? "none" : named, bench.backend, s.model.shape.name, s.hardware.spec.name));
-  unmatched.push_back(
-      "the scenario's workload section is not used: the file's request lengths replace it");
-  for (std::string& line : analysis::summary_cross_checks(bench))
-    unmatched.push_back(std::move(line));
-  for (std::string& line : analysis::warm_prefix_cache_evidence(bench, s.model.shape,
-                                                                s.hardware.spec, s.parallel.tensor))
-    unmatched.push_back(std::move(line));
-
-  std::vector<sim::MetricsSummary> runs;
-  std::int64_t rejected = 0;
-  ProgressReporter reporter("validate", "arrival seeds");
-  const int seeds = bench.request_rate ? args.arrival_seeds : 1;
-  for (int k = 0; k < seeds; ++k) {
-    const std::uint64_t seed = s.seed + static_cast<std::uint64_t>(k);
-    p.arrival_seeds.push_back(seed);
-    const std::vector<TimeNs> arrivals = analysis::benchmark_arrivals(bench, seed);
-    runs.push_back(analysis::simulate_benchmark(s, bench, arrivals));
-    rejected = std::max(rejected, runs.back().rejected.total());
-    reporter.update(static_cast<double>(k + 1), static_cast<double>(seeds),
-                    fmt::format("seed {}", seed));
-  }
-  if (rejected > 0) {
-    unmatched.push_back(fmt::format(
-        "the scenario could not serve {} of the replayed requests (rejected; see simulate)",
-        rejected));
-  }
-  const std::vector<analysis::NamedFigure> figures = analysis::benchmark_figures(bench);
-  const std::vector<analysis::ValidationResult> results{
-      analysis::compare_with_benchmark(s.sync.strategy, figures, runs)};
-
-  // The file's own strings (model_id, backend) are shown as error messages show them: a terminal
-  // escape in a benchmark file must not reach the console.
-  fmt::print(
-      "against    {}\n",
-      one_safe_line(fmt::format("{} ({} {}, {} of {} requests compared)", args.against, p.format,
-                                bench.backend, p.requests_compared, p.requests_in_file)));
-  fmt::print("{}", analysis::format_validation(results));
-  for (const std::string& line : unmatched)
-    fmt::print("not matched {}\n", one_safe_line(line));
-
-  traces::StagedOutputDirectory out(args.out, "--out");
-  const std::filesystem::path staging(out.staging());
-  traces::write_file_atomically((staging / "validation.csv").string(),
-                                analysis::validation_csv(results));
-  analysis::ValidationConditions conditions;
-  conditions.hardware = s.hardware.spec.name;
-  conditions.against = std::move(p);
-  traces::write_file_atomically((staging / "validation.json").string(),
-                                analysis::validation_json(results, conditions));
-  out.commit();
-  fmt::print("wrote      {} and validation.json\n",
-             (std::filesystem::path(args.out) / "validation.csv").string());
-}
-
 }  // namespace
 
 void add_validate_command(CLI::App& app) {
@@ -429,29 +311,10 @@ void add_validate_command(CLI::App& app) {
       ->add_option("--speed-tolerance", args->speed_tolerance,
                    "Report a machine speed change beyond this fraction (default 0.10)")
       ->check(CLI::Range(0.0, 10.0));
-  command
-      ->add_option("--against", args->against,
-                   "A vLLM (`vllm bench serve --save-result --save-detailed`) or SGLang "
-                   "(`bench_serving --output-details`, last line) result: replay its requests on "
-                   "the scenario and compare the simulator with it")
-      ->type_name("RESULT.json");
-  command
-      ->add_option("--arrival-seeds", args->arrival_seeds,
-                   "--against: simulations, each with its own draw of the benchmark's unknown "
-                   "arrival times; metrics report their median and min-max (default 5)")
-      ->check(CLI::Range(1, 1000));
-  command->add_flag("--ignore-max-concurrency", args->ignore_max_concurrency,
-                    "--against: compare a benchmark run with --max-concurrency anyway (the "
-                    "simulator replays an open workload; said in the output)");
+  add_validate_against_options(*command, args->against);
   command->callback([args, command] {
-    if (args->against.empty()) {
-      for (const char* option : {"--arrival-seeds", "--ignore-max-concurrency"}) {
-        if (command->count(option) > 0) {
-          throw InputError(
-              {"", 0, 0, option},
-              expected_found("--against (the option applies to it only)", "no --against"));
-        }
-      }
+    if (args->against.file.empty()) {
+      refuse_validate_against_options_alone(*command);
       for (const char* option : {"--model", "--profile"}) {
         if (command->count(option) == 0)
           throw CLI::RequiredError(option);
@@ -476,7 +339,7 @@ void add_validate_command(CLI::App& app) {
                                       "scheduler the benchmark ran on)",
                                       "none"));
     }
-    run_validate_against(*args);
+    run_validate_against(args->scenario, args->against, args->out);
   });
 }
 

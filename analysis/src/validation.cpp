@@ -344,6 +344,7 @@ nlohmann::json provenance_json(const BenchmarkProvenance& p) {
           {"max_concurrency",
            p.max_concurrency ? nlohmann::json(*p.max_concurrency) : nlohmann::json(nullptr)},
           {"max_concurrency_ignored", p.max_concurrency_ignored},
+          {"overlay", p.overlay.empty() ? nlohmann::json(nullptr) : nlohmann::json(p.overlay)},
           {"unmatched", p.unmatched}};
 }
 

@@ -157,6 +157,9 @@ struct BenchmarkProvenance {
   std::string arrivals;  // how the arrivals were reconstructed
   std::optional<std::int64_t> max_concurrency;
   bool max_concurrency_ignored = false;
+  // validate --overlay: the file of scenario sections laid over the scenario for the second
+  // comparison ("" without one).
+  std::string overlay;
   // What could not be matched or was assumed, one line each (also printed).
   std::vector<std::string> unmatched;
 };
