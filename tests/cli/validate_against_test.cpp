@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "support/benchmark_results.hpp"
 #include "support/cli_fixture.hpp"
 
 namespace {
@@ -23,68 +24,12 @@ constexpr const char* k_scenario = "scenarios/default.yaml";
 constexpr const char* k_workload =
     " --set workload.requests=300 --set workload.arrivals.rate=2 --set seed=11";
 
-class ValidateAgainst : public Cli {
+class ValidateAgainst : public BenchmarkResults {
  protected:
-  // Simulates the scenario (Poisson arrivals at 2 req/s) and writes its requests, in arrival
-  // order, as `vllm bench serve --save-result --save-detailed` would have: ttfts in seconds and
-  // output_len - 1 inter-token gaps each equal to the request's TPOT (the per-request CSV holds
-  // no single gaps), duration the simulated makespan.
+  // The default scenario's run at 2 req/s as vLLM would have written it.
   fs::path simulated_result(const std::string& extra = "") {
-    const fs::path sim = dir_ / "sim";
-    const Result r =
-        run(std::string("simulate ") + k_scenario + k_workload + " --out '" + sim.string() + "'");
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    std::istringstream csv(slurp(sim / "requests.csv"));
-    std::string line;
-    std::getline(csv, line);  // header
-    struct Row {
-      long long id, first_token, completion, input, output;
-      double ttft_ms;
-    };
-    std::vector<Row> rows;
-    while (std::getline(csv, line)) {
-      std::vector<std::string> f;
-      std::stringstream fields(line);
-      for (std::string x; std::getline(fields, x, ',');)
-        f.push_back(x);
-      // request_id,replica,arrival_ns,first_scheduled_ns,first_token_ns,completion_ns,
-      // input_tokens,output_tokens,preemptions,ttft_ms,tpot_ms,e2e_ms
-      rows.push_back({std::stoll(f[0]), std::stoll(f[4]), std::stoll(f[5]), std::stoll(f[6]),
-                      std::stoll(f[7]), std::stod(f[9])});
-    }
-    std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.id < b.id; });
-    json j = json::parse(slurp(sim / "summary.json"));
-    json result = {{"date", "20250101-000000"},
-                   {"backend", "vllm"},
-                   {"model_id", "meta-llama/Meta-Llama-3-8B"},
-                   {"tokenizer_id", "meta-llama/Meta-Llama-3-8B"},
-                   {"num_prompts", rows.size()},
-                   {"request_rate", 2.0},
-                   {"burstiness", 1.0},
-                   {"max_concurrency", nullptr},
-                   {"duration", j["makespan_s"]}};
-    json inputs = json::array(), outputs = json::array(), ttfts = json::array(),
-         itls = json::array(), errors = json::array();
-    for (const Row& row : rows) {
-      inputs.push_back(row.input);
-      outputs.push_back(row.output);
-      ttfts.push_back(row.ttft_ms / 1000.0);
-      json gaps = json::array();
-      for (long long k = 1; k < row.output; ++k) {
-        gaps.push_back(static_cast<double>(row.completion - row.first_token) /
-                       static_cast<double>(row.output - 1) / 1e9);
-      }
-      itls.push_back(gaps);
-      errors.push_back("");
-    }
-    result["input_lens"] = inputs;
-    result["output_lens"] = outputs;
-    result["ttfts"] = ttfts;
-    result["itls"] = itls;
-    result["errors"] = errors;
-    json edited = json::parse(extra.empty() ? "{}" : extra);
-    result.update(edited);
-    return file("result.json", result.dump());
+    return BenchmarkResults::simulated_result(std::string(k_scenario) + k_workload, 2.0,
+                                              "result.json", extra);
   }
 
   std::map<std::string, json> metrics_of(const fs::path& out) const {
