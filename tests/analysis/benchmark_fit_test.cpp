@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "exitsim/analysis/benchmark_validation.hpp"
 #include "exitsim/scenario/load.hpp"
 #include "exitsim/sim/cost/make_cost_model.hpp"
 #include "support/benchmark_results.hpp"
@@ -36,23 +37,28 @@ constexpr double k_even_gaps = std::numeric_limits<double>::infinity();
 // The fit of the preset to runs of a deployment that prices as the preset with `truth`.
 struct OracleFit {
   scenario::Scenario base, truth;
+  std::vector<traces::ServingBenchmark> runs;  // as read from the files
   BenchmarkFit fit;
   std::string report;  // for failure messages
 };
 
-OracleFit fit_to_oracle(const TempDir& dir, const std::vector<std::string>& truth) {
+OracleFit fit_to_oracle(const TempDir& dir, const std::vector<std::string>& truth,
+                        const BenchmarkFitOptions& options = {},
+                        const std::vector<double>& rates = {3.0, 6.0, 9.0}) {
   OracleFit o{scenario::load_scenario_text(k_scenario, "base"),
               scenario::load_scenario_text(k_scenario, "truth", truth),
+              {},
               {},
               {}};
   const std::vector<test_support::RequestLengths> lengths = test_support::request_lengths(600, 7);
   std::vector<std::string> files;
-  for (const double rate : {3.0, 6.0, 9.0}) {
+  for (const double rate : rates) {
     files.push_back(
         dir.write(fmt::format("rate{}.json", rate),
                   test_support::simulated_vllm_result(o.truth, lengths, rate, k_even_gaps, 1000)));
   }
-  o.fit = fit_benchmark_runs(o.base, read_benchmark_runs(files));
+  o.runs = read_benchmark_runs(files);
+  o.fit = fit_benchmark_runs(o.base, o.runs, options);
   o.report = fmt::format("{}", fmt::join(benchmark_fit_report(o.fit), "\n"));
   return o;
 }
@@ -147,6 +153,34 @@ TEST(BenchmarkFit, SaysWhatTheRunsCannotTellApartAndFitsTheStepTimeTheyDetermine
   EXPECT_GT(std::abs(decode_step_us(o.base, 8) / truth - 1), 0.07) << o.report;
   EXPECT_LT(std::abs(decode_step_us(o.fit.fitted, 8) / truth - 1), 0.02) << o.report;
   EXPECT_LT(o.fit.loss_after, o.fit.loss_before / 20) << o.report;
+}
+
+// --search-requests: the search simulates the first 200 of each run's 600 requests and compares
+// their own p50s (no throughput: part of a run has no measured duration), which the notes say;
+// the comparisons before and after still use every request: their measured figures are the
+// whole run's. Four rates: three fitting runs' twelve p50s, as many parameters move them.
+TEST(BenchmarkFit, ACappedSearchSaysSoAndComparesWholeRuns) {
+  TempDir dir;
+  BenchmarkFitOptions options;
+  options.search_requests = 200;
+  const std::vector<double> rates = {3.0, 5.0, 7.0, 9.0};
+  const OracleFit o = fit_to_oracle(dir, {"cost_model.bandwidth_efficiency=0.7"}, options, rates);
+  std::size_t capped = 0;
+  for (const std::string& note : o.fit.notes)
+    capped += note.find("the search simulated its first 200 of 600 requests") != std::string::npos;
+  EXPECT_EQ(capped, 3U) << o.report;  // the fitting runs; the held-out one is not searched
+  EXPECT_EQ(o.fit.fitted_figures, 12) << o.report;  // three runs' four p50s
+  ASSERT_EQ(o.fit.runs.size(), o.runs.size());
+  for (std::size_t r = 0; r < o.runs.size(); ++r) {
+    ASSERT_EQ(o.fit.runs[r].figures.size(), 5U) << o.report;
+    for (const NamedFigure& whole : benchmark_figures(o.runs[r])) {
+      for (const FitFigure& f : o.fit.runs[r].figures) {
+        if (f.name == whole.name) {
+          EXPECT_EQ(f.measured, whole.value) << f.name;
+        }
+      }
+    }
+  }
 }
 
 }  // namespace

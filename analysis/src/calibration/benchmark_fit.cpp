@@ -186,11 +186,16 @@ BenchmarkFit fit_benchmark_runs(const scenario::Scenario& scenario,
   const double held_rate = hold_out_rate(runs, options);
   BenchmarkFit fit;
   fit.notes.push_back(hold_out_note(held_rate, options));
+  const std::string seed_text =
+      options.arrival_seeds == 1
+          ? fmt::format("seed {}", scenario.seed)
+          : fmt::format("seeds {}-{}", scenario.seed,
+                        scenario.seed + static_cast<std::uint64_t>(options.arrival_seeds - 1));
   fit.notes.push_back(fmt::format(
       "arrivals: not in the files; reconstructed as validate --against does, each run simulated "
-      "under seeds {}-{} and compared at their median (once where the arrivals are fixed: request "
-      "rate inf or even gaps)",
-      scenario.seed, scenario.seed + static_cast<std::uint64_t>(options.arrival_seeds - 1)));
+      "under {} and compared at their median (once where the arrivals are fixed: request rate "
+      "inf or even gaps)",
+      seed_text));
   std::vector<ReplayedRun> replays;
   for (const traces::ServingBenchmark& run : runs) {
     check_open_workload(run, options.ignore_max_concurrency);
@@ -262,7 +267,7 @@ BenchmarkFit fit_benchmark_runs(const scenario::Scenario& scenario,
       out.figures.push_back(
           {before[i].name, before[i].measured, before[i].simulated, after[i].simulated});
     fit.runs.push_back(std::move(out));
-    if (run.capped) {
+    if (run.capped && !run.held_out) {
       fit.notes.push_back(fmt::format(
           "{}: the search simulated its first {} of {} requests (their own p50s; the throughput "
           "of part of a run is not measured); before and after compare all of them",

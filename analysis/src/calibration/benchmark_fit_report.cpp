@@ -1,6 +1,10 @@
 // calibrate --against's report and the section it writes (benchmark_fit.cpp fits).
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+
 #include "exitsim/analysis/benchmark_fit.hpp"
 #include "exitsim/analysis/kernel_fit.hpp"
 
@@ -31,8 +35,15 @@ std::string short_name(const std::string& figure) {
 
 std::vector<std::string> benchmark_fit_report(const BenchmarkFit& fit) {
   std::vector<std::string> out;
-  for (const FittedValue& v : fit.values)
-    out.push_back(fmt::format("fitted {}: {:.4g} -> {:.4g}", v.key, v.before, v.after));
+  for (const FittedValue& v : fit.values) {
+    // A search that found nothing better leaves the value where it was: said as such.
+    if (std::abs(v.after - v.before) <= 1e-9 * std::max(1.0, std::abs(v.before))) {
+      out.push_back(fmt::format(
+          "fitted {}: stays {:.4g}: no other value of its interval fits better", v.key, v.before));
+    } else {
+      out.push_back(fmt::format("fitted {}: {:.4g} -> {:.4g}", v.key, v.before, v.after));
+    }
+  }
   for (const std::string& line : fit.not_fitted)
     out.push_back("not fitted " + line);
   for (const std::string& line : fit.notes)
