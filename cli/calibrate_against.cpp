@@ -47,15 +47,19 @@ void add_calibrate_against_options(CLI::App& command, CalibrateAgainstArgs& args
                   "--output-details; as validate --against reads them), holding one rate out to "
                   "judge the fit, and write them as a scenario's hardware: and cost_model: "
                   "sections (YAML) to --out")
-      ->type_name("RESULT.json ...");
-  command.add_option("--scenario", args.scenario,
-                     "With --against (required): the scenario of the deployment (model, "
-                     "hardware, scheduler); the fit starts from its values");
+      ->type_name("RESULT.json");
+  command
+      .add_option("--scenario", args.scenario,
+                  "With --against (required): the scenario of the deployment (model, hardware, "
+                  "scheduler); the fit starts from its values")
+      ->type_name("SCENARIO.yaml");
   command.add_option("--set", args.overrides, "With --against: override a key of --scenario")
       ->type_name("KEY=VALUE");
-  command.add_option("--hold-out", args.hold_out,
-                     "With --against: the request rate (req/s, or inf) whose runs are held out "
-                     "and predicted (default: the highest)");
+  command
+      .add_option("--hold-out", args.hold_out,
+                  "With --against: the request rate (req/s, or inf) whose runs are held out "
+                  "and predicted (default: the highest)")
+      ->type_name("RATE");
   command
       .add_option("--arrival-seeds", args.arrival_seeds,
                   "With --against: arrival draws per run with random arrivals, compared at their "
