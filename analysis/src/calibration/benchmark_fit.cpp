@@ -16,7 +16,9 @@
 namespace exitsim::analysis {
 namespace {
 
-// Below this the seeds' spread is no noise to go by: a figure moved by less than 1% is not moved.
+// A figure's noise is the seeds' spread, at least this: the simulator reports percentiles from a
+// sketch of 1%-wide buckets (sim::LatencySketch, 0.5% relative error), so a figure moved by less
+// than 1% may not move at all.
 constexpr double k_noise_floor = 0.01;  // as a log ratio
 // Coordinate descent: at most this many rounds over the chosen parameters, ending sooner when a
 // round improves nothing (parameters that trade off converge over several rounds).
