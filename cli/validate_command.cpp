@@ -12,7 +12,6 @@
 
 #include "commands.hpp"
 #include "engine_support.hpp"
-#include "exitsim/analysis/benchmark_validation.hpp"
 #include "exitsim/analysis/validation.hpp"
 #include "exitsim/core/error.hpp"
 #include "exitsim/sim/cost/calibrated_cost_model.hpp"
@@ -21,10 +20,10 @@
 #include "exitsim/sim/simulator.hpp"
 #include "exitsim/sim/workload/workload.hpp"
 #include "exitsim/traces/atomic_output.hpp"
-#include "exitsim/traces/serving_benchmark.hpp"
 #include "exitsim/traces/staged_output_directory.hpp"
 #include "exitsim/traces/token_trace.hpp"
 #include "progress.hpp"
+#include "validate_against.hpp"
 
 namespace exitsim::cli {
 
@@ -40,10 +39,9 @@ struct ValidateArgs {
   int warmup_requests = -1;
   bool normalize_speed = false;
   double speed_tolerance = 0.10;
-  // --against: a vLLM/SGLang serving benchmark's result replayed in the simulator.
-  std::string against;
-  int arrival_seeds = 5;
-  bool ignore_max_concurrency = false;
+  // --against: a serving benchmark's result replayed in the simulator (its out and scenario
+  // are this command's).
+  AgainstArgs against;
 };
 
 // One engine run, as measured: its steps' durations, what each ran, and the request metrics.
@@ -279,129 +277,6 @@ void run_validate(const ValidateArgs& args) {
              (std::filesystem::path(args.out) / "validation.csv").string());
 }
 
-// `validate --against FILE`: the benchmark's requests replayed on the scenario under
-// `arrival_seeds` reconstructions of their unknown send times.
-void run_validate_against(const ValidateArgs& args) {
-  check_output_directory(args.out, "--out");
-  const traces::ServingBenchmark bench = traces::read_serving_benchmark(args.against);
-  if (bench.max_concurrency && !args.ignore_max_concurrency) {
-    throw InputError(
-        {args.against, bench.line, 0, "max_concurrency"},
-        expected_found("null: the simulator has no closed client limit (give "
-                       "--ignore-max-concurrency to compare anyway, as an open workload)",
-                       fmt::format("{}", *bench.max_concurrency)));
-  }
-  const scenario::Scenario s = args.scenario.load();
-
-  analysis::BenchmarkProvenance p;
-  p.file = args.against;
-  p.format = traces::format_name(bench.format);
-  p.line = bench.line;
-  p.backend = bench.backend;
-  p.model_id = bench.model_id;
-  p.tokenizer_id = bench.tokenizer_id;
-  p.date = bench.date;
-  p.scenario_model = s.model.shape.name;
-  p.request_rate = bench.request_rate ? fmt::format("{}", *bench.request_rate) : "inf";
-  p.burstiness = bench.burstiness;
-  p.requests_in_file = static_cast<std::int64_t>(bench.requests.size());
-  p.excluded_failed = bench.failed_requests();
-  p.requests_compared = p.requests_in_file - p.excluded_failed;
-  p.max_concurrency = bench.max_concurrency;
-  p.max_concurrency_ignored = bench.max_concurrency.has_value();
-  if (!bench.request_rate) {
-    p.arrivals = "request_rate inf: every request sent at time 0 (no reconstruction needed)";
-  } else if (bench.format == traces::ServingBenchmarkFormat::sglang) {
-    p.arrivals = fmt::format(
-        "not in the file: Poisson at {} req/s (SGLang's exponential gaps), drawn under {} seeds",
-        *bench.request_rate, args.arrival_seeds);
-  } else {
-    p.arrivals = fmt::format(
-        "not in the file: gamma gaps of shape {} (burstiness) and mean 1/{} s, rescaled to end "
-        "at n/rate as vLLM does, drawn under {} seeds",
-        bench.burstiness, *bench.request_rate, args.arrival_seeds);
-  }
-  std::vector<std::string>& unmatched = p.unmatched;
-  unmatched.push_back("arrivals: " + p.arrivals);
-  if (p.excluded_failed > 0) {
-    unmatched.push_back(fmt::format(
-        "{} of {} requests failed in the benchmark (error, no output or no first token) and are "
-        "neither replayed nor compared",
-        p.excluded_failed, p.requests_in_file));
-  }
-  if (bench.format == traces::ServingBenchmarkFormat::vllm && !bench.burstiness_given)
-    unmatched.push_back("the file names no burstiness: Poisson arrivals (burstiness 1) assumed");
-  if (bench.lines > 1) {
-    unmatched.push_back(
-        fmt::format("the file holds {} runs (JSON Lines): the last, line {}, is "
-                    "compared",
-                    bench.lines, bench.line));
-  }
-  if (bench.max_concurrency) {
-    unmatched.push_back(fmt::format(
-        "max_concurrency {}: the benchmark held at most that many requests in flight; the "
-        "simulator replays an open workload (--ignore-max-concurrency), so queueing differs",
-        *bench.max_concurrency));
-  }
-  const std::string named = !bench.model_id.empty() ? bench.model_id : bench.tokenizer_id;
-  unmatched.push_back(fmt::format(
-      "model: the file names \"{}\" (backend \"{}\"), the scenario simulates \"{}\" on {}; "
-      "exitsim cannot check that they are the same",
-      named.empty() ? "none" : named, bench.backend, s.model.shape.name, s.hardware.spec.name));
-  unmatched.push_back(
-      "the scenario's workload section is not used: the file's request lengths replace it");
-  for (std::string& line : analysis::summary_cross_checks(bench))
-    unmatched.push_back(std::move(line));
-  for (std::string& line : analysis::warm_prefix_cache_evidence(bench, s.model.shape,
-                                                                s.hardware.spec, s.parallel.tensor))
-    unmatched.push_back(std::move(line));
-
-  std::vector<sim::MetricsSummary> runs;
-  std::int64_t rejected = 0;
-  ProgressReporter reporter("validate", "arrival seeds");
-  const int seeds = bench.request_rate ? args.arrival_seeds : 1;
-  for (int k = 0; k < seeds; ++k) {
-    const std::uint64_t seed = s.seed + static_cast<std::uint64_t>(k);
-    p.arrival_seeds.push_back(seed);
-    const std::vector<TimeNs> arrivals = analysis::benchmark_arrivals(bench, seed);
-    runs.push_back(analysis::simulate_benchmark(s, bench, arrivals));
-    rejected = std::max(rejected, runs.back().rejected.total());
-    reporter.update(static_cast<double>(k + 1), static_cast<double>(seeds),
-                    fmt::format("seed {}", seed));
-  }
-  if (rejected > 0) {
-    unmatched.push_back(fmt::format(
-        "the scenario could not serve {} of the replayed requests (rejected; see simulate)",
-        rejected));
-  }
-  const std::vector<analysis::NamedFigure> figures = analysis::benchmark_figures(bench);
-  const std::vector<analysis::ValidationResult> results{
-      analysis::compare_with_benchmark(s.sync.strategy, figures, runs)};
-
-  // The file's own strings (model_id, backend) are shown as error messages show them: a terminal
-  // escape in a benchmark file must not reach the console.
-  fmt::print(
-      "against    {}\n",
-      one_safe_line(fmt::format("{} ({} {}, {} of {} requests compared)", args.against, p.format,
-                                bench.backend, p.requests_compared, p.requests_in_file)));
-  fmt::print("{}", analysis::format_validation(results));
-  for (const std::string& line : unmatched)
-    fmt::print("not matched {}\n", one_safe_line(line));
-
-  traces::StagedOutputDirectory out(args.out, "--out");
-  const std::filesystem::path staging(out.staging());
-  traces::write_file_atomically((staging / "validation.csv").string(),
-                                analysis::validation_csv(results));
-  analysis::ValidationConditions conditions;
-  conditions.hardware = s.hardware.spec.name;
-  conditions.against = std::move(p);
-  traces::write_file_atomically((staging / "validation.json").string(),
-                                analysis::validation_json(results, conditions));
-  out.commit();
-  fmt::print("wrote      {} and validation.json\n",
-             (std::filesystem::path(args.out) / "validation.csv").string());
-}
-
 }  // namespace
 
 void add_validate_command(CLI::App& app) {
@@ -436,22 +311,34 @@ void add_validate_command(CLI::App& app) {
                    "Report a machine speed change beyond this fraction (default 0.10)")
       ->check(CLI::Range(0.0, 10.0));
   command
-      ->add_option("--against", args->against,
-                   "A vLLM (`vllm bench serve --save-result --save-detailed`) or SGLang "
-                   "(`bench_serving --output-details`, last line) result: replay its requests on "
-                   "the scenario and compare the simulator with it")
+      ->add_option("--against", args->against.file,
+                   "A serving benchmark's result: vLLM (`vllm bench serve --save-result`), SGLang "
+                   "(`bench_serving --output-file`), GuideLLM's report or AIPerf's "
+                   "profile_export.jsonl / profile_export_aiperf.json; replay its requests on the "
+                   "scenario and compare the simulator with it")
       ->type_name("RESULT.json");
   command
-      ->add_option("--arrival-seeds", args->arrival_seeds,
+      ->add_option("--arrival-seeds", args->against.arrival_seeds,
                    "--against: simulations, each with its own draw of the benchmark's unknown "
                    "arrival times; metrics report their median and min-max (default 5)")
       ->check(CLI::Range(1, 1000));
-  command->add_flag("--ignore-max-concurrency", args->ignore_max_concurrency,
+  command->add_flag("--ignore-max-concurrency", args->against.ignore_max_concurrency,
                     "--against: compare a benchmark run with --max-concurrency anyway (the "
                     "simulator replays an open workload; said in the output)");
+  command
+      ->add_option("--run", args->against.run,
+                   "--against: the run of a file holding several (SGLang's JSON Lines, "
+                   "GuideLLM's benchmarks), from 1 (default: the last)")
+      ->check(CLI::Range(1, 1'000'000));
+  command
+      ->add_option("--prefix-cache", args->against.prefix_cache,
+                   "--against: off (default), or warm: replay the prompts the benchmark repeated "
+                   "(recognised from its input lengths) as cached, with prefix caching on")
+      ->check(CLI::IsMember({"off", "warm"}));
   command->callback([args, command] {
-    if (args->against.empty()) {
-      for (const char* option : {"--arrival-seeds", "--ignore-max-concurrency"}) {
+    if (args->against.file.empty()) {
+      for (const char* option :
+           {"--arrival-seeds", "--ignore-max-concurrency", "--run", "--prefix-cache"}) {
         if (command->count(option) > 0) {
           throw InputError(
               {"", 0, 0, option},
@@ -482,7 +369,9 @@ void add_validate_command(CLI::App& app) {
                                       "scheduler the benchmark ran on)",
                                       "none"));
     }
-    run_validate_against(*args);
+    args->against.scenario = args->scenario;
+    args->against.out = args->out;
+    run_validate_against(args->against);
   });
 }
 
