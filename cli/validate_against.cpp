@@ -243,7 +243,7 @@ void run_validate_against(const AgainstArgs& args) {
   fmt::print(
       "against    {}\n",
       one_safe_line(fmt::format(
-          "{} ({} {}{}, {})", args.file, p.format, bench.backend,
+          "{} ({}{}{}, {})", args.file, p.format, bench.backend.empty() ? "" : " " + bench.backend,
           bench.runs > 1 ? fmt::format(", run {} of {}", bench.run, bench.runs) : "", what)));
   fmt::print("{}", analysis::format_validation(results));
   for (const std::string& line : unmatched)

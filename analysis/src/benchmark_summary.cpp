@@ -132,19 +132,28 @@ std::pair<traces::ServingBenchmark, std::string> with_reconstructed_requests(
     }
     out.requests.push_back(std::move(r));
   }
-  const auto said = [&](const char* what, const std::optional<double>& mean, const char* key) {
-    return mean ? fmt::format("{} fixed at the file's mean, {} tokens ({} / {} completed)", what,
-                              length_of(*mean), key, c.completed)
-                : fmt::format(
-                      "{} drawn from the scenario's workload section ({}: its first {} "
-                      "requests; the file gives no {})",
-                      what, lengths->format_name(), c.sent, key);
+  const auto fixed = [&](const char* what, double mean, const std::string& from) {
+    return fmt::format("every {} fixed at the file's mean, {} tokens ({})", what, length_of(mean),
+                       from);
   };
+  const std::string drawn = fmt::format(
+      "drawn from the scenario's workload section ({}: its first {} requests; the file gives no "
+      "token totals)",
+      from_workload ? lengths->format_name() : "", c.sent);
+  std::string made;
+  if (c.mean_input_tokens && c.mean_output_tokens) {
+    made = fixed("prompt", *c.mean_input_tokens, c.mean_input_from) + "; " +
+           fixed("output", *c.mean_output_tokens, c.mean_output_from);
+  } else if (c.mean_input_tokens) {
+    made = fixed("prompt", *c.mean_input_tokens, c.mean_input_from) + "; output lengths " + drawn;
+  } else if (c.mean_output_tokens) {
+    made = "prompt lengths " + drawn + "; " +
+           fixed("output", *c.mean_output_tokens, c.mean_output_from);
+  } else {
+    made = "prompt and output lengths " + drawn;
+  }
   std::string description = fmt::format(
-      "lengths: not in the file (summary only): {}; {}; the file's spread of lengths is not "
-      "known",
-      said("every prompt", c.mean_input_tokens, "total_input_tokens"),
-      said("every output", c.mean_output_tokens, "total_output_tokens"));
+      "lengths: not in the file (summary only): {}; the real spread of lengths is not known", made);
   if (c.completed < c.sent) {
     description += fmt::format(
         "; {} of {} requests failed in the benchmark: the last {} are not "

@@ -138,7 +138,7 @@ TEST(BenchmarkFigures, ASummaryThatDisagreesIsSaid) {
   // Six TTFTs 100..600 ms: numpy's median 350, the nearest rank 300.
   const std::vector<std::string> notes = summary_cross_checks(b);
   ASSERT_FALSE(notes.empty());
-  EXPECT_NE(notes[0].find("median_ttft_ms is 350 but its per-request lists give 300"),
+  EXPECT_NE(notes[0].find("median_ttft_ms is 350 but its per-request records give 300"),
             std::string::npos)
       << notes[0];
 }

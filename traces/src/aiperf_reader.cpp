@@ -65,17 +65,35 @@ TimeNs time_of(const Metric& m, const JsonPlace& at, const std::string& key) {
   return static_cast<TimeNs>(std::llround(v * m.ns));
 }
 
-// One record: the request and its send time in epoch ns.
-std::pair<std::int64_t, BenchmarkRequest> record(const json& root, const JsonPlace& at,
-                                                 bool& gaps_recorded) {
+struct Record {
+  std::int64_t start = 0;  // epoch ns
+  std::int64_t end = 0;    // the last response or the error, epoch ns
+  BenchmarkRequest request;
+};
+
+std::int64_t epoch_ns(const json& metadata, const JsonPlace& meta, const char* key) {
+  const std::string expected = "an epoch time in ns (an integer from 0 to 4e18, the year 2096)";
+  const json& value = meta.required(metadata, key, expected);
+  if (!value.is_number_integer() || value.get<std::int64_t>() < 0 ||
+      value.get<double>() > k_max_epoch_seconds * 1e9)
+    meta.fail(key, expected, json_shown(value));
+  return value.get<std::int64_t>();
+}
+
+// One record.
+Record record(const json& root, const JsonPlace& at, bool& gaps_recorded) {
   if (!root.is_object())
     at.fail("", "an object (one AIPerf record)", json_shown(root));
   const json& metadata = at.object(root, "metadata");
   const JsonPlace meta = at.nested("metadata");
-  const json& start = meta.required(metadata, "request_start_ns", "the send time in epoch ns");
-  if (!start.is_number_integer() || start.get<std::int64_t>() < 0)
-    meta.fail("request_start_ns", "the send time in epoch ns (an integer >= 0)", json_shown(start));
-  BenchmarkRequest r;
+  Record out;
+  out.start = epoch_ns(metadata, meta, "request_start_ns");
+  out.end = epoch_ns(metadata, meta, "request_end_ns");
+  if (out.end < out.start) {
+    meta.fail("request_end_ns", fmt::format("a time >= request_start_ns ({})", out.start),
+              fmt::format("{}", out.end));
+  }
+  BenchmarkRequest& r = out.request;
   const json& metrics = at.object(root, "metrics");
   const JsonPlace in = at.nested("metrics");
   const auto tokens = [&](const char* key, std::int64_t least) -> std::int64_t {
@@ -95,7 +113,7 @@ std::pair<std::int64_t, BenchmarkRequest> record(const json& root, const JsonPla
   r.input_tokens = std::max<std::int64_t>(
       0, tokens(r.failed ? "error_isl" : "input_sequence_length", r.failed ? 0 : 1));
   if (r.failed)
-    return {start.get<std::int64_t>(), r};
+    return out;
   if (r.input_tokens == 0)
     in.required(metrics, "input_sequence_length", "the prompt's tokens");
   r.output_tokens = tokens("output_sequence_length", 0);
@@ -123,7 +141,7 @@ std::pair<std::int64_t, BenchmarkRequest> record(const json& root, const JsonPla
     }
   }
   check_request(r, in, "time_to_first_token");
-  return {start.get<std::int64_t>(), r};
+  return out;
 }
 
 }  // namespace
@@ -147,7 +165,7 @@ ServingBenchmark read_aiperf_records(const std::vector<std::pair<std::int64_t, j
   b.path = path;
   b.format = ServingBenchmarkFormat::aiperf;
   b.request_rate.reset();
-  std::vector<std::pair<std::int64_t, BenchmarkRequest>> sent;
+  std::vector<Record> sent;
   std::int64_t warmup = 0;
   for (const auto& [line, root] : records) {
     const JsonPlace at(path, line);
@@ -166,13 +184,13 @@ ServingBenchmark read_aiperf_records(const std::vector<std::pair<std::int64_t, j
   if (sent.empty())
     file.fail("metadata.benchmark_phase", "at least one record of the profiling phase", "none");
   std::stable_sort(sent.begin(), sent.end(),
-                   [](const auto& a, const auto& c) { return a.first < c.first; });
-  const std::int64_t first = sent.front().first;
+                   [](const Record& a, const Record& c) { return a.start < c.start; });
+  const std::int64_t first = sent.front().start;
   std::int64_t last = first;
-  for (auto& [start, r] : sent) {
-    r.sent = start - first;
-    last = std::max(last, start + r.ttft + r.decode);
-    b.requests.push_back(std::move(r));
+  for (Record& r : sent) {
+    r.request.sent = r.start - first;
+    last = std::max(last, r.end);
+    b.requests.push_back(std::move(r.request));
   }
   require_a_success(b, file);
   // AIPerf's benchmark_duration: the first send to the last response.
@@ -230,6 +248,8 @@ ServingBenchmark read_aiperf_summary(const json& root, const std::string& path) 
   c.sent = c.completed + std::llround(std::max(0.0, figure("error_request_count.avg").value_or(0)));
   c.mean_input_tokens = figure("input_sequence_length.avg");
   c.mean_output_tokens = figure("output_sequence_length.avg");
+  c.mean_input_from = "input_sequence_length.avg";
+  c.mean_output_from = "output_sequence_length.avg";
   b.summary_only = c;
   if (const std::optional<double> duration = figure("benchmark_duration.avg"))
     b.duration_s = *duration / 1e3;  // in ms, as every time above

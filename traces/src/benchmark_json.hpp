@@ -22,6 +22,10 @@ inline constexpr std::size_t k_max_failure_bytes = 60;  // of a request's error 
 inline constexpr double k_max_seconds = 86400.0;
 inline constexpr TimeNs k_max_request_ns = static_cast<TimeNs>(k_max_seconds) * k_ns_per_s;
 
+// A send time recorded as epoch seconds or ns is at most this (the year 2096): any two of them
+// are then less than k_max_arrival_ns (2^62 ns) apart, as the simulator's arrivals must be.
+inline constexpr double k_max_epoch_seconds = 4e9;
+
 // Where values are read: a file, its JSON Lines line (0: one document) and the key path of the
 // object being read ("benchmarks[2]."), which every named key is appended to.
 class JsonPlace {

@@ -130,10 +130,11 @@ class GuidellmRun {
     const bool successful = status == "successful";
     BenchmarkRequest r;
     double start = std::numeric_limits<double>::infinity();
-    const std::string start_expected = "the request's send time in epoch seconds, >= 0";
+    const std::string start_expected =
+        "the request's send time in epoch seconds, from 0 to 4e9 (the year 2096)";
     if (const json* value = at.optional(record, "request_start_time")) {
       start = at.number(*value, "request_start_time", start_expected);
-      if (start < 0)
+      if (start < 0 || start > k_max_epoch_seconds)
         at.fail("request_start_time", start_expected, json_shown(*value));
     } else if (successful) {
       at.required(record, "request_start_time", start_expected);

@@ -96,6 +96,11 @@ class VllmSglangRun {
 
  private:
   ServingBenchmarkFormat detect(const json& root) const {
+    if (root.contains("resourceSpans")) {
+      place_.fail("resourceSpans", "a serving benchmark's result (vLLM, SGLang, GuideLLM, AIPerf)",
+                  "OpenTelemetry spans (OTLP JSON), which exitsim does not read: give the result "
+                  "of the benchmark run they were recorded under");
+    }
     if (root.contains("model_id") || root.contains("burstiness"))
       return ServingBenchmarkFormat::vllm;
     if (root.contains("server_info") || root.contains("mean_e2e_latency_ms") ||
@@ -156,6 +161,8 @@ class VllmSglangRun {
     };
     c.mean_input_tokens = mean("total_input_tokens");
     c.mean_output_tokens = mean("total_output_tokens");
+    c.mean_input_from = fmt::format("total_input_tokens / {} completed", c.completed);
+    c.mean_output_from = fmt::format("total_output_tokens / {} completed", c.completed);
     c.dataset = place_.text(root, "dataset_name");
     return c;
   }

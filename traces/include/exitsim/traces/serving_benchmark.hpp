@@ -61,6 +61,10 @@ struct BenchmarkSummaryCounts {
   // completed, ...; AIPerf: input_sequence_length.avg); absent when the file has no totals.
   std::optional<double> mean_input_tokens;
   std::optional<double> mean_output_tokens;
+  // Where each mean comes from ("total_input_tokens / 48 completed",
+  // "input_sequence_length.avg"), for the output.
+  std::string mean_input_from;
+  std::string mean_output_from;
   std::string dataset;  // dataset_name, "" when not named
 };
 
