@@ -372,7 +372,9 @@ std::vector<ServingBenchmark> read_serving_benchmark_runs(const std::string& pat
     throw InputError(SourceLocation{path, 0, 0, ""}, expected_found(what, "an empty file"));
   const std::string cleaned = without_python_constants(text);
   const auto lines = non_empty_lines(cleaned);
-  if (json::accept(cleaned) || lines.size() < 2)  // one line that is not JSON: the file's error
+  // JSON Lines when the file is no one document but its first line is one: else (one line, or
+  // a document broken further on) the error is the whole document's, at its byte.
+  if (json::accept(cleaned) || lines.size() < 2 || !json::accept(lines.front().second))
     return runs_of_document(parse_json_document(cleaned, path, what), path);
   const json first = parse_line(path, lines.front().first, lines.front().second);
   if (first.is_object() && benchmark_json::is_aiperf_record(first)) {
