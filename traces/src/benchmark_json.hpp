@@ -76,6 +76,8 @@ void check_request(BenchmarkRequest& request, const JsonPlace& place, const std:
 void require_a_success(const ServingBenchmark& run, const JsonPlace& place);
 
 // Each format's reader. `root`: the parsed document (or line).
+// One vLLM or SGLang run: the document, or JSON Lines' `line` (0: the file is one document).
+ServingBenchmark read_vllm_sglang_run(const json& root, const std::string& path, std::int64_t line);
 bool is_guidellm(const json& root);
 std::vector<ServingBenchmark> read_guidellm_runs(const json& root, const std::string& path);
 bool is_aiperf_record(const json& root);
