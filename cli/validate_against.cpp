@@ -134,7 +134,9 @@ void run_validate_against(const AgainstArgs& args) {
   ServingBenchmark bench = pick_run(args);
   if (bench.max_concurrency && !args.ignore_max_concurrency) {
     throw InputError(
-        {args.file, bench.line, 0, "max_concurrency"},
+        {args.file, bench.line, 0,
+         bench.format == ServingBenchmarkFormat::aiperf ? "input_config.loadgen.concurrency"
+                                                        : "max_concurrency"},
         expected_found("null: the simulator has no closed client limit (give "
                        "--ignore-max-concurrency to compare anyway, as an open workload)",
                        fmt::format("{}", *bench.max_concurrency)));

@@ -54,8 +54,8 @@ Strategy strategy_of(const json& benchmark, const JsonPlace& place) {
     s.in_flight = 1;
   else if (s.name == "concurrent")
     s.in_flight = limit("streams");
-  else if (s.name == "throughput")
-    s.in_flight = limit("max_concurrency");
+  else
+    s.in_flight = limit("max_concurrency");  // a rate's too, where the rate outran the server
   return s;
 }
 
@@ -114,9 +114,9 @@ class GuidellmRun {
     if (s.in_flight && *s.in_flight < static_cast<std::int64_t>(b.requests.size())) {
       b.notes.push_back(fmt::format(
           "GuideLLM's {} strategy kept at most {} request(s) in flight, sending one when another "
-          "finished (a closed loop): replayed at the recorded send times, which do not move "
-          "with the simulator's speed",
-          s.name, *s.in_flight));
+          "finished{}: replayed at the recorded send times, which do not move with the "
+          "simulator's speed",
+          s.name, *s.in_flight, s.rate ? " where its rate ran ahead" : " (a closed loop)"));
     }
     return b;
   }
