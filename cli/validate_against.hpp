@@ -1,30 +1,26 @@
+// `exitsim validate SCENARIO --against RESULT`: a serving benchmark's result replayed in the
+// simulator on the scenario (docs/calibration.md, "Validate against a serving benchmark").
 #pragma once
-// `exitsim validate SCENARIO --against RESULT.json [--overlay FILE]`: a serving benchmark's
-// requests replayed on the scenario (docs/calibration.md, "Validate against a serving
-// benchmark").
 
-#include <CLI/CLI.hpp>
 #include <string>
 
 #include "scenario_options.hpp"
 
 namespace exitsim::cli {
 
-struct ValidateAgainstArgs {
-  std::string file;  // --against
+struct AgainstArgs {
+  ScenarioOptions scenario;
+  std::string out;
+  std::string file;  // the benchmark's result
   int arrival_seeds = 5;
   bool ignore_max_concurrency = false;
-  // Scenario sections laid over the scenario (what calibrate --against writes): the replay runs
-  // on both, and both are compared.
+  int run = 0;                       // --run (1-based); 0: the file's last run
+  std::string prefix_cache = "off";  // --prefix-cache: off | warm
+  // --overlay: scenario sections laid over the scenario (what calibrate --against writes): the
+  // requests are replayed on both, and both are compared.
   std::string overlay;
 };
 
-void add_validate_against_options(CLI::App& command, ValidateAgainstArgs& args);
-
-// Refuses an option above given without --against, naming it.
-void refuse_validate_against_options_alone(const CLI::App& command);
-
-void run_validate_against(const ScenarioOptions& scenario, const ValidateAgainstArgs& args,
-                          const std::string& out);
+void run_validate_against(const AgainstArgs& args);
 
 }  // namespace exitsim::cli

@@ -12,7 +12,6 @@
 
 #include "commands.hpp"
 #include "engine_support.hpp"
-#include "exitsim/analysis/benchmark_validation.hpp"
 #include "exitsim/analysis/validation.hpp"
 #include "exitsim/core/error.hpp"
 #include "exitsim/sim/cost/calibrated_cost_model.hpp"
@@ -21,7 +20,6 @@
 #include "exitsim/sim/simulator.hpp"
 #include "exitsim/sim/workload/workload.hpp"
 #include "exitsim/traces/atomic_output.hpp"
-#include "exitsim/traces/serving_benchmark.hpp"
 #include "exitsim/traces/staged_output_directory.hpp"
 #include "exitsim/traces/token_trace.hpp"
 #include "progress.hpp"
@@ -41,8 +39,9 @@ struct ValidateArgs {
   int warmup_requests = -1;
   bool normalize_speed = false;
   double speed_tolerance = 0.10;
-  // --against: a vLLM/SGLang serving benchmark's result replayed in the simulator.
-  ValidateAgainstArgs against;
+  // --against: a serving benchmark's result replayed in the simulator (its out and scenario
+  // are this command's).
+  AgainstArgs against;
 };
 
 // One engine run, as measured: its steps' durations, what each ran, and the request metrics.
@@ -311,10 +310,48 @@ void add_validate_command(CLI::App& app) {
       ->add_option("--speed-tolerance", args->speed_tolerance,
                    "Report a machine speed change beyond this fraction (default 0.10)")
       ->check(CLI::Range(0.0, 10.0));
-  add_validate_against_options(*command, args->against);
+  command
+      ->add_option("--against", args->against.file,
+                   "A serving benchmark's result: vLLM (`vllm bench serve --save-result`), SGLang "
+                   "(`bench_serving --output-file`), GuideLLM's report or AIPerf's "
+                   "profile_export.jsonl / profile_export_aiperf.json; replay its requests on the "
+                   "scenario and compare the simulator with it")
+      ->type_name("RESULT.json");
+  command
+      ->add_option("--arrival-seeds", args->against.arrival_seeds,
+                   "--against: simulations, each with its own draw of the benchmark's unknown "
+                   "arrival times; metrics report their median and min-max (default 5)")
+      ->check(CLI::Range(1, 1000));
+  command->add_flag("--ignore-max-concurrency", args->against.ignore_max_concurrency,
+                    "--against: compare a benchmark run with --max-concurrency anyway (the "
+                    "simulator replays an open workload; said in the output)");
+  command
+      ->add_option("--run", args->against.run,
+                   "--against: the run of a file holding several (SGLang's JSON Lines, "
+                   "GuideLLM's benchmarks), from 1 (default: the last)")
+      ->check(CLI::Range(1, 1'000'000));
+  command
+      ->add_option("--prefix-cache", args->against.prefix_cache,
+                   "--against: off (default), or warm: replay the prompts the benchmark repeated "
+                   "(recognised from its input lengths) as cached, with prefix caching on")
+      ->check(CLI::IsMember({"off", "warm"}));
+  command
+      ->add_option("--overlay", args->against.overlay,
+                   "--against: scenario sections laid over the scenario (the hardware: and "
+                   "cost_model: sections `calibrate --against` writes): the requests are replayed "
+                   "on both, and the scenario's figures and the overlaid ones are compared side "
+                   "by side")
+      ->type_name("FILE");
   command->callback([args, command] {
     if (args->against.file.empty()) {
-      refuse_validate_against_options_alone(*command);
+      for (const char* option :
+           {"--arrival-seeds", "--ignore-max-concurrency", "--run", "--prefix-cache", "--overlay"}) {
+        if (command->count(option) > 0) {
+          throw InputError(
+              {"", 0, 0, option},
+              expected_found("--against (the option applies to it only)", "no --against"));
+        }
+      }
       for (const char* option : {"--model", "--profile"}) {
         if (command->count(option) == 0)
           throw CLI::RequiredError(option);
@@ -339,7 +376,9 @@ void add_validate_command(CLI::App& app) {
                                       "scheduler the benchmark ran on)",
                                       "none"));
     }
-    run_validate_against(args->scenario, args->against, args->out);
+    args->against.scenario = args->scenario;
+    args->against.out = args->out;
+    run_validate_against(args->against);
   });
 }
 

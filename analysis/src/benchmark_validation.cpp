@@ -7,12 +7,14 @@
 #include <limits>
 #include <stdexcept>
 
+#include "benchmark_summary.hpp"
 #include "exitsim/core/error.hpp"
 #include "exitsim/core/random.hpp"
 #include "exitsim/core/request.hpp"
 #include "exitsim/sim/cost/roofline.hpp"
 #include "exitsim/sim/metrics/latency_sketch.hpp"
 #include "exitsim/sim/simulator.hpp"
+#include "exitsim/sim/workload/prefix_model.hpp"
 #include "exitsim/traces/request_source.hpp"
 
 namespace exitsim::analysis {
@@ -69,27 +71,28 @@ Samples samples_of(const traces::ServingBenchmark& b) {
       continue;
     ++s.requests;
     s.output_tokens += r.output_tokens;
-    TimeNs decode = 0;
-    for (const TimeNs gap : r.itls) {
-      decode += gap;
+    for (const TimeNs gap : r.itls)
       s.itl.push_back(static_cast<double>(gap) / k_ns_per_ms);
-    }
     s.ttft.push_back(static_cast<double>(r.ttft) / k_ns_per_ms);
-    s.e2e.push_back(static_cast<double>(r.ttft + decode) / k_ns_per_ms);
+    s.e2e.push_back(static_cast<double>(r.ttft + r.decode) / k_ns_per_ms);
     if (r.output_tokens > 1) {
-      s.tpot.push_back(static_cast<double>(decode) / k_ns_per_ms /
+      s.tpot.push_back(static_cast<double>(r.decode) / k_ns_per_ms /
                        static_cast<double>(r.output_tokens - 1));
     }
   }
   return s;
 }
 
-// Replays the successful requests at their reconstructed arrivals.
+// Replays the successful requests at their arrivals, their prompts named by the request each
+// repeats (`repetition`) in blocks of `block_tokens`.
 class ReplaySource final : public traces::RequestSource {
  public:
-  ReplaySource(const traces::ServingBenchmark& b, std::span<const TimeNs> arrivals) {
+  ReplaySource(const traces::ServingBenchmark& b, std::span<const TimeNs> arrivals,
+               const PromptRepetition* repetition, std::int64_t block_tokens) {
     if (arrivals.size() != b.requests.size())
       throw std::invalid_argument("simulate_benchmark: one arrival per request of the file");
+    if (repetition && repetition->first_sent.size() != b.requests.size())
+      throw std::invalid_argument("simulate_benchmark: one repetition entry per request");
     for (std::size_t i = 0; i < b.requests.size(); ++i) {
       const traces::BenchmarkRequest& r = b.requests[i];
       if (r.failed)
@@ -99,6 +102,14 @@ class ReplaySource final : public traces::RequestSource {
       d.arrival = arrivals[i];
       d.input_tokens = r.input_tokens;
       d.output_tokens = r.output_tokens;
+      if (repetition && repetition->period > 0 && block_tokens > 0) {
+        d.prefix_block_tokens = block_tokens;
+        for (std::int64_t k = 0; k < r.input_tokens / block_tokens; ++k) {
+          d.prefix_hashes.push_back(sim::PrefixModelSource::block_name(
+              sim::PrefixModelSource::k_benchmark_prompt, repetition->first_sent[i],
+              static_cast<std::uint64_t>(k)));
+        }
+      }
       requests_.push_back(std::move(d));
     }
   }
@@ -110,6 +121,7 @@ class ReplaySource final : public traces::RequestSource {
   std::int64_t skipped_rows() const override { return 0; }
   bool has_arrivals() const override { return true; }
   std::string format_name() const override { return "serving benchmark"; }
+  bool may_carry_prefix_hashes() const override { return true; }
 
  private:
   std::vector<RequestDescriptor> requests_;
@@ -135,19 +147,24 @@ std::vector<TimeNs> benchmark_arrivals(const traces::ServingBenchmark& benchmark
                                        std::uint64_t seed) {
   const std::size_t n = benchmark.requests.size();
   std::vector<TimeNs> arrivals(n, 0);
+  if (benchmark.arrivals_recorded()) {
+    for (std::size_t i = 0; i < n; ++i)
+      arrivals[i] = benchmark.requests[i].sent.value_or(0);
+    return arrivals;
+  }
   if (!benchmark.request_rate || n == 0)
     return arrivals;
   const double rate = *benchmark.request_rate;
-  // vLLM's last request is sent at n / rate; SGLang's gaps have that mean.
+  // vLLM's last request is sent at n / rate; SGLang's and AIPerf's gaps have that mean.
   check_arrival_span(benchmark, rate, static_cast<double>(n) / rate);
   RandomStream rng(seed, "validate.against.arrivals");
   std::vector<double> sent(n, 0.0);  // seconds
-  if (benchmark.format == traces::ServingBenchmarkFormat::sglang) {
-    // The first request at once, then an exponential gap after each.
+  const double shape = benchmark.burstiness;
+  if (benchmark.format != traces::ServingBenchmarkFormat::vllm) {
+    // The first request at once, then an exponential (or, constant, an even) gap after each.
     for (std::size_t i = 1; i < n; ++i)
-      sent[i] = sent[i - 1] + rng.exponential(rate);
+      sent[i] = sent[i - 1] + (std::isinf(shape) ? 1.0 / rate : rng.exponential(rate));
   } else {
-    const double shape = benchmark.burstiness;
     double total = 0;
     for (std::size_t i = 0; i < n; ++i) {
       total += std::isinf(shape) ? 1.0 / rate : rng.gamma(shape, 1.0 / (rate * shape));
@@ -168,6 +185,8 @@ std::vector<TimeNs> benchmark_arrivals(const traces::ServingBenchmark& benchmark
 }
 
 std::vector<NamedFigure> benchmark_figures(const traces::ServingBenchmark& benchmark) {
+  if (benchmark.summary_only)
+    return summary_figures(benchmark);
   const Samples s = samples_of(benchmark);
   std::vector<NamedFigure> out{
       {"throughput_tokens_per_s", static_cast<double>(s.output_tokens) / benchmark.duration_s,
@@ -175,7 +194,8 @@ std::vector<NamedFigure> benchmark_figures(const traces::ServingBenchmark& bench
       {"throughput_requests_per_s", static_cast<double>(s.requests) / benchmark.duration_s, true}};
   add_latency(out, "ttft", stats_of(s.ttft));
   add_latency(out, "tpot", stats_of(s.tpot));
-  add_latency(out, "itl", stats_of(s.itl));
+  if (benchmark.gaps_recorded)
+    add_latency(out, "itl", stats_of(s.itl));
   add_latency(out, "e2e", stats_of(s.e2e));
   return out;
 }
@@ -196,43 +216,31 @@ std::vector<NamedFigure> simulated_figures(const sim::MetricsSummary& summary) {
 
 std::vector<std::string> summary_cross_checks(const traces::ServingBenchmark& benchmark,
                                               double tolerance) {
+  if (benchmark.summary_only)
+    return {};  // its summary is all there is
   const std::vector<NamedFigure> figures = benchmark_figures(benchmark);
-  const auto figure = [&](const std::string& name) {
-    for (const NamedFigure& f : figures) {
-      if (f.name == name)
-        return f.value;
-    }
-    return 0.0;
-  };
-  // The file's key, and the figure computed here from its per-request lists.
-  const std::vector<std::pair<std::string, std::string>> keys = {
-      {"output_throughput", "throughput_tokens_per_s"},
-      {"request_throughput", "throughput_requests_per_s"},
-      {"mean_ttft_ms", "ttft_mean_ms"},
-      {"median_ttft_ms", "ttft_p50_ms"},
-      {"mean_tpot_ms", "tpot_mean_ms"},
-      {"median_tpot_ms", "tpot_p50_ms"},
-      {"mean_itl_ms", "itl_mean_ms"},
-      {"median_itl_ms", "itl_p50_ms"},
-      {"mean_e2el_ms", "e2e_mean_ms"},
-      {"median_e2el_ms", "e2e_p50_ms"},
-      {"mean_e2e_latency_ms", "e2e_mean_ms"},
-      {"median_e2e_latency_ms", "e2e_p50_ms"}};
   std::vector<std::string> out;
-  for (const auto& [key, name] : keys) {
-    const auto it = benchmark.summary.find(key);
-    if (it == benchmark.summary.end())
+  // The file's key, and the figure computed here from its per-request records: the means,
+  // medians and throughputs (a file's p99 interpolates where exitsim takes the nearest rank, too
+  // far apart on a few hundred requests to say anything).
+  for (const auto& [key, name] : summary_figure_keys()) {
+    if (name.find("_p9") != std::string::npos)
       continue;
-    const double mine = figure(name);
+    const auto it = benchmark.summary.find(key);
+    const auto mine_it = std::find_if(figures.begin(), figures.end(),
+                                      [&](const NamedFigure& f) { return f.name == name; });
+    if (it == benchmark.summary.end() || mine_it == figures.end())
+      continue;
+    const double mine = mine_it->value;
     const double theirs = it->second;
     const double scale = std::max(std::abs(mine), std::abs(theirs));
     if (scale > 0 && std::abs(mine - theirs) / scale > tolerance) {
       out.push_back(fmt::format(
-          "the file's {} is {:.4g} but its per-request lists give {:.4g} ({}; {:.1f}% apart){}",
+          "the file's {} is {:.4g} but its per-request records give {:.4g} ({}; {:.1f}% apart){}",
           key, theirs, mine, name, 100 * std::abs(mine - theirs) / scale,
-          key.starts_with("median")
-              ? ": numpy's median interpolates between the two middle values, exitsim's is the "
-                "nearest rank"
+          name.ends_with("_p50_ms")
+              ? ": a median of an even count interpolates between the two middle values, "
+                "exitsim's is the nearest rank"
               : ""));
     }
   }
@@ -242,9 +250,9 @@ std::vector<std::string> summary_cross_checks(const traces::ServingBenchmark& be
 std::vector<std::string> warm_prefix_cache_evidence(const traces::ServingBenchmark& benchmark,
                                                     const ModelShape& model,
                                                     const HardwareSpec& hardware,
-                                                    int tensor_parallel) {
+                                                    int tensor_parallel, PromptReplay replay) {
   const double peak = hardware.peak_flops_for(model.dtype) * std::max(1, tensor_parallel);
-  if (!(peak > 0))
+  if (!(peak > 0) || benchmark.summary_only)  // a summary's requests are made up
     return {};
   const sim::RooflineCostModel counter = sim::RooflineCostModel::counting(model);
   const int depth = model.depth.stacked_depth();
@@ -277,16 +285,25 @@ std::vector<std::string> warm_prefix_cache_evidence(const traces::ServingBenchma
   return {fmt::format(
       "prefix cache: {} of {} requests' first tokens came sooner than their prompts can be "
       "computed at {}'s peak on {} GPU(s) (e.g. {}): the server reused cached prefixes (prefix "
-      "caching over prompts the benchmark repeated), which the replay computes in full, so "
-      "simulated TTFTs run high",
-      below, compared, hardware.name, std::max(1, tensor_parallel), example)};
+      "caching over prompts the benchmark repeated), {}",
+      below, compared, hardware.name, std::max(1, tensor_parallel), example,
+      replay == PromptReplay::warm
+          ? "which --prefix-cache warm replays as cached only where it recognised the repetition"
+      : replay == PromptReplay::computed
+          ? "which the replay computes in full, so simulated TTFTs run high: try --prefix-cache "
+            "warm (repeated prompts replayed as cached)"
+          : "which the fit replays computed in full, so its prefill terms stand in for the cache: "
+            "fit on runs without repeated prompts")};
 }
 
 void check_open_workload(const traces::ServingBenchmark& benchmark, bool ignore_max_concurrency) {
   if (!benchmark.max_concurrency || ignore_max_concurrency)
     return;
   throw InputError(
-      {benchmark.path, benchmark.line, 0, "max_concurrency"},
+      {benchmark.path, benchmark.line, 0,
+       benchmark.format == traces::ServingBenchmarkFormat::aiperf
+           ? "input_config.loadgen.concurrency"
+           : "max_concurrency"},
       expected_found("null: the simulator has no closed client limit (give "
                      "--ignore-max-concurrency to compare anyway, as an open workload)",
                      fmt::format("{}", *benchmark.max_concurrency)));
@@ -294,9 +311,10 @@ void check_open_workload(const traces::ServingBenchmark& benchmark, bool ignore_
 
 sim::MetricsSummary simulate_benchmark(const scenario::Scenario& scenario,
                                        const traces::ServingBenchmark& benchmark,
-                                       std::span<const TimeNs> arrivals) {
+                                       std::span<const TimeNs> arrivals,
+                                       const PromptRepetition* repetition) {
   const sim::SimulationConfig config = sim::simulation_config_from(scenario, "");
-  ReplaySource source(benchmark, arrivals);
+  ReplaySource source(benchmark, arrivals, repetition, scenario.scheduler.block_size);
   return sim::simulate(config, source).summary;
 }
 
@@ -315,8 +333,14 @@ ValidationResult compare_with_benchmark(const std::string& strategy,
   r.targets = targets;
   for (std::size_t i = 0; i < benchmark.size(); ++i) {
     std::vector<double> values;
-    for (const std::vector<NamedFigure>& run : runs)
-      values.push_back(run.at(i).value);
+    for (const std::vector<NamedFigure>& run : runs) {
+      const auto it = std::find_if(run.begin(), run.end(), [&](const NamedFigure& f) {
+        return f.name == benchmark[i].name;
+      });
+      if (it == run.end())
+        throw std::invalid_argument("compare_with_benchmark: no simulated " + benchmark[i].name);
+      values.push_back(it->value);
+    }
     const RunSpread spread = spread_of_runs(std::move(values));
     MetricComparison m;
     m.metric = benchmark[i].name;

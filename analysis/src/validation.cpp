@@ -328,6 +328,13 @@ nlohmann::json provenance_json(const BenchmarkProvenance& p) {
   return {{"file", p.file},
           {"format", p.format},
           {"line", p.line},
+          {"run", p.run},
+          {"runs", p.runs},
+          {"run_name", p.run_name},
+          {"summary_only", p.summary_only},
+          {"lengths", p.lengths},
+          {"prefix_cache", p.prefix_cache},
+          {"prompt_repetition", p.prompt_repetition},
           {"backend", p.backend},
           {"model_id", p.model_id},
           {"tokenizer_id", p.tokenizer_id},
@@ -457,10 +464,14 @@ std::string format_validation(std::span<const ValidationResult> results) {
   for (const ValidationResult& r : results) {
     if (r.reference != "engine") {
       const int seeds = r.metrics.empty() ? 0 : r.metrics.front().simulated_seeds;
-      out += fmt::format(
-          "{}: against the {}; simulated: the median of {} runs, one per reconstructed arrival "
-          "seed, [lowest, highest] of them\n",
-          r.strategy, r.reference, seeds);
+      out +=
+          seeds == 1
+              ? fmt::format("{}: against the {}; simulated: one run, at the arrivals said below\n",
+                            r.strategy, r.reference)
+              : fmt::format(
+                    "{}: against the {}; simulated: the median of {} runs, one per "
+                    "reconstructed arrival seed, [lowest, highest] of them\n",
+                    r.strategy, r.reference, seeds);
       for (const MetricComparison& m : r.metrics) {
         const std::string verdict =
             m.target > 0

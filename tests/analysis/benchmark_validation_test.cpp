@@ -23,7 +23,8 @@ traces::ServingBenchmark synthetic(
   b.request_rate = rate;
   b.burstiness = burstiness;
   b.duration_s = 1;
-  b.requests.resize(n, traces::BenchmarkRequest{10, 2, 1'000'000, {1'000'000}, false, ""});
+  b.requests.resize(n, traces::BenchmarkRequest{
+                           10, 2, 1'000'000, {1'000'000}, 1'000'000, std::nullopt, false, ""});
   return b;
 }
 
@@ -137,7 +138,7 @@ TEST(BenchmarkFigures, ASummaryThatDisagreesIsSaid) {
   // Six TTFTs 100..600 ms: numpy's median 350, the nearest rank 300.
   const std::vector<std::string> notes = summary_cross_checks(b);
   ASSERT_FALSE(notes.empty());
-  EXPECT_NE(notes[0].find("median_ttft_ms is 350 but its per-request lists give 300"),
+  EXPECT_NE(notes[0].find("median_ttft_ms is 350 but its per-request records give 300"),
             std::string::npos)
       << notes[0];
 }
@@ -212,7 +213,8 @@ TEST(BenchmarkValidation, FirstTokensFasterThanThePromptsComputeFloorSayAPrefixC
   const double floor_ms = 2.0 * static_cast<double>(model.parameter_count()) * 42'700 /
                           (8 * a100.peak_flops_for(model.dtype)) * 1e3;
   ASSERT_GT(floor_ms, 2'400);  // well above the 452 ms measured
-  const std::vector<std::string> lines = warm_prefix_cache_evidence(b, model, a100, 8);
+  const std::vector<std::string> lines =
+      warm_prefix_cache_evidence(b, model, a100, 8, PromptReplay::computed);
   ASSERT_EQ(lines.size(), 1U);
   EXPECT_EQ(lines[0].rfind("prefix cache: 1 of 2 requests' first tokens came sooner than their "
                            "prompts can be computed at a100-80gb's peak on 8 GPU(s) (e.g. 452 ms "
@@ -226,7 +228,7 @@ TEST(BenchmarkValidation, FirstTokensFasterThanThePromptsComputeFloorSayAPrefixC
   traces::BenchmarkRequest r = cached;
   r.input_tokens = 1'000;
   quick.requests = {r};
-  EXPECT_TRUE(warm_prefix_cache_evidence(quick, small, a100, 1).empty());
+  EXPECT_TRUE(warm_prefix_cache_evidence(quick, small, a100, 1, PromptReplay::computed).empty());
 }
 
 }  // namespace

@@ -187,19 +187,43 @@ TEST(RequestTraceDetection, ABenchmarkResultIsToldApartAndPointedToValidate) {
   const std::string header =
       ":1:1: expected a request-trace header (one of azure, vidur, mooncake, burstgpt, native, "
       "tracev2, sharegpt), found ";
+  const std::string validate =
+      ", not a request trace: compare the simulator with it by `exitsim validate SCENARIO "
+      "--against FILE`";
+  // A summary-only result (the whole file in the head, no per-request lists).
   const auto vllm = dir.write(
       "result.json",
       R"({"date": "20251201-120000", "backend": "vllm", "burstiness": 1.0, "mean_ttft_ms": 12.5})");
   EXPECT_EQ(test_support::error_of(vllm),
             vllm + header +
-                "a vLLM or SGLang serving-benchmark result, not a request trace: compare the "
-                "simulator with it by `exitsim validate SCENARIO --against FILE`");
-  const auto guidellm = dir.write(
-      "guidellm.json", R"({"metadata": {"version": 1, "guidellm_version": "0.6.0"}, "args": {}})");
-  EXPECT_EQ(test_support::error_of(guidellm),
-            guidellm + header +
-                "a GuideLLM report, not a request trace (exitsim does not read GuideLLM's format "
-                "yet)");
+                "a summary-only vLLM or SGLang serving-benchmark result (figures, no per-request "
+                "lists: compared on its figures, its requests reconstructed)" +
+                validate);
+  const std::string fixtures = std::string(EXITSIM_SOURCE_DIR) + "/tests/traces/serving_benchmark/";
+  const struct {
+    std::string file, kind;
+  } kinds[] = {
+      {"vllm_result.json", "a vLLM or SGLang serving-benchmark result (per-request lists)"},
+      {"guidellm_report.json", "a GuideLLM report (a run per benchmark; --run K picks one)"},
+      {"aiperf_profile_export.jsonl", "an AIPerf profile_export.jsonl (per-request records)"},
+      {"aiperf_profile_export_aiperf.json",
+       "an AIPerf summary (profile_export_aiperf.json: figures only, compared as such)"},
+  };
+  for (const auto& k : kinds) {
+    const std::string path = fixtures + k.file;
+    EXPECT_EQ(test_support::error_of(path), path + header + k.kind + validate) << k.file;
+  }
+  const auto spans = dir.write(
+      "spans.json",
+      R"({"resourceSpans": [{"scopeSpans": [{"spans": [{"name": "llm_request", "attributes": )"
+      R"([{"key": "gen_ai.latency.time_to_first_token", "value": {"doubleValue": 0.3}}]}]}]}]})");
+  EXPECT_EQ(test_support::error_of(spans),
+            spans + header +
+                "OpenTelemetry spans (OTLP JSON: a vLLM server's llm_request spans, each "
+                "request's queue, prefill and decode times), not a request trace nor a benchmark "
+                "result exitsim reads: compare the simulator with the benchmark run they were "
+                "recorded under (its vLLM, SGLang, GuideLLM or AIPerf result) by `exitsim "
+                "validate SCENARIO --against FILE`");
   const auto mooncake = dir.write(
       "m.jsonl", R"({"timestamp": 0, "input_length": 10, "output_length": 5, "hash_ids": [1]})");
   EXPECT_EQ(detect_request_trace_format(mooncake), RequestTraceFormat::mooncake);

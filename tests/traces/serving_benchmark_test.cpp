@@ -66,11 +66,21 @@ TEST(ServingBenchmark, ReadsTheVllmFixtureExactly) {
   EXPECT_NEAR(b.summary.at("median_ttft_ms"), 60.0, 1e-9);
 }
 
-TEST(ServingBenchmark, ReadsTheLastLineOfSglangJsonLines) {
+TEST(ServingBenchmark, ReadsEveryLineOfSglangJsonLinesAsARun) {
+  const std::vector<ServingBenchmark> runs =
+      read_serving_benchmark_runs(fixture("sglang_result.jsonl"));
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0].line, 1);
+  EXPECT_EQ(runs[0].run, 1);
+  ASSERT_TRUE(runs[0].request_rate.has_value());
+  EXPECT_DOUBLE_EQ(*runs[0].request_rate, 2.0);
+  EXPECT_EQ(runs[0].requests[0].input_tokens, 50);  // the first run's lengths
+  // read_serving_benchmark gives the last run.
   const ServingBenchmark b = read_serving_benchmark(fixture("sglang_result.jsonl"));
   EXPECT_EQ(b.format, ServingBenchmarkFormat::sglang);
   EXPECT_EQ(b.line, 2);
-  EXPECT_EQ(b.lines, 2);
+  EXPECT_EQ(b.run, 2);
+  EXPECT_EQ(b.runs, 2);
   EXPECT_EQ(b.backend, "sglang");
   EXPECT_EQ(b.model_id, "");
   EXPECT_FALSE(b.request_rate.has_value());  // Python's bare Infinity
@@ -79,6 +89,8 @@ TEST(ServingBenchmark, ReadsTheLastLineOfSglangJsonLines) {
   EXPECT_EQ(b.requests[0].input_tokens, 51);  // the second run's lengths
   EXPECT_EQ(b.requests[5].ttft, 600'000'000);
   EXPECT_EQ(b.requests[2].itls, (std::vector<TimeNs>{10'000'000, 10'000'000}));
+  EXPECT_EQ(b.requests[2].decode, 20'000'000);
+  EXPECT_FALSE(b.arrivals_recorded());
   EXPECT_EQ(b.failed_requests(), 0);
 }
 
@@ -93,14 +105,37 @@ std::vector<Break> breaks() {
   return {
       {"no input_lens", [](json& j) { j.erase("input_lens"); },
        "input_lens: expected a list of one entry per request"},
-      // vLLM's nightly format, or a result saved without --save-detailed: figures, no requests.
-      {"summary only",
+      // vLLM's nightly format, or a result saved without --save-detailed: figures, no requests,
+      // read as summary-only; without a count its requests cannot be made up.
+      {"summary only without a request count",
        [](json& j) {
-         for (const char* k : {"input_lens", "output_lens", "ttfts", "itls", "errors", "duration"})
+         for (const char* k : {"input_lens", "output_lens", "ttfts", "itls", "errors", "duration",
+                               "num_prompts", "completed"})
            j.erase(k);
        },
-       "input_lens: expected per-request lists (vllm bench serve --save-result --save-detailed, "
-       "SGLang's bench_serving --output-details), found a summary-only result (mean_ttft_ms"},
+       "num_prompts: expected the number of requests sent (num_prompts, else completed): a "
+       "summary-only result's requests are reconstructed from it, found none"},
+      {"summary only, more completed than sent",
+       [](json& j) {
+         for (const char* k : {"input_lens", "output_lens", "ttfts", "itls", "errors"})
+           j.erase(k);
+         j["completed"] = 21;
+       },
+       "completed: expected at most num_prompts (20), found 21"},
+      {"summary only, a negative token total",
+       [](json& j) {
+         for (const char* k : {"input_lens", "output_lens", "ttfts", "itls", "errors"})
+           j.erase(k);
+         j["total_input_tokens"] = -5;
+       },
+       "total_input_tokens: expected a token count >= 0, found -5"},
+      {"summary only, num_prompts a word",
+       [](json& j) {
+         for (const char* k : {"input_lens", "output_lens", "ttfts", "itls", "errors"})
+           j.erase(k);
+         j["num_prompts"] = "many";
+       },
+       "num_prompts: expected an integer >= 1 (requests), found \"many\""},
       {"input_lens not a list", [](json& j) { j["input_lens"] = 3; },
        "input_lens: expected a list of one entry per request"},
       {"empty lists",
@@ -161,7 +196,8 @@ std::vector<Break> breaks() {
          j.erase("model_id");
          j.erase("burstiness");
        },
-       "expected a vLLM result (with model_id or burstiness) or an SGLang one"},
+       "expected a vLLM result (with model_id or burstiness), an SGLang one (with server_info), "
+       "a GuideLLM report"},
       {"backend a number", [](json& j) { j["backend"] = 1; },
        "backend: expected a string, found 1"},
       // N6: each gap within its day, the request's sum past it (150,000 such gaps would wrap
@@ -212,11 +248,11 @@ TEST(ServingBenchmark, TextBreaksAreRefusedByName) {
     std::string name, content, expected;
   } cases[] = {
       {"not JSON", "this is not json",
-       ": expected a vLLM result (one JSON object) or SGLang JSON "
-       "Lines, found invalid JSON at byte"},
+       ": expected a benchmark result (one JSON object: vLLM, GuideLLM, AIPerf's summary) or "
+       "JSON Lines (SGLang, AIPerf's records), found invalid JSON at byte"},
       {"empty file", "",
-       ": expected a vLLM result (one JSON object) or SGLang JSON Lines, found "
-       "an empty file"},
+       ": expected a benchmark result (one JSON object: vLLM, GuideLLM, AIPerf's summary) or "
+       "JSON Lines (SGLang, AIPerf's records), found an empty file"},
       {"a list", "[1, 2]", ": expected a JSON object of a vLLM or SGLang benchmark result"},
       {"NaN ttft (Python's json.dumps)",
        [&] {
@@ -234,7 +270,7 @@ TEST(ServingBenchmark, TextBreaksAreRefusedByName) {
        ": itls[0][0]: expected an inter-token latency in seconds, >= 0 and finite, found "
        "\"inf\""},
       {"JSON Lines with a broken last line", text + "\n{\"backend\": \n",
-       ":2: expected a JSON object (the last line of JSON Lines), found invalid JSON"},
+       ":2: expected a JSON object (a line of JSON Lines), found invalid JSON"},
   };
   for (const auto& c : cases) {
     const std::string path = dir.write("result.json", c.content);

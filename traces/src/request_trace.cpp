@@ -2,6 +2,7 @@
 
 #include <array>
 #include <optional>
+#include <string>
 #include <utility>
 
 #include "exitsim/core/error.hpp"
@@ -72,21 +73,44 @@ bool starts_json_array(std::string_view head) {
   return first != std::string_view::npos && text[first] == '[';
 }
 
-// A serving benchmark's result, not a trace: a JSON object whose head holds the keys vLLM's or
-// SGLang's result (`vllm bench serve`, `sglang.bench_serving`) or GuideLLM's report begins
-// with. Its name, or nullopt.
-std::optional<std::string_view> benchmark_result_kind(std::string_view head) {
+// A serving benchmark's result (or a server's request spans), not a trace: a JSON object whose
+// head holds the keys each kind begins with (serving_benchmark.hpp names their sources). What it
+// is and what to do with it, or nullopt. `whole`: the head is the whole file.
+std::optional<std::string> benchmark_result_kind(std::string_view head, bool whole) {
   const std::string_view text = without_bom(head);
   const std::size_t first = text.find_first_not_of(" \t\r\n");
   if (first == std::string_view::npos || text[first] != '{')
     return std::nullopt;
-  if (text.find("\"guidellm_version\"") != std::string_view::npos)
-    return "a GuideLLM report, not a request trace (exitsim does not read GuideLLM's format yet)";
-  for (const char* key : {"\"mean_ttft_ms\"", "\"burstiness\"", "\"server_info\"", "\"input_lens\"",
-                          "\"request_throughput\""}) {
-    if (text.find(key) != std::string_view::npos)
-      return "a vLLM or SGLang serving-benchmark result, not a request trace: compare the "
-             "simulator with it by `exitsim validate SCENARIO --against FILE`";
+  const auto has = [&](std::string_view key) { return text.find(key) != std::string_view::npos; };
+  const std::string validate =
+      ", not a request trace: compare the simulator with it by `exitsim validate SCENARIO "
+      "--against FILE`";
+  if (has("\"resourceSpans\"")) {
+    return std::string("OpenTelemetry spans (OTLP JSON") +
+           (has("\"gen_ai.latency.") ? ": a vLLM server's llm_request spans, each request's "
+                                       "queue, prefill and decode times"
+                                     : "") +
+           "), not a request trace nor a benchmark result exitsim reads: compare the simulator "
+           "with the benchmark run they were recorded under (its vLLM, SGLang, GuideLLM or AIPerf "
+           "result) by `exitsim validate SCENARIO --against FILE`";
+  }
+  if (has("\"guidellm_version\"") || (has("\"benchmarks\"") && has("generative_benchmark")))
+    return "a GuideLLM report (a run per benchmark; --run K picks one)" + validate;
+  if (has("\"request_start_ns\"") && has("\"metrics\""))
+    return "an AIPerf profile_export.jsonl (per-request records)" + validate;
+  if (has("\"input_config\"") || has("\"time_to_first_token\": {"))
+    return "an AIPerf summary (profile_export_aiperf.json: figures only, compared as such)" +
+           validate;
+  if (has("\"input_lens\""))
+    return "a vLLM or SGLang serving-benchmark result (per-request lists)" + validate;
+  for (const char* key :
+       {"\"mean_ttft_ms\"", "\"burstiness\"", "\"server_info\"", "\"request_throughput\""}) {
+    if (has(key)) {
+      return whole ? "a summary-only vLLM or SGLang serving-benchmark result (figures, no "
+                     "per-request lists: compared on its figures, its requests reconstructed)" +
+                         validate
+                   : "a vLLM or SGLang serving-benchmark result" + validate;
+    }
   }
   return std::nullopt;
 }
@@ -101,10 +125,8 @@ RequestTraceFormat detect_format(const TraceInput& input) {
     throw InputError(SourceLocation{input.path, 1, 1, ""},
                      expected_found(any_header(), "an empty file"));
   }
-  if (const std::optional<std::string_view> kind = benchmark_result_kind(input.head)) {
-    throw InputError(SourceLocation{input.path, 1, 1, ""},
-                     expected_found(any_header(), std::string(*kind)));
-  }
+  if (const std::optional<std::string> kind = benchmark_result_kind(input.head, input.at_end))
+    throw InputError(SourceLocation{input.path, 1, 1, ""}, expected_found(any_header(), *kind));
   std::string_view first = without_bom(input.head);
   first = first.substr(0, first.find('\n'));
   if (first.ends_with('\r'))

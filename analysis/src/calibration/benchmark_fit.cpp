@@ -24,19 +24,37 @@ constexpr double k_noise_floor = 0.01;  // as a log ratio
 // round improves nothing (parameters that trade off converge over several rounds).
 constexpr int k_max_search_rounds = 6;
 
-std::string rate_text(const std::optional<double>& rate) {
-  return rate ? fmt::format("{:.4g} req/s", *rate) : "inf";
+// The rate a run sent its requests at: the benchmark's request rate, else, where the send times
+// are recorded (GuideLLM's synchronous, concurrent and throughput strategies name none), the
+// requests over the run's duration; absent: all sent at once ("inf").
+std::optional<double> offered_rate(const traces::ServingBenchmark& run) {
+  if (run.request_rate || !run.arrivals_recorded() || !(run.duration_s > 0))
+    return run.request_rate;
+  return static_cast<double>(run.requests.size()) / run.duration_s;
+}
+
+std::string rate_text(const traces::ServingBenchmark& run) {
+  const std::optional<double> rate = offered_rate(run);
+  if (!rate)
+    return "inf";
+  return fmt::format("{:.4g} req/s{}", *rate, run.request_rate ? "" : " (sent, measured)");
 }
 
 double rate_order(const traces::ServingBenchmark& run) {
-  return run.request_rate ? *run.request_rate : std::numeric_limits<double>::infinity();
+  return offered_rate(run).value_or(std::numeric_limits<double>::infinity());
 }
 
 // The runs at `rate` (+infinity: "inf"), by their request rates within 1%.
 bool at_rate(const traces::ServingBenchmark& run, double rate) {
+  const std::optional<double> offered = offered_rate(run);
   if (std::isinf(rate))
-    return !run.request_rate;
-  return run.request_rate && std::abs(*run.request_rate - rate) <= 0.01 * rate;
+    return !offered;
+  return offered && std::abs(*offered - rate) <= 0.01 * rate;
+}
+
+// The file, and the run's number in a file that holds several (GuideLLM, SGLang's JSON Lines).
+std::string run_label(const traces::ServingBenchmark& run) {
+  return run.runs > 1 ? fmt::format("{} run {}", run.path, run.run) : run.path;
 }
 
 void check_fittable(const scenario::Scenario& s, std::span<const traces::ServingBenchmark> runs) {
@@ -46,8 +64,15 @@ void check_fittable(const scenario::Scenario& s, std::span<const traces::Serving
         expected_found("serving-benchmark runs at two or more request rates (one held out to "
                        "judge the fit, the others fitted)",
                        runs.empty() ? "none"
-                                    : fmt::format("one run ({} at {})", runs[0].path,
-                                                  rate_text(runs[0].request_rate))));
+                                    : fmt::format("one run ({} at {})", run_label(runs[0]),
+                                                  rate_text(runs[0]))));
+  }
+  for (const traces::ServingBenchmark& run : runs) {
+    if (run.summary_only) {
+      throw InputError({run.path, run.line, 0, ""},
+                       expected_found("per-request results (the fit replays every request)",
+                                      "a summary-only result (validate --against compares it)"));
+    }
   }
   if (s.cost_model.kind != "roofline") {
     throw InputError(
@@ -67,7 +92,7 @@ double hold_out_rate(std::span<const traces::ServingBenchmark> runs,
   std::vector<std::string> rates;
   double highest = -1;
   for (const traces::ServingBenchmark& run : runs) {
-    rates.push_back(rate_text(run.request_rate));
+    rates.push_back(rate_text(run));
     highest = std::max(highest, rate_order(run));
   }
   const double rate = options.hold_out_rate.value_or(highest);
@@ -108,7 +133,7 @@ class Search {
         const double spread =
             f.seed_min > 0 && f.seed_max > 0 ? std::log(f.seed_max / f.seed_min) : 0.0;
         logs.noise.push_back(std::max(k_noise_floor, spread));
-        logs.names.push_back(fmt::format("{} of {}", f.name, run.file->path));
+        logs.names.push_back(fmt::format("{} of {}", f.name, run_label(*run.file)));
       }
     }
     ++evaluations;
@@ -140,25 +165,21 @@ void add_run_notes(const scenario::Scenario& s, const traces::ServingBenchmark& 
   if (const std::int64_t failed = run.failed_requests(); failed > 0) {
     notes.push_back(fmt::format(
         "{}: {} of {} requests failed in the benchmark and are neither replayed nor compared",
-        run.path, failed, run.requests.size()));
+        run_label(run), failed, run.requests.size()));
   }
-  if (run.lines > 1) {
-    notes.push_back(
-        fmt::format("{}: the file holds {} runs (JSON Lines): the last, line {}, is "
-                    "fitted",
-                    run.path, run.lines, run.line));
-  }
+  for (const std::string& note : run.notes)
+    notes.push_back(run_label(run) + ": " + note);
   if (run.format == traces::ServingBenchmarkFormat::vllm && !run.burstiness_given)
-    notes.push_back(run.path + ": the file names no burstiness: Poisson arrivals assumed");
+    notes.push_back(run_label(run) + ": the file names no burstiness: Poisson arrivals assumed");
   if (run.max_concurrency) {
     notes.push_back(
         fmt::format("{}: max_concurrency {}: replayed as an open workload "
                     "(--ignore-max-concurrency), so queueing differs",
-                    run.path, *run.max_concurrency));
+                    run_label(run), *run.max_concurrency));
   }
-  for (const std::string& line :
-       warm_prefix_cache_evidence(run, s.model.shape, s.hardware.spec, s.parallel.tensor))
-    notes.push_back(run.path + ": " + line);
+  for (const std::string& line : warm_prefix_cache_evidence(
+           run, s.model.shape, s.hardware.spec, s.parallel.tensor, PromptReplay::computed_in_fit))
+    notes.push_back(run_label(run) + ": " + line);
 }
 
 std::string hold_out_note(double rate, const BenchmarkFitOptions& options) {
@@ -176,8 +197,10 @@ std::string hold_out_note(double rate, const BenchmarkFitOptions& options) {
 
 std::vector<traces::ServingBenchmark> read_benchmark_runs(std::span<const std::string> paths) {
   std::vector<traces::ServingBenchmark> runs;
-  for (const std::string& path : paths)
-    runs.push_back(traces::read_serving_benchmark(path));
+  for (const std::string& path : paths) {
+    for (traces::ServingBenchmark& run : traces::read_serving_benchmark_runs(path))
+      runs.push_back(std::move(run));
+  }
   return runs;
 }
 
@@ -194,16 +217,17 @@ BenchmarkFit fit_benchmark_runs(const scenario::Scenario& scenario,
           : fmt::format("seeds {}-{}", scenario.seed,
                         scenario.seed + static_cast<std::uint64_t>(options.arrival_seeds - 1));
   fit.notes.push_back(fmt::format(
-      "arrivals: not in the files; reconstructed as validate --against does, each run simulated "
-      "under {} and compared at their median (once where the arrivals are fixed: request rate "
-      "inf or even gaps)",
+      "arrivals: as validate --against replays them: recorded send times where the file has "
+      "them (GuideLLM, AIPerf), else reconstructed, each run simulated under {} and compared at "
+      "their median (once where the arrivals are fixed: recorded, request rate inf or even "
+      "gaps)",
       seed_text));
   std::vector<ReplayedRun> replays;
   for (const traces::ServingBenchmark& run : runs) {
     check_open_workload(run, options.ignore_max_concurrency);
     add_run_notes(scenario, run, fit.notes);
     std::vector<std::uint64_t> seeds;
-    const bool fixed = !run.request_rate || std::isinf(run.burstiness);
+    const bool fixed = run.arrivals_recorded() || !run.request_rate || std::isinf(run.burstiness);
     for (int k = 0; k < (fixed ? 1 : options.arrival_seeds); ++k)
       seeds.push_back(scenario.seed + static_cast<std::uint64_t>(k));
     replays.push_back(replay_run(run, seeds, options.search_requests));
@@ -261,7 +285,7 @@ BenchmarkFit fit_benchmark_runs(const scenario::Scenario& scenario,
   fit.fitted = trial;
   fit.evaluations = search.evaluations;
   for (const ReplayedRun& run : replays) {
-    FitRun out{run.file->path, run.file->request_rate, run.held_out, {}};
+    FitRun out{run_label(*run.file), offered_rate(*run.file), run.held_out, {}};
     const std::vector<ComparedFigure> before = compare_replay(scenario, run.whole, fit.simulations);
     const std::vector<ComparedFigure> after =
         compare_replay(fit.fitted, run.whole, fit.simulations);
@@ -273,7 +297,7 @@ BenchmarkFit fit_benchmark_runs(const scenario::Scenario& scenario,
       fit.notes.push_back(fmt::format(
           "{}: the search simulated its first {} of {} requests (their own p50s; the throughput "
           "of part of a run is not measured); before and after compare all of them",
-          run.file->path, options.search_requests, run.file->requests.size()));
+          run_label(*run.file), options.search_requests, run.file->requests.size()));
     }
   }
   fit.simulations += search.simulations;

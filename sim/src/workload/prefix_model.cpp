@@ -6,12 +6,6 @@
 #include "exitsim/core/random.hpp"
 
 namespace exitsim::sim {
-namespace {
-
-constexpr std::uint64_t k_system_prompt = 1;
-constexpr std::uint64_t k_conversation = 2;
-
-}  // namespace
 
 PrefixModelSource::PrefixModelSource(std::unique_ptr<traces::RequestSource> inner,
                                      const scenario::PrefixModelConfig& config, RandomStream random)

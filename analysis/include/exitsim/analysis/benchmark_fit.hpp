@@ -16,8 +16,8 @@ namespace exitsim::analysis {
 // serving-benchmark runs at several request rates, each run replayed as `validate --against`
 // replays it (docs/calibration.md, "Fit to your own benchmark runs").
 
-// Every run the result files hold, in the order given. Each vLLM or SGLang result is one run
-// (SGLang's JSON Lines: its last line); a reader of files that hold several runs plugs in here.
+// Every run the result files hold, in the order given (traces::read_serving_benchmark_runs: each
+// SGLang JSON Lines line, each GuideLLM benchmark; a vLLM result or an AIPerf export is one run).
 std::vector<traces::ServingBenchmark> read_benchmark_runs(std::span<const std::string> paths);
 
 struct BenchmarkFitOptions {

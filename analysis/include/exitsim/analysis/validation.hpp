@@ -144,11 +144,18 @@ struct SpeedCheck {
 // Against a serving benchmark: the file, what was compared and what could not be matched.
 struct BenchmarkProvenance {
   std::string file;
-  std::string format;     // "vllm" or "sglang"
+  std::string format;     // "vllm", "sglang", "guidellm" or "aiperf"
   std::int64_t line = 0;  // the JSON Lines line read; 0: one document
+  int run = 1;            // the run compared, of `runs` in the file (1-based)
+  int runs = 1;
+  std::string run_name;              // GuideLLM's strategy; else ""
+  bool summary_only = false;         // the file has no per-request records: requests reconstructed
+  std::string lengths;               // where the replayed lengths come from
+  std::string prefix_cache = "off";  // --prefix-cache: off | warm
+  std::string prompt_repetition;     // warm: what was recognised
   std::string backend, model_id, tokenizer_id, date;
   std::string scenario_model;  // the scenario's model name, to compare with model_id
-  std::string request_rate;    // as the file gives it ("inf" or the number)
+  std::string request_rate;    // as the file gives it ("inf" or the number; "recorded")
   double burstiness = 1;
   std::int64_t requests_in_file = 0;
   std::int64_t requests_compared = 0;

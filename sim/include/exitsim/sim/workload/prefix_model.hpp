@@ -33,6 +33,14 @@ class PrefixModelSource final : public traces::RequestSource {
   std::string format_name() const override { return inner_->format_name(); }
   std::vector<std::string> notes() override { return inner_->notes(); }
 
+  // A block name no other block gets: `owner` (a prompt or a conversation) of a `kind` and the
+  // block's index. The kinds: a system prompt, a conversation (this class), a serving
+  // benchmark's prompt (analysis/benchmark_validation.hpp, --prefix-cache warm).
+  static constexpr std::uint64_t k_system_prompt = 1;
+  static constexpr std::uint64_t k_conversation = 2;
+  static constexpr std::uint64_t k_benchmark_prompt = 3;
+  static std::uint64_t block_name(std::uint64_t kind, std::uint64_t owner, std::uint64_t block);
+
  private:
   struct Conversation {
     std::uint64_t id = 0;
@@ -44,8 +52,6 @@ class PrefixModelSource final : public traces::RequestSource {
 
   void name_system_prompt(RequestDescriptor& request);
   void continue_conversation(RequestDescriptor& request);
-  // A block name no other block gets: `owner` (a prompt or a conversation) and the block's index.
-  static std::uint64_t block_name(std::uint64_t kind, std::uint64_t owner, std::uint64_t block);
 
   std::unique_ptr<traces::RequestSource> inner_;
   scenario::PrefixModelConfig config_;
