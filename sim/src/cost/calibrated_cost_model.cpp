@@ -53,7 +53,7 @@ CalibratedCostModel::CalibratedCostModel(std::shared_ptr<const CostProfile> prof
       counts_(RooflineCostModel::counting(model, parallel.parallel)),
       layout_(model.depth),
       coda_layers_(model.depth.coda_layers),
-      parallel_(model, parallel) {
+      parallel_(model, parallel, profile_->find(std::string(ops::lm_head)) == nullptr) {
   uses_.resize(profile_->ops.size());
   batch_prices_.resize(profile_->ops.size());
   for (const OpFit& op : profile_->ops) {
@@ -109,8 +109,10 @@ CalibratedCostModel::CalibratedCostModel(std::shared_ptr<const CostProfile> prof
     }
   }
   embed_ = required(*profile_, profile_path, ops::embed);
-  lm_head_ = required(*profile_, profile_path, ops::lm_head);
-  sampling_ = required(*profile_, profile_path, ops::sampling);
+  // A profile without an LM head was measured on a base model: the roofline prices the head.
+  lm_head_ = profile_->find(std::string(ops::lm_head));
+  if (lm_head_ != nullptr)
+    sampling_ = required(*profile_, profile_path, ops::sampling);
   kv_only_ = profile_->find(std::string(ops::kv_only));
   if (kv_only_ == nullptr) {
     const double kv = 2.0 * static_cast<double>(model.n_kv_heads * model.head_dim);
@@ -267,12 +269,18 @@ double CalibratedCostModel::all_reduce_us(std::int64_t tokens) const {
 
 double CalibratedCostModel::head_us(std::int64_t emitting) const {
   const auto n = static_cast<double>(emitting);
-  double us = price(lm_head_, n, 0);
+  double us = 0;
+  if (lm_head_ != nullptr) {
+    us = price(lm_head_, n, 0) + price(sampling_, n, 0);
+  } else {
+    ++roofline_calls_[head_use];
+    us = parallel_.head_us(emitting);  // final norm, head and sampling
+  }
   if (parallel_.tensor() > 1) {
     ++roofline_calls_[gather_use];
     us += parallel_.logits_gather_us(emitting);
   }
-  return us + price(sampling_, n, 0);
+  return us;
 }
 
 double CalibratedCostModel::hand_off_us(std::size_t boundary, std::int64_t tokens) const {

@@ -26,7 +26,9 @@ namespace exitsim::sim {
 // of each op) every layer call adds two `tp_all_reduce` calls of its tokens and the LM head the
 // logits gather; under pipeline parallelism the layers split into stages and the step is the
 // roofline's pipeline schedule with `pp_send_recv` hand-offs (docs/cost_model.md, "Measured cost
-// models under TP and PP"). What the profile lacks there is priced by the roofline, and said so.
+// models under TP and PP"). What the profile lacks there is priced by the roofline, and said so;
+// so is the LM head (final norm, head, sampling) of a profile measured on a base model without
+// one (calibrate --kineto of a Hugging Face AutoModel).
 class CalibratedCostModel final : public CostModel, private StagePricer {
  public:
   // Throws InputError (naming the profile and `cost_model.profile`) when the profile was fitted
@@ -107,6 +109,8 @@ class CalibratedCostModel final : public CostModel, private StagePricer {
   const OpFit* prefill_kv_only_ = nullptr;  // the ".prefill" fit, else kv_only_
   double kv_only_share_ = 0;
   const OpFit* embed_ = nullptr;
+  // nullptr (both): a profile of a base model without an LM head; MeasuredParallel::head_us
+  // prices the final norm, head and sampling by the roofline, and notes() says so.
   const OpFit* lm_head_ = nullptr;
   const OpFit* sampling_ = nullptr;
   const OpFit* residual_ = nullptr;  // nullptr: no residual measured (0, named in fallbacks)
@@ -142,8 +146,14 @@ class CalibratedCostModel final : public CostModel, private StagePricer {
   MeasuredParallel parallel_;
   const OpFit* all_reduce_ = nullptr;
   std::array<const OpFit*, 2> send_recv_{};  // [0] within a node, [1] between nodes
-  enum RooflineUse : std::uint8_t { all_reduce_use, gather_use, hand_off_use, remote_use };
-  mutable std::array<std::int64_t, 4> roofline_calls_{};
+  enum RooflineUse : std::uint8_t {
+    all_reduce_use,
+    gather_use,
+    hand_off_use,
+    remote_use,
+    head_use
+  };
+  mutable std::array<std::int64_t, k_roofline_stand_ins> roofline_calls_{};
 };
 
 }  // namespace exitsim::sim
