@@ -24,6 +24,7 @@ Gemma-2's is written below. No network access is needed.
 """
 
 import argparse
+import collections
 import gzip
 import inspect
 import json
@@ -37,7 +38,8 @@ import torch
 import transformers
 from transformers import AutoConfig, AutoModel, AutoModelForCausalLM, DynamicCache, Gemma2Config
 
-from kineto_traces import hardware, write_gzip  # this folder
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+from kineto_traces import hardware, write_gzip  # noqa: E402 (this folder)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIGS = os.path.join(os.path.dirname(REPO), "shared", "models", "hf")
@@ -61,26 +63,38 @@ DECODE = [("decode", b, c) for b, c in [(1, 32), (2, 64), (4, 128), (8, 32), (1,
                                          (8, 256), (2, 384), (6, 96), (5, 448), (4, 300),
                                          (8, 512)]]
 
-# Per model: the config (a folder of CONFIGS, or "gemma-2-2b" for the values above), what is
-# shrunk so that a step runs in well under a second on one CPU core (every other value is the
-# published one), whether the model has no LM head, and its traces: phase name and steps.
+# A model: its config (a folder of CONFIGS, or "gemma-2-2b" for the values above); what is shrunk
+# so that a step runs in well under a second on one CPU core (every other value is the published
+# one); whether it is a base model (AutoModel: the decoder stack without LM head nor sampling);
+# its traces (name: steps); and from_config's options.
+Model = collections.namedtuple("Model", "source shrunk base traces options")
+LAYERS_2_VOCAB_32K = {"num_hidden_layers": 2, "vocab_size": 32000}
+# One layer of Mixtral-8x7B holds 8 experts of 3 x 4096 x 14336 (1.4 G parameters): the width is
+# cut by 4, keeping the heads (32 of 128, 8 K/V) and the experts (8, top 2). Its vocabulary is
+# 32000 already.
+MIXTRAL_SHRUNK = {"num_hidden_layers": 2, "hidden_size": 1024, "intermediate_size": 3584,
+                  "head_dim": 128}
 MODELS = {
-    "llama3": ("llama-3.1-8b-instruct", {"num_hidden_layers": 2, "vocab_size": 32000}, False,
-               {"prefill": PREFILL, "decode": DECODE}),
-    "qwen3": ("qwen3-14b", {"num_hidden_layers": 2, "vocab_size": 32000}, False,
-              {"prefill": PREFILL, "decode": DECODE}),
+    "llama3": Model("llama-3.1-8b-instruct", LAYERS_2_VOCAB_32K, False,
+                    {"prefill": PREFILL, "decode": DECODE}, {}),
+    "qwen3": Model("qwen3-14b", LAYERS_2_VOCAB_32K, False,
+                   {"prefill": PREFILL, "decode": DECODE}, {}),
     # Four layers: two of Gemma-2's sliding/global pairs. Its eager attention and four norms a
     # layer record twice Llama's operators: 8 decode steps keep the trace under 400 KB.
-    "gemma2": ("gemma-2-2b", {"num_hidden_layers": 4, "vocab_size": 32000}, False,
-               {"prefill": PREFILL, "decode": DECODE[:8]}),
-    # One layer of Mixtral-8x7B holds 8 experts of 3 x 4096 x 14336 (1.4 G parameters): the width
-    # is cut by 4, keeping the heads (32 of 128, 8 K/V) and the experts (8, top 2).
-    "mixtral": ("mixtral-8x7b-v0.1", {"num_hidden_layers": 2, "hidden_size": 1024,
-                                      "intermediate_size": 3584, "head_dim": 128}, False,
-                {"prefill": PREFILL, "decode": DECODE}),
-    # AutoModel: the decoder stack without an LM head (no lm_head, no sampling).
-    "llama3-base": ("llama-3.1-8b-instruct", {"num_hidden_layers": 2, "vocab_size": 32000}, True,
-                    {"mixed": PREFILL[:4] + DECODE[:6]}),
+    "gemma2": Model("gemma-2-2b", {"num_hidden_layers": 4, "vocab_size": 32000}, False,
+                    {"prefill": PREFILL, "decode": DECODE[:8]}, {}),
+    # transformers 5 runs the experts as two grouped GEMMs (torch._grouped_mm) over the tokens
+    # sorted by expert ...
+    "mixtral": Model("mixtral-8x7b-v0.1", MIXTRAL_SHRUNK, False,
+                     {"prefill": PREFILL, "decode": DECODE}, {}),
+    # ... transformers 4 (and 5 with experts_implementation="eager") loops over the experts hit:
+    # one linear for gate and up, one for down per expert, index_add_ into the output (8 decode
+    # steps keep the trace under 400 KB).
+    "mixtral-eager": Model("mixtral-8x7b-v0.1", MIXTRAL_SHRUNK, False,
+                           {"prefill": PREFILL, "decode": DECODE[:8]},
+                           {"experts_implementation": "eager"}),
+    "llama3-base": Model("llama-3.1-8b-instruct", LAYERS_2_VOCAB_32K, True,
+                         {"mixed": PREFILL[:4] + DECODE[:6]}, {}),
 }
 
 QUICK = {"prefill": [("prefill", 1, 8), ("prefill", 2, 4)],
@@ -184,35 +198,47 @@ def unprofiled(model, make_inputs, base, repeats):
 
 
 def write_traces(name, args):
-    source, overrides, base, phases = MODELS[name]
-    config = load_config(source, overrides, args.configs)
+    spec = MODELS[name]
+    config = load_config(spec.source, spec.shrunk, args.configs)
     torch.manual_seed(0)
-    auto = AutoModel if base else AutoModelForCausalLM
-    model = auto.from_config(config, dtype=DTYPE).eval()
-    metadata = {"exitsim_framework": f"pytorch {torch.__version__}, "
-                                     f"transformers {transformers.__version__}",
+    auto = AutoModel if spec.base else AutoModelForCausalLM
+    model = auto.from_config(config, dtype=DTYPE, **spec.options).eval()
+    metadata = {"exitsim_framework": framework(),
                 "exitsim_hardware": hardware(torch.get_num_threads()),
-                "exitsim_model": f"{type(model).__name__} of {source} with {overrides}, "
-                                 f"random weights, {str(DTYPE).split('.')[1]}"}
-    for phase, shapes in phases.items():
-        shapes = QUICK[phase] if args.quick else shapes
+                "exitsim_model": f"{type(model).__name__} of {spec.source} with {spec.shrunk}, "
+                                 f"{implementations(model.config)}, random weights, "
+                                 f"{str(DTYPE).split('.')[1]}"}
+    for trace, shapes in spec.traces.items():
+        shapes = QUICK[trace] if args.quick else shapes
         make_inputs = [lambda s=s, i=i: step_inputs(model, *s, seed=1000 + i)
                        for i, s in enumerate(shapes)]
-        stem = os.path.join(args.out, f"{name}.{phase}")
+        stem = os.path.join(args.out, f"{name}.{trace}")
         with torch.no_grad(), tempfile.TemporaryDirectory() as scratch:
-            unprofiled(model, make_inputs, base, 1)  # warm-up: allocator, oneDNN, thread pool
+            unprofiled(model, make_inputs, spec.base, 1)  # warm-up: allocator, oneDNN
             raw = os.path.join(scratch, "trace.json")
-            with_profiler = profiled(model, make_inputs, base, raw, metadata)
+            with_profiler = profiled(model, make_inputs, spec.base, raw, metadata)
             write_gzip(raw, stem + ".kineto.json.gz")
-            without = unprofiled(model, make_inputs, base, args.repeats)
-        write_steps(stem + ".steps.json", name, config, shapes, with_profiler, without)
+            without = unprofiled(model, make_inputs, spec.base, args.repeats)
+        write_steps(stem + ".steps.json", name, model.config, shapes, with_profiler, without)
         print(f"wrote {stem}.kineto.json.gz ({os.path.getsize(stem + '.kineto.json.gz')} bytes, "
               f"{len(shapes)} steps; profiled {sum(with_profiler):.0f} ms, "
               f"unprofiled {sum(without):.0f} ms)", file=sys.stderr)
 
 
+def framework():
+    return f"pytorch {torch.__version__}, transformers {transformers.__version__}"
+
+
+def implementations(config):
+    """The attention (and, for a mixture of experts, the experts) code the library runs."""
+    text = f"attention {config._attn_implementation}"
+    if getattr(config, "num_local_experts", None):
+        text += f", experts {config._experts_implementation}"
+    return text
+
+
 def write_steps(path, name, config, shapes, with_profiler, without):
-    source, overrides, base, _ = MODELS[name]
+    spec = MODELS[name]
     keys = ["model_type", "hidden_size", "intermediate_size", "num_hidden_layers",
             "num_attention_heads", "num_key_value_heads", "head_dim", "vocab_size",
             "num_local_experts", "num_experts_per_tok", "sliding_window", "layer_types",
@@ -220,14 +246,14 @@ def write_steps(path, name, config, shapes, with_profiler, without):
     steps = {
         "format": "exitsim-kineto-steps v1",
         "model": name,
-        "config_source": source,
-        "shrunk": overrides,
-        "lm_head": not base,
+        "config_source": spec.source,
+        "shrunk": spec.shrunk,
+        "lm_head": not spec.base,
         "config": {k: getattr(config, k) for k in keys if getattr(config, k, None) is not None},
-        "framework": f"pytorch {torch.__version__}, transformers {transformers.__version__}",
+        "framework": framework(),
         "dtype": str(DTYPE).split(".")[1],
         "threads": torch.get_num_threads(),
-        "attention": config._attn_implementation,
+        "implementations": implementations(config),
         "calibration": [{"kind": k, "batch": b,
                          ("prompt_tokens" if k == "prefill" else "context"): n,
                          "profiled_ms": round(p, 3), "unprofiled_ms": round(u, 3)}
