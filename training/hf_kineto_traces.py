@@ -191,10 +191,13 @@ def profiled(model, make_inputs, base, trace_path, metadata):
 
 
 def unprofiled(model, make_inputs, base, repeats):
-    """The steps' median wall times without the profiler (inputs rebuilt per run: a decode step
-    grows its cache)."""
-    runs = [timed(model, [make() for make in make_inputs], base) for _ in range(repeats)]
-    return [statistics.median(run[i] for run in runs) for i in range(len(make_inputs))]
+    """The steps' wall times without the profiler, one list per run (inputs rebuilt per run: a
+    decode step grows its cache)."""
+    return [timed(model, [make() for make in make_inputs], base) for _ in range(repeats)]
+
+
+def median_per_step(runs):
+    return [statistics.median(run[i] for run in runs) for i in range(len(runs[0]))]
 
 
 def write_traces(name, args):
@@ -213,12 +216,16 @@ def write_traces(name, args):
         make_inputs = [lambda s=s, i=i: step_inputs(model, *s, seed=1000 + i)
                        for i, s in enumerate(shapes)]
         stem = os.path.join(args.out, f"{name}.{trace}")
+        # Unprofiled runs before and after the profiled one: on a shared machine the load
+        # drifts, and the median of runs on both sides follows the profiled run's better.
         with torch.no_grad(), tempfile.TemporaryDirectory() as scratch:
             unprofiled(model, make_inputs, spec.base, 1)  # warm-up: allocator, oneDNN
+            before = unprofiled(model, make_inputs, spec.base, args.repeats // 2)
             raw = os.path.join(scratch, "trace.json")
             with_profiler = profiled(model, make_inputs, spec.base, raw, metadata)
             write_gzip(raw, stem + ".kineto.json.gz")
-            without = unprofiled(model, make_inputs, spec.base, args.repeats)
+            after = unprofiled(model, make_inputs, spec.base, args.repeats - args.repeats // 2)
+            without = median_per_step(before + after)
         write_steps(stem + ".steps.json", name, model.config, shapes, with_profiler, without)
         print(f"wrote {stem}.kineto.json.gz ({os.path.getsize(stem + '.kineto.json.gz')} bytes, "
               f"{len(shapes)} steps; profiled {sum(with_profiler):.0f} ms, "
@@ -294,8 +301,9 @@ def main():
                         help="the folder of Hugging Face configs (default: ../shared/models/hf)")
     parser.add_argument("--threads", type=int, default=1,
                         help="intra-op threads (default 1: steady on a shared machine)")
-    parser.add_argument("--repeats", type=int, default=2,
-                        help="unprofiled runs of each step; their median is kept")
+    parser.add_argument("--repeats", type=int, default=3,
+                        help="unprofiled runs of each step (half before the profiled run, the "
+                             "rest after); their median is kept")
     parser.add_argument("--quick", action="store_true", help="two tiny steps per trace")
     parser.add_argument("--describe", metavar="TRACE",
                         help="print one step's top-level operators of TRACE instead")
@@ -306,6 +314,8 @@ def main():
         return
     if not args.out:
         parser.error("--out is required")
+    if args.repeats < 1:
+        parser.error(f"--repeats: expected 1 or more, found {args.repeats}")
     unknown = [m for m in args.models.split(",") if m not in MODELS]
     if unknown:
         parser.error(f"unknown model {unknown[0]}: expected one of {', '.join(MODELS)}")
