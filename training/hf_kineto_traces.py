@@ -164,19 +164,21 @@ def run_step(model, inputs, base):
 
 
 def timed(model, prepared, base, profiler=None):
-    """Each step's wall time in ms (the profiler, when given, steps after each)."""
+    """Each step's (wall, CPU) time in ms (the profiler, when given, steps after each). The
+    process's CPU time leaves out the time other jobs on a shared machine hold the core, so the
+    profiler's overhead shows in it when wall times are noisy."""
     times = []
     for inputs in prepared:
-        start = time.perf_counter()
+        wall, cpu = time.perf_counter(), time.process_time()
         run_step(model, inputs, base)
-        times.append((time.perf_counter() - start) * 1e3)
+        times.append(((time.perf_counter() - wall) * 1e3, (time.process_time() - cpu) * 1e3))
         if profiler is not None:
             profiler.step()
     return times
 
 
 def profiled(model, make_inputs, base, trace_path, metadata):
-    """The steps' wall times under the profiler; writes their trace (one warm-up step first, which
+    """The steps' times under the profiler; writes their trace (one warm-up step first, which
     the schedule keeps out of it)."""
     prepared = [make() for make in make_inputs[:1] + make_inputs]
 
@@ -191,13 +193,15 @@ def profiled(model, make_inputs, base, trace_path, metadata):
 
 
 def unprofiled(model, make_inputs, base, repeats):
-    """The steps' wall times without the profiler, one list per run (inputs rebuilt per run: a
+    """The steps' times without the profiler, one list per run (inputs rebuilt per run: a
     decode step grows its cache)."""
     return [timed(model, [make() for make in make_inputs], base) for _ in range(repeats)]
 
 
 def median_per_step(runs):
-    return [statistics.median(run[i] for run in runs) for i in range(len(runs[0]))]
+    """Each step's median wall and median CPU time over `runs`."""
+    return [tuple(statistics.median(run[i][k] for run in runs) for k in range(2))
+            for i in range(len(runs[0]))]
 
 
 def write_traces(name, args):
@@ -228,8 +232,10 @@ def write_traces(name, args):
             without = median_per_step(before + after)
         write_steps(stem + ".steps.json", name, model.config, shapes, with_profiler, without)
         print(f"wrote {stem}.kineto.json.gz ({os.path.getsize(stem + '.kineto.json.gz')} bytes, "
-              f"{len(shapes)} steps; profiled {sum(with_profiler):.0f} ms, "
-              f"unprofiled {sum(without):.0f} ms)", file=sys.stderr)
+              f"{len(shapes)} steps; wall {sum(w for w, _ in with_profiler):.0f} ms profiled, "
+              f"{sum(w for w, _ in without):.0f} ms not; CPU "
+              f"{sum(c for _, c in with_profiler):.0f} and {sum(c for _, c in without):.0f} ms)",
+              file=sys.stderr)
 
 
 def framework():
@@ -263,7 +269,8 @@ def write_steps(path, name, config, shapes, with_profiler, without):
         "implementations": implementations(config),
         "calibration": [{"kind": k, "batch": b,
                          ("prompt_tokens" if k == "prefill" else "context"): n,
-                         "profiled_ms": round(p, 3), "unprofiled_ms": round(u, 3)}
+                         "profiled_ms": round(p[0], 3), "unprofiled_ms": round(u[0], 3),
+                         "profiled_cpu_ms": round(p[1], 3), "unprofiled_cpu_ms": round(u[1], 3)}
                         for (k, b, n), p, u in zip(shapes, with_profiler, without)],
         "held_out": [],
     }
