@@ -6,6 +6,7 @@
 
 #include "exitsim/analysis/calibrate.hpp"
 #include "exitsim/core/error.hpp"
+#include "exitsim/traces/engine_ops.hpp"
 #include "kineto_events.hpp"
 #include "kineto_map.hpp"
 #include "parts.hpp"
@@ -91,6 +92,30 @@ std::vector<std::string> import_report(const kineto::ImportReport& report, int t
   return lines;
 }
 
+// Traces of prefill steps only: every layer op's calls are prefill calls, and the calibrated model
+// needs decode fits for every iteration. The prefill calls are fitted under the ops' own names
+// (a decode iteration priced from them is below the batches measured, and simulations say so);
+// the steps' calls are pointed at the renamed samples.
+Samples prefill_as_every_pass(const Samples& samples, std::vector<TraceStep>& steps) {
+  namespace ops = traces::engine_ops;
+  const auto plain = [](const std::string& name) {
+    return name.ends_with(ops::prefill_suffix)
+               ? name.substr(0, name.size() - ops::prefill_suffix.size())
+               : name;
+  };
+  Samples out;
+  for (const auto& [name, entry] : samples) {
+    auto& target = out[plain(name)];
+    target.first = entry.first;
+    target.second.insert(target.second.end(), entry.second.begin(), entry.second.end());
+  }
+  for (TraceStep& step : steps) {
+    for (auto& call : step.calls)
+      call.first = &out.find(plain(*call.first))->first;
+  }
+  return out;
+}
+
 }  // namespace
 
 KinetoCalibration calibrate_kineto(std::span<const std::string> paths, const KinetoNames& names,
@@ -141,8 +166,17 @@ KinetoCalibration calibrate_kineto(std::span<const std::string> paths, const Kin
   const ModelShape model = whole_model(report.shape, tensor_parallel);
   source.model_shape = sim::model_fingerprint(model);
   source.tensor_parallel = tensor_parallel;
-  fit_measurements(samples, {}, steps, options, out.profile);
+  const bool prefill_only = report.prefill_steps == report.steps;
+  fit_measurements(prefill_only ? prefill_as_every_pass(samples, steps) : samples, {}, steps,
+                   options, out.profile);
   out.report = import_report(report, tensor_parallel, source.model_shape);
+  if (prefill_only) {
+    out.report.insert(out.report.begin() + 1,
+                      "prefill    every step mapped is a prefill: the layer ops are fitted from "
+                      "prefill calls under their own names, and decode iterations are priced "
+                      "from them (below the batches measured: extrapolated, said so when "
+                      "simulated)");
+  }
   out.profile.notes = out.report;
   return out;
 }

@@ -237,12 +237,15 @@ class StepMapper {
         layer_.groups[down].push_back(op);
         layer_.downs.push_back(*p);
       } else if (role_of(op->name) == Role::fused_experts) {
-        layer_.groups[gate_up].push_back(op);
+        // One kernel for all the experts' work, or two (gate/up, then down after the
+        // activation, as aten::_grouped_mm runs them).
+        layer_.groups[layer_.fused_experts == nullptr ? gate_up : down].push_back(op);
         if (layer_.fused_experts == nullptr)
           layer_.fused_experts = op;
       } else {
         layer_.groups[mlp_act].push_back(op);
-        layer_.split = layer_.split || (layer_.downs.empty() && splits_in_two(op->name));
+        layer_.split = layer_.split || (layer_.downs.empty() && layer_.groups[down].empty() &&
+                                        splits_in_two(op->name));
         layer_.routed = layer_.routed || op->name.find("topk") != std::string::npos;
       }
     }

@@ -61,8 +61,9 @@ constexpr std::array<std::string_view, 13> k_attention = {
 constexpr std::array<std::string_view, 3> k_gated_acts = {"_and_mul", "mul_and_silu", "swiglu"};
 constexpr std::array<std::string_view, 2> k_all_reduces = {"all_reduce", "allreduce"};
 constexpr std::array<std::string_view, 2> k_gathers = {"all_gather", "allgather"};
-// vllm::moe_forward, fused_moe, fused_experts, aiter::fmoe*, sgl_kernel's moe kernels.
-constexpr std::array<std::string_view, 2> k_experts = {"moe", "fused_experts"};
+// vllm::moe_forward, fused_moe, fused_experts, aiter::fmoe*, sgl_kernel's moe kernels, and
+// PyTorch's grouped GEMM over experts (aten::_grouped_mm: transformers 5's default experts).
+constexpr std::array<std::string_view, 3> k_experts = {"moe", "fused_experts", "grouped_mm"};
 
 // Framework GEMMs whose inputs are activations [..., in] and a weight [out, in] (as
 // aten::linear's), and those (like cutlass_scaled_mm(out, a, b)) whose activations and

@@ -26,22 +26,30 @@ int recursion_at(std::span<const Range> ranges, double t) {
 }
 
 // A fused experts kernel whose inputs carry the experts' first weights [experts, n, d_model]
-// and the routing [tokens, top_k] (SGLang's and vLLM's fused_experts): n is gate and up.
+// (vLLM's and SGLang's fused_experts) or [experts, d_model, n] (aten::_grouped_mm), n being gate
+// and up where the kernel applies the activation itself or a split follows it, and the routing:
+// [tokens, top_k] ids, or top_k rows per token.
 bool read_fused_experts(const Layer& layer, std::int64_t d, ModelShape& shape) {
   const Operator& op = *layer.fused_experts;
-  std::int64_t width = 0;
+  const bool grouped_gemm = op.name.find("grouped_mm") != std::string::npos;
+  std::int64_t n = 0;
   std::int64_t top_k = 0;
   for (const Dims& x : op.input_dims) {
-    if (x.size() == 3 && x[0] == shape.experts && x[2] == d && x[1] % 2 == 0 && width == 0)
-      width = x[1] / 2;
+    if (x.size() == 3 && x[0] == shape.experts && n == 0)
+      n = x[2] == d ? x[1] : x[1] == d ? x[2] : 0;
     if (x.size() == 2 && x[0] == layer.tokens && x[1] >= 1 && x[1] <= shape.experts && top_k == 0)
       top_k = x[1];
   }
-  if (width == 0 || top_k == 0)
+  const Dims* rows_in = input(op, 0);
+  if (grouped_gemm && rows_in != nullptr && rows_in->size() == 2 && layer.tokens > 0 &&
+      (*rows_in)[0] % layer.tokens == 0)
+    top_k = (*rows_in)[0] / layer.tokens;
+  const bool gated = layer.split || !grouped_gemm;
+  if (n == 0 || top_k < 1 || top_k > shape.experts || (gated && n % 2 != 0))
     return false;
-  shape.ffn_dim = width;
+  shape.ffn_dim = gated ? n / 2 : n;
   shape.experts_per_token = top_k;
-  shape.mlp = MlpKind::gated;
+  shape.mlp = gated ? MlpKind::gated : MlpKind::plain;
   return true;
 }
 
