@@ -15,6 +15,7 @@
 #include "exitsim/analysis/calibrate.hpp"
 #include "exitsim/sim/cost/calibrated_cost_model.hpp"
 #include "exitsim/traces/engine_ops.hpp"
+#include "support/kineto_traces.hpp"
 #include "support/test_files.hpp"
 
 namespace exitsim::analysis {
@@ -284,42 +285,10 @@ TEST(Kineto, RefusesMalformedTracesNamingFileAndKey) {
 namespace exitsim::analysis {
 namespace {
 
-// The GPU fixture's events, to vary one rule at a time.
-nlohmann::json gpu_fixture() {
-  gzFile file = gzopen((k_data + "gpu_plain.kineto.json.gz").c_str(), "rb");
-  std::string text;
-  char buffer[1 << 15];
-  int n = 0;
-  while ((n = gzread(file, buffer, sizeof buffer)) > 0)
-    text.append(buffer, static_cast<std::size_t>(n));
-  gzclose(file);
-  return nlohmann::json::parse(text);
-}
-
-KinetoCalibration import_json(const test_support::TempDir& dir, const std::string& name,
-                              const nlohmann::json& trace) {
-  const std::string path = dir.write(name, trace.dump());
-  return calibrate_kineto(std::vector<std::string>{path}, {});
-}
-
-// Applies `change` to every operator named `name` (in place), or inserts what it returns after
-// each one when it returns events.
-template <typename Change>
-nlohmann::json rewrite(nlohmann::json trace, Change change) {
-  nlohmann::json events = nlohmann::json::array();
-  for (nlohmann::json& e : trace["traceEvents"]) {
-    events.push_back(e);
-    for (nlohmann::json& extra : change(events.back()))
-      events.push_back(std::move(extra));
-  }
-  trace["traceEvents"] = std::move(events);
-  return trace;
-}
-
-std::int64_t steps_mapped(const KinetoCalibration& imported) {
-  const sim::OpFit* embed = imported.profile.find("embed");
-  return embed == nullptr ? 0 : embed->samples + embed->held_out;
-}
+using test_support::gpu_fixture;
+using test_support::import_json;
+using test_support::rewrite;
+using test_support::steps_mapped;
 
 const std::string k_gpu_shape = "d64 h4/2x16 ffn128 v100 gated depth 1+0x0+0 lora -";
 

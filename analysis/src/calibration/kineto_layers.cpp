@@ -138,6 +138,8 @@ class StepMapper {
   }
 
   void read_qkv(const Operator* op, const std::optional<Projection>& p) {
+    if (first_custom_ == nullptr && is_framework_op(op->name))
+      first_custom_ = op;
     if (from_d(p)) {
       auto& r = layer_.groups[rotary];
       r.insert(r.end(), pending_.begin(), pending_.end());
@@ -155,11 +157,9 @@ class StepMapper {
     } else if (!reading.problem.empty()) {
       skip(Skip::unreadable_attention, op, reading.problem);
     } else if (p) {
-      // A projection before any attention: the attention was an operator this mapping does not
-      // know, most likely the first framework operator since the projections.
-      const auto custom = std::find_if(pending_.begin(), pending_.end(),
-                                       [](const Operator* o) { return is_framework_op(o->name); });
-      skip(Skip::unknown_attention, custom != pending_.end() ? *custom : op, "");
+      // A projection back to d_model before any attention: the attention was an operator this
+      // mapping does not know, most likely the first framework operator since the projections.
+      skip(Skip::unknown_attention, first_custom_ != nullptr ? first_custom_ : op, "");
     } else {
       pending_.push_back(op);
     }
@@ -190,6 +190,7 @@ class StepMapper {
     split_norm();
     layer_.groups[qkv_proj].push_back(op);
     layer_.qkv.push_back(p);
+    first_custom_ = nullptr;
     state_ = State::qkv;
   }
 
@@ -290,7 +291,7 @@ class StepMapper {
         skip(Skip::no_layer, first_framework_op(), "");
         return;
       case State::qkv:
-        skip(Skip::unknown_attention, first_framework_op(), "");
+        skip(Skip::unknown_attention, first_custom_, "");
         return;
       case State::attention:
       case State::mlp_norm:
@@ -337,6 +338,7 @@ class StepMapper {
   Layer layer_;
   std::vector<const Operator*> pending_;
   std::vector<const Operator*> mlp_ops_;
+  const Operator* first_custom_ = nullptr;  // the first framework operator after the q/k/v start
 };
 
 }  // namespace

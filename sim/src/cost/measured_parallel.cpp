@@ -61,7 +61,9 @@ double MeasuredParallel::logits_gather_us(std::int64_t emitting) const {
 }
 
 double MeasuredParallel::head_us(std::int64_t emitting) const {
+  // The final norm of the emitting tokens, as a measured LM head op holds it.
   BatchFeatures x{};
+  x[feature_index(BatchFeature::tokens)] = static_cast<double>(emitting);
   x[feature_index(BatchFeature::emitting)] = static_cast<double>(emitting);
   double ns = 0;
   for (const OpKind kind : {OpKind::final_norm, OpKind::lm_head, OpKind::sampling})

@@ -69,4 +69,20 @@ double median(std::vector<double> v) {
   return v.size() % 2 == 1 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
 
+nlohmann::json gpu_fixture() {
+  return read_trace_json(std::string(EXITSIM_SOURCE_DIR) +
+                         "/tests/analysis/data/kineto/gpu_plain.kineto.json.gz");
+}
+
+analysis::KinetoCalibration import_json(const TempDir& dir, const std::string& name,
+                                        const nlohmann::json& trace) {
+  const std::string path = dir.write(name, trace.dump());
+  return analysis::calibrate_kineto(std::vector<std::string>{path}, {});
+}
+
+std::int64_t steps_mapped(const analysis::KinetoCalibration& imported) {
+  const sim::OpFit* embed = imported.profile.find("embed");
+  return embed == nullptr ? 0 : embed->samples + embed->held_out;
+}
+
 }  // namespace exitsim::test_support

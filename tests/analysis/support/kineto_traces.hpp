@@ -7,8 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "exitsim/analysis/calibrate.hpp"
 #include "exitsim/core/model_shape.hpp"
 #include "exitsim/sim/cost/cost_model.hpp"
+#include "support/test_files.hpp"
 
 namespace exitsim::test_support {
 
@@ -29,5 +31,29 @@ std::vector<sim::BatchEntry> recorded_batch(const nlohmann::json& step, const Mo
                                             bool emits_token);
 
 double median(std::vector<double> values);
+
+// tests/analysis/data/kineto/gpu_plain.kineto.json.gz (make_gpu_fixture.py): a one-layer model's
+// 12 decode steps on a GPU, each operator's kernel a known line in the batch.
+nlohmann::json gpu_fixture();
+
+// Writes `trace` as `name` in `dir` and calibrates from it.
+analysis::KinetoCalibration import_json(const TempDir& dir, const std::string& name,
+                                        const nlohmann::json& trace);
+
+// Applies `change` to every event (in place), and inserts what it returns after each one.
+template <typename Change>
+nlohmann::json rewrite(nlohmann::json trace, Change change) {
+  nlohmann::json events = nlohmann::json::array();
+  for (nlohmann::json& e : trace["traceEvents"]) {
+    events.push_back(e);
+    for (nlohmann::json& extra : change(events.back()))
+      events.push_back(std::move(extra));
+  }
+  trace["traceEvents"] = std::move(events);
+  return trace;
+}
+
+// The steps a calibration mapped: its embedding's calls.
+std::int64_t steps_mapped(const analysis::KinetoCalibration& imported);
 
 }  // namespace exitsim::test_support

@@ -67,7 +67,8 @@ class MeasuredParallel {
   double all_reduce_us(std::int64_t tokens) const;
   double logits_gather_us(std::int64_t emitting) const;
   double hand_off_us(std::size_t boundary, std::int64_t tokens) const;
-  // The final norm, LM head and sampling of `emitting` tokens (with prices_head only).
+  // The final norm, LM head and sampling of `emitting` tokens (with prices_head only; the final
+  // norm of those tokens alone, as a measured LM head op holds it).
   double head_us(std::int64_t emitting) const;
 
   // The step of a pipelined batch in microseconds: its entries split into micro-batches as the
