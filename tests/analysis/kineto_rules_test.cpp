@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "exitsim/analysis/calibrate.hpp"
+#include "exitsim/sim/cost/calibrated_cost_model.hpp"
 #include "support/kineto_traces.hpp"
 #include "support/test_files.hpp"
 
@@ -262,6 +263,106 @@ TEST(KinetoRules, AVarlenDecodeWithoutItsContextIsRefused) {
                 ": traceEvents: expected steps with an embedding and transformer layers, found "
                 "none of 1 steps: 1 with a decode attention whose keys per sequence no shape "
                 "gives (first: vllm::unified_attention_with_output at op 8 of step 0)");
+}
+
+// The fixture with its steps 6 to 11 (batches 3, 6, 12, 24, 5, 20) run as CUDA-graph replays,
+// as a framework that captures its decodes runs them: no operator in the step, one
+// cudaGraphLaunch 2 us in, three kernels back to back from 3 us in, each 10 + B us, and vLLM's
+// annotation naming B decodes. Each such step lasts 3 + 3 (10 + B) = 33 + 3 B us (its CPU range,
+// 10 us, ends before its kernels).
+json with_graph_steps() {
+  json trace = gpu_fixture();
+  json events = json::array();
+  std::vector<json> graph_steps;
+  for (const json& e : trace["traceEvents"]) {
+    const std::string name = e.value("name", "");
+    if (e["cat"] == "user_annotation" && std::stoi(name.substr(13)) >= 6)
+      graph_steps.push_back(e);
+  }
+  const auto in_graph_step = [&](const json& e) {
+    return e.contains("ts") &&
+           std::any_of(graph_steps.begin(), graph_steps.end(), [&](const json& g) {
+             return g["ts"] <= e["ts"] && e["ts"] < g["ts"].get<double>() + g["dur"].get<double>();
+           });
+  };
+  for (const json& e : trace["traceEvents"]) {
+    if (!in_graph_step(e))
+      events.push_back(e);
+  }
+  const std::vector<int> batches = {3, 6, 12, 24, 5, 20};
+  for (std::size_t i = 0; i < graph_steps.size(); ++i) {
+    json step = graph_steps[i];
+    const double t = step["ts"];
+    const int b = batches[i];
+    const int correlation = 900000 + static_cast<int>(i);
+    step["dur"] = 10;
+    events.push_back(step);
+    json range = step;
+    range["name"] =
+        "execute_context_0(0)_generation_" + std::to_string(b) + "(" + std::to_string(b) + ")";
+    events.push_back(range);
+    events.push_back({{"ph", "X"},
+                      {"cat", "cuda_runtime"},
+                      {"name", "cudaGraphLaunch"},
+                      {"pid", step["pid"]},
+                      {"tid", step["tid"]},
+                      {"ts", t + 2},
+                      {"dur", 4},
+                      {"args", {{"correlation", correlation}}}});
+    for (int k = 0; k < 3; ++k) {
+      events.push_back({{"ph", "X"},
+                        {"cat", "kernel"},
+                        {"name", "graph_kernel"},
+                        {"pid", 0},
+                        {"tid", 7},
+                        {"ts", t + 3 + k * (10 + b)},
+                        {"dur", 10 + b},
+                        {"args", {{"correlation", correlation}}}});
+    }
+  }
+  trace["traceEvents"] = std::move(events);
+  return trace;
+}
+
+// CUDA-graph decode steps are fitted whole (step.graph) against the decodes the annotation names,
+// beside the eager steps that give the layers; a decode-only iteration is then priced as that fit
+// of its sequences, and said so; a prefill is priced by the layers as before.
+TEST(KinetoRules, GraphReplayedDecodeStepsArePricedWhole) {
+  TempDir dir;
+  const KinetoCalibration imported = import_json(dir, "graphs.json", with_graph_steps());
+  EXPECT_EQ(steps_mapped(imported), 6);
+  const sim::OpFit* graph = imported.profile.find("step.graph");
+  ASSERT_NE(graph, nullptr);
+  EXPECT_EQ(graph->samples + graph->held_out, 6);
+  for (const double b : {1.0, 7.0, 24.0})
+    EXPECT_NEAR(graph->predict_us(b, 0), 33 + 3 * b, 1e-6);
+  EXPECT_TRUE(has_line(imported,
+                       "graph      6 decode steps ran as CUDA-graph replays (batches 3, 5, 6, 12, "
+                       "20, 24): fitted whole as step.graph against their sequences; simulations "
+                       "price decode-only iterations from it, by their sequences alone (a graph's "
+                       "attention context is in no shape)"));
+  ModelShape model;
+  model.d_model = 64;
+  model.n_heads = 4;
+  model.n_kv_heads = 2;
+  model.head_dim = 16;
+  model.ffn_dim = 128;
+  model.vocab = 100;
+  model.depth = DepthStructure::plain(1);
+  ASSERT_EQ(imported.profile.source.model_shape, sim::model_fingerprint(model));
+  const sim::CalibratedCostModel priced(imported.profile, "graphs.json", model);
+  sim::BatchEntry decode{1, 40, 1, true};
+  EXPECT_EQ(priced.iteration_cost(std::vector<sim::BatchEntry>(7, decode)).total,
+            (33 + 3 * 7) * 1000);
+  const std::vector<std::string> notes = priced.notes();
+  EXPECT_NE(std::find(notes.begin(), notes.end(),
+                      "cost_model.profile: step.graph: 1 distinct decode iterations priced as "
+                      "whole CUDA-graph replays (measured at batches 3 to 24), by their "
+                      "sequences alone: a graph's attention context is in no shape"),
+            notes.end());
+  sim::BatchEntry prompt{8, 0, 1, true};
+  EXPECT_NE(priced.iteration_cost(std::vector<sim::BatchEntry>(1, prompt)).total,
+            (33 + 3 * 1) * 1000);
 }
 
 }  // namespace

@@ -52,6 +52,19 @@ std::vector<std::string> import_report(const kineto::ImportReport& report, int t
         report.headless_steps == report.steps ? "no lm_head and no sampling"
                                               : "lm_head and sampling from the other steps"));
   }
+  if (!report.graph_steps.empty()) {
+    std::int64_t n = 0;
+    std::string batches;
+    for (const auto& [batch, steps] : report.graph_steps) {
+      n += steps;
+      batches += fmt::format("{}{}", batches.empty() ? "" : ", ", batch);
+    }
+    lines.push_back(fmt::format(
+        "graph      {} decode steps ran as CUDA-graph replays (batches {}): fitted whole as "
+        "step.graph against their sequences; simulations price decode-only iterations from it, "
+        "by their sequences alone (a graph's attention context is in no shape)",
+        n, batches));
+  }
   for (const std::string& assumed : report.assumptions)
     lines.push_back("assumed    " + assumed);
   if (report.gpu_ran_past > 0) {
@@ -154,12 +167,21 @@ KinetoCalibration calibrate_kineto(std::span<const std::string> paths, const Kin
     kineto::map_trace(trace, samples, steps, report);
   }
   if (report.steps == 0) {
+    std::int64_t graph_steps = 0;
+    for (const auto& [batch, count] : report.graph_steps)
+      graph_steps += count;
+    const std::string graphs =
+        graph_steps > 0
+            ? fmt::format(" ({} more ran as CUDA-graph replays, whose layers give no shape)",
+                          graph_steps)
+            : "";
     throw InputError(
         {paths.front(), 0, 0, "traceEvents"},
         expected_found("steps with an embedding and transformer layers",
-                       fmt::format("none of {} steps{}", report.skipped_steps,
+                       fmt::format("none of {} steps{}{}", report.skipped_steps + graph_steps,
                                    report.skipped_steps > 0 ? ": " + kineto::skipped_summary(report)
-                                                            : " (" + report.step_source + ")")));
+                                                            : " (" + report.step_source + ")",
+                                   graphs)));
   }
   // All-reduces in the layers of a multi-process job: tensor parallelism over its processes.
   const int tensor_parallel = report.all_reduces > 0 ? report.world_size : 1;

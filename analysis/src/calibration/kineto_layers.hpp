@@ -56,7 +56,7 @@ enum class Skip : std::uint8_t {
   no_shapes,             // none of its operators has input shapes
   no_embedding,          // no aten::embedding with a 2-D weight
   graph_capture,         // a CUDA-graph capture: its kernels are recorded, not run
-  graph_replay,          // its layers ran in a CUDA-graph replay (priced as a whole step)
+  graph_replay,          // CUDA-graph replays whose decode batch no step annotation gives
   no_layer,              // no projection from d_model after the embedding
   unknown_attention,     // q/k/v projections and no attention this mapping reads
   unreadable_attention,  // an attention kernel whose batch its shapes do not give

@@ -27,7 +27,7 @@ constexpr std::array<std::string_view, k_skip_kinds> k_reasons = {
     "with no input shapes",
     "with no embedding (aten::embedding of a 2-D weight)",
     "that captured CUDA graphs (their kernels are recorded, not run: no step time)",
-    "run as CUDA-graph replays with no layer operator outside the graph",
+    "run as CUDA-graph replays whose batch no step annotation gives as decodes",
     "with no recognisable layer (no projection of d_model inputs after the embedding)",
     "with an unknown attention (no attention operator after the q/k/v projections)",
     "with an attention whose batch no shape gives",
@@ -133,10 +133,27 @@ void map_trace(const Trace& trace, Samples& samples, std::vector<TraceStep>& ste
       skip(Skip::graph_capture, "", nullptr);
       continue;
     }
+    // A step whose layers ran inside CUDA graphs: a whole decode step, by its sequences.
+    const auto graph_step = [&] {
+      const std::optional<StepRequests>& r = bound.hints.requests;
+      if (!r || r->prefill > 0 || r->decode < 1) {
+        skip(Skip::graph_replay, "", nullptr);
+        return;
+      }
+      const OpSample call{static_cast<double>(r->decode), 0, bound.end_us - bound.start_us};
+      auto& entry = samples[std::string(ops::graph_step)];
+      entry.first = "graph";
+      entry.second.push_back(call);
+      ++report.graph_steps[r->decode];
+    };
     const auto embedding = std::find_if(in_step.begin(), in_step.end(), [](const Operator* op) {
       return op->name == "aten::embedding" && op->input_dims.size() >= 2 &&
              op->input_dims[0].size() == 2 && op->input_dims[0][0] > 0 && op->input_dims[0][1] > 0;
     });
+    if (embedding == in_step.end() && !bound.replays.empty()) {
+      graph_step();
+      continue;
+    }
     const bool shapes = std::any_of(in_step.begin(), in_step.end(), [](const Operator* op) {
       return std::any_of(op->input_dims.begin(), op->input_dims.end(),
                          [](const Dims& d) { return !d.empty(); });
@@ -146,14 +163,16 @@ void map_trace(const Trace& trace, Samples& samples, std::vector<TraceStep>& ste
       continue;
     }
     if (embedding == in_step.end()) {
-      skip(bound.replays.empty() ? Skip::no_embedding : Skip::graph_replay, "", nullptr);
+      skip(Skip::no_embedding, "", nullptr);
       continue;
     }
     Step step = map_step(
         std::span(in_step).subspan(static_cast<std::size_t>(embedding - in_step.begin() + 1)),
         *embedding, bound.hints);
-    if (step.skip == Skip::no_layer && !bound.replays.empty())
-      step.skip = Skip::graph_replay;
+    if (step.skip == Skip::no_layer && !bound.replays.empty()) {
+      graph_step();
+      continue;
+    }
     if (step.skip != Skip::none) {
       skip(step.skip, step.problem, step.culprit);
       continue;

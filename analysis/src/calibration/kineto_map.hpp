@@ -36,8 +36,10 @@ struct ImportReport {
   std::map<std::string, std::pair<std::int64_t, double>> unmapped;
   double gap_us = 0;   // step time between operators (Python, the framework), in the residual
   double step_us = 0;  // all mapped steps' wall time
-  std::int64_t gpu_ran_past = 0;      // mapped steps whose kernels ended after their CPU range
-  std::int64_t all_reduces = 0;       // tensor-parallel all-reduces mapped (tp_all_reduce)
+  std::int64_t gpu_ran_past = 0;  // mapped steps whose kernels ended after their CPU range
+  std::int64_t all_reduces = 0;   // tensor-parallel all-reduces mapped (tp_all_reduce)
+  // Decode steps that ran as CUDA-graph replays, fitted whole as step.graph: steps by batch.
+  std::map<std::int64_t, std::int64_t> graph_steps;
   int world_size = 1;                 // the largest distributedInfo.world_size of the traces
   std::set<std::string> assumptions;  // what the shapes did not say and was assumed
   std::string step_source;            // how the first trace's steps were found

@@ -168,7 +168,24 @@ StepRange step_range_kind(std::string_view name) {
   return StepRange::none;
 }
 
+// SGLang's step[<MODE> bs=<n> ...]: n sequences, decoding in DECODE mode, else prefilling.
+std::optional<StepRequests> sglang_requests(std::string_view name) {
+  const std::size_t at = name.find(" bs=");
+  if (at == std::string_view::npos)
+    return std::nullopt;
+  std::int64_t n = 0;
+  const char* first = name.data() + at + 4;
+  const auto [end, error] = std::from_chars(first, name.data() + name.size(), n);
+  if (error != std::errc{} || end == first || n < 1)
+    return std::nullopt;
+  if (name.substr(5).starts_with("DECODE"))
+    return StepRequests{0, n};
+  return StepRequests{n, 0};
+}
+
 std::optional<StepRequests> step_requests(std::string_view name) {
+  if (step_range_kind(name) == StepRange::sglang)
+    return sglang_requests(name);
   const auto count_after = [&](std::string_view key) -> std::optional<std::int64_t> {
     const std::size_t at = name.find(key);
     if (at == std::string_view::npos)

@@ -66,8 +66,8 @@ enum class StepRange : std::uint8_t {
 };
 StepRange step_range_kind(std::string_view name);
 
-// The requests of a vLLM step annotation: prefill (context) and decode (generation) sequences;
-// nullopt when the name does not say.
+// The requests of a step annotation, prefill and decode sequences: vLLM's context_<n> and
+// generation_<m>, SGLang's bs=<n> (decoding in DECODE mode); nullopt when the name does not say.
 struct StepRequests {
   std::int64_t prefill = 0;
   std::int64_t decode = 0;

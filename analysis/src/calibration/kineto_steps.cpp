@@ -48,7 +48,8 @@ std::vector<Range> embedding_steps(const Trace& trace) {
   return out;
 }
 
-// A vLLM step annotation overlapping [start, end) says how many prefills and decodes it ran.
+// A step annotation (vLLM's, SGLang's) overlapping [start, end) says how many prefills and decodes
+// it ran.
 StepHints hints_for(const Trace& trace, double start, double end) {
   for (const Range& r : trace.ranges) {
     if (r.start_us < end && start < r.end_us) {

@@ -124,6 +124,7 @@ CalibratedCostModel::CalibratedCostModel(std::shared_ptr<const CostProfile> prof
         ops::kv_only, ops::qkv_proj, kv_only_share_));
   }
   prefill_kv_only_ = prefill_fit(ops::kv_only, kv_only_);
+  graph_step_ = profile_->find(std::string(ops::graph_step));
   residual_ = profile_->find(std::string(ops::step_residual));
   if (residual_ == nullptr) {
     fallbacks_.push_back(
@@ -248,6 +249,17 @@ std::vector<std::string> CalibratedCostModel::notes() const {
       }
     }
   }
+  if (graph_step_ != nullptr) {
+    const std::size_t index = static_cast<std::size_t>(graph_step_ - profile_->ops.data());
+    if (uses_[index].calls > 0) {
+      out.push_back(fmt::format(
+          "cost_model.profile: {}: {} distinct decode iterations priced as whole CUDA-graph "
+          "replays (measured at batches {} to {}), by their sequences alone: a graph's attention "
+          "context is in no shape",
+          ops::graph_step, uses_[index].calls, graph_step_->batch_min_seen,
+          graph_step_->batch_max_seen));
+    }
+  }
   const std::string roofline_here = roofline_stand_ins_used(roofline_calls_);
   if (!fitted_to_roofline.empty() || !roofline_here.empty()) {
     out.push_back(fmt::format(
@@ -351,9 +363,28 @@ bool CalibratedCostModel::collect_passes(std::span<const BatchEntry> batch) cons
   return masked;
 }
 
+std::int64_t CalibratedCostModel::graph_sequences(std::span<const BatchEntry> batch) const {
+  if (graph_step_ == nullptr || parallel_.stages() > 1)
+    return 0;
+  std::int64_t n = 0;
+  for (const BatchEntry& e : batch) {
+    if (e.query_tokens <= 0)
+      continue;
+    if (e.query_tokens != 1 || e.start_depth != 0 || e.depth != layout_.stacked_depth() ||
+        !e.emits_token)
+      return 0;
+    ++n;
+  }
+  return n;
+}
+
 IterationCost CalibratedCostModel::iteration_cost(std::span<const BatchEntry> batch) const {
   if (parallel_.stages() > 1)
     return pipeline_cost(batch);
+  if (const std::int64_t n = graph_sequences(batch); n > 0) {
+    return measured_cost(price(graph_step_, static_cast<double>(n), 0),
+                         counts_.iteration_cost(batch), profile_path_);
+  }
   const auto layers = static_cast<std::size_t>(layout_.stacked_depth());
   std::array<Pass, 2>& passes = passes_;  // [0] decode, [1] prefill
   const bool masked = collect_passes(batch);

@@ -28,7 +28,9 @@ namespace exitsim::sim {
 // roofline's pipeline schedule with `pp_send_recv` hand-offs (docs/cost_model.md, "Measured cost
 // models under TP and PP"). What the profile lacks there is priced by the roofline, and said so;
 // so is the LM head (final norm, head, sampling) of a profile measured on a base model without
-// one (calibrate --kineto of a Hugging Face AutoModel).
+// one (calibrate --kineto of a Hugging Face AutoModel). A profile with step.graph (decode steps a
+// framework ran as CUDA-graph replays) prices decode-only iterations as that fit of their
+// sequences, whole, and says so.
 class CalibratedCostModel final : public CostModel, private StagePricer {
  public:
   // Throws InputError (naming the profile and `cost_model.profile`) when the profile was fitted
@@ -114,6 +116,12 @@ class CalibratedCostModel final : public CostModel, private StagePricer {
   const OpFit* lm_head_ = nullptr;
   const OpFit* sampling_ = nullptr;
   const OpFit* residual_ = nullptr;  // nullptr: no residual measured (0, named in fallbacks)
+  // step.graph: whole decode steps that ran as CUDA-graph replays (calibrate --kineto), by their
+  // sequences; nullptr: none measured.
+  const OpFit* graph_step_ = nullptr;
+  // The sequences of an iteration such a replay prices whole (every entry decoding one token
+  // through the whole stack and emitting it, no pipeline); 0 for any other iteration.
+  std::int64_t graph_sequences(std::span<const BatchEntry> batch) const;
   std::vector<std::string> fallbacks_;
   mutable std::vector<OpUse> uses_;  // by index into profile_.ops; the model prices one replica
   // Per op (by index into profile_.ops): whether no regime of its fit reads the context, so its
