@@ -37,7 +37,7 @@ fi
 "$python" "$(dirname "$0")/hf_kineto_traces.py" --out "$out" "${quick[@]}"
 profile=$scratch/profile.json
 for trace in "$out"/*.kineto.json.gz; do
-  # The importer does not read every model yet (issue 43): its refusal is reported, not fatal.
+  # A refusal (a model the importer cannot read, a busy machine's timings) is reported, not fatal.
   line=$("$exitsim" calibrate --kineto "$trace" -o "$profile" --force 2>&1 |
     grep -E '^model |error:' | head -1) || true
   echo "$(basename "$trace"): ${line:-no model line}"

@@ -102,6 +102,32 @@ TEST(KinetoRules, AnUnmappableTraceIsRefusedWithEachReasonCounted) {
                 "after the q/k/v projections) (first: vllm::foo at op 10 of step 3)");
 }
 
+// A step whose embedding is followed straight by the LM head has no layer (a fuzzer's finding: it
+// was read as a step of no layers).
+TEST(KinetoRules, AHeadWithoutLayersIsNoLayer) {
+  TempDir dir;
+  const auto op = [](const std::string& name, double ts, json dims) {
+    return json{{"ph", "X"}, {"cat", "cpu_op"}, {"name", name}, {"pid", 1},
+                {"tid", 1},  {"ts", ts},        {"dur", 5},     {"args", {{"Input Dims", dims}}}};
+  };
+  json trace = {{"traceEvents",
+                 {op("aten::embedding", 1, {{100, 64}, {2, 1}}),
+                  op("aten::linear", 7, {{2, 1, 64}, {100, 64}, {}}),
+                  {{"ph", "X"},
+                   {"cat", "user_annotation"},
+                   {"name", "ProfilerStep#0"},
+                   {"pid", 1},
+                   {"tid", 1},
+                   {"ts", 0},
+                   {"dur", 20}}}}};
+  const std::string path = dir.write("head_only.json", trace.dump());
+  EXPECT_EQ(error_of([&] { calibrate_kineto(std::vector<std::string>{path}, {}); }),
+            path +
+                ": traceEvents: expected steps with an embedding and transformer layers, found "
+                "none of 1 steps: 1 with no recognisable layer (no q/k/v projection of d_model "
+                "inputs after the embedding) (first: step 0 (ProfilerStep#0))");
+}
+
 // Where some steps map, the skipped ones are listed with their reasons on the console and in the
 // profile's notes.
 TEST(KinetoRules, SkippedStepsAreReportedBesideTheProfile) {

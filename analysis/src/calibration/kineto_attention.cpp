@@ -24,21 +24,20 @@ bool matches_projections(const Attention& a, std::span<const Projection> qkv) {
   return qkv.size() == 1 && kv > 0 && kv % (2 * a.head_dim) == 0;
 }
 
-// The sequences of a varlen call from its 1-D index inputs (after q, k, v): per-sequence lengths
-// or offsets of as many entries as tokens (or one more) mean one query per sequence; otherwise
-// the first offsets list (cu_seqlens, qo_indptr) of S + 1 entries, 2 <= S + 1 <= tokens, gives S.
+// The sequences of a varlen call from its first 1-D input after q, k, v: the kernels take their
+// offsets (cu_seqlens, qo_indptr: S + 1 entries) or per-sequence lengths (seq_lens: S) first. As
+// many entries as tokens (or one more) mean one query per sequence; 2 to `tokens` entries are
+// offsets of one sequence fewer; 0: none.
 std::int64_t sequences_from_offsets(const Operator& op, std::int64_t tokens) {
-  std::int64_t offsets = 0;
   for (std::size_t i = 3; i < op.input_dims.size(); ++i) {
     const Dims& d = op.input_dims[i];
     if (d.size() != 1)
       continue;
     if (d[0] == tokens || d[0] == tokens + 1)
       return tokens;
-    if (offsets == 0 && d[0] >= 2 && d[0] <= tokens)
-      offsets = d[0] - 1;
+    return d[0] >= 2 && d[0] <= tokens ? d[0] - 1 : 0;
   }
-  return offsets;
+  return 0;
 }
 
 // A varlen or paged kernel: q [tokens, heads, head_dim], the sequences from its offsets or the
@@ -88,10 +87,17 @@ AttentionReading attention_core(const Operator& op, std::int64_t tokens,
     return {};
   std::optional<Attention> found;
   if (role_of(op.name) == Role::attention) {
-    if (q->size() == 4 && k->size() == 4 && (*q)[0] == (*k)[0] && (*q)[3] == (*k)[3])
+    if (q->size() == 4 && k->size() == 4 && (*q)[0] == (*k)[0] && (*q)[3] == (*k)[3]) {
       found = Attention{(*q)[0], (*q)[1], (*q)[3], (*q)[2], (*k)[2], ""};  // [B, H, t, hd]
-    else if (q->size() == 3 && (*q)[0] == tokens)
+      // FlashAttention's own layout, [B, t, H, hd] (not its kvcache call, whose k is the whole
+      // preallocated cache, not the keys read).
+      const bool flash = op.name.find("flash_attn") != std::string::npos &&
+                         op.name.find("kvcache") == std::string::npos;
+      if (flash && !matches_projections(*found, qkv))
+        found = Attention{(*q)[0], (*q)[2], (*q)[3], (*q)[1], (*k)[1], ""};
+    } else if (q->size() == 3 && (*q)[0] == tokens) {
       return varlen(op, *q, tokens, qkv, hints);
+    }
   } else if (is_batched_product(op)) {
     if (q->size() == 4 && k->size() == 4 && (*q)[0] == (*k)[0] && (*q)[1] == (*k)[1] &&
         (*q)[3] == (*k)[2]) {  // q [B, H, tq, hd] x k^T [B, H, hd, tk]

@@ -309,6 +309,10 @@ class StepMapper {
       case State::sampling:
         break;
     }
+    if (step_.layers.empty()) {  // an LM head straight after the embedding
+      skip(Skip::no_layer, nullptr, "");
+      return;
+    }
     const std::vector<std::int64_t> first = signature(step_.layers.front());
     for (const Layer& layer : step_.layers) {
       if (signature(layer) != first) {

@@ -28,7 +28,7 @@ constexpr std::array<std::string_view, k_skip_kinds> k_reasons = {
     "with no embedding (aten::embedding of a 2-D weight)",
     "that captured CUDA graphs (their kernels are recorded, not run: no step time)",
     "run as CUDA-graph replays whose batch no step annotation gives as decodes",
-    "with no recognisable layer (no projection of d_model inputs after the embedding)",
+    "with no recognisable layer (no q/k/v projection of d_model inputs after the embedding)",
     "with an unknown attention (no attention operator after the q/k/v projections)",
     "with an attention whose batch no shape gives",
     "with a layer cut short (its attention and no MLP)",

@@ -75,7 +75,7 @@ ShapeReading mixture_shape(const Layer& layer, std::int64_t d, ModelShape shape)
   std::int64_t routed = 0;
   for (const Projection& p : layer.downs)
     routed += p.tokens;
-  if (routed % layer.tokens != 0) {
+  if (layer.tokens <= 0 || routed % layer.tokens != 0) {
     return {shape, Skip::uneven_routing, layer.groups[down].front(),
             fmt::format("a mixture whose experts ran {} rows for {} tokens (no whole top-k)",
                         routed, layer.tokens)};
