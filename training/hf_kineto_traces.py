@@ -10,11 +10,13 @@ what generate() runs: the forward pass with an attention mask, a DynamicCache (e
 holding `context` random K/V tokens per sequence for a decode step), logits_to_keep=1, and greedy
 sampling of each sequence's next token. One profiler step (prof.step()) per model step, under
 torch.profiler.profile(activities=[CPU], record_shapes=True); one unrecorded warm-up step first.
+One intra-op thread unless --threads says otherwise.
 
-Writes, per model and phase (prefill; decode; `mixed` for the base model):
-  <out>/<model>.<phase>.kineto.json.gz  the trace as export_chrome_trace writes it, gzipped
-  <out>/<model>.<phase>.steps.json      every step's shape and wall time under the profiler and
-                                        without it (median of --repeats runs)
+Writes, per model and trace (prefill; decode; `mixed` for the base model):
+  <out>/<model>.<trace>.kineto.json.gz  the trace as export_chrome_trace writes it, gzipped
+  <out>/<model>.<trace>.steps.json      every step's shape, and its wall and CPU times under the
+                                        profiler and without it (median of --repeats runs)
+tests/analysis/data/kineto/hf/README.md describes the committed ones.
 
 Usage:
   /work/pyenv/bin/python training/hf_kineto_traces.py --out DIR [--models llama3,qwen3,...]
@@ -118,7 +120,11 @@ def load_config(source, overrides, configs):
     if source == "gemma-2-2b":
         config = gemma2_config(overrides)
     else:
-        config = AutoConfig.from_pretrained(os.path.join(configs, source), **overrides)
+        folder = os.path.join(configs, source)
+        if not os.path.isfile(os.path.join(folder, "config.json")):
+            sys.exit(f"{folder}/config.json: expected the published config (--configs names "
+                     f"their folder), found no such file")
+        config = AutoConfig.from_pretrained(folder, **overrides)
     for key in ["bos_token_id", "eos_token_id", "pad_token_id"]:
         ids = getattr(config, key, None)
         ids = ids if isinstance(ids, list) else [ids]
@@ -286,6 +292,9 @@ def describe(path, step_index):
         events = [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X"]
     steps = sorted((e for e in events if e["name"].startswith("ProfilerStep#")),
                    key=lambda e: e["ts"])
+    if not 0 <= step_index < len(steps):
+        sys.exit(f"{path}: --step {step_index}: expected 0 to {len(steps) - 1}, "
+                 f"found {len(steps)} ProfilerStep ranges")
     step = steps[step_index]
     inside = sorted((e for e in events if e is not step and e.get("cat") == "cpu_op" and
                      e["tid"] == step["tid"] and step["ts"] <= e["ts"] and
