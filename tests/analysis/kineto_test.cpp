@@ -251,6 +251,9 @@ TEST(Kineto, RefusesMalformedTracesNamingFileAndKey) {
       {events(op),
        "traceEvents: expected steps with an embedding and transformer layers, found none of 0 "
        "steps (no step ranges: from one aten::embedding to the next)"},
+      {R"({"traceEvents":[)" + op + R"(],"distributedInfo":{"world_size":"8"}})",
+       "distributedInfo.world_size: expected a number of processes from 1 to 65536, found "
+       "\"8\""},
   };
   for (std::size_t i = 0; i < cases.size(); ++i) {
     SCOPED_TRACE(cases[i].content);
