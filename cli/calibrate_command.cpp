@@ -256,7 +256,8 @@ void add_calibrate_command(CLI::App& app) {
   command
       ->add_option("--kineto", args->kineto,
                    "PyTorch-profiler traces to calibrate from instead (torch.profiler with "
-                   "record_shapes=True, one prof.step() per model step; .json or .json.gz; "
+                   "record_shapes=True, one prof.step() per model step or the framework's own "
+                   "step ranges, as vLLM and SGLang write them; .json or .json.gz; "
                    "docs/calibration.md)")
       ->check(CLI::ExistingFile);
   command

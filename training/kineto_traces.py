@@ -296,6 +296,13 @@ def write_kineto_schema(events, metadata, path):
         json.dump(document, f, separators=(",", ":"))
 
 
+def write_gzip(raw_path, target_path):
+    """Gzips a trace reproducibly: no timestamp in the header, the highest compression."""
+    with open(raw_path, "rb") as src, open(target_path, "wb") as out, gzip.GzipFile(
+            fileobj=out, mode="wb", mtime=0, compresslevel=9) as dst:
+        shutil.copyfileobj(src, dst)
+
+
 def hardware(threads):
     model = platform.processor() or "unknown CPU"
     try:
@@ -335,10 +342,7 @@ def main():
     with tempfile.TemporaryDirectory() as scratch:
         raw = os.path.join(scratch, "trace.json")
         profiled_cal = profiled(model, calibration, raw)
-        target = os.path.join(args.out, f"{args.model}.kineto.json.gz")
-        with open(raw, "rb") as src, open(target, "wb") as out, gzip.GzipFile(
-                fileobj=out, mode="wb", mtime=0, compresslevel=9) as dst:
-            shutil.copyfileobj(src, dst)
+        write_gzip(raw, os.path.join(args.out, f"{args.model}.kineto.json.gz"))
     profiled_held = profiled(model, held_out)
     plain = [timed_steps(model, calibration + held_out) for _ in range(args.repeats)]
     unprofiled = [statistics.median(run[i] for run in plain) for i in range(len(plain[0]))]

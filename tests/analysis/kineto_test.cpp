@@ -15,6 +15,7 @@
 #include "exitsim/analysis/calibrate.hpp"
 #include "exitsim/sim/cost/calibrated_cost_model.hpp"
 #include "exitsim/traces/engine_ops.hpp"
+#include "support/kineto_traces.hpp"
 #include "support/test_files.hpp"
 
 namespace exitsim::analysis {
@@ -244,12 +245,15 @@ TEST(Kineto, RefusesMalformedTracesNamingFileAndKey) {
        "traceEvents[0].args.Input Dims: expected sizes from 0 to 1099511627776, found -3"},
       {events(R"({"ph":"X","cat":"user_annotation","name":"ProfilerStep#0","pid":1,"tid":1,)"
               R"("ts":0,"dur":1})"),
-       "traceEvents: expected CPU operator events (category cpu_op)"},
+       "traceEvents: expected CPU operator events (category cpu_op"},
       {events(R"({"ph":"X","cat":"cpu_op","name":"a","pid":1,"tid":1,"ts":0,"dur":1})"),
        "expected operator input shapes (torch.profiler with record_shapes=True), found none"},
       {events(op),
-       "traceEvents: expected steps with an embedding, transformer layers and an LM "
-       "head, found none of 0 steps"},
+       "traceEvents: expected steps with an embedding and transformer layers, found none of 0 "
+       "steps (no step ranges: from one aten::embedding to the next)"},
+      {R"({"traceEvents":[)" + op + R"(],"distributedInfo":{"world_size":"8"}})",
+       "distributedInfo.world_size: expected a number of processes from 1 to 65536, found "
+       "\"8\""},
   };
   for (std::size_t i = 0; i < cases.size(); ++i) {
     SCOPED_TRACE(cases[i].content);
@@ -284,42 +288,10 @@ TEST(Kineto, RefusesMalformedTracesNamingFileAndKey) {
 namespace exitsim::analysis {
 namespace {
 
-// The GPU fixture's events, to vary one rule at a time.
-nlohmann::json gpu_fixture() {
-  gzFile file = gzopen((k_data + "gpu_plain.kineto.json.gz").c_str(), "rb");
-  std::string text;
-  char buffer[1 << 15];
-  int n = 0;
-  while ((n = gzread(file, buffer, sizeof buffer)) > 0)
-    text.append(buffer, static_cast<std::size_t>(n));
-  gzclose(file);
-  return nlohmann::json::parse(text);
-}
-
-KinetoCalibration import_json(const test_support::TempDir& dir, const std::string& name,
-                              const nlohmann::json& trace) {
-  const std::string path = dir.write(name, trace.dump());
-  return calibrate_kineto(std::vector<std::string>{path}, {});
-}
-
-// Applies `change` to every operator named `name` (in place), or inserts what it returns after
-// each one when it returns events.
-template <typename Change>
-nlohmann::json rewrite(nlohmann::json trace, Change change) {
-  nlohmann::json events = nlohmann::json::array();
-  for (nlohmann::json& e : trace["traceEvents"]) {
-    events.push_back(e);
-    for (nlohmann::json& extra : change(events.back()))
-      events.push_back(std::move(extra));
-  }
-  trace["traceEvents"] = std::move(events);
-  return trace;
-}
-
-std::int64_t steps_mapped(const KinetoCalibration& imported) {
-  const sim::OpFit* embed = imported.profile.find("embed");
-  return embed == nullptr ? 0 : embed->samples + embed->held_out;
-}
+using test_support::gpu_fixture;
+using test_support::import_json;
+using test_support::rewrite;
+using test_support::steps_mapped;
 
 const std::string k_gpu_shape = "d64 h4/2x16 ffn128 v100 gated depth 1+0x0+0 lora -";
 
@@ -378,8 +350,11 @@ TEST(Kineto, ReadsABaddbmmAttentionFromItsProductsOperands) {
   EXPECT_EQ(steps_mapped(imported), 12);
 }
 
-// A third projection in the MLP (a router and experts) is no dense layer: every step is skipped,
-// and the trace is refused, rather than priced as a model it is not.
+// A third projection in the MLP without a router's top-k is neither a dense layer nor a mixture
+// of experts: every step is skipped, and the trace is refused with the reason, rather than priced
+// as a model it is not. Each step's operators: 0 embedding, 1-2 norm, 3-5 q/k/v, 6-9 rotary and
+// cache, 10 attention, 11 transpose, 12 o_proj, 13-14 norm, 15 gate, 16 the extra projection,
+// 17 silu, 18 up (the third projection from d_model), 19 mul, 20 down.
 TEST(Kineto, SkipsLayersWhoseMlpIsNotDense) {
   TempDir dir;
   int linears = 0;
@@ -394,10 +369,13 @@ TEST(Kineto, SkipsLayersWhoseMlpIsNotDense) {
     return extra;
   });
   const std::string error = error_of([&] { import_json(dir, "moe.json", trace); });
-  EXPECT_NE(error.find("expected steps with an embedding, transformer layers and an LM head, "
-                       "found none of 12 steps"),
+  EXPECT_NE(error.find("expected steps with an embedding and transformer layers, found none of "
+                       "12 steps: 12 with an MLP of 3 projections from d_model and 1 back, "
+                       "neither a dense MLP nor a routed mixture (no top-k) (first: aten::linear "
+                       "at op 18 of step 0)"),
             std::string::npos)
       << error;
+  EXPECT_EQ(error.find('\n'), std::string::npos) << error;
 }
 
 }  // namespace

@@ -51,6 +51,46 @@ TEST_F(Cli, CalibratesFromAKinetoTraceAndSimulatesWithTheProfile) {
   EXPECT_NE(other.err.find("d768 h12/4x64"), std::string::npos) << other.err;
 }
 
+// A base model's trace (transformers' LlamaModel, no LM head; tests/analysis/data/kineto/hf):
+// calibrate says the head is the roofline's and writes that into the profile's notes; a
+// simulation with the profile prices the head by the roofline of the scenario's hardware and
+// says so.
+TEST_F(Cli, ABaseModelsProfileLeavesItsHeadToTheRoofline) {
+  const fs::path profile = dir_ / "base.json";
+  const Result calibrated =
+      run("calibrate --kineto '" + std::string(EXITSIM_SOURCE_DIR) +
+          "/tests/analysis/data/kineto/hf/llama3-base.mixed.kineto.json.gz' --hardware 'test box' "
+          "-o '" +
+          profile.string() + "'");
+  ASSERT_EQ(calibrated.exit_code, 0) << calibrated.err;
+  const std::string head_line =
+      "head       10 of 10 steps have no LM head (a base model, e.g. AutoModel): the profile has "
+      "no lm_head and no sampling; simulations price the final norm, LM head and sampling by "
+      "the roofline and say so";
+  EXPECT_NE(calibrated.out.find(head_line), std::string::npos) << calibrated.out;
+  const std::string written = slurp(profile);
+  EXPECT_NE(written.find("\"notes\""), std::string::npos);
+  EXPECT_NE(written.find(head_line), std::string::npos);
+  EXPECT_EQ(written.find("\"name\": \"lm_head\""), std::string::npos);
+  const Result simulated =
+      run("simulate --set model.preset=null --set model.name=llama3-base --set model.d_model=4096"
+          " --set model.n_heads=32 --set model.n_kv_heads=8 --set model.head_dim=128"
+          " --set model.ffn_dim=14336 --set model.vocab=32000 --set model.depth.prelude=2"
+          " --set cost_model.kind=calibrated --set cost_model.profile='" +
+          profile.string() +
+          "' --set hardware.preset=null --set hardware.name='test box'"
+          " --set hardware.peak_tflops.bf16=1 --set hardware.memory_bandwidth_gbps=50"
+          " --set hardware.memory_gib=64 --set workload.requests=4"
+          " --set 'workload.input_tokens={dist: fixed, value: 32}'"
+          " --set 'workload.output_tokens={dist: fixed, value: 4}' --no-output");
+  ASSERT_EQ(simulated.exit_code, 0) << simulated.err;
+  EXPECT_NE(simulated.out.find("not in the profile, priced by the roofline: the final norm, "
+                               "lm_head and sampling (the profile's traces ran a model without an "
+                               "LM head)"),
+            std::string::npos)
+      << simulated.out;
+}
+
 TEST_F(Cli, CalibrateRefusesMixingOrMisnamingItsInputs) {
   const fs::path profile = dir_ / "p.json";
   const fs::path op_trace = file("op_trace.csv", "x\n");

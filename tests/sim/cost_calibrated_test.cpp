@@ -8,6 +8,7 @@
 #include "exitsim/core/error.hpp"
 #include "exitsim/sim/cost/calibrated_cost_model.hpp"
 #include "exitsim/traces/engine_ops.hpp"
+#include "support/test_files.hpp"
 
 namespace exitsim::sim {
 namespace {
@@ -181,14 +182,48 @@ TEST(CalibratedCostModel, NamesItsStandInsAndRefusesOtherModels) {
     EXPECT_NE(e.message().find("ffn256"), std::string::npos) << e.message();
     EXPECT_NE(e.message().find("ffn128"), std::string::npos) << e.message();
   }
+  // An LM head without sampling is no profile of a whole step (one without either is a base
+  // model's, whose head the roofline prices: cost_measured_parallel_test.cpp).
   CostProfile partial = profile_of(tiny());
-  std::erase_if(partial.ops, [](const OpFit& f) { return f.name == ops::lm_head; });
+  std::erase_if(partial.ops, [](const OpFit& f) { return f.name == ops::sampling; });
   try {
     const CalibratedCostModel missing(partial, "p.json", tiny());
-    FAIL() << "a profile without the LM head was accepted";
+    FAIL() << "a profile without sampling was accepted";
   } catch (const InputError& e) {
-    EXPECT_NE(e.message().find("\"lm_head\""), std::string::npos) << e.message();
+    EXPECT_NE(e.message().find("\"sampling\""), std::string::npos) << e.message();
   }
+}
+
+// A profile keeps what its calibration said (calibrate --kineto's mapping report): written and
+// read back line for line; a profile without notes (older ones) reads as none; notes that are
+// not a list of lines are refused, naming the key.
+TEST(CalibratedCostModel, AProfileKeepsItsNotes) {
+  test_support::TempDir dir;
+  CostProfile profile = profile_of(tiny());
+  profile.notes = {"skipped    2 of 9 steps: 2 with no embedding", "assumed    no prefix"};
+  profile.write(dir.path("p.json"));
+  EXPECT_EQ(CostProfile::read(dir.path("p.json")).notes, profile.notes);
+  profile.notes.clear();
+  profile.write(dir.path("none.json"));
+  const std::string text = test_support::read_file(dir.path("none.json"));
+  EXPECT_EQ(text.find("\"notes\""), std::string::npos);
+  EXPECT_TRUE(CostProfile::read(dir.path("none.json")).notes.empty());
+  std::string wrong = text;
+  wrong.insert(wrong.find('{') + 1, "\"notes\": 3,");
+  const std::string bad = dir.write("bad.json", wrong);
+  EXPECT_EQ(test_support::error_of([&] { CostProfile::read(bad); }),
+            bad + ": notes: expected a list of lines (strings), found 3");
+}
+
+// A mixture of experts' fingerprint names its experts and top-k (a profile of Mixtral prices no
+// dense model of its attention and expert width); a dense model's is as it always was.
+TEST(CalibratedCostModel, AMixturesFingerprintNamesItsExperts) {
+  ModelShape m = tiny();
+  const std::string dense = model_fingerprint(m);
+  EXPECT_EQ(dense.find("moe"), std::string::npos);
+  m.experts = 8;
+  m.experts_per_token = 2;
+  EXPECT_EQ(model_fingerprint(m), dense + " moe 8x2");
 }
 
 }  // namespace

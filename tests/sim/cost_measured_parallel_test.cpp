@@ -285,5 +285,38 @@ TEST(MeasuredParallel, ATablePricesTensorAndPipelineParallelismAlike) {
   }
 }
 
+// A profile of a base model (calibrate --kineto of a Hugging Face AutoModel) has no LM head and no
+// sampling: the roofline prices the final norm, the head and sampling of the emitting tokens,
+// on one GPU as under TP (with the logits gather there), and the notes say so.
+TEST(MeasuredParallel, AProfileWithoutAnLmHeadPricesItByTheRoofline) {
+  for (const int tp : {1, 2}) {
+    SCOPED_TRACE(tp);
+    CostProfile headless = profile_at(tp, tp > 1);
+    std::erase_if(headless.ops, [](const OpFit& op) {
+      return op.name == ops::lm_head || op.name == ops::sampling;
+    });
+    const CalibratedCostModel model(headless, "p.json", llama(), split(tp, 1));
+    const double roofline_head = roofline_op(tp, 1, OpKind::final_norm, 8) +
+                                 roofline_op(tp, 1, OpKind::lm_head, 8) +
+                                 roofline_op(tp, 1, OpKind::sampling, 8);
+    const double layers = 32 * (layer(8) + (tp > 1 ? 2 * all_reduce(8) : 0));
+    const double gather = tp > 1 ? roofline_gather(tp, 8) : 0;
+    EXPECT_NEAR(priced_us(model, decodes(8)), layers + embed(8) + roofline_head + gather, 1e-3);
+    // Sequences that emit nothing run no head: nothing of the roofline's is added.
+    std::vector<BatchEntry> silent = decodes(8);
+    for (BatchEntry& e : silent)
+      e.emits_token = false;
+    EXPECT_NEAR(priced_us(model, silent), layers + embed(8), 1e-3);
+    const std::vector<std::string> notes = model.notes();
+    ASSERT_FALSE(notes.empty());
+    EXPECT_NE(notes.back().find("not in the profile, priced by the roofline: "), std::string::npos)
+        << notes.back();
+    EXPECT_NE(notes.back().find("the final norm, lm_head and sampling (the profile's traces ran a "
+                                "model without an LM head)"),
+              std::string::npos)
+        << notes.back();
+  }
+}
+
 }  // namespace
 }  // namespace exitsim::sim

@@ -141,6 +141,16 @@ bool is_gpu_activity(const std::string& category) {
   return category == "kernel" || category == "gpu_memcpy" || category == "gpu_memset";
 }
 
+// The key of an operator's input shapes: "Input Dims", or "Input dims" as older PyTorch spells
+// it; empty when the operator has neither.
+std::string input_dims_key(const json& args) {
+  for (const char* key : {"Input Dims", "Input dims"}) {
+    if (args.contains(key))
+      return key;
+  }
+  return "";
+}
+
 // "Input Dims": one entry per input, a list of sizes for a tensor, [] for anything else (a
 // tensor list's entry, nested one deeper, counts as no tensor: its sizes are not one shape).
 std::vector<std::vector<std::int64_t>> input_dims(const std::string& path, const Event& e,
@@ -148,10 +158,11 @@ std::vector<std::vector<std::int64_t>> input_dims(const std::string& path, const
   std::vector<std::vector<std::int64_t>> out;
   if (e.args == nullptr)
     return out;
-  const auto dims = e.args->find("Input Dims");
-  if (dims == e.args->end())
+  const std::string key = input_dims_key(*e.args);
+  if (key.empty())
     return out;
-  const std::string at = fmt::format("traceEvents[{}].args.Input Dims", index);
+  const auto dims = e.args->find(key);
+  const std::string at = fmt::format("traceEvents[{}].args.{}", index, key);
   if (!dims->is_array())
     fail(path, at, expected_found("a list of input shapes", describe(*dims)));
   for (const json& input : *dims) {
@@ -176,6 +187,92 @@ std::vector<std::vector<std::int64_t>> input_dims(const std::string& path, const
   return out;
 }
 
+using Indexed = std::pair<Event, std::size_t>;  // an event and its index in traceEvents
+
+// The model thread's top-level operators, in start order: an operator nested in another is part
+// of its parent's time, but a wrapper without shapes (torch.compile's "Torch-Compiled Region",
+// whose ops carry the shapes) passes its children up instead; a wrapper with no child is kept.
+std::vector<Operator> top_level_operators(const std::string& path, std::vector<Indexed>& operators,
+                                          const std::string& model_thread) {
+  // Ordered by start, longer first, so that a parent precedes the children that start with it.
+  // Exact ties (integer-microsecond traces) go to the parent: its External id is the smaller.
+  std::stable_sort(operators.begin(), operators.end(), [](const auto& a, const auto& b) {
+    if (a.first.ts != b.first.ts)
+      return a.first.ts < b.first.ts;
+    if (a.first.dur != b.first.dur)
+      return a.first.dur > b.first.dur;
+    return a.first.external_id < b.first.external_id;
+  });
+  struct Open {
+    double end = 0;
+    bool passes_children = false;  // a top-level wrapper
+    const Indexed* wrapper = nullptr;
+    bool had_child = false;
+  };
+  std::vector<Open> open;
+  std::vector<Operator> out;
+  const auto emit = [&](const Indexed& e) {
+    out.push_back({e.first.name, e.first.ts, e.first.dur, input_dims(path, e.first, e.second)});
+  };
+  const auto close = [&](const Open& o) {
+    if (o.wrapper != nullptr && !o.had_child)
+      emit(*o.wrapper);
+  };
+  for (const Indexed& indexed : operators) {
+    const Event& e = indexed.first;
+    if (e.thread != model_thread)
+      continue;
+    // Nested: its parent's time holds it. An operator of no duration at its parent's very end
+    // (a view after the product, in a trace of whole microseconds) is the parent's too.
+    while (!open.empty() && !(e.ts < open.back().end || (e.ts == open.back().end && e.dur == 0))) {
+      close(open.back());
+      open.pop_back();
+    }
+    const bool top = open.empty() || open.back().passes_children;
+    if (!open.empty() && top)
+      open.back().had_child = true;
+    const bool wrapper = top && (e.args == nullptr || input_dims_key(*e.args).empty());
+    if (top && !wrapper)
+      emit(indexed);
+    // A child ends with its parent at the latest (whole-microsecond traces round a child past
+    // its parent's end; what starts after the parent is not the child's).
+    const double end = open.empty() ? e.ts + e.dur : std::min(e.ts + e.dur, open.back().end);
+    open.push_back({end, wrapper, wrapper ? &indexed : nullptr, false});
+  }
+  for (auto it = open.rbegin(); it != open.rend(); ++it)
+    close(*it);
+  std::stable_sort(out.begin(), out.end(),
+                   [](const Operator& a, const Operator& b) { return a.start_us < b.start_us; });
+  return out;
+}
+
+// What the trace says about itself: framework, device, processes.
+void read_metadata(const json& root, Trace& trace) {
+  if (const auto f = root.find("exitsim_framework"); f != root.end() && f->is_string())
+    trace.framework = f->get<std::string>();
+  if (const auto h = root.find("exitsim_hardware"); h != root.end() && h->is_string())
+    trace.hardware = h->get<std::string>();
+  const auto devices = root.find("deviceProperties");
+  if (trace.hardware.empty() && devices != root.end() && devices->is_array() && !devices->empty() &&
+      devices->front().is_object()) {
+    const json& device = devices->front();
+    if (const auto name = device.find("name"); name != device.end() && name->is_string())
+      trace.hardware = name->get<std::string>();
+  }
+  const auto info = root.find("distributedInfo");
+  if (info != root.end() && info->is_object() && info->contains("world_size")) {
+    const json& size = (*info)["world_size"];
+    constexpr std::int64_t k_max_world = 1 << 16;
+    if (!size.is_number_integer() || size.get<std::int64_t>() < 1 ||
+        size.get<std::int64_t>() > k_max_world) {
+      fail(trace.path, "distributedInfo.world_size",
+           expected_found(fmt::format("a number of processes from 1 to {}", k_max_world),
+                          describe(size)));
+    }
+    trace.world_size = size.get<int>();
+  }
+}
+
 }  // namespace
 
 Trace read_trace(const std::string& path) {
@@ -196,7 +293,7 @@ Trace read_trace(const std::string& path) {
   Trace trace;
   trace.path = path;
   const EventReader reader(path);
-  std::vector<std::pair<Event, std::size_t>> operators;
+  std::vector<Indexed> operators;
   std::vector<Event> annotations;
   std::vector<Event> runtime;
   std::vector<Event> gpu;
@@ -218,41 +315,20 @@ Trace read_trace(const std::string& path) {
   }
   if (operators.empty()) {
     fail(path, "traceEvents",
-         expected_found("CPU operator events (category cpu_op)",
-                        "none: profile with the CPU "
-                        "activity on"));
+         expected_found("CPU operator events (category cpu_op, or Operator in older traces)",
+                        "none: profile with the CPU activity on"));
   }
   // The model's thread issues the most operators (a data loader or a logger issues a few).
   const std::string model_thread =
       std::max_element(operators_per_thread.begin(), operators_per_thread.end(),
                        [](const auto& a, const auto& b) { return a.second < b.second; })
           ->first;
-
-  // Top level: not inside another operator of the thread. Ordered by start, longer first, so
-  // that a parent precedes the children that start with it.
-  // Exact ties (integer-microsecond traces) go to the parent: its External id is the smaller.
-  std::stable_sort(operators.begin(), operators.end(), [](const auto& a, const auto& b) {
-    if (a.first.ts != b.first.ts)
-      return a.first.ts < b.first.ts;
-    if (a.first.dur != b.first.dur)
-      return a.first.dur > b.first.dur;
-    return a.first.external_id < b.first.external_id;
-  });
-  double open_until = -1;
-  bool any_shape = false;
-  for (const auto& [e, index] : operators) {
-    if (e.thread != model_thread)
-      continue;
-    // Nested: its parent's time holds it. An operator of no duration at its parent's very end
-    // (a view after the product, in a trace of whole microseconds) is the parent's too.
-    if (e.ts < open_until || (e.ts == open_until && e.dur == 0))
-      continue;
-    open_until = e.ts + e.dur;
-    Operator op{e.name, e.ts, e.dur, input_dims(path, e, index)};
-    any_shape = any_shape || std::any_of(op.input_dims.begin(), op.input_dims.end(),
-                                         [](const auto& d) { return !d.empty(); });
-    trace.operators.push_back(std::move(op));
-  }
+  trace.operators = top_level_operators(path, operators, model_thread);
+  const bool any_shape =
+      std::any_of(trace.operators.begin(), trace.operators.end(), [](const Operator& op) {
+        return std::any_of(op.input_dims.begin(), op.input_dims.end(),
+                           [](const auto& d) { return !d.empty(); });
+      });
   if (!any_shape) {
     fail(path, "traceEvents[].args.Input Dims",
          expected_found("operator input shapes (torch.profiler with record_shapes=True)", "none"));
@@ -267,57 +343,26 @@ Trace read_trace(const std::string& path) {
   const auto by_start = [](const Range& a, const Range& b) { return a.start_us < b.start_us; };
   std::sort(trace.steps.begin(), trace.steps.end(), by_start);
   std::sort(trace.ranges.begin(), trace.ranges.end(), by_start);
+  for (const Event& r : runtime) {
+    if (r.thread == model_thread && r.name.find("StreamBeginCapture") != std::string::npos)
+      trace.captures_us.push_back(r.ts);
+  }
 
   if (!gpu.empty()) {
-    // A kernel belongs to the top-level operator whose time holds the runtime call that
-    // launched it (the same correlation id); on a GPU an operator's time is its kernels' time.
-    trace.gpu = true;
-    std::map<std::int64_t, const Event*> launches;
+    std::map<std::int64_t, RuntimeCall> launches;
     for (const Event& r : runtime) {
       if (r.correlation)
-        launches[*r.correlation] = &r;
+        launches[*r.correlation] = {r.name, r.thread == model_thread, r.ts};
     }
+    std::vector<GpuActivity> activities;
+    for (const Event& k : gpu)
+      activities.push_back({k.correlation.value_or(-1), k.ts, k.dur});
     std::vector<double> cpu_end;
-    for (Operator& op : trace.operators) {
+    for (const Operator& op : trace.operators)
       cpu_end.push_back(op.start_us + op.duration_us);
-      op.duration_us = 0;
-    }
-    for (const Event& k : gpu) {
-      const auto launch = k.correlation ? launches.find(*k.correlation) : launches.end();
-      Operator* owner = nullptr;
-      if (launch != launches.end() && launch->second->thread == model_thread) {
-        const double at = launch->second->ts;
-        auto it = std::upper_bound(trace.operators.begin(), trace.operators.end(), at,
-                                   [](double t, const Operator& op) { return t < op.start_us; });
-        if (it != trace.operators.begin()) {
-          --it;
-          if (at <= cpu_end[static_cast<std::size_t>(it - trace.operators.begin())])
-            owner = &*it;
-        }
-        if (launch->second->name.find("GraphLaunch") != std::string::npos) {
-          ++trace.graph_kernels;
-          owner = nullptr;
-        }
-      }
-      if (owner != nullptr) {
-        owner->duration_us += k.dur;
-      } else {
-        trace.unattributed_gpu_us += k.dur;
-        ++trace.unattributed_kernels;
-      }
-    }
+    attribute_gpu_time(launches, activities, cpu_end, trace);
   }
-  if (const auto f = root.find("exitsim_framework"); f != root.end() && f->is_string())
-    trace.framework = f->get<std::string>();
-  if (const auto h = root.find("exitsim_hardware"); h != root.end() && h->is_string())
-    trace.hardware = h->get<std::string>();
-  const auto devices = root.find("deviceProperties");
-  if (trace.hardware.empty() && devices != root.end() && devices->is_array() && !devices->empty() &&
-      devices->front().is_object()) {
-    const json& device = devices->front();
-    if (const auto name = device.find("name"); name != device.end() && name->is_string())
-      trace.hardware = name->get<std::string>();
-  }
+  read_metadata(root, trace);
   return trace;
 }
 

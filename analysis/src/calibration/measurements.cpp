@@ -86,7 +86,7 @@ bool priced_op(std::string_view name) {
     name.remove_suffix(ops::prefill_suffix.size());
   return std::find(ops::layer.begin(), ops::layer.end(), name) != ops::layer.end() ||
          name == ops::kv_only || name == ops::embed || name == ops::lm_head ||
-         name == ops::sampling;
+         name == ops::sampling || name == ops::tp_all_reduce || name == ops::graph_step;
 }
 
 void same_source(const sim::ProfileSource& a, const sim::ProfileSource& b) {

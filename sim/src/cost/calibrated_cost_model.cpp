@@ -53,7 +53,7 @@ CalibratedCostModel::CalibratedCostModel(std::shared_ptr<const CostProfile> prof
       counts_(RooflineCostModel::counting(model, parallel.parallel)),
       layout_(model.depth),
       coda_layers_(model.depth.coda_layers),
-      parallel_(model, parallel) {
+      parallel_(model, parallel, profile_->find(std::string(ops::lm_head)) == nullptr) {
   uses_.resize(profile_->ops.size());
   batch_prices_.resize(profile_->ops.size());
   for (const OpFit& op : profile_->ops) {
@@ -109,8 +109,10 @@ CalibratedCostModel::CalibratedCostModel(std::shared_ptr<const CostProfile> prof
     }
   }
   embed_ = required(*profile_, profile_path, ops::embed);
-  lm_head_ = required(*profile_, profile_path, ops::lm_head);
-  sampling_ = required(*profile_, profile_path, ops::sampling);
+  // A profile without an LM head was measured on a base model: the roofline prices the head.
+  lm_head_ = profile_->find(std::string(ops::lm_head));
+  if (lm_head_ != nullptr)
+    sampling_ = required(*profile_, profile_path, ops::sampling);
   kv_only_ = profile_->find(std::string(ops::kv_only));
   if (kv_only_ == nullptr) {
     const double kv = 2.0 * static_cast<double>(model.n_kv_heads * model.head_dim);
@@ -122,6 +124,7 @@ CalibratedCostModel::CalibratedCostModel(std::shared_ptr<const CostProfile> prof
         ops::kv_only, ops::qkv_proj, kv_only_share_));
   }
   prefill_kv_only_ = prefill_fit(ops::kv_only, kv_only_);
+  graph_step_ = profile_->find(std::string(ops::graph_step));
   residual_ = profile_->find(std::string(ops::step_residual));
   if (residual_ == nullptr) {
     fallbacks_.push_back(
@@ -246,6 +249,17 @@ std::vector<std::string> CalibratedCostModel::notes() const {
       }
     }
   }
+  if (graph_step_ != nullptr) {
+    const std::size_t index = static_cast<std::size_t>(graph_step_ - profile_->ops.data());
+    if (uses_[index].calls > 0) {
+      out.push_back(fmt::format(
+          "cost_model.profile: {}: {} distinct decode iterations priced as whole CUDA-graph "
+          "replays (measured at batches {} to {}), by their sequences alone: a graph's attention "
+          "context is in no shape",
+          ops::graph_step, uses_[index].calls, graph_step_->batch_min_seen,
+          graph_step_->batch_max_seen));
+    }
+  }
   const std::string roofline_here = roofline_stand_ins_used(roofline_calls_);
   if (!fitted_to_roofline.empty() || !roofline_here.empty()) {
     out.push_back(fmt::format(
@@ -267,12 +281,18 @@ double CalibratedCostModel::all_reduce_us(std::int64_t tokens) const {
 
 double CalibratedCostModel::head_us(std::int64_t emitting) const {
   const auto n = static_cast<double>(emitting);
-  double us = price(lm_head_, n, 0);
+  double us = 0;
+  if (lm_head_ != nullptr) {
+    us = price(lm_head_, n, 0) + price(sampling_, n, 0);
+  } else {
+    ++roofline_calls_[head_use];
+    us = parallel_.head_us(emitting);  // final norm, head and sampling
+  }
   if (parallel_.tensor() > 1) {
     ++roofline_calls_[gather_use];
     us += parallel_.logits_gather_us(emitting);
   }
-  return us + price(sampling_, n, 0);
+  return us;
 }
 
 double CalibratedCostModel::hand_off_us(std::size_t boundary, std::int64_t tokens) const {
@@ -343,9 +363,28 @@ bool CalibratedCostModel::collect_passes(std::span<const BatchEntry> batch) cons
   return masked;
 }
 
+std::int64_t CalibratedCostModel::graph_sequences(std::span<const BatchEntry> batch) const {
+  if (graph_step_ == nullptr || parallel_.stages() > 1)
+    return 0;
+  std::int64_t n = 0;
+  for (const BatchEntry& e : batch) {
+    if (e.query_tokens <= 0)
+      continue;
+    if (e.query_tokens != 1 || e.start_depth != 0 || e.depth != layout_.stacked_depth() ||
+        !e.emits_token)
+      return 0;
+    ++n;
+  }
+  return n;
+}
+
 IterationCost CalibratedCostModel::iteration_cost(std::span<const BatchEntry> batch) const {
   if (parallel_.stages() > 1)
     return pipeline_cost(batch);
+  if (const std::int64_t n = graph_sequences(batch); n > 0) {
+    return measured_cost(price(graph_step_, static_cast<double>(n), 0),
+                         counts_.iteration_cost(batch), profile_path_);
+  }
   const auto layers = static_cast<std::size_t>(layout_.stacked_depth());
   std::array<Pass, 2>& passes = passes_;  // [0] decode, [1] prefill
   const bool masked = collect_passes(batch);

@@ -33,7 +33,8 @@ std::string model_fingerprint(const ModelShape& m) {
   return fmt::format("d{} h{}/{}x{} ffn{} v{} {} depth {}+{}x{}+{} lora {}", m.d_model, m.n_heads,
                      m.n_kv_heads, m.head_dim, m.ffn_dim, m.vocab,
                      m.mlp == MlpKind::gated ? "gated" : "plain", d.prelude_layers, d.block_layers,
-                     d.recursions, d.coda_layers, lora);
+                     d.recursions, d.coda_layers, lora) +
+         (m.is_moe() ? fmt::format(" moe {}x{}", m.experts, m.experts_per_token) : "");
 }
 
 const OpFit* CostProfile::find(const std::string& name) const {
@@ -204,6 +205,14 @@ class ProfileReader {
       for (const json& x : q)
         profile.step_variability.push_back(x.get<double>());
     }
+    if (root.contains("notes")) {
+      const json& notes = root["notes"];
+      if (!notes.is_array() ||
+          !std::all_of(notes.begin(), notes.end(), [](const json& n) { return n.is_string(); }))
+        fail("notes", "a list of lines (strings)", notes.dump().substr(0, 80));
+      for (const json& n : notes)
+        profile.notes.push_back(n.get<std::string>());
+    }
     const json& ops = member(root, "", "ops");
     if (!ops.is_array() || ops.empty())
       fail("ops", "a non-empty list of fitted ops", ops.dump());
@@ -275,6 +284,8 @@ void CostProfile::write(const std::string& path) const {
   root["ops"] = list;
   if (!step_variability.empty())
     root["step_variability"] = step_variability;
+  if (!notes.empty())
+    root["notes"] = notes;
   traces::write_file_atomically(path, root.dump(2) + "\n");
 }
 

@@ -7,14 +7,16 @@
 
 namespace exitsim::sim {
 
-std::string roofline_stand_ins_used(const std::array<std::int64_t, 4>& calls) {
-  static constexpr std::array<const char*, 4> k_stand_ins = {
+std::string roofline_stand_ins_used(const std::array<std::int64_t, k_roofline_stand_ins>& calls) {
+  static constexpr std::array<const char*, k_roofline_stand_ins> k_stand_ins = {
       "tp_all_reduce (hardware.link_latency_us + its bytes at hardware.link_efficiency of "
       "hardware.link_bandwidth_gbps)",
       "the logits gather (the same link)",
       "pp_send_recv (hand-offs within a node: hardware.send_latency_us, send_efficiency)",
       "pp_send_recv.remote (hand-offs between nodes: hardware.node_link_latency_us, "
-      "node_link_efficiency)"};
+      "node_link_efficiency)",
+      "the final norm, lm_head and sampling (the profile's traces ran a model without an LM "
+      "head)"};
   std::string used;
   for (std::size_t k = 0; k < k_stand_ins.size(); ++k) {
     if (calls[k] > 0)
@@ -23,9 +25,10 @@ std::string roofline_stand_ins_used(const std::array<std::int64_t, 4>& calls) {
   return used;
 }
 
-MeasuredParallel::MeasuredParallel(const ModelShape& model, const ParallelPricing& pricing)
+MeasuredParallel::MeasuredParallel(const ModelShape& model, const ParallelPricing& pricing,
+                                   bool prices_head)
     : parallel_(pricing.parallel) {
-  if (parallel_.tensor <= 1 && parallel_.pipeline <= 1)
+  if (parallel_.tensor <= 1 && parallel_.pipeline <= 1 && !prices_head)
     return;
   roofline_.emplace(model, pricing.hardware, pricing.efficiency, parallel_);
   if (parallel_.pipeline <= 1)
@@ -55,6 +58,17 @@ double MeasuredParallel::logits_gather_us(std::int64_t emitting) const {
   BatchFeatures x{};
   x[feature_index(BatchFeature::emitting)] = static_cast<double>(emitting);
   return roofline_->op_cost(OpKind::logits_gather, x).duration_ns * 1e-3;
+}
+
+double MeasuredParallel::head_us(std::int64_t emitting) const {
+  // The final norm of the emitting tokens, as a measured LM head op holds it.
+  BatchFeatures x{};
+  x[feature_index(BatchFeature::tokens)] = static_cast<double>(emitting);
+  x[feature_index(BatchFeature::emitting)] = static_cast<double>(emitting);
+  double ns = 0;
+  for (const OpKind kind : {OpKind::final_norm, OpKind::lm_head, OpKind::sampling})
+    ns += roofline_->op_cost(kind, x).duration_ns;
+  return ns * 1e-3;
 }
 
 double MeasuredParallel::hand_off_us(std::size_t boundary, std::int64_t tokens) const {

@@ -90,12 +90,16 @@ struct KinetoCalibration {
   std::vector<std::string> report;
 };
 
-// Reads PyTorch-profiler (Kineto) traces of a Llama-shaped model (torch.profiler with
-// record_shapes=True, one prof.step() per model step; gzipped or not), maps their operators to
-// the engine ops the calibrated cost model prices (docs/calibration.md, "From your own
-// framework"), recovers the model's shape, and fits a profile as calibrate() does. Throws
-// InputError naming the trace and key path for malformed traces, traces without shapes or
-// steps, traces of different models, and a model whose structure the mapping cannot read.
+// Reads PyTorch-profiler (Kineto) traces of a decoder (torch.profiler with record_shapes=True,
+// one prof.step() per model step or the framework's own step ranges; gzipped or not): Hugging
+// Face's models, vLLM's and SGLang's custom operators, mixtures of experts, tensor-parallel
+// shards, CUDA-graph decode steps (step.graph). Maps their operators to the engine ops the
+// calibrated cost model prices (docs/calibration.md, "From your own framework"), recovers the
+// model's shape, and fits a profile as calibrate() does; the report (also the profile's notes)
+// counts the steps skipped by reason and says what was assumed or left to the roofline. Throws
+// InputError naming the trace and key path for malformed traces, traces without shapes, traces
+// of different models, a model whose structure contradicts itself, and traces with no usable
+// step (one line counting the steps by reason, naming the first one's operator).
 KinetoCalibration calibrate_kineto(std::span<const std::string> paths, const KinetoNames& names,
                                    const CalibrationOptions& options = {});
 

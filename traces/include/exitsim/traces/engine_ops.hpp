@@ -59,6 +59,10 @@ inline constexpr std::string_view wait_for_arrival = "engine.wait_for_arrival";
 inline constexpr std::string_view tp_all_reduce = "tp_all_reduce";
 inline constexpr std::string_view pp_send_recv = "pp_send_recv";
 inline constexpr std::string_view pp_send_recv_remote = "pp_send_recv.remote";
+// Not an engine op: a whole decode step that ran as CUDA-graph replays (calibrate --kineto of a
+// framework that captures its decode steps: vLLM, SGLang), fitted against the step's decode
+// sequences; the calibrated cost model prices decode-only iterations from it where it is.
+inline constexpr std::string_view graph_step = "step.graph";
 // Not an engine span: a step's wall time (first op to the next step's first op) less the ops the
 // calibrated model prices one by one — scheduling, policy work, gaps between ops. Calibration
 // fits it like an op, against the tokens embedded (B) and emitted (C) in the step.

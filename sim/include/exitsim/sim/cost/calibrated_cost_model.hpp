@@ -26,7 +26,11 @@ namespace exitsim::sim {
 // of each op) every layer call adds two `tp_all_reduce` calls of its tokens and the LM head the
 // logits gather; under pipeline parallelism the layers split into stages and the step is the
 // roofline's pipeline schedule with `pp_send_recv` hand-offs (docs/cost_model.md, "Measured cost
-// models under TP and PP"). What the profile lacks there is priced by the roofline, and said so.
+// models under TP and PP"). What the profile lacks there is priced by the roofline, and said so;
+// so is the LM head (final norm, head, sampling) of a profile measured on a base model without
+// one (calibrate --kineto of a Hugging Face AutoModel). A profile with step.graph (decode steps a
+// framework ran as CUDA-graph replays) prices decode-only iterations as that fit of their
+// sequences, whole, and says so.
 class CalibratedCostModel final : public CostModel, private StagePricer {
  public:
   // Throws InputError (naming the profile and `cost_model.profile`) when the profile was fitted
@@ -107,9 +111,17 @@ class CalibratedCostModel final : public CostModel, private StagePricer {
   const OpFit* prefill_kv_only_ = nullptr;  // the ".prefill" fit, else kv_only_
   double kv_only_share_ = 0;
   const OpFit* embed_ = nullptr;
+  // nullptr (both): a profile of a base model without an LM head; MeasuredParallel::head_us
+  // prices the final norm, head and sampling by the roofline, and notes() says so.
   const OpFit* lm_head_ = nullptr;
   const OpFit* sampling_ = nullptr;
   const OpFit* residual_ = nullptr;  // nullptr: no residual measured (0, named in fallbacks)
+  // step.graph: whole decode steps that ran as CUDA-graph replays (calibrate --kineto), by their
+  // sequences; nullptr: none measured.
+  const OpFit* graph_step_ = nullptr;
+  // The sequences of an iteration such a replay prices whole (every entry decoding one token
+  // through the whole stack and emitting it, no pipeline); 0 for any other iteration.
+  std::int64_t graph_sequences(std::span<const BatchEntry> batch) const;
   std::vector<std::string> fallbacks_;
   mutable std::vector<OpUse> uses_;  // by index into profile_.ops; the model prices one replica
   // Per op (by index into profile_.ops): whether no regime of its fit reads the context, so its
@@ -142,8 +154,14 @@ class CalibratedCostModel final : public CostModel, private StagePricer {
   MeasuredParallel parallel_;
   const OpFit* all_reduce_ = nullptr;
   std::array<const OpFit*, 2> send_recv_{};  // [0] within a node, [1] between nodes
-  enum RooflineUse : std::uint8_t { all_reduce_use, gather_use, hand_off_use, remote_use };
-  mutable std::array<std::int64_t, 4> roofline_calls_{};
+  enum RooflineUse : std::uint8_t {
+    all_reduce_use,
+    gather_use,
+    hand_off_use,
+    remote_use,
+    head_use
+  };
+  mutable std::array<std::int64_t, k_roofline_stand_ins> roofline_calls_{};
 };
 
 }  // namespace exitsim::sim

@@ -89,6 +89,10 @@ struct CostProfile {
   // isolated price at the median but take more in total (a skewed tail).
   std::vector<double> step_variability;
 
+  // What the calibration said about its measurements (an import's mapping: what it skipped and
+  // why, what it assumed, what simulations price by the roofline), one line each; empty: none.
+  std::vector<std::string> notes;
+
   const OpFit* find(const std::string& name) const;
 
   // Throws InputError naming the file and the JSON key path for a missing, malformed or
@@ -99,8 +103,9 @@ struct CostProfile {
 };
 
 // The parts of a model's shape that its op times depend on, as one comparable line ("d192 h6/2x32
-// ffn512 v256 gated depth 1+1x4+1 lora -"); the dtype is left out (the engine's storage and
-// compute types are its own), so is the name.
+// ffn512 v256 gated depth 1+1x4+1 lora -"; a mixture of experts adds " moe 8x2", its experts and
+// top-k); the dtype is left out (the engine's storage and compute types are its own), so is the
+// name.
 std::string model_fingerprint(const ModelShape& model);
 
 }  // namespace exitsim::sim

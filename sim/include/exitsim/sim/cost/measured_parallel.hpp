@@ -25,10 +25,12 @@ struct ParallelPricing {
   RooflineEfficiency efficiency;
 };
 
-// The roofline's stand-ins for what a measured model under TP or PP did not measure, by the
-// index its calls are counted under (0 all-reduce, 1 logits gather, 2 hand-off within a node, 3
-// between nodes): those with calls, comma-separated, for the model's notes ("" when none).
-std::string roofline_stand_ins_used(const std::array<std::int64_t, 4>& calls);
+// The roofline's stand-ins for what a measured model did not measure, by the index its calls are
+// counted under (0 all-reduce, 1 logits gather, 2 hand-off within a node, 3 between nodes, 4 the
+// final norm, LM head and sampling of a profile measured on a base model without an LM head):
+// those with calls, comma-separated, for the model's notes ("" when none).
+inline constexpr std::size_t k_roofline_stand_ins = 5;
+std::string roofline_stand_ins_used(const std::array<std::int64_t, k_roofline_stand_ins>& calls);
 
 // A measured model's prices of one micro-batch on each pipeline stage and of its hand-offs.
 class StagePricer {
@@ -49,8 +51,10 @@ class MeasuredParallel {
  public:
   MeasuredParallel() = default;  // one GPU: nothing to add
   // Throws InputError for a split the roofline refuses (find_parallel_problem,
-  // find_link_problem) or hardware it cannot price.
-  MeasuredParallel(const ModelShape& model, const ParallelPricing& pricing);
+  // find_link_problem) or hardware it cannot price. `prices_head`: the measured model has no LM
+  // head, and head_us prices it (on one GPU too).
+  MeasuredParallel(const ModelShape& model, const ParallelPricing& pricing,
+                   bool prices_head = false);
 
   int tensor() const { return parallel_.tensor; }
   std::size_t stages() const { return stages_.empty() ? 1 : stages_.size(); }
@@ -63,6 +67,9 @@ class MeasuredParallel {
   double all_reduce_us(std::int64_t tokens) const;
   double logits_gather_us(std::int64_t emitting) const;
   double hand_off_us(std::size_t boundary, std::int64_t tokens) const;
+  // The final norm, LM head and sampling of `emitting` tokens (with prices_head only; the final
+  // norm of those tokens alone, as a measured LM head op holds it).
+  double head_us(std::int64_t emitting) const;
 
   // The step of a pipelined batch in microseconds: its entries split into micro-batches as the
   // roofline splits them (m = min(stages, sequences), each entry to the one with the fewest

@@ -112,7 +112,7 @@ class TableCostModel final : public CostModel, private StagePricer {
   mutable std::array<TableUse, k_table_ops> uses_{};  // by TableOp; the model prices one replica
   MeasuredParallel parallel_;
   // Calls the roofline priced: all-reduces, logits gathers, hand-offs within / between nodes.
-  mutable std::array<std::int64_t, 4> roofline_calls_{};
+  mutable std::array<std::int64_t, k_roofline_stand_ins> roofline_calls_{};
 };
 
 }  // namespace exitsim::sim
