@@ -85,13 +85,13 @@ TEST_F(HfConfigScenario, ItReplacesThePresetsShapeAsTheCommandLineGivesIt) {
 
 TEST_F(HfConfigScenario, WhatIsWrongInsideTheConfigNamesTheConfigAndItsKey) {
   std::string text = k_mixtral;
-  text.replace(text.find("\"mixtral\""), 9, "\"gpt2\"");
+  text.replace(text.find("\"mixtral\""), 9, "\"bert\"");
   const std::string path = write("config.json", text);
   EXPECT_EQ(error_of("model:\n  hf_config: " + path + "\n"),
             path +
                 ": model_type: expected one of llama, qwen2, qwen3, qwen3_moe, mistral, mixtral, "
-                "gemma, gemma2, "
-                "found \"gpt2\"");
+                "gemma, gemma2, gemma3, gemma3_text, deepseek_v2, deepseek_v3, llama4, "
+                "llama4_text, gpt2, found \"bert\"");
   // A folder is not a config file.
   EXPECT_EQ(error_of("model:\n  hf_config: " + dir_.string() + "\n"),
             "s.yaml:2:14: model.hf_config: expected the path of a Hugging Face config.json file, "

@@ -106,7 +106,10 @@ struct PlainRun {
   // state_copy's exited tokens: K/V-only from their depth to the top of the stack.
   std::int64_t kv_to_top;
 
-  void add(const BatchEntry& e) {
+  // A model with windowed layers sums their keys as WorkCounts does, out of this loop.
+  WorkCounts windowed;
+
+  void add(const BatchEntry& e, const AttentionWindow& window) {
     const std::int64_t q = e.query_tokens;
     const std::int64_t c = e.context_tokens;
     const bool decode = q == 1;
@@ -116,6 +119,8 @@ struct PlainRun {
     prefill_tokens += decode ? 0 : q;
     prefill_pairs += decode ? 0 : q * c + q * (q + 1) / 2;
     prefill_kv += decode ? 0 : c + q;
+    if (!window.none()) [[unlikely]]
+      windowed.add_queries(q, c, window);
   }
   WorkCounts counts() const {
     WorkCounts w{};
@@ -125,6 +130,9 @@ struct PlainRun {
     w.prefill_tokens = prefill_tokens;
     w.prefill_pairs = prefill_pairs;
     w.prefill_kv = prefill_kv;
+    w.window_decode_kv = windowed.window_decode_kv;
+    w.window_prefill_pairs = windowed.window_prefill_pairs;
+    w.window_prefill_kv = windowed.window_prefill_kv;
     return w;
   }
 };
@@ -267,11 +275,18 @@ void OpParams::add(BatchFeature feature, double flops, double bytes) {
     bytes += term.bytes * amount;
   }
   if (params.expert_imbalance != 0) {
+    const double tokens = x[at(BatchFeature::tokens)];
     const double busiest =
-        std::min(1 + params.expert_imbalance / std::sqrt(x[at(BatchFeature::tokens)]),
-                 params.expert_imbalance_cap);
-    flops *= busiest;
-    bytes = params.fixed_bytes + (bytes - params.fixed_bytes) * busiest;
+        std::min(1 + params.expert_imbalance / std::sqrt(tokens), params.expert_imbalance_cap);
+    if (params.balanced_flops == 0 && params.balanced_bytes == 0) {
+      flops *= busiest;
+      bytes = params.fixed_bytes + (bytes - params.fixed_bytes) * busiest;
+    } else {
+      const double even_flops = params.balanced_flops * tokens;
+      const double even_bytes = params.fixed_bytes + params.balanced_bytes * tokens;
+      flops = even_flops + (flops - even_flops) * busiest;
+      bytes = even_bytes + (bytes - even_bytes) * busiest;
+    }
   }
   if (params.routed_weight_bytes != 0) {
     bytes += params.routed_weight_bytes *
@@ -358,7 +373,7 @@ RooflineCostModel::RooflineCostModel(const ModelShape& model, const HardwareSpec
   const OpRates rates(hardware, peak, efficiency, parallel.tensor > 1);
   launch_ns_ = as_double(hardware.launch_overhead);
   ridge_exponent_ = hardware.kernels.ridge_exponent;
-  layout_ = StackLayout(model.depth);
+  layout_ = StackLayout(model.depth, model.window);
   // Each hand-off sends the hidden state and the residual of every token (vLLM's
   // IntermediateTensors), each GPU of the TP group its own copy over its own link.
   const double activation_bytes =
@@ -382,18 +397,24 @@ RooflineCostModel::RooflineCostModel(const ModelShape& model, const HardwareSpec
   stacked_depth_ = model.depth.stacked_depth();
   coda_layers_ = model.depth.coda_layers;
 
-  // Variants of the layer params: no LoRA first, then one per distinct rank in the stack.
-  std::vector<int> ranks = {0};
+  // Variants of the layer params: no LoRA, the model's own MLP and whole-context attention
+  // first (what the coda and op_cost use), then one per distinct LoRA rank, dense layer of a
+  // mixture or windowed layer in the stack (layers of a plain stack are its unique layers).
+  std::vector<roofline_ops::LayerVariant> variants = {{}};
   std::vector<int> variant_of_layer(static_cast<std::size_t>(stacked_depth_));
   for (int l = 0; l < stacked_depth_; ++l) {
-    const int rank = lora_rank_of_layer(model.depth, l);
-    auto it = std::find(ranks.begin(), ranks.end(), rank);
-    if (it == ranks.end())
-      it = ranks.insert(ranks.end(), rank);
-    variant_of_layer[static_cast<std::size_t>(l)] = static_cast<int>(it - ranks.begin());
+    const roofline_ops::LayerVariant variant{lora_rank_of_layer(model.depth, l),
+                                             model.is_moe() && !model.layer_is_moe(l),
+                                             model.layer_is_windowed(l)};
+    auto it = std::find(variants.begin(), variants.end(), variant);
+    if (it == variants.end())
+      it = variants.insert(variants.end(), variant);
+    variant_of_layer[static_cast<std::size_t>(l)] = static_cast<int>(it - variants.begin());
   }
-  variants_ = static_cast<int>(ranks.size());
-  const auto params_of = [&](OpKind kind, int rank) {
+  variants_ = static_cast<int>(variants.size());
+  for (const roofline_ops::LayerVariant& variant : variants)
+    windowed_.push_back(variant.windowed ? 1 : 0);
+  const auto params_of = [&](OpKind kind, const roofline_ops::LayerVariant& variant) {
     OpParams params;
     if (kind == OpKind::tp_all_reduce || kind == OpKind::logits_gather ||
         kind == OpKind::probe_reduce)
@@ -403,19 +424,19 @@ RooflineCostModel::RooflineCostModel(const ModelShape& model, const HardwareSpec
              kind == OpKind::probe_softmax)
       params = roofline_ops::head_op(kind, model, shard);
     else
-      params = roofline_ops::layer_op(kind, model, rank, shard);
+      params = roofline_ops::layer_op(kind, model, variant, shard);
     rates.apply(kind, shard, params);
     return params;
   };
-  for (const int rank : ranks) {
+  for (const roofline_ops::LayerVariant& variant : variants) {
     for (int v = 0; v < layer_graph_.size(); ++v)
-      layer_params_.push_back(params_of(layer_graph_.op(v).kind, rank));
-    kv_params_.push_back(params_of(OpKind::kv_projection, rank));
+      layer_params_.push_back(params_of(layer_graph_.op(v).kind, variant));
+    kv_params_.push_back(params_of(OpKind::kv_projection, variant));
   }
   for (int v = 0; v < head_graph_.size(); ++v)
-    head_params_.push_back(params_of(head_graph_.op(v).kind, 0));
+    head_params_.push_back(params_of(head_graph_.op(v).kind, {}));
   for (int v = 0; v < probe_graph_.size(); ++v)
-    probe_params_.push_back(params_of(probe_graph_.op(v).kind, 0));
+    probe_params_.push_back(params_of(probe_graph_.op(v).kind, {}));
   if (exit_probes) {
     for (const int point : model.depth.effective_exit_points()) {
       if (point < stacked_depth_)
@@ -430,7 +451,9 @@ RooflineCostModel::RooflineCostModel(const ModelShape& model, const HardwareSpec
     bool only = true;
     for (std::size_t v = 0; v < static_cast<std::size_t>(variants_); ++v) {
       const OpParams& params = layer_params_[v * ops + op];
-      only = only && params.launch_if == BatchFeature::tokens;
+      // An op a variant lacks (launch_if never) reads nothing.
+      only = only &&
+             (params.launch_if == BatchFeature::tokens || params.launch_if == BatchFeature::never);
       for (std::size_t t = 0; t < params.used_terms; ++t) {
         const BatchFeature f = params.terms[t].feature;
         only = only && (f == BatchFeature::tokens || f == BatchFeature::kv_reuse_tokens ||
@@ -703,7 +726,9 @@ void RooflineCostModel::add_stack_layers(int first, int last, const WorkCounts& 
   last = std::min(last, std::min(window.last, stacked_depth_));
   if (last <= first)
     return;
-  const BatchFeatures x = run.features();
+  const BatchFeatures whole = run.features();
+  // Windowed layers see the keys of their window (none on most models).
+  const BatchFeatures windowed = layout_.window().none() ? whole : run.features(true);
   const auto row = static_cast<std::size_t>(stacked_depth_) + 1;
   const auto ops = static_cast<std::size_t>(layer_graph_.size());
   for (std::size_t v = 0; v < static_cast<std::size_t>(variants_); ++v) {
@@ -711,6 +736,7 @@ void RooflineCostModel::add_stack_layers(int first, int last, const WorkCounts& 
                        variant_prefix_[v * row + static_cast<std::size_t>(first)];
     if (layers <= 0)
       continue;
+    const BatchFeatures& x = windowed_[v] != 0 ? windowed : whole;
     if (run.tokens > 0)
       add_graph(layer_graph_, &layer_params_[v * ops], &token_prices_[v * k_token_table * ops], x,
                 layers, totals);
@@ -725,7 +751,8 @@ double RooflineCostModel::masked_flops(int first, int last, const BatchFeatures&
   last = std::min(last, std::min(window.last, stacked_depth_));
   if (masked.tokens <= 0 || last <= first)
     return 0;
-  const BatchFeatures x = masked.features();
+  const BatchFeatures whole = masked.features();
+  const BatchFeatures windowed = layout_.window().none() ? whole : masked.features(true);
   const auto row = static_cast<std::size_t>(stacked_depth_) + 1;
   const auto ops = static_cast<std::size_t>(layer_graph_.size());
   double flops = 0;
@@ -734,6 +761,7 @@ double RooflineCostModel::masked_flops(int first, int last, const BatchFeatures&
                        variant_prefix_[v * row + static_cast<std::size_t>(first)];
     if (layers <= 0)
       continue;
+    const BatchFeatures& x = windowed_[v] != 0 ? windowed : whole;
     double per_layer = 0;
     for (std::size_t op = 0; op < ops; ++op) {
       const OpParams& params = layer_params_[v * ops + op];
@@ -797,7 +825,7 @@ namespace {
 // state_copy's K/V-only layers and batch_sync's masked layers of an entry that otherwise runs
 // layers 1..depth plainly. False when the delta slots are full.
 [[gnu::always_inline]] inline bool add_side_work(const BatchEntry& e, int depth, int stacked_depth,
-                                                 Changes& changes) {
+                                                 const AttentionWindow& window, Changes& changes) {
   // Straight into the slots: a temporary WorkCounts written field by field and read back as
   // vectors stalls store forwarding.
   const int kv_end = std::min(e.kv_only_depth, stacked_depth);
@@ -815,8 +843,8 @@ namespace {
     DeltaSlot* to = changes.deltas.find(depth);
     if (from == nullptr || to == nullptr)
       return false;
-    from->masked.add_queries(e.query_tokens, e.context_tokens, 1);
-    to->masked.add_queries(e.query_tokens, e.context_tokens, -1);
+    from->masked.add_queries(e.query_tokens, e.context_tokens, window, 1);
+    to->masked.add_queries(e.query_tokens, e.context_tokens, window, -1);
   }
   return true;
 }
@@ -856,14 +884,15 @@ bool fill_shape(const BatchEntry& e, int depth) {
          e.kv_only_depth <= depth && e.useful_depth >= depth && depth > 0;
 }
 
-bool add_fill_work(const BatchEntry& e, int depth, Changes& changes) {
+bool add_fill_work(const BatchEntry& e, int depth, const AttentionWindow& window,
+                   Changes& changes) {
   const int from = std::clamp(e.pending_from_depth, 0, depth);
   const WorkCounts none{};
   WorkCounts alone{};
-  alone.add_queries(e.query_tokens, e.context_tokens);
+  alone.add_queries(e.query_tokens, e.context_tokens, window);
   WorkCounts joined{};
   joined.add_queries(e.query_tokens + e.pending_tokens,
-                     std::max<std::int64_t>(e.context_tokens - e.pending_tokens, 0));
+                     std::max<std::int64_t>(e.context_tokens - e.pending_tokens, 0), window);
   if (from == 0) {
     return add_delta(changes, 0, joined, none, false) &&
            add_delta(changes, depth, none, joined, false);
@@ -895,10 +924,11 @@ bool add_first_recursion_work(const BatchEntry& e, int depth, const StackLayout&
   const int begin = std::clamp(layout.first_recursion_begin(), start, depth);
   const WorkCounts none{};
   WorkCounts own{};
-  own.add_queries(e.query_tokens, e.context_tokens);
+  own.add_queries(e.query_tokens, e.context_tokens, layout.window());
   WorkCounts recursion{};
   recursion.add_queries(e.query_tokens,
-                        e.recursion_context_count == 1 ? e.recursion_context[0] : e.context_tokens);
+                        e.recursion_context_count == 1 ? e.recursion_context[0] : e.context_tokens,
+                        layout.window());
   if (begin == start)
     return add_delta(changes, start, recursion, none, false) &&
            add_delta(changes, depth, none, recursion, false);
@@ -925,9 +955,11 @@ bool add_recursion_contexts_work(const StackLayout& layout, const BatchEntry& e,
   const int overrides = recursion_context_overrides(e);
   const auto work_of = [&](int recursion) {
     WorkCounts w{};
-    w.add_queries(e.query_tokens, recursion >= 1 && recursion <= overrides
-                                      ? e.recursion_context[static_cast<std::size_t>(recursion - 1)]
-                                      : e.context_tokens);
+    w.add_queries(e.query_tokens,
+                  recursion >= 1 && recursion <= overrides
+                      ? e.recursion_context[static_cast<std::size_t>(recursion - 1)]
+                      : e.context_tokens,
+                  layout.window());
     return w;
   };
   const WorkCounts none{};
@@ -961,11 +993,11 @@ struct OtherWork {
 [[gnu::noinline]] bool add_other_work(const StackLayout& layout, const BatchEntry& e, bool plain,
                                       int depth, OtherWork& other) {
   if (plain)
-    return add_side_work(e, depth, layout.stacked_depth(), other.changes);
+    return add_side_work(e, depth, layout.stacked_depth(), layout.window(), other.changes);
   if (runs_coda(e))
-    other.coda_extra.add(e);
+    other.coda_extra.add(e, layout.window());
   if (fill_shape(e, depth))
-    return add_fill_work(e, depth, other.changes);
+    return add_fill_work(e, depth, layout.window(), other.changes);
   if (first_recursion_shape(e, depth, layout))
     return add_first_recursion_work(e, depth, layout, other.changes);
   if (recursion_contexts_shape(e, depth))
@@ -1091,7 +1123,7 @@ RooflineCostModel::LinearCounts RooflineCostModel::linear_counts(std::span<const
         run = PlainRun{};
         run_depth = depth;
       }
-      run.add(e);
+      run.add(e, layout_.window());
     }
     const bool side = plain && (e.kv_only_depth > depth || e.useful_depth < depth);
     if (side) {
@@ -1099,7 +1131,7 @@ RooflineCostModel::LinearCounts RooflineCostModel::linear_counts(std::span<const
       // changes of their own (the top ends every group).
       if (e.kv_only_depth >= stacked_depth_ && depth < stacked_depth_ && e.useful_depth >= depth) {
         run.kv_to_top += e.query_tokens;
-      } else if (!add_side_work(e, depth, stacked_depth_, other.changes)) {
+      } else if (!add_side_work(e, depth, stacked_depth_, layout_.window(), other.changes)) {
         overflow = true;
         break;
       }
@@ -1170,7 +1202,7 @@ RooflineCostModel::LinearCounts RooflineCostModel::linear_counts(std::span<const
       if (e.query_tokens <= 0)
         continue;
       if (runs_coda(e))
-        all.add(e);
+        all.add(e, layout_.window());
       emitting += e.emits_token ? 1 : 0;
     }
   }
@@ -1426,7 +1458,7 @@ std::vector<OpCost> RooflineCostModel::op_breakdown(std::span<const BatchEntry> 
     if (e.query_tokens <= 0)
       continue;
     if (runs_coda(e))
-      all.add(e);
+      all.add(e, layout_.window());
     if (e.emits_token)
       emitting += 1;
   }
@@ -1443,8 +1475,9 @@ std::vector<OpCost> RooflineCostModel::op_breakdown(std::span<const BatchEntry> 
       masked.add(layout_.masked_at(e, s, l));
     }
     const std::size_t variant = variant_of_layer(l);
-    const BatchFeatures x = reached.features();
-    emit_graph(layer_graph_, &layer_params_[variant * n_ops], x, masked.features(), l);
+    const bool windowed = windowed_[variant] != 0;
+    const BatchFeatures x = reached.features(windowed);
+    emit_graph(layer_graph_, &layer_params_[variant * n_ops], x, masked.features(windowed), l);
     ops.push_back(describe(OpKind::kv_projection, l, kv_params_[variant], x, none));
   }
   for (const int point : probe_points_) {

@@ -62,6 +62,10 @@ struct OpParams {
   // (expert_load_imbalance). 0: no EP.
   double expert_imbalance = 0;
   double expert_imbalance_cap = 1;
+  // The part of the tokens term's FLOPs and bytes (per token) that every GPU of the EP group does
+  // alike, which the busiest GPU's share does not scale: a mixture's shared experts.
+  double balanced_flops = 0;
+  double balanced_bytes = 0;
   BatchFeature launch_if = BatchFeature::tokens;
   // A collective of the tensor-parallel group: its bytes are what one GPU sends over the link
   // (not memory traffic), priced bytes x ns_per_byte + fixed_ns, with no FLOPs.
@@ -367,6 +371,8 @@ class RooflineCostModel final : public CostModel {
   // variant_prefix_[variant * (stacked + 1) + l]: stack layers below l that use the variant.
   std::vector<int> variant_prefix_;
   int variants_ = 1;
+  // windowed_[variant]: its layers' attention sees the model's window (WorkCounts::features).
+  std::vector<std::uint8_t> windowed_;
   StackLayout layout_;
   int stacked_depth_ = 0;
   int coda_layers_ = 0;

@@ -27,6 +27,8 @@ enum class BatchFeature : std::uint8_t {
   kv_reuse_decode,   // decode entries among them: decode attention writes no K/V for them
   kv_reuse_prefill,  // prefill tokens among them: prefill attention writes no K/V for them
   kv_reuse_all,      // 1 when every token here reuses: the K/V weights are not read
+  never,             // always 0: the launch condition of an op a layer lacks (a dense layer's
+                     // router in a mixture)
 };
 inline constexpr std::size_t k_batch_feature_count = 16;  // padded for vectorisation
 using BatchFeatures = std::array<double, k_batch_feature_count>;
@@ -50,10 +52,16 @@ struct WorkCounts {
   std::int64_t kv_only_tokens;
   std::int64_t reuse_decode;
   std::int64_t reuse_prefill;
+  // decode_kv, prefill_pairs and prefill_kv over the keys a windowed layer's queries see (the
+  // model's AttentionWindow); 0 for a model without one.
+  std::int64_t window_decode_kv;
+  std::int64_t window_prefill_pairs;
+  std::int64_t window_prefill_kv;
 
   // q query tokens attending over c earlier tokens, running the full layer (sign -1 removes
-  // them).
-  void add_queries(std::int64_t q, std::int64_t c, std::int64_t sign = 1) {
+  // them); `window`: the model's windowed layers' span.
+  void add_queries(std::int64_t q, std::int64_t c, const AttentionWindow& window,
+                   std::int64_t sign = 1) {
     const bool decode = q == 1;
     tokens += sign * q;
     decode_seqs += decode ? sign : 0;
@@ -61,8 +69,16 @@ struct WorkCounts {
     prefill_tokens += decode ? 0 : sign * q;
     prefill_pairs += decode ? 0 : sign * (q * c + q * (q + 1) / 2);
     prefill_kv += decode ? 0 : sign * (c + q);
+    if (!window.none()) {
+      window_decode_kv += decode ? sign * window.keys_at(c) : 0;
+      window_prefill_pairs +=
+          decode ? 0 : sign * (window.keys_before(c + q) - window.keys_before(c));
+      window_prefill_kv += decode ? 0 : sign * window.kv_span(c, q);
+    }
   }
-  void add(const BatchEntry& e) { add_queries(e.query_tokens, e.context_tokens); }
+  void add(const BatchEntry& e, const AttentionWindow& window) {
+    add_queries(e.query_tokens, e.context_tokens, window);
+  }
   void add(const WorkCounts& o) {
     tokens += o.tokens;
     decode_seqs += o.decode_seqs;
@@ -73,6 +89,9 @@ struct WorkCounts {
     kv_only_tokens += o.kv_only_tokens;
     reuse_decode += o.reuse_decode;
     reuse_prefill += o.reuse_prefill;
+    window_decode_kv += o.window_decode_kv;
+    window_prefill_pairs += o.window_prefill_pairs;
+    window_prefill_kv += o.window_prefill_kv;
   }
   void subtract(const WorkCounts& o) {
     tokens -= o.tokens;
@@ -84,22 +103,30 @@ struct WorkCounts {
     kv_only_tokens -= o.kv_only_tokens;
     reuse_decode -= o.reuse_decode;
     reuse_prefill -= o.reuse_prefill;
+    window_decode_kv -= o.window_decode_kv;
+    window_prefill_pairs -= o.window_prefill_pairs;
+    window_prefill_kv -= o.window_prefill_kv;
   }
   // No op of the layer launches for an empty group.
   bool empty() const { return tokens == 0 && kv_only_tokens == 0; }
-  BatchFeatures features() const;  // emitting left 0: the head sets it
+  // emitting left 0: the head sets it. `windowed`: as a windowed layer sees the batch, its
+  // attention's keys in decode_kv, prefill_pairs and prefill_kv.
+  BatchFeatures features(bool windowed = false) const;
 
   friend bool operator==(const WorkCounts&, const WorkCounts&) = default;
 };
 
-inline BatchFeatures WorkCounts::features() const {
+inline BatchFeatures WorkCounts::features(bool windowed) const {
   BatchFeatures x{};
   x[feature_index(BatchFeature::tokens)] = static_cast<double>(tokens);
   x[feature_index(BatchFeature::decode_seqs)] = static_cast<double>(decode_seqs);
-  x[feature_index(BatchFeature::decode_kv)] = static_cast<double>(decode_kv);
+  x[feature_index(BatchFeature::decode_kv)] =
+      static_cast<double>(windowed ? window_decode_kv : decode_kv);
   x[feature_index(BatchFeature::prefill_tokens)] = static_cast<double>(prefill_tokens);
-  x[feature_index(BatchFeature::prefill_pairs)] = static_cast<double>(prefill_pairs);
-  x[feature_index(BatchFeature::prefill_kv)] = static_cast<double>(prefill_kv);
+  x[feature_index(BatchFeature::prefill_pairs)] =
+      static_cast<double>(windowed ? window_prefill_pairs : prefill_pairs);
+  x[feature_index(BatchFeature::prefill_kv)] =
+      static_cast<double>(windowed ? window_prefill_kv : prefill_kv);
   x[feature_index(BatchFeature::kv_only_tokens)] = static_cast<double>(kv_only_tokens);
   x[feature_index(BatchFeature::kv_only_alone)] = kv_only_tokens > 0 && tokens == 0 ? 1 : 0;
   const std::int64_t reuse = reuse_decode + reuse_prefill;
@@ -133,8 +160,10 @@ class StackLayout {
   using Breakpoints = std::array<int, k_max_breakpoints>;
 
   StackLayout() = default;
-  explicit StackLayout(const DepthStructure& depth);
+  // `window`: the span of the model's windowed layers, which work_at's counts carry.
+  explicit StackLayout(const DepthStructure& depth, AttentionWindow window = {});
 
+  const AttentionWindow& window() const { return window_; }
   int stacked_depth() const { return static_cast<int>(recursion_of_layer_.size()); }
   // The 0-based layer range [begin, end) of recursion 1; both are the stacked depth on a plain
   // model.
@@ -159,6 +188,7 @@ class StackLayout {
   std::size_t breakpoints(const BatchEntry& e, const EntrySpan& s, Breakpoints& out) const;
 
  private:
+  AttentionWindow window_;
   std::vector<int> recursion_of_layer_;
   std::vector<int> recursion_begin_;  // [r - 1]: first layer of recursion r
   int first_recursion_begin_ = 0;
@@ -189,7 +219,7 @@ inline WorkCounts StackLayout::work_at(const BatchEntry& e, const EntrySpan& s, 
       q += e.pending_tokens;
       c = std::max<std::int64_t>(c - e.pending_tokens, 0);
     }
-    w.add_queries(q, c);
+    w.add_queries(q, c, window_);
     if (e.reuse_first_recursion_kv && r >= 2) {
       w.reuse_decode = w.decode_seqs;
       w.reuse_prefill = w.prefill_tokens;
