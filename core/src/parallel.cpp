@@ -13,6 +13,7 @@ TensorShard TensorShard::of(const ModelShape& model, int degree, bool expert_par
   shard.degree = degree;
   shard.heads = model.n_heads / p;
   shard.kv_heads = model.n_kv_heads >= p ? model.n_kv_heads / p : 1;
+  shard.cache_heads = model.latent.enabled() ? 1 : shard.kv_heads;
   shard.expert_parallel = expert_parallel && model.is_moe() && degree > 1;
   shard.ffn = shard.expert_parallel ? model.ffn_dim : model.ffn_dim / p;
   // Shared experts and dense layers are split like a dense MLP, EP or not (vLLM's).

@@ -66,6 +66,9 @@ struct TensorShard {
   int degree = 1;
   std::int64_t heads = 0;
   std::int64_t kv_heads = 0;
+  // K/V heads a decode kernel walks per sequence: kv_heads, or 1 for latent attention's latent
+  // (one multi-query head for every query head).
+  std::int64_t cache_heads = 0;
   std::int64_t ffn = 0;         // of the dense MLP, or of each expert this GPU holds
   std::int64_t shared_ffn = 0;  // of each shared expert of a mixture (split, EP or not)
   std::int64_t dense_ffn = 0;   // of a dense layer among a mixture's layers
