@@ -99,6 +99,21 @@ TEST_F(HfConfigScenario, WhatIsWrongInsideTheConfigNamesTheConfigAndItsKey) {
                 dir_.string() + "\" (not a regular file)");
 }
 
+// google/gemma-2-9b's config gives each of its 42 layers its attention's span: a depth key that
+// changes the layers is refused, naming it, rather than leaving layers without one.
+TEST_F(HfConfigScenario, AConfigsPerLayerSpansFixItsLayers) {
+  const std::string path = write("config.json", R"({"model_type": "gemma2", "head_dim": 256,
+    "hidden_size": 3584, "intermediate_size": 14336, "max_position_embeddings": 8192,
+    "num_attention_heads": 16, "num_hidden_layers": 42, "num_key_value_heads": 8,
+    "sliding_window": 4096, "vocab_size": 256000})");
+  EXPECT_EQ(error_of("model:\n  hf_config: " + path + "\n  depth:\n    prelude: 40\n"),
+            "s.yaml:4:14: model.depth.prelude: expected 42 layers (the config gives each layer its "
+            "attention's span), found 40");
+  const Scenario s = load_scenario_text("model:\n  hf_config: " + path + "\n", "s.yaml");
+  EXPECT_EQ(s.model.shape.windowed_layers.size(), 42U);
+  expect_round_trip(s);
+}
+
 TEST_F(HfConfigScenario, ExpertKeysMakeAPresetAMixture) {
   const Scenario s = load_scenario_text(
       "model:\n  preset: mistral-7b\n  experts: 8\n  experts_per_token: 2\n", "s.yaml");

@@ -120,6 +120,24 @@ TEST(HfLatentAttention, PrefillUpProjectsTheCachedContext) {
   EXPECT_DOUBLE_EQ(flops_of(ops, OpKind::moe_router, 1), 2.0 * q * d * experts);
 }
 
+// Under expert parallelism the step waits for the GPU with the most routed tokens, but every GPU
+// runs the shared experts (split over the group as a dense MLP is) for every token: taking them
+// out removes exactly their work, T x 2 shared x 2 d x 2 (1408 / 2) FLOPs of gate and up,
+// unscaled by the routed experts' imbalance.
+TEST(HfLatentAttention, SharedExpertsAreNotScaledByExpertParallelImbalance) {
+  EXITSIM_SHARED_HF_CONFIG_OR_SKIP(path, "deepseek-v2-lite");
+  const ModelShape with_shared = v2_lite(path);
+  ModelShape routed_only = with_shared;
+  routed_only.shared_experts = 0;
+  const ParallelSpec ep{2, 1, 2};
+  const std::vector<BatchEntry> batch(8, BatchEntry{1, 100, layers, true});
+  const auto gate_up = [&](const ModelShape& m) {
+    return flops_of(RooflineCostModel::counting(m, ep).op_breakdown(batch), OpKind::mlp_gate_up, 1);
+  };
+  EXPECT_DOUBLE_EQ(gate_up(with_shared) - gate_up(routed_only),
+                   8.0 * shared * 2 * d * 2 * (expert_ffn / 2));
+}
+
 // deepseek-ai/DeepSeek-V3's config.json, the keys the shape reads (its quantization_config, FP8
 // blocks, left out: a quantized checkpoint is refused; this is the model in bf16).
 constexpr const char* k_deepseek_v3 = R"({
