@@ -10,8 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "exitsim/core/error.hpp"
 #include "exitsim/core/hf_config.hpp"
 #include "exitsim/core/presets.hpp"
+#include "exitsim/sim/cost/make_cost_model.hpp"
 #include "exitsim/sim/cost/roofline.hpp"
 #include "exitsim/sim/kv_capacity.hpp"
 
@@ -128,6 +130,23 @@ TEST(HfSlidingWindow, PrefillPairsOnSlidingLayersStopAtTheWindow) {
 TEST(HfSlidingWindow, KvMemoryHoldsEveryLayersWholeContext) {
   const KvCapacity kv = derive_kv_capacity(gemma2(), *find_hardware_preset("h100-sxm"), {});
   EXPECT_EQ(kv.kv_bytes_per_token, layers * 2 * kv_heads * hd * 4);
+}
+
+// A measured table or profile has one price for a layer, which cannot tell a sliding layer from
+// a global one: refused at cost_model.kind before any file is read.
+TEST(HfSlidingWindow, MeasuredCostModelsAreRefusedForLayersThatDiffer) {
+  scenario::CostModelConfig config;
+  config.kind = "table";
+  config.profile = "costs.csv";
+  try {
+    make_cost_model(config, gemma2(), *find_hardware_preset("h100-sxm"));
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "cost_model.kind: expected roofline for gemma-2-9b, whose layers differ (attention "
+              "windows or dense layers among mixtures) where a measured table prices every layer "
+              "alike, found table");
+  }
 }
 
 // google/gemma-3-1b-it's config.json (model_type gemma3_text), the keys the shape reads.
