@@ -84,15 +84,16 @@ std::optional<ShapeProblem> find_per_layer_problem(const ModelShape& s, std::siz
 // What Hugging Face configs add: shared experts and dense layers of a mixture, latent
 // attention, attention windows, norms.
 std::optional<ShapeProblem> find_config_shape_problem(const ModelShape& s) {
-  const std::string moe_only = "0 for a dense model (experts is 0)";
-  if (s.shared_experts < 0 || (!s.is_moe() && s.shared_experts != 0)) {
-    return problem("shared_experts", expected_found(s.is_moe() ? "an integer >= 0" : moe_only,
-                                                    fmt::format("{}", s.shared_experts)));
+  // Shared experts and dense layers come with a config's mixture: taking its experts away
+  // (model.experts: 0) leaves them nowhere.
+  if (!s.is_moe() && (s.shared_experts != 0 || !s.dense_layers.empty())) {
+    return problem("experts", expected_found("a mixture of experts (the config's shared experts "
+                                             "and dense layers are a mixture's)",
+                                             fmt::format("{}", s.experts)));
   }
-  if (!s.dense_layers.empty() && !s.is_moe()) {
-    return problem("experts", expected_found("a mixture of experts (the config's dense layers lie "
-                                             "between mixture layers)",
-                                             "0"));
+  if (s.shared_experts < 0) {
+    return problem("shared_experts",
+                   expected_found("an integer >= 0", fmt::format("{}", s.shared_experts)));
   }
   const bool any_dense =
       std::find(s.dense_layers.begin(), s.dense_layers.end(), true) != s.dense_layers.end();

@@ -114,6 +114,24 @@ TEST_F(HfConfigScenario, AConfigsPerLayerSpansFixItsLayers) {
   expect_round_trip(s);
 }
 
+// DeepSeek-V2-Lite's shared experts and dense first layer are its mixture's: model.experts: 0
+// leaves them nowhere, and is refused at that key.
+TEST_F(HfConfigScenario, AConfigsSharedExpertsNeedItsMixture) {
+  const std::string path = write("config.json", R"({"model_type": "deepseek_v2",
+    "hidden_size": 2048, "intermediate_size": 10944, "kv_lora_rank": 512,
+    "max_position_embeddings": 163840, "moe_intermediate_size": 1408, "n_routed_experts": 64,
+    "n_shared_experts": 2, "num_attention_heads": 16, "num_experts_per_tok": 6,
+    "num_hidden_layers": 27, "first_k_dense_replace": 1, "q_lora_rank": null,
+    "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128, "vocab_size": 102400})");
+  EXPECT_EQ(error_of("model:\n  hf_config: " + path + "\n  experts: 0\n  experts_per_token: 0\n"),
+            "s.yaml:3:12: model.experts: expected a mixture of experts (the config's shared "
+            "experts and dense layers are a mixture's), found 0");
+  const Scenario s = load_scenario_text("model:\n  hf_config: " + path + "\n", "s.yaml");
+  EXPECT_EQ(s.model.shape.shared_experts, 2);
+  EXPECT_EQ(s.model.shape.kv_bytes_per_token_per_layer(), 1152);
+  expect_round_trip(s);
+}
+
 TEST_F(HfConfigScenario, ExpertKeysMakeAPresetAMixture) {
   const Scenario s = load_scenario_text(
       "model:\n  preset: mistral-7b\n  experts: 8\n  experts_per_token: 2\n", "s.yaml");
