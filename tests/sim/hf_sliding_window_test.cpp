@@ -116,12 +116,27 @@ TEST(HfSlidingWindow, PrefillPairsOnSlidingLayersStopAtTheWindow) {
       window * (window + 1) / 2.0 + static_cast<double>(q - window) * window;
   EXPECT_DOUBLE_EQ(flops_of(ops, OpKind::attention_prefill, 0), sliding_pairs * per_pair);
   EXPECT_DOUBLE_EQ(flops_of(ops, OpKind::attention_prefill, 1), q * (q + 1) / 2.0 * per_pair);
-  // The fast path prices the same.
-  double total = 0;
-  for (const OpCost& op : ops)
-    total += op.flops;
-  EXPECT_DOUBLE_EQ(counter.iteration_cost(std::vector<BatchEntry>{{q, 0, layers, true}}).flops,
-                   total);
+}
+
+// iteration_cost (which sums each group of layers once, as its sliding and global layers see it)
+// prices what op_breakdown (layer by layer, entry by entry) does, for a batch that mixes prefill
+// chunks and decodes inside and past the window, one of them exiting at layer 20.
+TEST(HfSlidingWindow, IterationCostIsTheSumOfItsLayersOps) {
+  const RooflineCostModel counter = RooflineCostModel::counting(gemma2());
+  const std::vector<BatchEntry> batch = {{6000, 0, layers, true},
+                                         {200, 3000, layers, true},
+                                         {1, 5000, layers, true},
+                                         {1, 100, layers, true},
+                                         {1, 7000, 20, true}};
+  double flops = 0;
+  double bytes = 0;
+  for (const OpCost& op : counter.op_breakdown(batch)) {
+    flops += op.flops;
+    bytes += op.bytes;
+  }
+  const IterationCost cost = counter.iteration_cost(batch);
+  EXPECT_DOUBLE_EQ(cost.flops, flops);
+  EXPECT_NEAR(cost.bytes, bytes, 1e-9 * bytes);
 }
 
 // The simulator's K/V blocks hold a sequence's whole context on every layer: the sliding layers'

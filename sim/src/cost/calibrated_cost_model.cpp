@@ -51,7 +51,7 @@ CalibratedCostModel::CalibratedCostModel(std::shared_ptr<const CostProfile> prof
     : profile_(std::move(profile)),
       profile_path_(profile_path),
       counts_(RooflineCostModel::counting(model, parallel.parallel)),
-      layout_(model.depth, model.window),
+      layout_(model.depth),
       coda_layers_(model.depth.coda_layers),
       parallel_(model, parallel) {
   uses_.resize(profile_->ops.size());
@@ -334,7 +334,7 @@ bool CalibratedCostModel::collect_passes(std::span<const BatchEntry> batch) cons
       pass.delta[static_cast<std::size_t>(points[i + 1])].subtract(w);
     }
     if (runs_coda(e))
-      pass.coda.add_queries(e.query_tokens, e.context_tokens, layout_.window());
+      pass.coda.add_queries(e.query_tokens, e.context_tokens);
     if (s.start == 0)
       pass.embedded += e.query_tokens;
     if (e.emits_token)

@@ -106,10 +106,7 @@ struct PlainRun {
   // state_copy's exited tokens: K/V-only from their depth to the top of the stack.
   std::int64_t kv_to_top;
 
-  // A model with windowed layers sums their keys as WorkCounts does, out of this loop.
-  WorkCounts windowed;
-
-  void add(const BatchEntry& e, const AttentionWindow& window) {
+  void add(const BatchEntry& e) {
     const std::int64_t q = e.query_tokens;
     const std::int64_t c = e.context_tokens;
     const bool decode = q == 1;
@@ -119,8 +116,6 @@ struct PlainRun {
     prefill_tokens += decode ? 0 : q;
     prefill_pairs += decode ? 0 : q * c + q * (q + 1) / 2;
     prefill_kv += decode ? 0 : c + q;
-    if (!window.none()) [[unlikely]]
-      windowed.add_queries(q, c, window);
   }
   WorkCounts counts() const {
     WorkCounts w{};
@@ -130,9 +125,6 @@ struct PlainRun {
     w.prefill_tokens = prefill_tokens;
     w.prefill_pairs = prefill_pairs;
     w.prefill_kv = prefill_kv;
-    w.window_decode_kv = windowed.window_decode_kv;
-    w.window_prefill_pairs = windowed.window_prefill_pairs;
-    w.window_prefill_kv = windowed.window_prefill_kv;
     return w;
   }
 };
@@ -373,7 +365,7 @@ RooflineCostModel::RooflineCostModel(const ModelShape& model, const HardwareSpec
   const OpRates rates(hardware, peak, efficiency, parallel.tensor > 1);
   launch_ns_ = as_double(hardware.launch_overhead);
   ridge_exponent_ = hardware.kernels.ridge_exponent;
-  layout_ = StackLayout(model.depth, model.window);
+  layout_ = StackLayout(model.depth);
   // Each hand-off sends the hidden state and the residual of every token (vLLM's
   // IntermediateTensors), each GPU of the TP group its own copy over its own link.
   const double activation_bytes =
@@ -414,6 +406,8 @@ RooflineCostModel::RooflineCostModel(const ModelShape& model, const HardwareSpec
   variants_ = static_cast<int>(variants.size());
   for (const roofline_ops::LayerVariant& variant : variants)
     windowed_.push_back(variant.windowed ? 1 : 0);
+  if (std::find(windowed_.begin(), windowed_.end(), 1) != windowed_.end())
+    window_ = model.window;
   const auto params_of = [&](OpKind kind, const roofline_ops::LayerVariant& variant) {
     OpParams params;
     if (kind == OpKind::tp_all_reduce || kind == OpKind::logits_gather ||
@@ -721,14 +715,17 @@ const RooflineCostModel::Priced* RooflineCostModel::kv_tabled(std::size_t varian
 }
 
 void RooflineCostModel::add_stack_layers(int first, int last, const WorkCounts& run,
-                                         const LayerWindow& window, GraphTotals& totals) const {
+                                         const WorkCounts* windowed_run, const LayerWindow& window,
+                                         GraphTotals& totals) const {
   first = std::max(first, window.first);
   last = std::min(last, std::min(window.last, stacked_depth_));
   if (last <= first)
     return;
   const BatchFeatures whole = run.features();
-  // Windowed layers see the keys of their window (none on most models).
-  const BatchFeatures windowed = layout_.window().none() ? whole : run.features(true);
+  // Windowed layers see the keys of their window (add_stack_by_sweep counts them).
+  BatchFeatures windowed_x;
+  if (windowed_run != nullptr)
+    windowed_x = windowed_run->features();
   const auto row = static_cast<std::size_t>(stacked_depth_) + 1;
   const auto ops = static_cast<std::size_t>(layer_graph_.size());
   for (std::size_t v = 0; v < static_cast<std::size_t>(variants_); ++v) {
@@ -736,7 +733,7 @@ void RooflineCostModel::add_stack_layers(int first, int last, const WorkCounts& 
                        variant_prefix_[v * row + static_cast<std::size_t>(first)];
     if (layers <= 0)
       continue;
-    const BatchFeatures& x = windowed_[v] != 0 ? windowed : whole;
+    const BatchFeatures& x = windowed_run != nullptr && windowed_[v] != 0 ? windowed_x : whole;
     if (run.tokens > 0)
       add_graph(layer_graph_, &layer_params_[v * ops], &token_prices_[v * k_token_table * ops], x,
                 layers, totals);
@@ -746,13 +743,16 @@ void RooflineCostModel::add_stack_layers(int first, int last, const WorkCounts& 
 }
 
 double RooflineCostModel::masked_flops(int first, int last, const BatchFeatures& run_x,
-                                       const WorkCounts& masked, const LayerWindow& window) const {
+                                       const WorkCounts& masked, const WorkCounts* windowed_masked,
+                                       const LayerWindow& window) const {
   first = std::max(first, window.first);
   last = std::min(last, std::min(window.last, stacked_depth_));
   if (masked.tokens <= 0 || last <= first)
     return 0;
   const BatchFeatures whole = masked.features();
-  const BatchFeatures windowed = layout_.window().none() ? whole : masked.features(true);
+  BatchFeatures windowed_x;
+  if (windowed_masked != nullptr)
+    windowed_x = windowed_masked->features();
   const auto row = static_cast<std::size_t>(stacked_depth_) + 1;
   const auto ops = static_cast<std::size_t>(layer_graph_.size());
   double flops = 0;
@@ -761,7 +761,7 @@ double RooflineCostModel::masked_flops(int first, int last, const BatchFeatures&
                        variant_prefix_[v * row + static_cast<std::size_t>(first)];
     if (layers <= 0)
       continue;
-    const BatchFeatures& x = windowed_[v] != 0 ? windowed : whole;
+    const BatchFeatures& x = windowed_masked != nullptr && windowed_[v] != 0 ? windowed_x : whole;
     double per_layer = 0;
     for (std::size_t op = 0; op < ops; ++op) {
       const OpParams& params = layer_params_[v * ops + op];
@@ -790,10 +790,14 @@ void RooflineCostModel::add_serial_op(const OpParams& params, const Priced* tabl
 // the entries' work at the group's first layer and finding where the next group begins.
 void RooflineCostModel::add_stack_by_sweep(std::span<const BatchEntry> batch,
                                            const LayerWindow& window, GraphTotals& totals) const {
+  // A model with windowed layers also sums each group as those layers see it.
+  const AttentionWindow* windowed = window_.none() ? nullptr : &window_;
   int done = 0;
   for (;;) {
     WorkCounts run{};
     WorkCounts masked{};
+    WorkCounts windowed_run{};
+    WorkCounts windowed_masked{};
     int next = std::numeric_limits<int>::max();
     for (const BatchEntry& e : batch) {
       if (e.query_tokens <= 0)
@@ -803,6 +807,10 @@ void RooflineCostModel::add_stack_by_sweep(std::span<const BatchEntry> batch,
         continue;
       run.add(layout_.work_at(e, s, done));
       masked.add(layout_.masked_at(e, s, done));
+      if (windowed != nullptr) {
+        windowed_run.add(layout_.work_at(e, s, done, windowed));
+        windowed_masked.add(layout_.masked_at(e, s, done, windowed));
+      }
       StackLayout::Breakpoints points;
       const std::size_t n = layout_.breakpoints(e, s, points);
       for (std::size_t i = 0; i < n; ++i) {
@@ -814,8 +822,10 @@ void RooflineCostModel::add_stack_by_sweep(std::span<const BatchEntry> batch,
     }
     if (next == std::numeric_limits<int>::max())
       return;
-    add_stack_layers(done, next, run, window, totals);
-    totals.masked_flops += masked_flops(done, next, run.features(), masked, window);
+    add_stack_layers(done, next, run, windowed != nullptr ? &windowed_run : nullptr, window,
+                     totals);
+    totals.masked_flops += masked_flops(done, next, run.features(), masked,
+                                        windowed != nullptr ? &windowed_masked : nullptr, window);
     done = next;
   }
 }
@@ -825,7 +835,7 @@ namespace {
 // state_copy's K/V-only layers and batch_sync's masked layers of an entry that otherwise runs
 // layers 1..depth plainly. False when the delta slots are full.
 [[gnu::always_inline]] inline bool add_side_work(const BatchEntry& e, int depth, int stacked_depth,
-                                                 const AttentionWindow& window, Changes& changes) {
+                                                 Changes& changes) {
   // Straight into the slots: a temporary WorkCounts written field by field and read back as
   // vectors stalls store forwarding.
   const int kv_end = std::min(e.kv_only_depth, stacked_depth);
@@ -843,8 +853,8 @@ namespace {
     DeltaSlot* to = changes.deltas.find(depth);
     if (from == nullptr || to == nullptr)
       return false;
-    from->masked.add_queries(e.query_tokens, e.context_tokens, window, 1);
-    to->masked.add_queries(e.query_tokens, e.context_tokens, window, -1);
+    from->masked.add_queries(e.query_tokens, e.context_tokens, 1);
+    to->masked.add_queries(e.query_tokens, e.context_tokens, -1);
   }
   return true;
 }
@@ -884,15 +894,14 @@ bool fill_shape(const BatchEntry& e, int depth) {
          e.kv_only_depth <= depth && e.useful_depth >= depth && depth > 0;
 }
 
-bool add_fill_work(const BatchEntry& e, int depth, const AttentionWindow& window,
-                   Changes& changes) {
+bool add_fill_work(const BatchEntry& e, int depth, Changes& changes) {
   const int from = std::clamp(e.pending_from_depth, 0, depth);
   const WorkCounts none{};
   WorkCounts alone{};
-  alone.add_queries(e.query_tokens, e.context_tokens, window);
+  alone.add_queries(e.query_tokens, e.context_tokens);
   WorkCounts joined{};
   joined.add_queries(e.query_tokens + e.pending_tokens,
-                     std::max<std::int64_t>(e.context_tokens - e.pending_tokens, 0), window);
+                     std::max<std::int64_t>(e.context_tokens - e.pending_tokens, 0));
   if (from == 0) {
     return add_delta(changes, 0, joined, none, false) &&
            add_delta(changes, depth, none, joined, false);
@@ -924,11 +933,10 @@ bool add_first_recursion_work(const BatchEntry& e, int depth, const StackLayout&
   const int begin = std::clamp(layout.first_recursion_begin(), start, depth);
   const WorkCounts none{};
   WorkCounts own{};
-  own.add_queries(e.query_tokens, e.context_tokens, layout.window());
+  own.add_queries(e.query_tokens, e.context_tokens);
   WorkCounts recursion{};
   recursion.add_queries(e.query_tokens,
-                        e.recursion_context_count == 1 ? e.recursion_context[0] : e.context_tokens,
-                        layout.window());
+                        e.recursion_context_count == 1 ? e.recursion_context[0] : e.context_tokens);
   if (begin == start)
     return add_delta(changes, start, recursion, none, false) &&
            add_delta(changes, depth, none, recursion, false);
@@ -955,11 +963,9 @@ bool add_recursion_contexts_work(const StackLayout& layout, const BatchEntry& e,
   const int overrides = recursion_context_overrides(e);
   const auto work_of = [&](int recursion) {
     WorkCounts w{};
-    w.add_queries(e.query_tokens,
-                  recursion >= 1 && recursion <= overrides
-                      ? e.recursion_context[static_cast<std::size_t>(recursion - 1)]
-                      : e.context_tokens,
-                  layout.window());
+    w.add_queries(e.query_tokens, recursion >= 1 && recursion <= overrides
+                                      ? e.recursion_context[static_cast<std::size_t>(recursion - 1)]
+                                      : e.context_tokens);
     return w;
   };
   const WorkCounts none{};
@@ -993,11 +999,11 @@ struct OtherWork {
 [[gnu::noinline]] bool add_other_work(const StackLayout& layout, const BatchEntry& e, bool plain,
                                       int depth, OtherWork& other) {
   if (plain)
-    return add_side_work(e, depth, layout.stacked_depth(), layout.window(), other.changes);
+    return add_side_work(e, depth, layout.stacked_depth(), other.changes);
   if (runs_coda(e))
-    other.coda_extra.add(e, layout.window());
+    other.coda_extra.add(e);
   if (fill_shape(e, depth))
-    return add_fill_work(e, depth, layout.window(), other.changes);
+    return add_fill_work(e, depth, other.changes);
   if (first_recursion_shape(e, depth, layout))
     return add_first_recursion_work(e, depth, layout, other.changes);
   if (recursion_contexts_shape(e, depth))
@@ -1107,8 +1113,10 @@ RooflineCostModel::LinearCounts RooflineCostModel::linear_counts(std::span<const
   PlainRun run{};
   int run_depth = -1;
   std::int64_t emitting = 0;
-  bool overflow = false;
-  for (const BatchEntry& e : batch) {
+  // A model with windowed layers takes the exact sweep, which counts their keys per group of
+  // layers; the one pass below sums whole contexts only.
+  bool overflow = !window_.none();
+  for (const BatchEntry& e : overflow ? std::span<const BatchEntry>() : batch) {
     if (e.query_tokens <= 0)
       continue;
     emitting += e.emits_token ? 1 : 0;
@@ -1123,7 +1131,7 @@ RooflineCostModel::LinearCounts RooflineCostModel::linear_counts(std::span<const
         run = PlainRun{};
         run_depth = depth;
       }
-      run.add(e, layout_.window());
+      run.add(e);
     }
     const bool side = plain && (e.kv_only_depth > depth || e.useful_depth < depth);
     if (side) {
@@ -1131,7 +1139,7 @@ RooflineCostModel::LinearCounts RooflineCostModel::linear_counts(std::span<const
       // changes of their own (the top ends every group).
       if (e.kv_only_depth >= stacked_depth_ && depth < stacked_depth_ && e.useful_depth >= depth) {
         run.kv_to_top += e.query_tokens;
-      } else if (!add_side_work(e, depth, stacked_depth_, layout_.window(), other.changes)) {
+      } else if (!add_side_work(e, depth, stacked_depth_, other.changes)) {
         overflow = true;
         break;
       }
@@ -1175,11 +1183,11 @@ RooflineCostModel::LinearCounts RooflineCostModel::linear_counts(std::span<const
       if (boundary > masked_start) {
         if (masked.tokens > 0)
           totals.masked_flops +=
-              masked_flops(masked_start, boundary, running.features(), masked, window);
+              masked_flops(masked_start, boundary, running.features(), masked, nullptr, window);
         masked_start = boundary;
       }
       if (run_changes && boundary > group_start) {
-        add_stack_layers(group_start, boundary, running, window, totals);
+        add_stack_layers(group_start, boundary, running, nullptr, window, totals);
         group_start = boundary;
       }
       if (at_end == boundary) {
@@ -1194,7 +1202,7 @@ RooflineCostModel::LinearCounts RooflineCostModel::linear_counts(std::span<const
     // The K/V-only tokens counted with their depths run to the top (every change of the batch
     // is behind the walk, so they are all that is left), ending the stack when no boundary did.
     if (running.kv_only_tokens > 0 && group_start < stacked_depth_)
-      add_stack_layers(group_start, stacked_depth_, running, window, totals);
+      add_stack_layers(group_start, stacked_depth_, running, nullptr, window, totals);
   } else {
     add_stack_by_sweep(batch, window, totals);
     emitting = 0;
@@ -1202,7 +1210,7 @@ RooflineCostModel::LinearCounts RooflineCostModel::linear_counts(std::span<const
       if (e.query_tokens <= 0)
         continue;
       if (runs_coda(e))
-        all.add(e, layout_.window());
+        all.add(e);
       emitting += e.emits_token ? 1 : 0;
     }
   }
@@ -1234,7 +1242,9 @@ void RooflineCostModel::add_coda_and_head(const WorkCounts& all, std::int64_t em
 void RooflineCostModel::count_stack_layers(int first, int last, const WorkCounts& run,
                                            IterationCost& counts) const {
   GraphTotals totals;
-  add_stack_layers(first, last, run, {0, stacked_depth_ + coda_layers_, true}, totals);
+  // Measured cost models price no model with windowed layers (make_cost_model): `run` is what
+  // every layer sees.
+  add_stack_layers(first, last, run, nullptr, {0, stacked_depth_ + coda_layers_, true}, totals);
   counts.flops += totals.flops;
   counts.bytes += totals.bytes;
 }
@@ -1458,26 +1468,26 @@ std::vector<OpCost> RooflineCostModel::op_breakdown(std::span<const BatchEntry> 
     if (e.query_tokens <= 0)
       continue;
     if (runs_coda(e))
-      all.add(e, layout_.window());
+      all.add(e);
     if (e.emits_token)
       emitting += 1;
   }
   const BatchFeatures none{};
   const auto n_ops = static_cast<std::size_t>(layer_graph_.size());
   for (int l = 0; l < stacked_depth_; ++l) {
+    const std::size_t variant = variant_of_layer(l);
+    const AttentionWindow* windowed = windowed_[variant] != 0 ? &window_ : nullptr;
     WorkCounts reached{};
     WorkCounts masked{};
     for (const BatchEntry& e : batch) {
       if (e.query_tokens <= 0)
         continue;
       const EntrySpan s = layout_.span_of(e);
-      reached.add(layout_.work_at(e, s, l));
-      masked.add(layout_.masked_at(e, s, l));
+      reached.add(layout_.work_at(e, s, l, windowed));
+      masked.add(layout_.masked_at(e, s, l, windowed));
     }
-    const std::size_t variant = variant_of_layer(l);
-    const bool windowed = windowed_[variant] != 0;
-    const BatchFeatures x = reached.features(windowed);
-    emit_graph(layer_graph_, &layer_params_[variant * n_ops], x, masked.features(windowed), l);
+    const BatchFeatures x = reached.features();
+    emit_graph(layer_graph_, &layer_params_[variant * n_ops], x, masked.features(), l);
     ops.push_back(describe(OpKind::kv_projection, l, kv_params_[variant], x, none));
   }
   for (const int point : probe_points_) {

@@ -29,7 +29,7 @@ double expected_max_of_normals(int n);
 // What sets a layer's op params apart from another's: its LoRA adapters' rank (0 for none),
 // and in a mixture of experts whether its MLP is a dense one (DeepSeek's first layers, Llama 4's
 // interleaved ones). A windowed layer's params are those of its MLP's variant: what differs is
-// the keys its attention sees, its batch features (WorkCounts::features).
+// the keys its attention sees, its batch features (WorkCounts::add_windowed_queries).
 struct LayerVariant {
   int lora_rank = 0;
   bool dense_mlp = false;

@@ -4,7 +4,7 @@
 
 namespace exitsim::sim {
 
-StackLayout::StackLayout(const DepthStructure& depth, AttentionWindow window) : window_(window) {
+StackLayout::StackLayout(const DepthStructure& depth) {
   const int stacked = depth.stacked_depth();
   recursion_of_layer_.resize(static_cast<std::size_t>(stacked));
   for (int l = 0; l < stacked; ++l) {

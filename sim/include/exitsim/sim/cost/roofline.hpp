@@ -286,13 +286,14 @@ class RooflineCostModel final : public CostModel {
   // `tabled`: its price from kv_prices_ when that holds this batch's, else nullptr.
   void add_serial_op(const OpParams& params, const Priced* tabled, const BatchFeatures& x,
                      double repeat, GraphTotals& totals) const;
-  // Layers [first, last) of the stack, each seeing the batch `run`.
+  // Layers [first, last) of the stack, each seeing the batch `run`, and the windowed ones
+  // `windowed_run` (the same batch with their window's keys; nullptr when the model has none).
   // Only the part inside `window` counts, here and below.
-  void add_stack_layers(int first, int last, const WorkCounts& run, const LayerWindow& window,
-                        GraphTotals& totals) const;
+  void add_stack_layers(int first, int last, const WorkCounts& run, const WorkCounts* windowed_run,
+                        const LayerWindow& window, GraphTotals& totals) const;
   // FLOPs of the masked part of layers [first, last), in the ops the batch `run_x` launches.
   double masked_flops(int first, int last, const BatchFeatures& run_x, const WorkCounts& masked,
-                      const LayerWindow& window) const;
+                      const WorkCounts* windowed_masked, const LayerWindow& window) const;
   void add_stack_by_sweep(std::span<const BatchEntry> batch, const LayerWindow& window,
                           GraphTotals& totals) const;
   // The coda layers inside `window` for the tokens `all` that run them, then the head when the
@@ -371,8 +372,10 @@ class RooflineCostModel final : public CostModel {
   // variant_prefix_[variant * (stacked + 1) + l]: stack layers below l that use the variant.
   std::vector<int> variant_prefix_;
   int variants_ = 1;
-  // windowed_[variant]: its layers' attention sees the model's window (WorkCounts::features).
+  // windowed_[variant]: its layers' attention sees window_ (a model without windowed layers has
+  // none: window_ is then empty, and iteration_cost takes its one-pass path).
   std::vector<std::uint8_t> windowed_;
+  AttentionWindow window_;
   StackLayout layout_;
   int stacked_depth_ = 0;
   int coda_layers_ = 0;

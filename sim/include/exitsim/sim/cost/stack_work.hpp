@@ -52,16 +52,10 @@ struct WorkCounts {
   std::int64_t kv_only_tokens;
   std::int64_t reuse_decode;
   std::int64_t reuse_prefill;
-  // decode_kv, prefill_pairs and prefill_kv over the keys a windowed layer's queries see (the
-  // model's AttentionWindow); 0 for a model without one.
-  std::int64_t window_decode_kv;
-  std::int64_t window_prefill_pairs;
-  std::int64_t window_prefill_kv;
 
   // q query tokens attending over c earlier tokens, running the full layer (sign -1 removes
-  // them); `window`: the model's windowed layers' span.
-  void add_queries(std::int64_t q, std::int64_t c, const AttentionWindow& window,
-                   std::int64_t sign = 1) {
+  // them).
+  void add_queries(std::int64_t q, std::int64_t c, std::int64_t sign = 1) {
     const bool decode = q == 1;
     tokens += sign * q;
     decode_seqs += decode ? sign : 0;
@@ -69,16 +63,21 @@ struct WorkCounts {
     prefill_tokens += decode ? 0 : sign * q;
     prefill_pairs += decode ? 0 : sign * (q * c + q * (q + 1) / 2);
     prefill_kv += decode ? 0 : sign * (c + q);
-    if (!window.none()) {
-      window_decode_kv += decode ? sign * window.keys_at(c) : 0;
-      window_prefill_pairs +=
-          decode ? 0 : sign * (window.keys_before(c + q) - window.keys_before(c));
-      window_prefill_kv += decode ? 0 : sign * window.kv_span(c, q);
-    }
   }
-  void add(const BatchEntry& e, const AttentionWindow& window) {
-    add_queries(e.query_tokens, e.context_tokens, window);
+  // The same queries as a windowed layer sees them: decode_kv, prefill_pairs and prefill_kv
+  // count the keys of `window` (AttentionWindow::keys_at, keys_before, kv_span), not the whole
+  // context.
+  void add_windowed_queries(std::int64_t q, std::int64_t c, const AttentionWindow& window,
+                            std::int64_t sign = 1) {
+    const bool decode = q == 1;
+    tokens += sign * q;
+    decode_seqs += decode ? sign : 0;
+    decode_kv += decode ? sign * window.keys_at(c) : 0;
+    prefill_tokens += decode ? 0 : sign * q;
+    prefill_pairs += decode ? 0 : sign * (window.keys_before(c + q) - window.keys_before(c));
+    prefill_kv += decode ? 0 : sign * window.kv_span(c, q);
   }
+  void add(const BatchEntry& e) { add_queries(e.query_tokens, e.context_tokens); }
   void add(const WorkCounts& o) {
     tokens += o.tokens;
     decode_seqs += o.decode_seqs;
@@ -89,9 +88,6 @@ struct WorkCounts {
     kv_only_tokens += o.kv_only_tokens;
     reuse_decode += o.reuse_decode;
     reuse_prefill += o.reuse_prefill;
-    window_decode_kv += o.window_decode_kv;
-    window_prefill_pairs += o.window_prefill_pairs;
-    window_prefill_kv += o.window_prefill_kv;
   }
   void subtract(const WorkCounts& o) {
     tokens -= o.tokens;
@@ -103,30 +99,22 @@ struct WorkCounts {
     kv_only_tokens -= o.kv_only_tokens;
     reuse_decode -= o.reuse_decode;
     reuse_prefill -= o.reuse_prefill;
-    window_decode_kv -= o.window_decode_kv;
-    window_prefill_pairs -= o.window_prefill_pairs;
-    window_prefill_kv -= o.window_prefill_kv;
   }
   // No op of the layer launches for an empty group.
   bool empty() const { return tokens == 0 && kv_only_tokens == 0; }
-  // emitting left 0: the head sets it. `windowed`: as a windowed layer sees the batch, its
-  // attention's keys in decode_kv, prefill_pairs and prefill_kv.
-  BatchFeatures features(bool windowed = false) const;
+  BatchFeatures features() const;  // emitting left 0: the head sets it
 
   friend bool operator==(const WorkCounts&, const WorkCounts&) = default;
 };
 
-inline BatchFeatures WorkCounts::features(bool windowed) const {
+inline BatchFeatures WorkCounts::features() const {
   BatchFeatures x{};
   x[feature_index(BatchFeature::tokens)] = static_cast<double>(tokens);
   x[feature_index(BatchFeature::decode_seqs)] = static_cast<double>(decode_seqs);
-  x[feature_index(BatchFeature::decode_kv)] =
-      static_cast<double>(windowed ? window_decode_kv : decode_kv);
+  x[feature_index(BatchFeature::decode_kv)] = static_cast<double>(decode_kv);
   x[feature_index(BatchFeature::prefill_tokens)] = static_cast<double>(prefill_tokens);
-  x[feature_index(BatchFeature::prefill_pairs)] =
-      static_cast<double>(windowed ? window_prefill_pairs : prefill_pairs);
-  x[feature_index(BatchFeature::prefill_kv)] =
-      static_cast<double>(windowed ? window_prefill_kv : prefill_kv);
+  x[feature_index(BatchFeature::prefill_pairs)] = static_cast<double>(prefill_pairs);
+  x[feature_index(BatchFeature::prefill_kv)] = static_cast<double>(prefill_kv);
   x[feature_index(BatchFeature::kv_only_tokens)] = static_cast<double>(kv_only_tokens);
   x[feature_index(BatchFeature::kv_only_alone)] = kv_only_tokens > 0 && tokens == 0 ? 1 : 0;
   const std::int64_t reuse = reuse_decode + reuse_prefill;
@@ -160,10 +148,8 @@ class StackLayout {
   using Breakpoints = std::array<int, k_max_breakpoints>;
 
   StackLayout() = default;
-  // `window`: the span of the model's windowed layers, which work_at's counts carry.
-  explicit StackLayout(const DepthStructure& depth, AttentionWindow window = {});
+  explicit StackLayout(const DepthStructure& depth);
 
-  const AttentionWindow& window() const { return window_; }
   int stacked_depth() const { return static_cast<int>(recursion_of_layer_.size()); }
   // The 0-based layer range [begin, end) of recursion 1; both are the stacked depth on a plain
   // model.
@@ -179,16 +165,18 @@ class StackLayout {
   EntrySpan span_of(const BatchEntry& e) const;
   // Entry e's work at a 0-based stack layer: its queries running the full layer (with the context
   // of that layer's recursion, the pending tokens joined and without K/V projections where it
-  // reuses them), its K/V-only tokens, or nothing.
-  WorkCounts work_at(const BatchEntry& e, const EntrySpan& s, int layer) const;
+  // reuses them), its K/V-only tokens, or nothing. With `window`, as a windowed layer sees the
+  // queries (WorkCounts::add_windowed_queries).
+  WorkCounts work_at(const BatchEntry& e, const EntrySpan& s, int layer,
+                     const AttentionWindow* window = nullptr) const;
   // The part of work_at that is masked.
-  WorkCounts masked_at(const BatchEntry& e, const EntrySpan& s, int layer) const;
+  WorkCounts masked_at(const BatchEntry& e, const EntrySpan& s, int layer,
+                       const AttentionWindow* window = nullptr) const;
   // Sorted distinct layers in [s.start, s.kv_end] at which work_at or masked_at may change (they
   // are constant between consecutive ones, and nothing from the last one on). Returns the count.
   std::size_t breakpoints(const BatchEntry& e, const EntrySpan& s, Breakpoints& out) const;
 
  private:
-  AttentionWindow window_;
   std::vector<int> recursion_of_layer_;
   std::vector<int> recursion_begin_;  // [r - 1]: first layer of recursion r
   int first_recursion_begin_ = 0;
@@ -207,7 +195,8 @@ inline EntrySpan StackLayout::span_of(const BatchEntry& e) const {
   return s;
 }
 
-inline WorkCounts StackLayout::work_at(const BatchEntry& e, const EntrySpan& s, int layer) const {
+inline WorkCounts StackLayout::work_at(const BatchEntry& e, const EntrySpan& s, int layer,
+                                       const AttentionWindow* window) const {
   WorkCounts w{};
   if (layer >= s.start && layer < s.depth) {
     const int r = recursion_of_layer(layer);
@@ -219,7 +208,10 @@ inline WorkCounts StackLayout::work_at(const BatchEntry& e, const EntrySpan& s, 
       q += e.pending_tokens;
       c = std::max<std::int64_t>(c - e.pending_tokens, 0);
     }
-    w.add_queries(q, c, window_);
+    if (window != nullptr)
+      w.add_windowed_queries(q, c, *window);
+    else
+      w.add_queries(q, c);
     if (e.reuse_first_recursion_kv && r >= 2) {
       w.reuse_decode = w.decode_seqs;
       w.reuse_prefill = w.prefill_tokens;
@@ -230,9 +222,10 @@ inline WorkCounts StackLayout::work_at(const BatchEntry& e, const EntrySpan& s, 
   return w;
 }
 
-inline WorkCounts StackLayout::masked_at(const BatchEntry& e, const EntrySpan& s, int layer) const {
+inline WorkCounts StackLayout::masked_at(const BatchEntry& e, const EntrySpan& s, int layer,
+                                         const AttentionWindow* window) const {
   if (layer >= s.useful && layer < s.depth)
-    return work_at(e, s, layer);
+    return work_at(e, s, layer, window);
   return WorkCounts{};
 }
 
