@@ -2,6 +2,7 @@
 #include <fmt/ranges.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -89,6 +90,38 @@ void print_groups(const scenario::Scenario& s) {
              s.exit_policy.kind, s.sync.strategy);
 }
 
+// What a Hugging Face config's layers add to a plain stack, and how it is priced (nothing for
+// a model whose layers are alike and attend over the whole context).
+void print_layer_kinds(const ModelShape& m) {
+  const auto count = [](const std::vector<bool>& layers) {
+    return std::count(layers.begin(), layers.end(), true);
+  };
+  if (m.is_moe() && (m.shared_experts > 0 || !m.dense_layers.empty())) {
+    const std::string dense =
+        m.dense_layers.empty()
+            ? std::string()
+            : fmt::format("; {} of {} layers dense ({} hidden units, no router)",
+                          count(m.dense_layers), m.depth.unique_layers(), m.dense_ffn_dim);
+    fmt::print("mlp        {} shared expert(s) of {} hidden units beside the routed ones{}\n",
+               m.shared_experts, m.ffn_dim, dense);
+  }
+  if (m.latent.enabled()) {
+    fmt::print(
+        "attention  latent: {} + {} cached per token and layer ({} bytes), decode absorbs "
+        "the latent's up-projection (vLLM's MLA), prefill up-projects it\n",
+        m.latent.kv_lora_rank, m.latent.rope_head_dim, m.kv_bytes_per_token_per_layer());
+  }
+  if (!m.windowed_layers.empty()) {
+    const bool sliding = m.window.kind == WindowKind::sliding;
+    fmt::print(
+        "attention  {} of {} layers {} {} tokens: priced over the keys {}; K/V memory "
+        "holds every layer's whole context (out-of-window blocks are not freed)\n",
+        count(m.windowed_layers), m.depth.unique_layers(),
+        sliding ? "slide over the last" : "attend within chunks of", m.window.tokens,
+        sliding ? "in the window" : "of the query's chunk");
+  }
+}
+
 void print_setup(const scenario::Scenario& s) {
   fmt::print("scenario   {} (seed {})\n", s.name, s.seed);
   if (s.replica_groups.size() > 1) {
@@ -110,6 +143,7 @@ void print_setup(const scenario::Scenario& s) {
     fmt::print("experts    {} per layer, top-{}: {:.3f} B parameters active per token\n", m.experts,
                m.experts_per_token, static_cast<double>(m.active_parameters_per_token()) / 1e9);
   }
+  print_layer_kinds(m);
   fmt::print("hardware   {} x {}: {:.1f} TFLOP/s {}, {:.2f} TB/s, {:.2f} GiB each\n",
              s.cluster.replicas, replica_hardware(g), h.peak_flops_for(m.dtype) / 1e12,
              to_string(m.dtype), h.memory_bandwidth / 1e12, gib(h.memory_bytes));

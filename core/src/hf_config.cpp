@@ -19,37 +19,22 @@
 #include "exitsim/core/error.hpp"
 #include "exitsim/core/model_validation.hpp"
 #include "exitsim/core/suggest.hpp"
+#include "hf_config_keys.hpp"
 
 namespace exitsim {
 namespace {
 
-using nlohmann::json;
+using hf::json;
+using hf::Keys;
+using hf::shown;
 
 constexpr std::uint64_t k_max_config_bytes = 16u << 20;
-// The scenario keys' ranges (scenarios/src/schema_model.cpp), so that a model is refused the
-// same way whether its shape comes from config.json or from model.* keys.
-constexpr std::int64_t k_max_hidden = std::int64_t{1} << 20;        // model.d_model
-constexpr std::int64_t k_max_heads = 4096;                          // model.n_heads, n_kv_heads
-constexpr std::int64_t k_max_head_dim = 4096;                       // model.head_dim
-constexpr std::int64_t k_max_intermediate = std::int64_t{1} << 22;  // model.ffn_dim
-constexpr std::int64_t k_max_vocab = std::int64_t{1} << 24;         // model.vocab
-constexpr std::int64_t k_max_layers = 100000;                       // model.depth.prelude
-constexpr std::int64_t k_max_context = 1'000'000'000;               // model.max_context
-constexpr std::int64_t k_max_experts = 65536;                       // model.experts
 constexpr int k_max_nesting = 32;
 
 // Thrown from inside the parser callback, turned into an InputError outside it.
 struct Refusal {
   std::string message;
 };
-
-// A value as a message shows it: JSON text, cut to 80 characters.
-std::string shown(const json& value) {
-  constexpr std::size_t k_longest = 80;
-  const std::string text =
-      value.dump(-1, ' ', /*ensure_ascii=*/true, json::error_handler_t::replace);
-  return text.size() > k_longest ? text.substr(0, k_longest) + "..." : text;
-}
 
 json parse_strictly(std::string_view text, const std::string& file) {
   const std::string_view body = without_utf8_bom(text);
@@ -95,72 +80,28 @@ json parse_strictly(std::string_view text, const std::string& file) {
   }
 }
 
-// Typed access to the top-level keys; a null value counts as absent (transformers writes
-// "head_dim": null and "sliding_window": null).
-class Keys {
- public:
-  Keys(const json& root, std::string file) : root_(root), file_(std::move(file)) {}
-
-  const json* find(std::string_view key) const {
-    const auto it = root_.find(std::string(key));
-    return it == root_.end() || it->is_null() ? nullptr : &*it;
-  }
-  InputError error(std::string_view key, const std::string& expected,
-                   const std::string& found) const {
-    return InputError({file_, 0, 0, std::string(key)}, expected_found(expected, found));
-  }
-
-  std::int64_t integer(std::string_view key, std::int64_t lo, std::int64_t hi,
-                       std::optional<std::int64_t> fallback = std::nullopt) const {
-    const json* value = find(key);
-    const std::string expected = fmt::format("an integer in [{}, {}]", lo, hi);
-    if (value == nullptr) {
-      if (fallback)
-        return *fallback;
-      throw error(key, expected, "none");
-    }
-    const bool fits = value->is_number_integer() &&
-                      (!value->is_number_unsigned() ||
-                       value->get<std::uint64_t>() <=
-                           static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()));
-    if (!fits || value->get<std::int64_t>() < lo || value->get<std::int64_t>() > hi)
-      throw error(key, expected, shown(*value));
-    return value->get<std::int64_t>();
-  }
-
-  bool boolean(std::string_view key, bool fallback) const {
-    const json* value = find(key);
-    if (value == nullptr)
-      return fallback;
-    if (!value->is_boolean())
-      throw error(key, "true or false", shown(*value));
-    return value->get<bool>();
-  }
-
-  const std::string& file() const { return file_; }
-
- private:
-  const json& root_;
-  std::string file_;
-};
-
 std::vector<std::string> model_type_names() {
   return {std::begin(k_hf_model_types), std::end(k_hf_model_types)};
 }
 
-DType read_dtype(const Keys& keys) {
+// The dtype from the language model's keys, else the config's (Llama 4's and Gemma 3's
+// text_config may leave it to the top level).
+DType read_dtype(const Keys& text, const Keys& top) {
   // transformers 5 writes "dtype"; 4 writes "torch_dtype".
-  const char* key = keys.find("torch_dtype") != nullptr ? "torch_dtype" : "dtype";
-  const json* value = keys.find(key);
-  if (value == nullptr)
-    return DType::bf16;
-  static const std::array<std::pair<const char*, DType>, 3> names = {
-      {{"float32", DType::fp32}, {"bfloat16", DType::bf16}, {"float16", DType::fp16}}};
-  for (const auto& [name, dtype] : names) {
-    if (*value == name)
-      return dtype;
+  for (const Keys* keys : {&text, &top}) {
+    const char* key = keys->find("torch_dtype") != nullptr ? "torch_dtype" : "dtype";
+    const json* value = keys->find(key);
+    if (value == nullptr)
+      continue;
+    static const std::array<std::pair<const char*, DType>, 3> names = {
+        {{"float32", DType::fp32}, {"bfloat16", DType::bf16}, {"float16", DType::fp16}}};
+    for (const auto& [name, dtype] : names) {
+      if (*value == name)
+        return dtype;
+    }
+    throw keys->error(key, "one of float32, bfloat16, float16", shown(*value));
   }
-  throw keys.error(key, "one of float32, bfloat16, float16", shown(*value));
+  return DType::bf16;
 }
 
 std::string model_name(const Keys& keys) {
@@ -175,20 +116,47 @@ std::string model_name(const Keys& keys) {
 
 // config.json's key for each field find_shape_problem reports (`type`: the model_type).
 std::string hf_key(const std::string& field, const std::string& type) {
-  if (type == "qwen3_moe" && field == "experts")
-    return "num_experts";
-  if (type == "qwen3_moe" && field == "ffn_dim")
-    return "moe_intermediate_size";
-  static const std::array<std::pair<const char*, const char*>, 9> names = {
-      {{"d_model", "hidden_size"},
-       {"n_heads", "num_attention_heads"},
-       {"n_kv_heads", "num_key_value_heads"},
-       {"head_dim", "head_dim"},
-       {"ffn_dim", "intermediate_size"},
-       {"vocab", "vocab_size"},
-       {"depth.prelude", "num_hidden_layers"},
-       {"experts", "num_local_experts"},
-       {"experts_per_token", "num_experts_per_tok"}}};
+  using Names = std::vector<std::pair<const char*, const char*>>;
+  // Families whose keys differ from Llama's, first.
+  static const std::vector<std::pair<std::string, Names>> families = {
+      {"qwen3_moe", {{"experts", "num_experts"}, {"ffn_dim", "moe_intermediate_size"}}},
+      {"deepseek",
+       {{"experts", "n_routed_experts"},
+        {"ffn_dim", "moe_intermediate_size"},
+        {"dense_ffn_dim", "intermediate_size"},
+        {"shared_experts", "n_shared_experts"},
+        {"head_dim", "qk_nope_head_dim"}}},
+      {"llama4",
+       {{"experts", "num_local_experts"},
+        {"dense_ffn_dim", "intermediate_size_mlp"},
+        {"window", "attention_chunk_size"}}},
+      {"gemma", {{"window", "sliding_window"}}},
+      {"mistral", {{"window", "sliding_window"}}},
+      {"mixtral", {{"window", "sliding_window"}}},
+      {"gpt2",
+       {{"d_model", "n_embd"},
+        {"n_heads", "n_head"},
+        {"n_kv_heads", "n_head"},
+        {"ffn_dim", "n_inner"},
+        {"depth.prelude", "n_layer"}}},
+  };
+  for (const auto& [family, names] : families) {
+    if (type.rfind(family, 0) != 0)
+      continue;
+    for (const auto& [ours, theirs] : names) {
+      if (field == ours)
+        return theirs;
+    }
+  }
+  static const Names names = {{"d_model", "hidden_size"},
+                              {"n_heads", "num_attention_heads"},
+                              {"n_kv_heads", "num_key_value_heads"},
+                              {"head_dim", "head_dim"},
+                              {"ffn_dim", "intermediate_size"},
+                              {"vocab", "vocab_size"},
+                              {"depth.prelude", "num_hidden_layers"},
+                              {"experts", "num_local_experts"},
+                              {"experts_per_token", "num_experts_per_tok"}};
   for (const auto& [ours, theirs] : names) {
     if (field == ours)
       return theirs;
@@ -198,22 +166,99 @@ std::string hf_key(const std::string& field, const std::string& type) {
 
 // Qwen3-MoE's experts: each the width moe_intermediate_size (intermediate_size is a dense layer's,
 // which a model with every layer a mixture has none of). Dense layers among the mixtures
-// (decoder_sparse_step above 1, mlp_only_layers) are not a shape exitsim has: refused.
+// (decoder_sparse_step above 1, mlp_only_layers) are not read: refused.
 void read_qwen3_moe(const Keys& keys, ModelShape& shape) {
-  shape.experts = keys.integer("num_experts", 1, k_max_experts);
+  shape.experts = keys.integer("num_experts", 1, hf::k_max_experts);
   shape.experts_per_token = keys.integer("num_experts_per_tok", 1, shape.experts);
-  shape.ffn_dim = keys.integer("moe_intermediate_size", 1, k_max_intermediate);
-  if (const json* step = keys.find("decoder_sparse_step");
-      step != nullptr && !(step->is_number_integer() && step->get<std::int64_t>() == 1)) {
-    throw keys.error("decoder_sparse_step",
-                     "1 (every layer a mixture; dense layers between mixtures are not modelled)",
-                     shown(*step));
+  shape.ffn_dim = keys.integer("moe_intermediate_size", 1, hf::k_max_intermediate);
+  keys.require_absent_or("decoder_sparse_step", 1,
+                         "every layer a mixture; dense layers between mixtures are not modelled");
+  keys.require_absent_or("mlp_only_layers", json::array(),
+                         "every layer a mixture; dense layers among them are not modelled");
+}
+
+// A head_dim the config must give (Gemma's is not hidden / heads), may give, or that is
+// hidden_size / num_attention_heads as in transformers.
+std::int64_t read_head_dim(const Keys& keys, const ModelShape& shape, bool required,
+                           std::optional<std::int64_t> fallback) {
+  if (required || fallback)
+    return keys.integer("head_dim", 1, hf::k_max_head_dim, fallback);
+  if (keys.find("head_dim") == nullptr && shape.d_model % shape.n_heads != 0) {
+    throw keys.error("head_dim",
+                     fmt::format("a value, as hidden_size ({}) is not a multiple of "
+                                 "num_attention_heads ({})",
+                                 shape.d_model, shape.n_heads),
+                     "none");
   }
-  if (const json* dense = keys.find("mlp_only_layers");
-      dense != nullptr && !(dense->is_array() && dense->empty())) {
-    throw keys.error("mlp_only_layers",
-                     "[] (every layer a mixture; dense layers among them are not modelled)",
-                     shown(*dense));
+  return keys.integer("head_dim", 1, hf::k_max_head_dim, shape.d_model / shape.n_heads);
+}
+
+// The keys every family but GPT-2 spells alike: dimensions, layers, context, tied embeddings.
+void read_llama_keys(const Keys& keys, const std::string& type, ModelShape& shape) {
+  const bool gemma = type.rfind("gemma", 0) == 0;
+  const bool gemma3 = type.rfind("gemma3", 0) == 0;
+  const auto fallback = [&](std::string_view key) {
+    return gemma3 ? hf::gemma3_default(key) : std::nullopt;
+  };
+  shape.d_model = keys.integer("hidden_size", 1, hf::k_max_hidden, fallback("hidden_size"));
+  shape.n_heads =
+      keys.integer("num_attention_heads", 1, hf::k_max_heads, fallback("num_attention_heads"));
+  shape.n_kv_heads = keys.integer("num_key_value_heads", 1, hf::k_max_heads,
+                                  fallback("num_key_value_heads").value_or(shape.n_heads));
+  // DeepSeek's head_dim is its query/key width, read with its latent attention.
+  if (type.rfind("deepseek", 0) != 0)
+    shape.head_dim = read_head_dim(keys, shape, gemma, fallback("head_dim"));
+  shape.ffn_dim =
+      keys.integer("intermediate_size", 1, hf::k_max_intermediate, fallback("intermediate_size"));
+  shape.vocab = keys.integer("vocab_size", 1, hf::k_max_vocab, fallback("vocab_size"));
+  shape.depth = DepthStructure::plain(static_cast<int>(
+      keys.integer("num_hidden_layers", 1, hf::k_max_layers, fallback("num_hidden_layers"))));
+  shape.max_context = keys.integer("max_position_embeddings", 1, hf::k_max_context,
+                                   fallback("max_position_embeddings"));
+  shape.tied_embeddings = keys.boolean("tie_word_embeddings", gemma);
+  shape.mlp = MlpKind::gated;
+}
+
+// Qwen's sliding window on the layers past max_window_layers is not read: refused when on.
+void refuse_qwen_window(const Keys& keys) {
+  if (keys.boolean("use_sliding_window", false)) {
+    throw keys.error("use_sliding_window",
+                     "false (Qwen's sliding window from max_window_layers on is not read)", "true");
+  }
+}
+
+void read_family(const Keys& text, const std::string& type, ModelShape& shape) {
+  if (type == "gpt2") {
+    hf::read_gpt2(text, shape);
+    return;
+  }
+  read_llama_keys(text, type, shape);
+  if (type == "mixtral") {
+    shape.experts = text.integer("num_local_experts", 1, hf::k_max_experts);
+    shape.experts_per_token = text.integer("num_experts_per_tok", 1, shape.experts);
+  }
+  if (type == "mistral" || type == "mixtral")
+    hf::read_mistral_window(text, shape);
+  if (type.rfind("qwen", 0) == 0)
+    refuse_qwen_window(text);
+  if (type == "qwen3" || type == "qwen3_moe")
+    shape.qk_norm = true;
+  if (type == "qwen3_moe")
+    read_qwen3_moe(text, shape);
+  if (type == "gemma2" || type.rfind("gemma3", 0) == 0)
+    hf::read_gemma_layers(text, type, shape);
+  if (type.rfind("deepseek", 0) == 0)
+    hf::read_deepseek(text, shape);
+  if (type.rfind("llama4", 0) == 0)
+    hf::read_llama4(text, shape);
+}
+
+void refuse_quantized(const Keys& keys) {
+  if (const json* quantization = keys.find("quantization_config"); quantization != nullptr) {
+    throw keys.error("quantization_config",
+                     "none (a quantized checkpoint's weights are not torch_dtype's; give "
+                     "model.dtype and the shape keys instead)",
+                     quantization->is_object() ? "an object" : shown(*quantization));
   }
 }
 
@@ -234,48 +279,20 @@ ModelShape parse_hf_config(std::string_view text, const std::string& file) {
   if (!known())
     throw keys.error("model_type", one_of(types), type_value ? shown(*type_value) : "none");
   const std::string type = type_value->get<std::string>();
-  const bool gemma = type == "gemma" || type == "gemma2";
-
-  if (const json* quantization = keys.find("quantization_config"); quantization != nullptr) {
-    throw keys.error("quantization_config",
-                     "none (a quantized checkpoint's weights are not torch_dtype's; give "
-                     "model.dtype and the shape keys instead)",
-                     quantization->is_object() ? "an object" : shown(*quantization));
-  }
+  refuse_quantized(keys);
+  // Llama 4's and Gemma 3's multimodal configs hold the language model in text_config.
+  const bool multimodal = type == "llama4" || type == "gemma3";
+  const Keys language = multimodal ? keys.nested("text_config") : keys;
+  if (multimodal)
+    refuse_quantized(language);
 
   ModelShape shape;
   shape.name = model_name(keys);
-  shape.d_model = keys.integer("hidden_size", 1, k_max_hidden);
-  shape.n_heads = keys.integer("num_attention_heads", 1, k_max_heads);
-  shape.n_kv_heads = keys.integer("num_key_value_heads", 1, k_max_heads, shape.n_heads);
-  if (gemma) {
-    shape.head_dim = keys.integer("head_dim", 1, k_max_head_dim);
-  } else {
-    if (keys.find("head_dim") == nullptr && shape.d_model % shape.n_heads != 0) {
-      throw keys.error("head_dim",
-                       fmt::format("a value, as hidden_size ({}) is not a multiple of "
-                                   "num_attention_heads ({})",
-                                   shape.d_model, shape.n_heads),
-                       "none");
-    }
-    shape.head_dim = keys.integer("head_dim", 1, k_max_head_dim, shape.d_model / shape.n_heads);
+  read_family(language, type, shape);
+  shape.dtype = read_dtype(language, keys);
+  if (const std::optional<ShapeProblem> problem = find_shape_problem(shape)) {
+    throw InputError({file, 0, 0, language.path(hf_key(problem->field, type))}, problem->message);
   }
-  shape.ffn_dim = keys.integer("intermediate_size", 1, k_max_intermediate);
-  shape.vocab = keys.integer("vocab_size", 1, k_max_vocab);
-  shape.depth =
-      DepthStructure::plain(static_cast<int>(keys.integer("num_hidden_layers", 1, k_max_layers)));
-  shape.max_context = keys.integer("max_position_embeddings", 1, k_max_context);
-  shape.tied_embeddings = keys.boolean("tie_word_embeddings", gemma);
-  shape.dtype = read_dtype(keys);
-  shape.mlp = MlpKind::gated;
-  if (type == "mixtral") {
-    shape.experts = keys.integer("num_local_experts", 1, k_max_experts);
-    shape.experts_per_token = keys.integer("num_experts_per_tok", 1, shape.experts);
-  }
-  if (type == "qwen3_moe")
-    read_qwen3_moe(keys, shape);
-  if (const std::optional<ShapeProblem> problem = find_shape_problem(shape))
-    throw InputError({file, 0, 0, hf_key(problem->field, type)}, problem->message);
   return shape;
 }
 

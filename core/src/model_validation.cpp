@@ -58,6 +58,92 @@ std::optional<ShapeProblem> find_size_problem(const ModelShape& s) {
               bytes_per_element(s.dtype), to_string(s.dtype))));
 }
 
+// A per-layer list (dense_layers, windowed_layers) has one entry per layer of a plain stack.
+std::optional<ShapeProblem> find_per_layer_problem(const ModelShape& s, std::size_t entries,
+                                                   const char* what) {
+  if (entries == 0)
+    return std::nullopt;
+  const DepthStructure& d = s.depth;
+  if (d.recursions > 0 || d.coda_layers > 0) {
+    return problem(
+        d.recursions > 0 ? "depth.recursions" : "depth.coda",
+        expected_found(fmt::format("a plain stack (no shared block, no coda): the "
+                                   "config gives each of its {} layers {}",
+                                   entries, what),
+                       fmt::format("{}", d.recursions > 0 ? d.recursions : d.coda_layers)));
+  }
+  if (static_cast<std::size_t>(d.prelude_layers) != entries) {
+    return problem(
+        "depth.prelude",
+        expected_found(fmt::format("{} layers (the config gives each layer {})", entries, what),
+                       fmt::format("{}", d.prelude_layers)));
+  }
+  return std::nullopt;
+}
+
+// What Hugging Face configs add: shared experts and dense layers of a mixture, latent
+// attention, attention windows, norms.
+std::optional<ShapeProblem> find_config_shape_problem(const ModelShape& s) {
+  // Shared experts and dense layers come with a config's mixture: taking its experts away
+  // (model.experts: 0) leaves them nowhere.
+  if (!s.is_moe() && (s.shared_experts != 0 || !s.dense_layers.empty())) {
+    return problem("experts", expected_found("a mixture of experts (the config's shared experts "
+                                             "and dense layers are a mixture's)",
+                                             fmt::format("{}", s.experts)));
+  }
+  if (s.shared_experts < 0) {
+    return problem("shared_experts",
+                   expected_found("an integer >= 0", fmt::format("{}", s.shared_experts)));
+  }
+  const bool any_dense =
+      std::find(s.dense_layers.begin(), s.dense_layers.end(), true) != s.dense_layers.end();
+  if (any_dense && s.dense_ffn_dim <= 0) {
+    return problem("dense_ffn_dim", expected_found("a positive width of the dense layers' MLP",
+                                                   fmt::format("{}", s.dense_ffn_dim)));
+  }
+  if (auto p = find_per_layer_problem(s, s.dense_layers.size(), "a dense MLP or a mixture"))
+    return p;
+  if (s.window.none() != s.windowed_layers.empty()) {
+    return problem("window",
+                   expected_found("a window with the layers it applies to, or neither",
+                                  fmt::format("a window of {} tokens over {} layers",
+                                              s.window.tokens, s.windowed_layers.size())));
+  }
+  if (auto p = find_per_layer_problem(s, s.windowed_layers.size(), "its attention's span"))
+    return p;
+  const LatentAttention& a = s.latent;
+  if (a.enabled()) {
+    if (a.rope_head_dim < 0 || a.rope_head_dim >= s.head_dim || a.v_head_dim <= 0 ||
+        a.q_lora_rank < 0) {
+      return problem(
+          "head_dim",
+          expected_found("latent attention's rotary part inside head_dim, a positive "
+                         "value width and a q_lora_rank >= 0",
+                         fmt::format("head_dim {}, rotary {}, values {}, q_lora_rank {}",
+                                     s.head_dim, a.rope_head_dim, a.v_head_dim, a.q_lora_rank)));
+    }
+    if (s.n_kv_heads != s.n_heads) {
+      return problem("n_kv_heads",
+                     expected_found(fmt::format("n_heads ({}): latent attention gives every head "
+                                                "its own keys and values",
+                                                s.n_heads),
+                                    fmt::format("{}", s.n_kv_heads)));
+    }
+    if (s.depth.recursions > 0) {
+      return problem("depth.recursions",
+                     expected_found("0 (a shared block of latent-attention layers is not modelled)",
+                                    fmt::format("{}", s.depth.recursions)));
+    }
+  }
+  if (s.norms_per_layer < 1 || s.learned_positions < 0) {
+    return problem("norms_per_layer",
+                   expected_found("at least one norm a layer and no negative position count",
+                                  fmt::format("{} norms, {} positions", s.norms_per_layer,
+                                              s.learned_positions)));
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<ShapeProblem> find_shape_problem(const ModelShape& shape) {
@@ -139,6 +225,8 @@ std::optional<ShapeProblem> find_shape_problem(const ModelShape& shape) {
     }
     previous = point;
   }
+  if (auto p = find_config_shape_problem(shape))
+    return p;
   return find_size_problem(shape);
 }
 

@@ -13,8 +13,12 @@ TensorShard TensorShard::of(const ModelShape& model, int degree, bool expert_par
   shard.degree = degree;
   shard.heads = model.n_heads / p;
   shard.kv_heads = model.n_kv_heads >= p ? model.n_kv_heads / p : 1;
+  shard.cache_heads = model.latent.enabled() ? 1 : shard.kv_heads;
   shard.expert_parallel = expert_parallel && model.is_moe() && degree > 1;
   shard.ffn = shard.expert_parallel ? model.ffn_dim : model.ffn_dim / p;
+  // Shared experts and dense layers are split like a dense MLP, EP or not (vLLM's).
+  shard.shared_ffn = model.ffn_dim / p;
+  shard.dense_ffn = model.dense_ffn_dim / p;
   shard.local_experts = shard.expert_parallel ? model.experts / p : model.experts;
   shard.vocab = (model.vocab + p - 1) / p;
   return shard;
@@ -55,50 +59,49 @@ std::int64_t TensorShard::weight_bytes(const ModelShape& model, const PipelineSt
   const Checked q = Checked(heads) * model.head_dim;
   const Checked kv = Checked(kv_heads) * model.head_dim;
   const Checked mlp_matrices = model.mlp == MlpKind::gated ? 3 : 2;
-  // A mixture's experts are each split like the dense MLP, or held whole (EP); its router is
-  // replicated.
-  const Checked mlps = model.is_moe() ? local_experts : 1;
-  const Checked layer = d * q + Checked(2) * d * kv + q * d + mlps * mlp_matrices * d * ffn +
-                        model.router_parameters() + Checked(2) * d;
+  const LayerShare share{heads, kv_heads, ffn, shared_ffn, dense_ffn, local_experts};
   // The unique layers the stage executes: the prelude's and coda's once each, the shared
   // block's once per block position any of its recursions reaches here.
   std::vector<bool> block_position(static_cast<std::size_t>(depth.block_layers), false);
-  std::int64_t unique = 0;
-  Checked lora = 0;
+  Checked total = 0;
   for (int l = stage.first; l < stage.last; ++l) {
     const int in_block = l - depth.prelude_layers;
     if (in_block < 0 || l >= depth.stacked_depth()) {
-      ++unique;
+      const int unique =
+          in_block < 0 ? l : l - depth.stacked_depth() + depth.prelude_layers + depth.block_layers;
+      total += layer_elements(model, unique, share);
       continue;
     }
     const auto position = static_cast<std::size_t>(in_block % depth.block_layers);
     if (!block_position[position]) {
       block_position[position] = true;
-      ++unique;
+      total += layer_elements(model, depth.prelude_layers + static_cast<int>(position), share);
     }
     // Adapters are per recursion: each executed block layer carries its recursion's. They shard
     // with their linears: the sharded side of each is split, the other is not.
     const auto recursion = static_cast<std::size_t>(in_block / depth.block_layers);
     if (recursion < depth.lora_rank.size()) {
       const Checked r = depth.lora_rank[recursion];
-      lora += r * (d + q) + Checked(2) * r * (d + kv) + r * (q + d) + mlp_matrices * r * (d + ffn);
+      total += r * (d + q) + Checked(2) * r * (d + kv) + r * (q + d) + mlp_matrices * r * (d + ffn);
     }
   }
-  Checked total = Checked(unique) * layer + lora;
   const Checked embedding = Checked(vocab) * d;
   if (stage.first_stage)
-    total += embedding;
+    total += embedding + Checked(model.learned_positions) * d;
   if (stage.last_stage) {
     // The LM head, and the final norm. Tied to the embedding, it is that matrix when one stage
     // holds both, and a copy on the last stage otherwise.
     total += model.tied_embeddings && stage.first_stage ? Checked(0) : embedding;
-    total += d;
+    total += Checked(model.biases ? 2 : 1) * d;
   }
   return (total * bytes_per_element(model.dtype)).get("TensorShard::weight_bytes");
 }
 
 std::int64_t TensorShard::kv_bytes_per_token_per_layer(const ModelShape& model) const {
-  return (Checked(2) * kv_heads * model.head_dim * bytes_per_element(model.dtype))
+  // Latent attention's latent is every head's: each GPU of the group holds all of it.
+  const Checked elements = model.latent.enabled() ? Checked(model.latent.cached_width())
+                                                  : Checked(2) * kv_heads * model.head_dim;
+  return (elements * bytes_per_element(model.dtype))
       .get("TensorShard::kv_bytes_per_token_per_layer");
 }
 
@@ -194,12 +197,21 @@ std::optional<ShapeProblem> find_parallel_problem(const ModelShape& model,
   }
   if (auto expert_problem = find_expert_problem(model, parallel))
     return expert_problem;
-  if (model.ffn_dim % p != 0 && !(parallel.expert > 1 && model.is_moe())) {
+  // Under EP the routed experts are whole, but shared experts are still split.
+  const bool whole_experts = parallel.expert > 1 && model.is_moe() && model.shared_experts == 0;
+  if (model.ffn_dim % p != 0 && !whole_experts) {
     return problem(
         "tensor",
         expected_found(fmt::format("a divisor of {}'s {} hidden units",
                                    model.experts > 0 ? "each expert" : "the MLP", model.ffn_dim),
                        found));
+  }
+  if (model.is_moe() && !model.dense_layers.empty() && model.dense_ffn_dim % p != 0) {
+    return problem("tensor",
+                   expected_found(fmt::format("a divisor of the {} hidden units of {}'s dense "
+                                              "layers",
+                                              model.dense_ffn_dim, model.name),
+                                  found));
   }
   return find_pipeline_problem(model, parallel, hardware);
 }

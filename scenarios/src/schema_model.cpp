@@ -78,13 +78,16 @@ std::vector<KeyDef> model_keys() {
           .bind(preset_binding(&Scenario::model)),
       Key("model.hf_config", Type::string,
           "Path of a Hugging Face config.json (model_type llama, qwen2, qwen3, qwen3_moe, "
-          "mistral, mixtral, gemma or gemma2) to read the shape from instead of a preset: "
-          "dimensions, layers, context window (max_position_embeddings), tied embeddings, dtype "
-          "(torch_dtype) and Mixtral's and Qwen3-MoE's experts. Explicit shape keys below "
-          "override its values. Not read, so not priced: Q/K/V biases, Qwen3's QK-norm, sliding "
-          "windows (attention is priced over the whole context), RoPE "
-          "scaling; quantized checkpoints are refused. It replaces model.preset's shape when "
-          "both are given.")
+          "mistral, mixtral, gemma, gemma2, gemma3, gemma3_text, deepseek_v2, deepseek_v3, "
+          "llama4, llama4_text or gpt2) to read the shape from instead of a preset: dimensions, "
+          "layers, context window, tied embeddings, dtype (torch_dtype), experts (shared ones "
+          "and dense layers among them too), DeepSeek's latent attention, the sliding windows "
+          "of Mistral and Gemma 2 and 3 and Llama 4's chunked attention (priced over the keys "
+          "each layer sees; K/V memory holds every layer's whole context), extra norms, "
+          "GPT-2's biases and learned positions (docs/scenario.md, \"Hugging Face configs\"). "
+          "Explicit shape keys below override its values. Not read, so not priced: Qwen2's Q/K/V "
+          "biases, logit soft-capping, RoPE scaling; quantized checkpoints are refused. It "
+          "replaces model.preset's shape when both are given.")
           .input_path()
           .def(Value{})
           .shape_source()

@@ -97,10 +97,10 @@ TEST_F(BadFileMatrix, HuggingFaceConfigsRefuseEveryBadInputOnOneLineAndLeaveNoth
               "hidden_size: expected an integer in [1, 1048576], found 1e+20"),
       refused("NaN", with_width("NaN"), "expected valid JSON, found parse error"),
       refused("unknown architecture",
-              replaced(good, "\"model_type\": \"mistral\"", "\"model_type\": \"gpt2\""),
+              replaced(good, "\"model_type\": \"mistral\"", "\"model_type\": \"bert\""),
               "model_type: expected one of llama, qwen2, qwen3, qwen3_moe, mistral, mixtral, "
-              "gemma, gemma2, found "
-              "\"gpt2\""),
+              "gemma, gemma2, gemma3, gemma3_text, deepseek_v2, deepseek_v3, llama4, "
+              "llama4_text, gpt2, found \"bert\""),
       refused("duplicate key",
               replaced(good, "\"vocab_size\"", "\"vocab_size\": 5, \"vocab_size\""),
               "expected each key once per object, found the key \"vocab_size\" twice"),

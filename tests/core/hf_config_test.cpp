@@ -201,7 +201,8 @@ TEST(HfConfig, GemmaTiesEmbeddingsByDefaultAndReadsItsHeadDim) {
   EXPECT_EQ(gemma2.dtype, DType::fp32);
   EXPECT_TRUE(gemma2.tied_embeddings);
   EXPECT_EQ(gemma2.max_context, 8192);
-  // google/gemma-2-9b's card: 9.24B parameters (its two extra norms a layer, 0.3M, uncounted).
+  // google/gemma-2-9b's card: 9.24B parameters (tests/sim/hf_sliding_window_test.cpp checks the
+  // exact count, its four norms a layer included).
   EXPECT_NEAR(static_cast<double>(gemma2.parameter_count()) / 9.24e9, 1.0, 0.01);
   // A Gemma config must give head_dim: its default (256) is not hidden_size / heads.
   EXPECT_EQ(error_of(edited(k_gemma2, R"("head_dim": 256,)", "")),
@@ -269,12 +270,14 @@ INSTANTIATE_TEST_SUITE_P(
     Configs, HfConfigRefusal,
     testing::Values(
         BadConfig{"UnknownModelType",
-                  edited(k_mistral, R"("model_type": "mistral")", R"("model_type": "gpt2")"),
+                  edited(k_mistral, R"("model_type": "mistral")", R"("model_type": "bert")"),
                   "m/config.json: model_type: expected one of llama, qwen2, qwen3, qwen3_moe, "
-                  "mistral, mixtral, gemma, gemma2, found \"gpt2\""},
+                  "mistral, mixtral, gemma, gemma2, gemma3, gemma3_text, deepseek_v2, "
+                  "deepseek_v3, llama4, llama4_text, gpt2, found \"bert\""},
         BadConfig{"NoModelType", edited(k_mistral, R"("model_type": "mistral",)", ""),
                   "m/config.json: model_type: expected one of llama, qwen2, qwen3, qwen3_moe, "
-                  "mistral, mixtral, gemma, gemma2, found none"},
+                  "mistral, mixtral, gemma, gemma2, gemma3, gemma3_text, deepseek_v2, "
+                  "deepseek_v3, llama4, llama4_text, gpt2, found none"},
         BadConfig{"MissingKey", edited(k_llama, R"("intermediate_size": 28672,)", ""),
                   "m/config.json: intermediate_size: expected an integer in [1, 4194304], "
                   "found none"},
@@ -398,14 +401,15 @@ constexpr const char* k_qwen3_moe = R"({
   "vocab_size": 151936
 })";
 
-// Qwen3-14B: a Llama-shaped layer (QK-norm's 10k weights aside). Per layer Q and O are
-// 5120 x 5120 each, K and V 5120 x 1024 each, the gated MLP 3 x 5120 x 17408, two norms 5120
-// each: 330,311,680; 40 layers, untied embeddings 2 x 151936 x 5120 and the final norm:
-// 14,768,296,960 (the model card: 14.8B). K/V: 2 x 8 heads x 128 x 2 bytes = 4,096 per layer.
+// Qwen3-14B: a Llama-shaped layer with QK-norm. Per layer Q and O are 5120 x 5120 each, K and
+// V 5120 x 1024 each, the gated MLP 3 x 5120 x 17408, two norms 5120 each and the two
+// head_dim-wide QK norms 128 each: 330,311,936; 40 layers, untied embeddings 2 x 151936 x 5120
+// and the final norm: 14,768,307,200 (the model card: 14.8B). K/V: 2 x 8 heads x 128 x 2 bytes =
+// 4,096 per layer.
 TEST(HfConfig, Qwen3IsALlamaShapedLayerWithItsOwnHeadDim) {
   const ModelShape q = parse_hf_config(k_qwen3, "qwen3-14b/config.json");
   EXPECT_EQ(q.head_dim, 128);
-  EXPECT_EQ(q.parameter_count(), 14'768'296'960);
+  EXPECT_EQ(q.parameter_count(), 14'768'307'200);
   EXPECT_EQ(q.kv_bytes_per_token_per_layer(), 4'096);
   EXPECT_EQ(q.max_context, 40960);
   EXPECT_FALSE(q.is_moe());
@@ -413,16 +417,17 @@ TEST(HfConfig, Qwen3IsALlamaShapedLayerWithItsOwnHeadDim) {
 
 // Qwen3-30B-A3B: 128 experts of width 768, 8 a token, every layer a mixture. Per layer Q and O
 // are 2048 x 4096 each, K and V 2048 x 512 each, the experts 128 x 3 x 2048 x 768, the router
-// 2048 x 128, two norms 2048 each: 623,120,384; 48 layers, untied embeddings 2 x 151936 x 2048
-// and the final norm: 30,532,110,336 (the card: 30.5B). A token runs 8 of the 128 experts:
-// 3,353,020,416 active (the card: 3.3B). K/V: 2 x 4 x 128 x 2 = 2,048 bytes per layer.
+// 2048 x 128, two norms 2048 each and the QK norms 2 x 128: 623,120,640; 48 layers, untied
+// embeddings 2 x 151936 x 2048 and the final norm: 30,532,122,624 (the card: 30.5B). A token runs
+// 8 of the 128 experts: 3,353,032,704 active (the card: 3.3B). K/V: 2 x 4 x 128 x 2 = 2,048
+// bytes per layer.
 TEST(HfConfig, Qwen3MoeReadsItsExpertsAndTheirOwnWidth) {
   const ModelShape q = parse_hf_config(k_qwen3_moe, "qwen3-30b-a3b/config.json");
   EXPECT_EQ(q.experts, 128);
   EXPECT_EQ(q.experts_per_token, 8);
   EXPECT_EQ(q.ffn_dim, 768);
-  EXPECT_EQ(q.parameter_count(), 30'532'110'336);
-  EXPECT_EQ(q.active_parameters_per_token(), 3'353'020'416);
+  EXPECT_EQ(q.parameter_count(), 30'532'122'624);
+  EXPECT_EQ(q.active_parameters_per_token(), 3'353'032'704);
   EXPECT_EQ(q.kv_bytes_per_token_per_layer(), 2'048);
 }
 

@@ -85,18 +85,51 @@ TEST_F(HfConfigScenario, ItReplacesThePresetsShapeAsTheCommandLineGivesIt) {
 
 TEST_F(HfConfigScenario, WhatIsWrongInsideTheConfigNamesTheConfigAndItsKey) {
   std::string text = k_mixtral;
-  text.replace(text.find("\"mixtral\""), 9, "\"gpt2\"");
+  text.replace(text.find("\"mixtral\""), 9, "\"bert\"");
   const std::string path = write("config.json", text);
   EXPECT_EQ(error_of("model:\n  hf_config: " + path + "\n"),
             path +
                 ": model_type: expected one of llama, qwen2, qwen3, qwen3_moe, mistral, mixtral, "
-                "gemma, gemma2, "
-                "found \"gpt2\"");
+                "gemma, gemma2, gemma3, gemma3_text, deepseek_v2, deepseek_v3, llama4, "
+                "llama4_text, gpt2, found \"bert\"");
   // A folder is not a config file.
   EXPECT_EQ(error_of("model:\n  hf_config: " + dir_.string() + "\n"),
             "s.yaml:2:14: model.hf_config: expected the path of a Hugging Face config.json file, "
             "found \"" +
                 dir_.string() + "\" (not a regular file)");
+}
+
+// google/gemma-2-9b's config gives each of its 42 layers its attention's span: a depth key that
+// changes the layers is refused, naming it, rather than leaving layers without one.
+TEST_F(HfConfigScenario, AConfigsPerLayerSpansFixItsLayers) {
+  const std::string path = write("config.json", R"({"model_type": "gemma2", "head_dim": 256,
+    "hidden_size": 3584, "intermediate_size": 14336, "max_position_embeddings": 8192,
+    "num_attention_heads": 16, "num_hidden_layers": 42, "num_key_value_heads": 8,
+    "sliding_window": 4096, "vocab_size": 256000})");
+  EXPECT_EQ(error_of("model:\n  hf_config: " + path + "\n  depth:\n    prelude: 40\n"),
+            "s.yaml:4:14: model.depth.prelude: expected 42 layers (the config gives each layer its "
+            "attention's span), found 40");
+  const Scenario s = load_scenario_text("model:\n  hf_config: " + path + "\n", "s.yaml");
+  EXPECT_EQ(s.model.shape.windowed_layers.size(), 42U);
+  expect_round_trip(s);
+}
+
+// DeepSeek-V2-Lite's shared experts and dense first layer are its mixture's: model.experts: 0
+// leaves them nowhere, and is refused at that key.
+TEST_F(HfConfigScenario, AConfigsSharedExpertsNeedItsMixture) {
+  const std::string path = write("config.json", R"({"model_type": "deepseek_v2",
+    "hidden_size": 2048, "intermediate_size": 10944, "kv_lora_rank": 512,
+    "max_position_embeddings": 163840, "moe_intermediate_size": 1408, "n_routed_experts": 64,
+    "n_shared_experts": 2, "num_attention_heads": 16, "num_experts_per_tok": 6,
+    "num_hidden_layers": 27, "first_k_dense_replace": 1, "q_lora_rank": null,
+    "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128, "vocab_size": 102400})");
+  EXPECT_EQ(error_of("model:\n  hf_config: " + path + "\n  experts: 0\n  experts_per_token: 0\n"),
+            "s.yaml:3:12: model.experts: expected a mixture of experts (the config's shared "
+            "experts and dense layers are a mixture's), found 0");
+  const Scenario s = load_scenario_text("model:\n  hf_config: " + path + "\n", "s.yaml");
+  EXPECT_EQ(s.model.shape.shared_experts, 2);
+  EXPECT_EQ(s.model.shape.kv_bytes_per_token_per_layer(), 1152);
+  expect_round_trip(s);
 }
 
 TEST_F(HfConfigScenario, ExpertKeysMakeAPresetAMixture) {

@@ -30,11 +30,33 @@ double OpFit::predict_us(double batch, double context) const {
 std::string model_fingerprint(const ModelShape& m) {
   const DepthStructure& d = m.depth;
   std::string lora = d.lora_rank.empty() ? "-" : fmt::format("{}", fmt::join(d.lora_rank, ","));
-  return fmt::format("d{} h{}/{}x{} ffn{} v{} {} depth {}+{}x{}+{} lora {}", m.d_model, m.n_heads,
-                     m.n_kv_heads, m.head_dim, m.ffn_dim, m.vocab,
-                     m.mlp == MlpKind::gated ? "gated" : "plain", d.prelude_layers, d.block_layers,
-                     d.recursions, d.coda_layers, lora) +
-         (m.is_moe() ? fmt::format(" moe {}x{}", m.experts, m.experts_per_token) : "");
+  std::string fingerprint = fmt::format(
+      "d{} h{}/{}x{} ffn{} v{} {} depth {}+{}x{}+{} lora {}", m.d_model, m.n_heads, m.n_kv_heads,
+      m.head_dim, m.ffn_dim, m.vocab, m.mlp == MlpKind::gated ? "gated" : "plain", d.prelude_layers,
+      d.block_layers, d.recursions, d.coda_layers, lora);
+  if (m.is_moe())
+    fingerprint += fmt::format(" moe {}x{}", m.experts, m.experts_per_token);
+  // What Hugging Face configs add, only when there (so that the engine's models keep their
+  // fingerprints): a profile of another layer structure does not price this one.
+  if (m.latent.enabled()) {
+    fingerprint += fmt::format(" latent {}+{}/q{}/v{}", m.latent.kv_lora_rank,
+                               m.latent.rope_head_dim, m.latent.q_lora_rank, m.latent.v_head_dim);
+  }
+  if (!m.windowed_layers.empty()) {
+    fingerprint +=
+        fmt::format(" {} {} on {}", m.window.kind == WindowKind::sliding ? "window" : "chunk",
+                    m.window.tokens, fmt::join(m.windowed_layers, ""));
+  }
+  if (m.shared_experts > 0 || !m.dense_layers.empty()) {
+    fingerprint += fmt::format(" shared {} dense {} on {}", m.shared_experts, m.dense_ffn_dim,
+                               fmt::join(m.dense_layers, ""));
+  }
+  if (m.biases || m.learned_positions > 0 || m.norms_per_layer != 2 || m.qk_norm) {
+    fingerprint +=
+        fmt::format(" norms {}{}{} positions {}", m.norms_per_layer, m.qk_norm ? "+qk" : "",
+                    m.biases ? " biases" : "", m.learned_positions);
+  }
+  return fingerprint;
 }
 
 const OpFit* CostProfile::find(const std::string& name) const {

@@ -22,6 +22,17 @@ std::unique_ptr<CostModel> make_cost_model(const scenario::CostModelConfig& conf
         model, hardware, RooflineEfficiency{config.flops_efficiency, config.bandwidth_efficiency},
         parallel, exit_probes);
   }
+  // A measured table or profile has one price for a layer: layers that differ (windows, dense
+  // layers among mixtures) would all be priced as the one measured.
+  if (model.has_layer_kinds() && (config.kind == "table" || config.kind == "calibrated")) {
+    throw InputError(
+        {"", 0, 0, "cost_model.kind"},
+        expected_found(fmt::format("roofline for {}, whose layers differ (attention windows or "
+                                   "dense layers among mixtures) where a measured {} prices "
+                                   "every layer alike",
+                                   model.name, config.kind == "table" ? "table" : "profile"),
+                       config.kind));
+  }
   // A measured model prices one GPU's shard of each op at the scenario's TP; the collectives,
   // hand-offs and logits gather it did not measure come from a roofline of the scenario's
   // hardware, at the roofline's default efficiencies (a scenario sets them for kind roofline

@@ -123,7 +123,7 @@ void OpRates::apply(OpKind kind, const TensorShard& shard, OpParams& params) con
     case OpKind::attention_decode:
       params.fixed_ns = decode_floor_ns_;
       params.timed_feature = BatchFeature::decode_seqs;
-      params.ns_per_unit = decode_ns_per_sequence_head_ * static_cast<double>(shard.kv_heads);
+      params.ns_per_unit = decode_ns_per_sequence_head_ * static_cast<double>(shard.cache_heads);
       params.fixed_bound = PriceBound::attention_floor;
       params.fixed_parameter =
           "hardware.decode_attention_floor_us, hardware.decode_attention_us_per_sequence_head";

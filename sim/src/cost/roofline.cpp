@@ -267,11 +267,18 @@ void OpParams::add(BatchFeature feature, double flops, double bytes) {
     bytes += term.bytes * amount;
   }
   if (params.expert_imbalance != 0) {
+    const double tokens = x[at(BatchFeature::tokens)];
     const double busiest =
-        std::min(1 + params.expert_imbalance / std::sqrt(x[at(BatchFeature::tokens)]),
-                 params.expert_imbalance_cap);
-    flops *= busiest;
-    bytes = params.fixed_bytes + (bytes - params.fixed_bytes) * busiest;
+        std::min(1 + params.expert_imbalance / std::sqrt(tokens), params.expert_imbalance_cap);
+    if (params.balanced_flops == 0 && params.balanced_bytes == 0) {
+      flops *= busiest;
+      bytes = params.fixed_bytes + (bytes - params.fixed_bytes) * busiest;
+    } else {
+      const double even_flops = params.balanced_flops * tokens;
+      const double even_bytes = params.fixed_bytes + params.balanced_bytes * tokens;
+      flops = even_flops + (flops - even_flops) * busiest;
+      bytes = even_bytes + (bytes - even_bytes) * busiest;
+    }
   }
   if (params.routed_weight_bytes != 0) {
     bytes += params.routed_weight_bytes *
@@ -382,18 +389,26 @@ RooflineCostModel::RooflineCostModel(const ModelShape& model, const HardwareSpec
   stacked_depth_ = model.depth.stacked_depth();
   coda_layers_ = model.depth.coda_layers;
 
-  // Variants of the layer params: no LoRA first, then one per distinct rank in the stack.
-  std::vector<int> ranks = {0};
+  // Variants of the layer params: no LoRA, the model's own MLP and whole-context attention
+  // first (what the coda and op_cost use), then one per distinct LoRA rank, dense layer of a
+  // mixture or windowed layer in the stack (layers of a plain stack are its unique layers).
+  std::vector<roofline_ops::LayerVariant> variants = {{}};
   std::vector<int> variant_of_layer(static_cast<std::size_t>(stacked_depth_));
   for (int l = 0; l < stacked_depth_; ++l) {
-    const int rank = lora_rank_of_layer(model.depth, l);
-    auto it = std::find(ranks.begin(), ranks.end(), rank);
-    if (it == ranks.end())
-      it = ranks.insert(ranks.end(), rank);
-    variant_of_layer[static_cast<std::size_t>(l)] = static_cast<int>(it - ranks.begin());
+    const roofline_ops::LayerVariant variant{lora_rank_of_layer(model.depth, l),
+                                             model.is_moe() && !model.layer_is_moe(l),
+                                             model.layer_is_windowed(l)};
+    auto it = std::find(variants.begin(), variants.end(), variant);
+    if (it == variants.end())
+      it = variants.insert(variants.end(), variant);
+    variant_of_layer[static_cast<std::size_t>(l)] = static_cast<int>(it - variants.begin());
   }
-  variants_ = static_cast<int>(ranks.size());
-  const auto params_of = [&](OpKind kind, int rank) {
+  variants_ = static_cast<int>(variants.size());
+  for (const roofline_ops::LayerVariant& variant : variants)
+    windowed_.push_back(variant.windowed ? 1 : 0);
+  if (std::find(windowed_.begin(), windowed_.end(), 1) != windowed_.end())
+    window_ = model.window;
+  const auto params_of = [&](OpKind kind, const roofline_ops::LayerVariant& variant) {
     OpParams params;
     if (kind == OpKind::tp_all_reduce || kind == OpKind::logits_gather ||
         kind == OpKind::probe_reduce)
@@ -403,19 +418,19 @@ RooflineCostModel::RooflineCostModel(const ModelShape& model, const HardwareSpec
              kind == OpKind::probe_softmax)
       params = roofline_ops::head_op(kind, model, shard);
     else
-      params = roofline_ops::layer_op(kind, model, rank, shard);
+      params = roofline_ops::layer_op(kind, model, variant, shard);
     rates.apply(kind, shard, params);
     return params;
   };
-  for (const int rank : ranks) {
+  for (const roofline_ops::LayerVariant& variant : variants) {
     for (int v = 0; v < layer_graph_.size(); ++v)
-      layer_params_.push_back(params_of(layer_graph_.op(v).kind, rank));
-    kv_params_.push_back(params_of(OpKind::kv_projection, rank));
+      layer_params_.push_back(params_of(layer_graph_.op(v).kind, variant));
+    kv_params_.push_back(params_of(OpKind::kv_projection, variant));
   }
   for (int v = 0; v < head_graph_.size(); ++v)
-    head_params_.push_back(params_of(head_graph_.op(v).kind, 0));
+    head_params_.push_back(params_of(head_graph_.op(v).kind, {}));
   for (int v = 0; v < probe_graph_.size(); ++v)
-    probe_params_.push_back(params_of(probe_graph_.op(v).kind, 0));
+    probe_params_.push_back(params_of(probe_graph_.op(v).kind, {}));
   if (exit_probes) {
     for (const int point : model.depth.effective_exit_points()) {
       if (point < stacked_depth_)
@@ -430,7 +445,9 @@ RooflineCostModel::RooflineCostModel(const ModelShape& model, const HardwareSpec
     bool only = true;
     for (std::size_t v = 0; v < static_cast<std::size_t>(variants_); ++v) {
       const OpParams& params = layer_params_[v * ops + op];
-      only = only && params.launch_if == BatchFeature::tokens;
+      // An op a variant lacks (launch_if never) reads nothing.
+      only = only &&
+             (params.launch_if == BatchFeature::tokens || params.launch_if == BatchFeature::never);
       for (std::size_t t = 0; t < params.used_terms; ++t) {
         const BatchFeature f = params.terms[t].feature;
         only = only && (f == BatchFeature::tokens || f == BatchFeature::kv_reuse_tokens ||
@@ -698,12 +715,17 @@ const RooflineCostModel::Priced* RooflineCostModel::kv_tabled(std::size_t varian
 }
 
 void RooflineCostModel::add_stack_layers(int first, int last, const WorkCounts& run,
-                                         const LayerWindow& window, GraphTotals& totals) const {
+                                         const WorkCounts* windowed_run, const LayerWindow& window,
+                                         GraphTotals& totals) const {
   first = std::max(first, window.first);
   last = std::min(last, std::min(window.last, stacked_depth_));
   if (last <= first)
     return;
-  const BatchFeatures x = run.features();
+  const BatchFeatures whole = run.features();
+  // Windowed layers see the keys of their window (add_stack_by_sweep counts them).
+  BatchFeatures windowed_x;
+  if (windowed_run != nullptr)
+    windowed_x = windowed_run->features();
   const auto row = static_cast<std::size_t>(stacked_depth_) + 1;
   const auto ops = static_cast<std::size_t>(layer_graph_.size());
   for (std::size_t v = 0; v < static_cast<std::size_t>(variants_); ++v) {
@@ -711,6 +733,7 @@ void RooflineCostModel::add_stack_layers(int first, int last, const WorkCounts& 
                        variant_prefix_[v * row + static_cast<std::size_t>(first)];
     if (layers <= 0)
       continue;
+    const BatchFeatures& x = windowed_run != nullptr && windowed_[v] != 0 ? windowed_x : whole;
     if (run.tokens > 0)
       add_graph(layer_graph_, &layer_params_[v * ops], &token_prices_[v * k_token_table * ops], x,
                 layers, totals);
@@ -720,12 +743,16 @@ void RooflineCostModel::add_stack_layers(int first, int last, const WorkCounts& 
 }
 
 double RooflineCostModel::masked_flops(int first, int last, const BatchFeatures& run_x,
-                                       const WorkCounts& masked, const LayerWindow& window) const {
+                                       const WorkCounts& masked, const WorkCounts* windowed_masked,
+                                       const LayerWindow& window) const {
   first = std::max(first, window.first);
   last = std::min(last, std::min(window.last, stacked_depth_));
   if (masked.tokens <= 0 || last <= first)
     return 0;
-  const BatchFeatures x = masked.features();
+  const BatchFeatures whole = masked.features();
+  BatchFeatures windowed_x;
+  if (windowed_masked != nullptr)
+    windowed_x = windowed_masked->features();
   const auto row = static_cast<std::size_t>(stacked_depth_) + 1;
   const auto ops = static_cast<std::size_t>(layer_graph_.size());
   double flops = 0;
@@ -734,6 +761,7 @@ double RooflineCostModel::masked_flops(int first, int last, const BatchFeatures&
                        variant_prefix_[v * row + static_cast<std::size_t>(first)];
     if (layers <= 0)
       continue;
+    const BatchFeatures& x = windowed_masked != nullptr && windowed_[v] != 0 ? windowed_x : whole;
     double per_layer = 0;
     for (std::size_t op = 0; op < ops; ++op) {
       const OpParams& params = layer_params_[v * ops + op];
@@ -762,10 +790,14 @@ void RooflineCostModel::add_serial_op(const OpParams& params, const Priced* tabl
 // the entries' work at the group's first layer and finding where the next group begins.
 void RooflineCostModel::add_stack_by_sweep(std::span<const BatchEntry> batch,
                                            const LayerWindow& window, GraphTotals& totals) const {
+  // A model with windowed layers also sums each group as those layers see it.
+  const AttentionWindow* windowed = window_.none() ? nullptr : &window_;
   int done = 0;
   for (;;) {
     WorkCounts run{};
     WorkCounts masked{};
+    WorkCounts windowed_run{};
+    WorkCounts windowed_masked{};
     int next = std::numeric_limits<int>::max();
     for (const BatchEntry& e : batch) {
       if (e.query_tokens <= 0)
@@ -775,6 +807,10 @@ void RooflineCostModel::add_stack_by_sweep(std::span<const BatchEntry> batch,
         continue;
       run.add(layout_.work_at(e, s, done));
       masked.add(layout_.masked_at(e, s, done));
+      if (windowed != nullptr) {
+        windowed_run.add(layout_.work_at(e, s, done, windowed));
+        windowed_masked.add(layout_.masked_at(e, s, done, windowed));
+      }
       StackLayout::Breakpoints points;
       const std::size_t n = layout_.breakpoints(e, s, points);
       for (std::size_t i = 0; i < n; ++i) {
@@ -786,8 +822,10 @@ void RooflineCostModel::add_stack_by_sweep(std::span<const BatchEntry> batch,
     }
     if (next == std::numeric_limits<int>::max())
       return;
-    add_stack_layers(done, next, run, window, totals);
-    totals.masked_flops += masked_flops(done, next, run.features(), masked, window);
+    add_stack_layers(done, next, run, windowed != nullptr ? &windowed_run : nullptr, window,
+                     totals);
+    totals.masked_flops += masked_flops(done, next, run.features(), masked,
+                                        windowed != nullptr ? &windowed_masked : nullptr, window);
     done = next;
   }
 }
@@ -1075,8 +1113,10 @@ RooflineCostModel::LinearCounts RooflineCostModel::linear_counts(std::span<const
   PlainRun run{};
   int run_depth = -1;
   std::int64_t emitting = 0;
-  bool overflow = false;
-  for (const BatchEntry& e : batch) {
+  // A model with windowed layers takes the exact sweep, which counts their keys per group of
+  // layers; the one pass below sums whole contexts only.
+  bool overflow = !window_.none();
+  for (const BatchEntry& e : overflow ? std::span<const BatchEntry>() : batch) {
     if (e.query_tokens <= 0)
       continue;
     emitting += e.emits_token ? 1 : 0;
@@ -1143,11 +1183,11 @@ RooflineCostModel::LinearCounts RooflineCostModel::linear_counts(std::span<const
       if (boundary > masked_start) {
         if (masked.tokens > 0)
           totals.masked_flops +=
-              masked_flops(masked_start, boundary, running.features(), masked, window);
+              masked_flops(masked_start, boundary, running.features(), masked, nullptr, window);
         masked_start = boundary;
       }
       if (run_changes && boundary > group_start) {
-        add_stack_layers(group_start, boundary, running, window, totals);
+        add_stack_layers(group_start, boundary, running, nullptr, window, totals);
         group_start = boundary;
       }
       if (at_end == boundary) {
@@ -1162,7 +1202,7 @@ RooflineCostModel::LinearCounts RooflineCostModel::linear_counts(std::span<const
     // The K/V-only tokens counted with their depths run to the top (every change of the batch
     // is behind the walk, so they are all that is left), ending the stack when no boundary did.
     if (running.kv_only_tokens > 0 && group_start < stacked_depth_)
-      add_stack_layers(group_start, stacked_depth_, running, window, totals);
+      add_stack_layers(group_start, stacked_depth_, running, nullptr, window, totals);
   } else {
     add_stack_by_sweep(batch, window, totals);
     emitting = 0;
@@ -1202,7 +1242,9 @@ void RooflineCostModel::add_coda_and_head(const WorkCounts& all, std::int64_t em
 void RooflineCostModel::count_stack_layers(int first, int last, const WorkCounts& run,
                                            IterationCost& counts) const {
   GraphTotals totals;
-  add_stack_layers(first, last, run, {0, stacked_depth_ + coda_layers_, true}, totals);
+  // Measured cost models price no model with windowed layers (make_cost_model): `run` is what
+  // every layer sees.
+  add_stack_layers(first, last, run, nullptr, {0, stacked_depth_ + coda_layers_, true}, totals);
   counts.flops += totals.flops;
   counts.bytes += totals.bytes;
 }
@@ -1433,16 +1475,17 @@ std::vector<OpCost> RooflineCostModel::op_breakdown(std::span<const BatchEntry> 
   const BatchFeatures none{};
   const auto n_ops = static_cast<std::size_t>(layer_graph_.size());
   for (int l = 0; l < stacked_depth_; ++l) {
+    const std::size_t variant = variant_of_layer(l);
+    const AttentionWindow* windowed = windowed_[variant] != 0 ? &window_ : nullptr;
     WorkCounts reached{};
     WorkCounts masked{};
     for (const BatchEntry& e : batch) {
       if (e.query_tokens <= 0)
         continue;
       const EntrySpan s = layout_.span_of(e);
-      reached.add(layout_.work_at(e, s, l));
-      masked.add(layout_.masked_at(e, s, l));
+      reached.add(layout_.work_at(e, s, l, windowed));
+      masked.add(layout_.masked_at(e, s, l, windowed));
     }
-    const std::size_t variant = variant_of_layer(l);
     const BatchFeatures x = reached.features();
     emit_graph(layer_graph_, &layer_params_[variant * n_ops], x, masked.features(), l);
     ops.push_back(describe(OpKind::kv_projection, l, kv_params_[variant], x, none));

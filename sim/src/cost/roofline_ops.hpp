@@ -26,9 +26,21 @@ ExpertLoad expert_load_imbalance(const ModelShape& model, const TensorShard& sha
 // E[max of n independent standard normals], by numerical integration.
 double expected_max_of_normals(int n);
 
-// Params of a layer op, one GPU's shard of it, for a layer carrying LoRA adapters of rank `rank`
-// (0 for none).
-OpParams layer_op(OpKind kind, const ModelShape& model, int rank, const TensorShard& shard);
+// What sets a layer's op params apart from another's: its LoRA adapters' rank (0 for none),
+// and in a mixture of experts whether its MLP is a dense one (DeepSeek's first layers, Llama 4's
+// interleaved ones). A windowed layer's params are those of its MLP's variant: what differs is
+// the keys its attention sees, its batch features (WorkCounts::add_windowed_queries).
+struct LayerVariant {
+  int lora_rank = 0;
+  bool dense_mlp = false;
+  bool windowed = false;
+
+  friend bool operator==(const LayerVariant&, const LayerVariant&) = default;
+};
+
+// Params of a layer op, one GPU's shard of it, for a layer of the variant given.
+OpParams layer_op(OpKind kind, const ModelShape& model, const LayerVariant& variant,
+                  const TensorShard& shard);
 OpParams head_op(OpKind kind, const ModelShape& model, const TensorShard& shard);
 // A collective of the tensor-parallel group (tp_all_reduce, logits_gather, probe_reduce): the
 // bytes one GPU sends over the node's link in a ring (its time and latency: OpRates).

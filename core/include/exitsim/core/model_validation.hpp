@@ -19,7 +19,11 @@ struct ShapeProblem {
 // experts >= 0 with experts_per_token in [1, experts] (0 for a dense model), a shared block
 // exactly when there are recursions, at least one layer, one LoRA rank per recursion (or none;
 // only rank 0 on a mixture of experts), exit points strictly ascending within [1, stacked
-// depth].
+// depth]; and what Hugging Face configs add: shared experts and dense layers only in a mixture,
+// per-layer lists (dense layers, windowed layers) one entry per layer of a plain stack (refused
+// at depth.prelude, depth.recursions or depth.coda otherwise), a window exactly with its layers,
+// latent attention with its rotary part inside head_dim, n_kv_heads = n_heads and no shared
+// block.
 std::optional<ShapeProblem> find_shape_problem(const ModelShape& shape);
 
 }  // namespace exitsim

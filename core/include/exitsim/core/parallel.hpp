@@ -56,14 +56,22 @@ bool hand_off_crosses_nodes(int stage, const ParallelSpec& parallel, int gpus_pe
 //   K/V head its query heads read (degree a multiple of n_kv_heads, e.g. 8 GPUs for 8B's 8);
 // - the MLP's hidden dimension split (gate/up column-parallel, down row-parallel); in a mixture
 //   of experts every expert's, the same way (each GPU holds 1/degree of every expert), or under
-//   expert parallelism experts / degree whole experts per GPU; the router replicated;
+//   expert parallelism experts / degree whole experts per GPU; the router replicated; shared
+//   experts and the dense layers among mixtures split as a dense MLP is;
+// - latent attention's down-projections (to the Q bottleneck, to the K/V latent) replicated,
+//   its up-projections and output split by heads, and its latent cached whole on every GPU;
 // - the vocabulary split for the embedding and the LM head, padded up to a multiple of degree;
 // - norms replicated.
 struct TensorShard {
   int degree = 1;
   std::int64_t heads = 0;
   std::int64_t kv_heads = 0;
-  std::int64_t ffn = 0;  // of the dense MLP, or of each expert this GPU holds
+  // K/V heads a decode kernel walks per sequence: kv_heads, or 1 for latent attention's latent
+  // (one multi-query head for every query head).
+  std::int64_t cache_heads = 0;
+  std::int64_t ffn = 0;         // of the dense MLP, or of each expert this GPU holds
+  std::int64_t shared_ffn = 0;  // of each shared expert of a mixture (split, EP or not)
+  std::int64_t dense_ffn = 0;   // of a dense layer among a mixture's layers
   std::int64_t vocab = 0;
   std::int64_t local_experts = 0;  // experts this GPU holds (a share of each, or whole ones)
   bool expert_parallel = false;

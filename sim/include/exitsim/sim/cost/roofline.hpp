@@ -62,6 +62,10 @@ struct OpParams {
   // (expert_load_imbalance). 0: no EP.
   double expert_imbalance = 0;
   double expert_imbalance_cap = 1;
+  // The part of the tokens term's FLOPs and bytes (per token) that every GPU of the EP group does
+  // alike, which the busiest GPU's share does not scale: a mixture's shared experts.
+  double balanced_flops = 0;
+  double balanced_bytes = 0;
   BatchFeature launch_if = BatchFeature::tokens;
   // A collective of the tensor-parallel group: its bytes are what one GPU sends over the link
   // (not memory traffic), priced bytes x ns_per_byte + fixed_ns, with no FLOPs.
@@ -282,13 +286,14 @@ class RooflineCostModel final : public CostModel {
   // `tabled`: its price from kv_prices_ when that holds this batch's, else nullptr.
   void add_serial_op(const OpParams& params, const Priced* tabled, const BatchFeatures& x,
                      double repeat, GraphTotals& totals) const;
-  // Layers [first, last) of the stack, each seeing the batch `run`.
+  // Layers [first, last) of the stack, each seeing the batch `run`, and the windowed ones
+  // `windowed_run` (the same batch with their window's keys; nullptr when the model has none).
   // Only the part inside `window` counts, here and below.
-  void add_stack_layers(int first, int last, const WorkCounts& run, const LayerWindow& window,
-                        GraphTotals& totals) const;
+  void add_stack_layers(int first, int last, const WorkCounts& run, const WorkCounts* windowed_run,
+                        const LayerWindow& window, GraphTotals& totals) const;
   // FLOPs of the masked part of layers [first, last), in the ops the batch `run_x` launches.
   double masked_flops(int first, int last, const BatchFeatures& run_x, const WorkCounts& masked,
-                      const LayerWindow& window) const;
+                      const WorkCounts* windowed_masked, const LayerWindow& window) const;
   void add_stack_by_sweep(std::span<const BatchEntry> batch, const LayerWindow& window,
                           GraphTotals& totals) const;
   // The coda layers inside `window` for the tokens `all` that run them, then the head when the
@@ -367,6 +372,10 @@ class RooflineCostModel final : public CostModel {
   // variant_prefix_[variant * (stacked + 1) + l]: stack layers below l that use the variant.
   std::vector<int> variant_prefix_;
   int variants_ = 1;
+  // windowed_[variant]: its layers' attention sees window_ (a model without windowed layers has
+  // none: window_ is then empty, and iteration_cost takes its one-pass path).
+  std::vector<std::uint8_t> windowed_;
+  AttentionWindow window_;
   StackLayout layout_;
   int stacked_depth_ = 0;
   int coda_layers_ = 0;

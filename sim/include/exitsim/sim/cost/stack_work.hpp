@@ -27,6 +27,8 @@ enum class BatchFeature : std::uint8_t {
   kv_reuse_decode,   // decode entries among them: decode attention writes no K/V for them
   kv_reuse_prefill,  // prefill tokens among them: prefill attention writes no K/V for them
   kv_reuse_all,      // 1 when every token here reuses: the K/V weights are not read
+  never,             // always 0: the launch condition of an op a layer lacks (a dense layer's
+                     // router in a mixture)
 };
 inline constexpr std::size_t k_batch_feature_count = 16;  // padded for vectorisation
 using BatchFeatures = std::array<double, k_batch_feature_count>;
@@ -61,6 +63,19 @@ struct WorkCounts {
     prefill_tokens += decode ? 0 : sign * q;
     prefill_pairs += decode ? 0 : sign * (q * c + q * (q + 1) / 2);
     prefill_kv += decode ? 0 : sign * (c + q);
+  }
+  // The same queries as a windowed layer sees them: decode_kv, prefill_pairs and prefill_kv
+  // count the keys of `window` (AttentionWindow::keys_at, keys_before, kv_span), not the whole
+  // context.
+  void add_windowed_queries(std::int64_t q, std::int64_t c, const AttentionWindow& window,
+                            std::int64_t sign = 1) {
+    const bool decode = q == 1;
+    tokens += sign * q;
+    decode_seqs += decode ? sign : 0;
+    decode_kv += decode ? sign * window.keys_at(c) : 0;
+    prefill_tokens += decode ? 0 : sign * q;
+    prefill_pairs += decode ? 0 : sign * (window.keys_before(c + q) - window.keys_before(c));
+    prefill_kv += decode ? 0 : sign * window.kv_span(c, q);
   }
   void add(const BatchEntry& e) { add_queries(e.query_tokens, e.context_tokens); }
   void add(const WorkCounts& o) {
@@ -150,10 +165,13 @@ class StackLayout {
   EntrySpan span_of(const BatchEntry& e) const;
   // Entry e's work at a 0-based stack layer: its queries running the full layer (with the context
   // of that layer's recursion, the pending tokens joined and without K/V projections where it
-  // reuses them), its K/V-only tokens, or nothing.
-  WorkCounts work_at(const BatchEntry& e, const EntrySpan& s, int layer) const;
+  // reuses them), its K/V-only tokens, or nothing. With `window`, as a windowed layer sees the
+  // queries (WorkCounts::add_windowed_queries).
+  WorkCounts work_at(const BatchEntry& e, const EntrySpan& s, int layer,
+                     const AttentionWindow* window = nullptr) const;
   // The part of work_at that is masked.
-  WorkCounts masked_at(const BatchEntry& e, const EntrySpan& s, int layer) const;
+  WorkCounts masked_at(const BatchEntry& e, const EntrySpan& s, int layer,
+                       const AttentionWindow* window = nullptr) const;
   // Sorted distinct layers in [s.start, s.kv_end] at which work_at or masked_at may change (they
   // are constant between consecutive ones, and nothing from the last one on). Returns the count.
   std::size_t breakpoints(const BatchEntry& e, const EntrySpan& s, Breakpoints& out) const;
@@ -177,7 +195,8 @@ inline EntrySpan StackLayout::span_of(const BatchEntry& e) const {
   return s;
 }
 
-inline WorkCounts StackLayout::work_at(const BatchEntry& e, const EntrySpan& s, int layer) const {
+inline WorkCounts StackLayout::work_at(const BatchEntry& e, const EntrySpan& s, int layer,
+                                       const AttentionWindow* window) const {
   WorkCounts w{};
   if (layer >= s.start && layer < s.depth) {
     const int r = recursion_of_layer(layer);
@@ -189,7 +208,10 @@ inline WorkCounts StackLayout::work_at(const BatchEntry& e, const EntrySpan& s, 
       q += e.pending_tokens;
       c = std::max<std::int64_t>(c - e.pending_tokens, 0);
     }
-    w.add_queries(q, c);
+    if (window != nullptr)
+      w.add_windowed_queries(q, c, *window);
+    else
+      w.add_queries(q, c);
     if (e.reuse_first_recursion_kv && r >= 2) {
       w.reuse_decode = w.decode_seqs;
       w.reuse_prefill = w.prefill_tokens;
@@ -200,9 +222,10 @@ inline WorkCounts StackLayout::work_at(const BatchEntry& e, const EntrySpan& s, 
   return w;
 }
 
-inline WorkCounts StackLayout::masked_at(const BatchEntry& e, const EntrySpan& s, int layer) const {
+inline WorkCounts StackLayout::masked_at(const BatchEntry& e, const EntrySpan& s, int layer,
+                                         const AttentionWindow* window) const {
   if (layer >= s.useful && layer < s.depth)
-    return work_at(e, s, layer);
+    return work_at(e, s, layer, window);
   return WorkCounts{};
 }
 
