@@ -169,21 +169,22 @@ def run_step(model, inputs, base):
     return torch.argmax(out.logits[:, -1, :], dim=-1)
 
 
-def timed(model, prepared, base, profiler=None):
-    """Each step's (wall, CPU) time in ms (the profiler, when given, steps after each). The
+def timed(run, prepared, profiler=None):
+    """Each step's (wall, CPU) time in ms, `run` called on each prepared input (the profiler, when
+    given, steps after each). The
     process's CPU time leaves out the time other jobs on a shared machine hold the core, so the
     profiler's overhead shows in it when wall times are noisy."""
     times = []
     for inputs in prepared:
         wall, cpu = time.perf_counter(), time.process_time()
-        run_step(model, inputs, base)
+        run(inputs)
         times.append(((time.perf_counter() - wall) * 1e3, (time.process_time() - cpu) * 1e3))
         if profiler is not None:
             profiler.step()
     return times
 
 
-def profiled(model, make_inputs, base, trace_path, metadata):
+def profiled(run, make_inputs, trace_path, metadata):
     """The steps' times under the profiler; writes their trace (one warm-up step first, which
     the schedule keeps out of it)."""
     prepared = [make() for make in make_inputs[:1] + make_inputs]
@@ -194,14 +195,14 @@ def profiled(model, make_inputs, base, trace_path, metadata):
                                 on_trace_ready=lambda p: p.export_chrome_trace(trace_path)) as prof:
         for key, value in metadata.items():  # only kept while the profiler runs
             prof.add_metadata(key, value)
-        times = timed(model, prepared, base, prof)
+        times = timed(run, prepared, prof)
     return times[1:]
 
 
-def unprofiled(model, make_inputs, base, repeats):
+def unprofiled(run, make_inputs, repeats):
     """The steps' times without the profiler, one list per run (inputs rebuilt per run: a
     decode step grows its cache)."""
-    return [timed(model, [make() for make in make_inputs], base) for _ in range(repeats)]
+    return [timed(run, [make() for make in make_inputs]) for _ in range(repeats)]
 
 
 def median_per_step(runs):
@@ -226,15 +227,16 @@ def write_traces(name, args):
         make_inputs = [lambda s=s, i=i: step_inputs(model, *s, seed=1000 + i)
                        for i, s in enumerate(shapes)]
         stem = os.path.join(args.out, f"{name}.{trace}")
+        run = lambda inputs: run_step(model, inputs, spec.base)  # noqa: E731
         # Unprofiled runs before and after the profiled one: on a shared machine the load
         # drifts, and the median of runs on both sides follows the profiled run's better.
         with torch.no_grad(), tempfile.TemporaryDirectory() as scratch:
-            unprofiled(model, make_inputs, spec.base, 1)  # warm-up: allocator, oneDNN
-            before = unprofiled(model, make_inputs, spec.base, args.repeats // 2)
+            unprofiled(run, make_inputs, 1)  # warm-up: allocator, oneDNN
+            before = unprofiled(run, make_inputs, args.repeats // 2)
             raw = os.path.join(scratch, "trace.json")
-            with_profiler = profiled(model, make_inputs, spec.base, raw, metadata)
+            with_profiler = profiled(run, make_inputs, raw, metadata)
             write_gzip(raw, stem + ".kineto.json.gz")
-            after = unprofiled(model, make_inputs, spec.base, args.repeats - args.repeats // 2)
+            after = unprofiled(run, make_inputs, args.repeats - args.repeats // 2)
             without = median_per_step(before + after)
         write_steps(stem + ".steps.json", name, model.config, shapes, with_profiler, without)
         print(f"wrote {stem}.kineto.json.gz ({os.path.getsize(stem + '.kineto.json.gz')} bytes, "

@@ -7,83 +7,31 @@
 // sees it); the profile then prices the held-out steps against their measured wall time.
 #include <gtest/gtest.h>
 
-#include <cmath>
-#include <cstdio>
 #include <fstream>
 #include <string>
 #include <vector>
 
-#include "exitsim/analysis/calibrate.hpp"
-#include "exitsim/core/presets.hpp"
-#include "exitsim/sim/cost/calibrated_cost_model.hpp"
 #include "exitsim/sim/cost/roofline.hpp"
 #include "support/kineto_traces.hpp"
-#include "support/test_files.hpp"
 
 namespace exitsim::analysis {
 namespace {
 
-using test_support::TempDir;
-
 const std::string k_hf = std::string(EXITSIM_SOURCE_DIR) + "/tests/analysis/data/kineto/hf/";
 
-nlohmann::json read_steps(const std::string& phase) {
-  std::ifstream in(k_hf + phase + ".steps.json");
-  return nlohmann::json::parse(in);
-}
-
-struct HeldOut {
-  KinetoCalibration imported;
+struct HeldOut : test_support::HeldOutPricing {
   ModelShape shape;  // as the generator ran it (its config), not as the import read it
-  std::vector<double> errors;
-  double median = 0;
 };
 
-// Calibrates from `phases` (e.g. llama3.prefill and llama3.decode) without every third step
-// (ProfilerStep#3, #6, ...), then prices each of those against its wall time under the profiler
-// (the steps.json's profiled_ms: perf_counter around the step). `emits`: whether the steps ran an
-// LM head (a base model's do not, and are priced without one).
+// `phases` calibrate with every third step held out (test_support::price_held_out_steps), priced
+// as the model the first phase's steps.json records.
 HeldOut held_out(const std::vector<std::string>& phases, bool emits) {
-  TempDir dir;
+  std::ifstream in(k_hf + phases.front() + ".steps.json");
   HeldOut out;
-  std::vector<std::string> paths;
-  std::vector<nlohmann::json> kept_out;
-  for (const std::string& phase : phases) {
-    const nlohmann::json steps = read_steps(phase);
-    out.shape = test_support::recorded_hf_shape(steps);
-    std::set<int> dropped;
-    for (std::size_t i = 0; i < steps["calibration"].size(); ++i) {
-      if (i % 3 == 2) {
-        dropped.insert(static_cast<int>(i) + 1);  // ProfilerStep#1 is the first step
-        kept_out.push_back(steps["calibration"][i]);
-      }
-    }
-    const nlohmann::json trace = test_support::without_steps(
-        test_support::read_trace_json(k_hf + phase + ".kineto.json.gz"), dropped);
-    paths.push_back(dir.write(phase + ".json", trace.dump()));
-  }
-  out.imported = calibrate_kineto(paths, {});
-  sim::ParallelPricing pricing;
-  pricing.hardware = *find_hardware_preset("h100-sxm");  // prices a base model's head only
-  const sim::CalibratedCostModel priced(out.imported.profile, paths.front(), out.shape, pricing);
-  for (const nlohmann::json& step : kept_out) {
-    const double predicted_ms =
-        static_cast<double>(
-            priced.iteration_cost(test_support::recorded_batch(step, out.shape, emits)).total) /
-        1e6;
-    out.errors.push_back(std::abs(predicted_ms / step["profiled_ms"].get<double>() - 1));
-  }
-  out.median = test_support::median(out.errors);
+  out.shape = test_support::recorded_hf_shape(nlohmann::json::parse(in));
+  static_cast<test_support::HeldOutPricing&>(out) =
+      test_support::price_held_out_steps(k_hf, phases, out.shape, emits);
   return out;
-}
-
-void report(const std::string& model, const HeldOut& h) {
-  std::string each;
-  for (const double e : h.errors)
-    each += (each.empty() ? "" : ", ") + std::to_string(static_cast<int>(std::lround(100 * e)));
-  std::printf("%s: %zu held-out steps, median error %.1f%% (each: %s%%)\n", model.c_str(),
-              h.errors.size(), 100 * h.median, each.c_str());
-  ::testing::Test::RecordProperty("median_held_out_error", std::to_string(h.median));
 }
 
 // The bound. The traces were recorded on this project's shared 2-core machine under load: a step
@@ -102,7 +50,10 @@ TEST(KinetoHf, Llama3PricesItsHeldOutSteps) {
   EXPECT_EQ(h.imported.profile.source.model_shape, sim::model_fingerprint(h.shape));
   EXPECT_EQ(h.imported.profile.source.model_shape,
             "d4096 h32/8x128 ffn14336 v32000 gated depth 2+0x0+0 lora -");
-  report("llama3", h);
+  // logits_to_keep=1: one head row per sequence, as the simulator prices it.
+  for (const std::string& note : h.imported.profile.notes)
+    EXPECT_EQ(note.find("every position"), std::string::npos) << note;
+  test_support::report_held_out("llama3", h);
   EXPECT_LE(h.median, k_bound);
 }
 
@@ -110,7 +61,7 @@ TEST(KinetoHf, Llama3PricesItsHeldOutSteps) {
 TEST(KinetoHf, Qwen3WithQkNormPricesItsHeldOutSteps) {
   const HeldOut h = held_out({"qwen3.prefill", "qwen3.decode"}, true);
   EXPECT_EQ(h.imported.profile.source.model_shape, sim::model_fingerprint(h.shape));
-  report("qwen3", h);
+  test_support::report_held_out("qwen3", h);
   EXPECT_LE(h.median, k_bound);
 }
 
@@ -119,7 +70,7 @@ TEST(KinetoHf, Qwen3WithQkNormPricesItsHeldOutSteps) {
 TEST(KinetoHf, Gemma2PricesItsHeldOutSteps) {
   const HeldOut h = held_out({"gemma2.prefill", "gemma2.decode"}, true);
   EXPECT_EQ(h.imported.profile.source.model_shape, sim::model_fingerprint(h.shape));
-  report("gemma2", h);
+  test_support::report_held_out("gemma2", h);
   EXPECT_LE(h.median, k_bound);
 }
 
@@ -129,7 +80,7 @@ TEST(KinetoHf, MixtralGroupedExpertsPricesItsHeldOutSteps) {
   EXPECT_EQ(h.imported.profile.source.model_shape, sim::model_fingerprint(h.shape));
   EXPECT_EQ(h.imported.profile.source.model_shape,
             "d1024 h32/8x128 ffn3584 v32000 gated depth 2+0x0+0 lora - moe 8x2");
-  report("mixtral", h);
+  test_support::report_held_out("mixtral", h);
   EXPECT_LE(h.median, k_bound);
 }
 
@@ -137,7 +88,7 @@ TEST(KinetoHf, MixtralGroupedExpertsPricesItsHeldOutSteps) {
 TEST(KinetoHf, MixtralLoopedExpertsPricesItsHeldOutSteps) {
   const HeldOut h = held_out({"mixtral-eager.prefill", "mixtral-eager.decode"}, true);
   EXPECT_EQ(h.imported.profile.source.model_shape, sim::model_fingerprint(h.shape));
-  report("mixtral-eager", h);
+  test_support::report_held_out("mixtral-eager", h);
   EXPECT_LE(h.median, k_bound);
 }
 
@@ -148,7 +99,7 @@ TEST(KinetoHf, ABaseModelWithoutLmHeadPricesItsHeldOutSteps) {
   EXPECT_EQ(h.imported.profile.source.model_shape, sim::model_fingerprint(h.shape));
   EXPECT_EQ(h.imported.profile.find("lm_head"), nullptr);
   EXPECT_EQ(h.imported.profile.find("sampling"), nullptr);
-  report("llama3-base", h);
+  test_support::report_held_out("llama3-base", h);
   EXPECT_LE(h.median, k_bound);
 }
 

@@ -52,6 +52,15 @@ std::vector<std::string> import_report(const kineto::ImportReport& report, int t
         report.headless_steps == report.steps ? "no lm_head and no sampling"
                                               : "lm_head and sampling from the other steps"));
   }
+  if (report.every_position_head_steps > 0) {
+    lines.push_back(fmt::format(
+        "head       {} of {} steps ran the LM head on every position, not only each sequence's "
+        "last (e.g. LitGPT's GPT.forward): lm_head is fitted per row, and a simulated step "
+        "prices one row per sequence, so their head on the other rows ({:.1f} ms, {:.1f}% of "
+        "those steps' time) is in no simulated step",
+        report.every_position_head_steps, report.steps, report.every_position_head_extra_us / 1e3,
+        100 * report.every_position_head_extra_us / report.every_position_head_step_us));
+  }
   if (!report.graph_steps.empty()) {
     std::int64_t n = 0;
     std::string batches;

@@ -213,6 +213,14 @@ void map_trace(const Trace& trace, Samples& samples, std::vector<TraceStep>& ste
     report.step_us += traced.wall_us;
     report.prefill_steps += step.layers.front().attention.queries > 1 ? 1 : 0;
     report.headless_steps += step.lm_head.empty() ? 1 : 0;
+    const std::int64_t sequences = step.layers.front().attention.sequences;
+    if (!step.lm_head.empty() && sequences > 0 && step.lm_rows > sequences) {
+      ++report.every_position_head_steps;
+      report.every_position_head_step_us += traced.wall_us;
+      report.every_position_head_extra_us +=
+          total_us(step.lm_head) *
+          (1 - static_cast<double>(sequences) / static_cast<double>(step.lm_rows));
+    }
     report.gpu_ran_past += bound.gpu_ran_past ? 1 : 0;
     ++report.steps;
     steps.push_back(std::move(traced));

@@ -29,6 +29,11 @@ struct ImportReport {
   std::int64_t steps = 0;
   std::int64_t prefill_steps = 0;
   std::int64_t headless_steps = 0;  // steps without an LM head (a base model)
+  // Steps whose LM head ran on every position, not one row per sequence (LitGPT's GPT.forward):
+  // how many, their wall time, and their head's time on the rows beyond one per sequence.
+  std::int64_t every_position_head_steps = 0;
+  double every_position_head_step_us = 0;
+  double every_position_head_extra_us = 0;
   std::int64_t skipped_steps = 0;
   std::array<SkipTally, k_skip_kinds> skipped{};  // by Skip
   // Top-level operators outside every mapped op (step set-up such as rotary tables and masks),

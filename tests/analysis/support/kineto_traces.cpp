@@ -1,9 +1,16 @@
 #include "kineto_traces.hpp"
 
+#include <gtest/gtest.h>
 #include <zlib.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
 #include <stdexcept>
+
+#include "exitsim/core/presets.hpp"
+#include "exitsim/sim/cost/calibrated_cost_model.hpp"
 
 namespace exitsim::test_support {
 
@@ -67,6 +74,55 @@ std::vector<sim::BatchEntry> recorded_batch(const nlohmann::json& step, const Mo
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.size() % 2 == 1 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+HeldOutPricing price_held_out_steps(const std::string& folder,
+                                    const std::vector<std::string>& phases, const ModelShape& shape,
+                                    bool emits, bool head_on_every_position) {
+  TempDir dir;
+  HeldOutPricing out;
+  std::vector<std::string> paths;
+  std::vector<nlohmann::json> kept_out;
+  for (const std::string& phase : phases) {
+    std::ifstream in(folder + phase + ".steps.json");
+    const nlohmann::json steps = nlohmann::json::parse(in);
+    std::set<int> dropped;
+    for (std::size_t i = 0; i < steps["calibration"].size(); ++i) {
+      if (i % 3 == 2) {
+        dropped.insert(static_cast<int>(i) + 1);  // ProfilerStep#1 is the first step
+        kept_out.push_back(steps["calibration"][i]);
+      }
+    }
+    const nlohmann::json trace =
+        without_steps(read_trace_json(folder + phase + ".kineto.json.gz"), dropped);
+    paths.push_back(dir.write(phase + ".json", trace.dump()));
+  }
+  out.imported = analysis::calibrate_kineto(paths, {});
+  sim::ParallelPricing pricing;
+  pricing.hardware = *find_hardware_preset("h100-sxm");  // prices a base model's head only
+  const sim::CalibratedCostModel priced(out.imported.profile, paths.front(), shape, pricing);
+  for (const nlohmann::json& step : kept_out) {
+    double predicted_ms =
+        static_cast<double>(priced.iteration_cost(recorded_batch(step, shape, emits)).total) / 1e6;
+    if (head_on_every_position && step["kind"] == "prefill") {
+      const sim::OpFit* head = out.imported.profile.find("lm_head");
+      const auto sequences = step["batch"].get<double>();
+      const double rows = sequences * step["prompt_tokens"].get<double>();
+      predicted_ms += (head->predict_us(rows, 0) - head->predict_us(sequences, 0)) / 1e3;
+    }
+    out.errors.push_back(std::abs(predicted_ms / step["profiled_ms"].get<double>() - 1));
+  }
+  out.median = median(out.errors);
+  return out;
+}
+
+void report_held_out(const std::string& model, const HeldOutPricing& h) {
+  std::string each;
+  for (const double e : h.errors)
+    each += (each.empty() ? "" : ", ") + std::to_string(static_cast<int>(std::lround(100 * e)));
+  std::printf("%s: %zu held-out steps, median error %.1f%% (each: %s%%)\n", model.c_str(),
+              h.errors.size(), 100 * h.median, each.c_str());
+  ::testing::Test::RecordProperty("median_held_out_error", std::to_string(h.median));
 }
 
 nlohmann::json gpu_fixture() {

@@ -32,6 +32,28 @@ std::vector<sim::BatchEntry> recorded_batch(const nlohmann::json& step, const Mo
 
 double median(std::vector<double> values);
 
+// A calibration with every third step held out, and its pricing of those steps.
+struct HeldOutPricing {
+  analysis::KinetoCalibration imported;
+  std::vector<double> errors;  // |predicted / measured - 1| of each held-out step
+  double median = 0;
+};
+
+// Calibrates from `phases` (e.g. llama3.prefill and llama3.decode: <folder><phase>.kineto.json.gz
+// and .steps.json) without every third step (ProfilerStep#3, #6, ...: their ranges removed, so the
+// import never sees them), then prices each of those, as `shape` at full depth, against its wall
+// time under the profiler (the steps.json's profiled_ms: perf_counter around the step).
+// `emits`: whether the steps ran an LM head (a base model's do not, and are priced without one).
+// `head_on_every_position`: the framework ran the LM head on every prompt token, not one row per
+// sequence as the simulator prices it (LitGPT); a prefill step's prediction then adds the
+// profile's lm_head fit on its other rows, which calibrate names as in no simulated step.
+HeldOutPricing price_held_out_steps(const std::string& folder,
+                                    const std::vector<std::string>& phases, const ModelShape& shape,
+                                    bool emits, bool head_on_every_position = false);
+
+// Prints the held-out errors (the figures a bound is set from) and records their median.
+void report_held_out(const std::string& model, const HeldOutPricing& h);
+
 // tests/analysis/data/kineto/gpu_plain.kineto.json.gz (make_gpu_fixture.py): a one-layer model's
 // 12 decode steps on a GPU, each operator's kernel a known line in the batch.
 nlohmann::json gpu_fixture();
