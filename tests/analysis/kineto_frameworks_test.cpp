@@ -40,6 +40,7 @@ ModelShape qwen3_8b() {
   m.vocab = 151936;
   m.mlp = MlpKind::gated;
   m.depth = DepthStructure::plain(36);
+  m.qk_norm = true;  // Qwen3's per-head q_norm and k_norm (SGLang's apply_qk_norm)
   return m;
 }
 

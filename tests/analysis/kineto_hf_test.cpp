@@ -57,10 +57,13 @@ TEST(KinetoHf, Llama3PricesItsHeldOutSteps) {
   EXPECT_LE(h.median, k_bound);
 }
 
-// Qwen3's q_norm and k_norm sit between the projections and the attention: they are rotary's.
+// Qwen3's q_norm and k_norm sit between the projections and the attention: they are rotary's, and
+// the shape records them (a Qwen3 scenario from its config.json has them too).
 TEST(KinetoHf, Qwen3WithQkNormPricesItsHeldOutSteps) {
   const HeldOut h = held_out({"qwen3.prefill", "qwen3.decode"}, true);
   EXPECT_EQ(h.imported.profile.source.model_shape, sim::model_fingerprint(h.shape));
+  EXPECT_EQ(h.imported.profile.source.model_shape,
+            "d5120 h40/8x128 ffn17408 v32000 gated depth 2+0x0+0 lora - norms 2+qk positions 0");
   test_support::report_held_out("qwen3", h);
   EXPECT_LE(h.median, k_bound);
 }

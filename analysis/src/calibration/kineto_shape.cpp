@@ -87,6 +87,28 @@ ShapeReading mixture_shape(const Layer& layer, std::int64_t d, ModelShape shape)
   return {shape, Skip::none, nullptr, ""};
 }
 
+// A QK-norm (Qwen3's, Gemma 3's) between the q/k projections and the attention, where no norm of
+// the hidden states runs: a norm kernel over one head's width (vLLM's [tokens x heads, head_dim]
+// included), the rsqrt of a decomposed RMSNorm over per-head variances ([..., heads, 1]), or a
+// framework's operator named for it (SGLang's apply_qk_norm).
+bool has_qk_norm(const Layer& layer, std::int64_t d_model) {
+  const std::int64_t head_dim = layer.attention.head_dim;
+  for (const std::size_t group : {qkv_proj, rotary}) {
+    for (const Operator* op : layer.groups[group]) {
+      if (op->name.find("qk_norm") != std::string::npos)
+        return true;
+      const Dims* x = input(*op, 0);
+      if (x == nullptr || x->size() < 2)
+        continue;
+      if (role_of(op->name) == Role::norm && x->back() == head_dim && head_dim != d_model)
+        return true;
+      if (op->name == "aten::rsqrt" && x->size() >= 4 && x->back() == 1)
+        return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 ShapeReading shape_of(const Trace& trace, const Step& step, std::size_t index) {
@@ -126,6 +148,7 @@ ShapeReading shape_of(const Trace& trace, const Step& step, std::size_t index) {
                                     first.o_proj.in, a.head_dim)));
   }
   shape.n_kv_heads = kv / (2 * a.head_dim);
+  shape.qk_norm = has_qk_norm(first, shape.d_model);
   // Depth: prelude layers before the first recursion range, the shared block per recursion,
   // the coda after; a plain model is its layers as prelude.
   std::vector<int> recursion;

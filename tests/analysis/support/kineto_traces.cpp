@@ -53,6 +53,8 @@ ModelShape recorded_hf_shape(const nlohmann::json& steps) {
   shape.vocab = c["vocab_size"];
   shape.mlp = MlpKind::gated;
   shape.depth = DepthStructure::plain(c["num_hidden_layers"].get<int>());
+  // Qwen3's attention normalises each head's queries and keys (Qwen3Attention's q_norm, k_norm).
+  shape.qk_norm = c.value("model_type", "") == "qwen3";
   if (c.contains("num_local_experts")) {
     shape.experts = c["num_local_experts"];
     shape.experts_per_token = c["num_experts_per_tok"];
