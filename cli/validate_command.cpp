@@ -344,8 +344,8 @@ void add_validate_command(CLI::App& app) {
       ->type_name("FILE");
   command->callback([args, command] {
     if (args->against.file.empty()) {
-      for (const char* option :
-           {"--arrival-seeds", "--ignore-max-concurrency", "--run", "--prefix-cache", "--overlay"}) {
+      for (const char* option : {"--arrival-seeds", "--ignore-max-concurrency", "--run",
+                                 "--prefix-cache", "--overlay"}) {
         if (command->count(option) > 0) {
           throw InputError(
               {"", 0, 0, option},
