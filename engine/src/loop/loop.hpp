@@ -39,9 +39,6 @@ struct Correction {
   std::vector<float> logits;  // empty unless something reads logits (HeadOutput)
 };
 
-// What the head computed for its rows: each row's argmax and confidences, and the logits
-// themselves only when something reads them (sampling at a temperature, an on_logits observer):
-// a GPU backend then moves a few bytes per row to the host instead of a vocabulary's worth.
 // What a head's caller reads: the logits (HeadOutput) and the top-2 probabilities, or neither
 // (greedy decoding reads only the argmax).
 struct HeadWants {
@@ -49,6 +46,9 @@ struct HeadWants {
   bool probabilities = false;
 };
 
+// What the head computed for its rows: each row's argmax and confidences, and the logits
+// themselves only when something reads them (sampling at a temperature, an on_logits observer):
+// a GPU backend then moves a few bytes per row to the host instead of a vocabulary's worth.
 struct HeadOutput {
   Matrix logits;  // no rows unless asked for
   std::vector<Top2Confidence> top;

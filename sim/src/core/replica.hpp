@@ -35,15 +35,15 @@ struct SequenceExtra {
   std::int64_t swapped_blocks = 0;  // pool blocks of its K/V in host memory (swap preemption)
 };
 
-// A queue of sequences stored as two parallel arrays (the scheduler's views, contiguous so a
-// snapshot is a span, and the simulator's extras). Removing from the front is O(1) amortised,
-// which matters when thousands of requests wait under overload.
 // A sequence as the queues hand it between each other (policy::apply_decision).
 struct QueuedSequence {
   policy::SequenceView view;
   SequenceExtra extra;
 };
 
+// A queue of sequences stored as two parallel arrays (the scheduler's views, contiguous so a
+// snapshot is a span, and the simulator's extras). Removing from the front is O(1) amortised,
+// which matters when thousands of requests wait under overload.
 class SequenceQueue {
  public:
   std::span<const policy::SequenceView> views() const {

@@ -69,7 +69,6 @@ struct SchedulerLimits {
   std::int64_t max_batched_tokens = 8192;  // tokens processed in one iteration
 };
 
-// Read-only state of one replica at an iteration boundary.
 // Running sequences that hold a slot in the batch: all but those waiting in the head queue.
 inline std::int64_t block_occupants(std::span<const SequenceView> running) {
   std::int64_t n = 0;
@@ -78,6 +77,7 @@ inline std::int64_t block_occupants(std::span<const SequenceView> running) {
   return n;
 }
 
+// Read-only state of one replica at an iteration boundary.
 struct SchedulerSnapshot {
   std::span<const SequenceView> running;  // admitted, in admission order (oldest first)
   std::span<const SequenceView> waiting;  // queue order: preempted sequences first, then arrivals

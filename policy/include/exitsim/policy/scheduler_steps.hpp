@@ -12,10 +12,6 @@
 
 namespace exitsim::policy {
 
-// Blocks `seq` holds (as its K/V manager reports its rows, SequenceView::kv_row_offset) once
-// `tokens` more tokens have K/V at every instance: the most they can need, as a token's exit is
-// not known before it runs; a row a depth-wise token in flight has written already is not
-// counted twice. The executors set SequenceView::kv_blocks to kv_footprint(seq, 0).
 // Rows group `g` of `seq` holds once `tokens` more tokens have K/V there. Rows already written
 // beyond computed_tokens belong to the first pending token (a depth-wise token in flight): it
 // needs no second row there.
@@ -27,6 +23,10 @@ inline std::int64_t kv_rows_after(const SequenceView& seq, std::size_t g, std::i
   return rows > 0 ? rows : 0;
 }
 
+// Blocks `seq` holds (as its K/V manager reports its rows, SequenceView::kv_row_offset) once
+// `tokens` more tokens have K/V at every instance: the most they can need, as a token's exit is
+// not known before it runs; a row a depth-wise token in flight has written already is not
+// counted twice. The executors set SequenceView::kv_blocks to kv_footprint(seq, 0).
 inline std::int64_t kv_footprint(const SequenceView& seq, std::int64_t tokens, const KvView& kv) {
   std::int64_t blocks = 0;
   for (std::size_t g = 0; g < kv.groups.count; ++g)

@@ -280,10 +280,10 @@ class RooflineCostModel final : public CostModel {
   void walk_graph(const OpGraph& graph, const std::vector<int>& sum_order, const OpParams* params,
                   const Priced* tabled, const BatchFeatures& x, double repeat,
                   GraphTotals& totals) const;
-  // An op with no dependency inside the layer, serialised after it on stream 0.
   // kv_params_[variant]'s entry of kv_prices_ for the batch x, nullptr when it has none.
   const Priced* kv_tabled(std::size_t variant, const BatchFeatures& x) const;
-  // `tabled`: its price from kv_prices_ when that holds this batch's, else nullptr.
+  // An op with no dependency inside the layer, serialised after it on stream 0. `tabled`: its
+  // price from kv_prices_ when that holds this batch's, else nullptr.
   void add_serial_op(const OpParams& params, const Priced* tabled, const BatchFeatures& x,
                      double repeat, GraphTotals& totals) const;
   // Layers [first, last) of the stack, each seeing the batch `run`, and the windowed ones
