@@ -5,6 +5,8 @@
 #include <limits>
 #include <vector>
 
+#include "exitsim/sim/metrics/latency_sketch.hpp"
+
 namespace exitsim::analysis {
 namespace {
 
@@ -12,10 +14,8 @@ double p99_ms(std::vector<double>& values) {
   if (values.empty())
     return 0;
   std::sort(values.begin(), values.end());
-  // Nearest rank, with the same slack against binary rounding as the latency sketch.
-  const auto rank =
-      static_cast<std::size_t>(std::ceil(0.99 * static_cast<double>(values.size()) - 1e-9));
-  return values[std::max<std::size_t>(rank, 1) - 1] / static_cast<double>(k_ns_per_ms);
+  const std::int64_t rank = sim::nearest_rank(0.99, static_cast<std::int64_t>(values.size()));
+  return values[static_cast<std::size_t>(rank - 1)] / static_cast<double>(k_ns_per_ms);
 }
 
 struct Trend {

@@ -8,16 +8,19 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "exitsim/sim/metrics/latency_sketch.hpp"
+
 namespace exitsim::analysis {
 
 namespace {
 
+// The value at percentile `p` by nearest rank, as the simulator's metrics take it.
 double nearest_rank(std::vector<double> values, double p) {
   if (values.empty())
     return 0;
   std::sort(values.begin(), values.end());
-  const auto rank = static_cast<std::size_t>(std::ceil(p * static_cast<double>(values.size())));
-  return values[std::clamp<std::size_t>(rank, 1, values.size()) - 1];
+  const std::int64_t n = static_cast<std::int64_t>(values.size());
+  return values[static_cast<std::size_t>(sim::nearest_rank(p, n) - 1)];
 }
 
 MetricComparison compared(std::string metric, double engine, double simulated) {
