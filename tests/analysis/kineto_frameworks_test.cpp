@@ -28,6 +28,16 @@ const std::string k_shared = std::string(EXITSIM_SOURCE_DIR) + "/../shared/profi
   if (!std::filesystem::exists(k_shared + (file))) \
   GTEST_SKIP() << k_shared << (file) << " is absent (public traces, ../shared/profiles/kineto)"
 
+// The two largest traces (tens of MiB of JSON once inflated) take 2.5 and 10 minutes to parse in
+// an AddressSanitizer debug build; the release suite runs them, and the sanitizer suite's Kineto
+// reader is exercised by the smaller traces and the fuzzer.
+#if defined(__SANITIZE_ADDRESS__)
+#define SKIP_UNDER_SANITIZER() \
+  GTEST_SKIP() << "a large trace: run by the release suite, too slow under AddressSanitizer"
+#else
+#define SKIP_UNDER_SANITIZER() static_cast<void>(0)
+#endif
+
 // Qwen3-8B as published (hidden 4096, 36 layers, 32 heads and 8 K/V heads of 128, MLP 12288,
 // vocabulary 151936): the model the trace's SGLang served.
 ModelShape qwen3_8b() {
@@ -78,6 +88,7 @@ double sglang_step_us(const nlohmann::json& trace) {
 // in-sample; what is held out is layer calls, whose fits' held-out errors are asserted too.
 TEST(KinetoFrameworks, SglangQwen3PrefillOnMi300xCalibrates) {
   SKIP_WITHOUT("sglang_mi300x_qwen3_8b_prefill_decode.json.gz");
+  SKIP_UNDER_SANITIZER();
   const std::string path = k_shared + "sglang_mi300x_qwen3_8b_prefill_decode.json.gz";
   const KinetoCalibration imported = calibrate_kineto(std::vector<std::string>{path}, {});
   const sim::CostProfile& profile = imported.profile;
@@ -141,6 +152,7 @@ TEST(KinetoFrameworks, VllmFusedExpertsAreRefusedWithTheReason) {
 // the capture_8192_PIECEWISE range): there is no step time to calibrate from.
 TEST(KinetoFrameworks, AGraphCaptureIsRefusedWithTheReason) {
   SKIP_WITHOUT("vllm_mi300x_piecewise_graph_capture.json.gz");
+  SKIP_UNDER_SANITIZER();
   const std::string path = k_shared + "vllm_mi300x_piecewise_graph_capture.json.gz";
   EXPECT_EQ(error_of([&] { calibrate_kineto(std::vector<std::string>{path}, {}); }),
             path +
