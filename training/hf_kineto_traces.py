@@ -258,6 +258,20 @@ def implementations(config):
     return text
 
 
+def calibration_rows(shapes, with_profiler, without):
+    """Each step's shape with its (wall, CPU) times under the profiler and without it, in ms."""
+    return [{"kind": k, "batch": b, ("prompt_tokens" if k == "prefill" else "context"): n,
+             "profiled_ms": round(p[0], 3), "unprofiled_ms": round(u[0], 3),
+             "profiled_cpu_ms": round(p[1], 3), "unprofiled_cpu_ms": round(u[1], 3)}
+            for (k, b, n), p, u in zip(shapes, with_profiler, without)]
+
+
+def write_json(path, document):
+    with open(path, "w") as f:
+        json.dump(document, f, indent=1)
+        f.write("\n")
+
+
 def write_steps(path, name, config, shapes, with_profiler, without):
     spec = MODELS[name]
     keys = ["model_type", "hidden_size", "intermediate_size", "num_hidden_layers",
@@ -275,16 +289,10 @@ def write_steps(path, name, config, shapes, with_profiler, without):
         "dtype": str(DTYPE).split(".")[1],
         "threads": torch.get_num_threads(),
         "implementations": implementations(config),
-        "calibration": [{"kind": k, "batch": b,
-                         ("prompt_tokens" if k == "prefill" else "context"): n,
-                         "profiled_ms": round(p[0], 3), "unprofiled_ms": round(u[0], 3),
-                         "profiled_cpu_ms": round(p[1], 3), "unprofiled_cpu_ms": round(u[1], 3)}
-                        for (k, b, n), p, u in zip(shapes, with_profiler, without)],
+        "calibration": calibration_rows(shapes, with_profiler, without),
         "held_out": [],
     }
-    with open(path, "w") as f:
-        json.dump(steps, f, indent=1)
-        f.write("\n")
+    write_json(path, steps)
 
 
 def describe(path, step_index):

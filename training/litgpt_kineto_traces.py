@@ -25,7 +25,6 @@ No network access and no checkpoint are needed.
 
 import argparse
 import collections
-import json
 import os
 import sys
 import tempfile
@@ -36,7 +35,8 @@ from litgpt import GPT, Config
 from litgpt.generate.base import batched_sample
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-from hf_kineto_traces import DECODE, PREFILL, median_per_step, profiled, unprofiled  # noqa: E402
+from hf_kineto_traces import (DECODE, PREFILL, calibration_rows, median_per_step,  # noqa: E402
+                               profiled, unprofiled, write_json)
 from kineto_traces import hardware, write_gzip  # noqa: E402
 
 # A model: its name in litgpt's config list, and what is cut so that a step runs in well under a
@@ -146,16 +146,10 @@ def write_steps(path, name, config, shapes, with_profiler, without):
         "dtype": str(DTYPE).split(".")[1],
         "threads": torch.get_num_threads(),
         "kv_cache": {"batch_size": CACHE_BATCH, "max_seq_length": CACHE_TOKENS},
-        "calibration": [{"kind": k, "batch": b,
-                         ("prompt_tokens" if k == "prefill" else "context"): n,
-                         "profiled_ms": round(p[0], 3), "unprofiled_ms": round(u[0], 3),
-                         "profiled_cpu_ms": round(p[1], 3), "unprofiled_cpu_ms": round(u[1], 3)}
-                        for (k, b, n), p, u in zip(shapes, with_profiler, without)],
+        "calibration": calibration_rows(shapes, with_profiler, without),
         "held_out": [],
     }
-    with open(path, "w") as f:
-        json.dump(steps, f, indent=1)
-        f.write("\n")
+    write_json(path, steps)
 
 
 def main():
