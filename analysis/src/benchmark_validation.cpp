@@ -224,7 +224,8 @@ std::vector<std::string> summary_cross_checks(const traces::ServingBenchmark& be
   // medians and throughputs (a file's p99 interpolates where exitsim takes the nearest rank, too
   // far apart on a few hundred requests to say anything).
   for (const auto& figure_key : summary_figure_keys()) {
-    // Named, not bound: clang 14 (the fuzz build's) refuses a lambda capturing a structured binding.
+    // Named, not bound: clang 14 (the fuzz build's) refuses a lambda capturing a structured
+    // binding.
     const auto& key = figure_key.first;
     const auto& name = figure_key.second;
     if (name.find("_p9") != std::string::npos)
