@@ -186,7 +186,9 @@ class SourceIterator {
     source_->advance();
     return *this;
   }
-  SourceIterator operator++(int) {
+  // Never called here, but an input iterator must have it (the JSON parser's iterator adapter
+  // is written against the concept).
+  [[maybe_unused]] SourceIterator operator++(int) {
     SourceIterator before = *this;
     source_->advance();
     return before;

@@ -110,8 +110,8 @@ TEST(QualityTable, ConstructorAppliesTheReadersRules) {
                              row("none", "", std::nullopt, {0.5, 0.5})}),
                std::invalid_argument);
   try {
-    QualityTable({row("full_depth", "", std::nullopt, {1}), row("full_depth", "top1", 0.5, {1})},
-                 "mem");
+    const QualityTable table(
+        {row("full_depth", "", std::nullopt, {1}), row("full_depth", "top1", 0.5, {1})}, "mem");
     FAIL() << "expected std::invalid_argument";
   } catch (const std::invalid_argument& e) {
     EXPECT_STREQ(e.what(),
