@@ -74,10 +74,6 @@ std::optional<std::string> first_difference(const Json& expected, const Json& ac
   return std::nullopt;
 }
 
-void write_or_fail(const fs::path& path, const std::string& content) {
-  test_support::write_file(path.string(), content);
-}
-
 }  // namespace
 
 fs::path golden_dir() {
@@ -117,8 +113,8 @@ void expect_matches_checked_in_files(const GoldenCase& golden, const GoldenOutpu
   const fs::path digest_path = golden_dir() / (golden.stem + ".requests.fnv1a64");
   if (updating()) {
     fs::create_directories(summary_path.parent_path());
-    write_or_fail(summary_path, output.summary_json);
-    write_or_fail(digest_path, output.requests_digest);
+    test_support::write_file(summary_path.string(), output.summary_json);
+    test_support::write_file(digest_path.string(), output.requests_digest);
     GTEST_SKIP() << "rewrote " << summary_path << " and " << digest_path;
   }
   const std::string how = fmt::format("\n  reproduce:  {}\n  regenerate: {} (then review the diff)",
