@@ -3,6 +3,7 @@
 // up in review as a diff of these files. Every synchronization strategy under every exit policy
 // family (the matrix), every cost model, and three scheduling scenarios at full depth;
 // examples_golden_test.cpp holds the shipped example scenarios.
+#include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -112,6 +113,21 @@ TEST(GoldenMatrix, DepthwiseBatchingRefusesTheOracle) {
                        "depth"),
             std::string::npos)
       << error;
+}
+
+// The early-exit guard's negative control: the full-depth baseline's summary, presented as a
+// skip_kv run with exits (the scenario of the skip_kv golden), fails it; and a batch_sync run
+// that masked nothing fails it too.
+TEST(GoldenDepthGuard, FailsSummariesThatDoNotShowTheirStrategysEarlyExit) {
+  static GoldenOutput relabelled;  // static: EXPECT_NONFATAL_FAILURE reads no locals
+  relabelled = run_golden(matrix_case("distribution", "full_depth"));
+  relabelled.scenario = run_golden(matrix_case("distribution", "skip_kv")).scenario;
+  EXPECT_NONFATAL_FAILURE(expect_depth_figures_match_the_strategy(relabelled),
+                          "an early-exit golden at full depth");
+  relabelled = run_golden(matrix_case("distribution", "skip_kv"));
+  relabelled.scenario = run_golden(matrix_case("distribution", "batch_sync")).scenario;
+  EXPECT_NONFATAL_FAILURE(expect_depth_figures_match_the_strategy(relabelled),
+                          "batch_sync masked nothing");
 }
 
 // A strategy or exit policy added to the product needs its goldens here.
