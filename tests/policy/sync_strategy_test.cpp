@@ -2,10 +2,9 @@
 
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <initializer_list>
-#include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace exitsim::policy {
@@ -118,44 +117,79 @@ TEST(SyncStrategy, DeferredFillRefusesMoreExitPointsThanFillGroups) {
   EXPECT_THROW(check_deferred_fill_exit_points(k_max_fill_groups + 2), std::exception);
 }
 
-// plan_token_depth is plan_depths one token at a time (the simulator plans each token straight
-// into its row): random batches over every strategy, with deferred_fill's pending states carried
-// from iteration to iteration, give the same plans and the same states both ways.
-TEST(SyncStrategy, OneTokenAtATimePlansAsTheBatchDoes) {
-  std::mt19937 rng(7);
-  const std::vector<int> exit_points = {8, 16, 24, 32};
-  for (const SyncStrategy strategy :
-       {SyncStrategy::full_depth, SyncStrategy::batch_sync, SyncStrategy::state_copy,
-        SyncStrategy::deferred_fill, SyncStrategy::skip_kv, SyncStrategy::shared_kv}) {
-    SCOPED_TRACE(std::string(to_string(strategy)));
-    std::vector<PendingFill> batch_pending(6);
-    std::vector<PendingFill> token_pending(6);
-    int filled = 0;
-    for (int iteration = 0; iteration < 200; ++iteration) {
-      // Batch 1..6 of the sequences; exits at or below 24 mostly, so deepest varies.
-      const auto size = std::uniform_int_distribution<std::size_t>(1, 6)(rng);
-      std::vector<int> exits(size);
-      for (int& e : exits)
-        e = exit_points[std::uniform_int_distribution<std::size_t>(0, 3)(rng)];
-      std::vector<PendingFill> pending(batch_pending.begin(),
-                                       batch_pending.begin() + static_cast<std::ptrdiff_t>(size));
-      std::vector<DepthPlan> batch(size);
-      plan_depths(strategy, exits, 32, pending, batch);
-      std::copy(pending.begin(), pending.end(), batch_pending.begin());
+// A plan as the hand writes it: run and useful depth, K/V-only layers, deferred fills.
+DepthPlan hand(int run, int useful, int kv_only_to = 0, std::initializer_list<FillGroup> fills = {},
+               bool complete = false) {
+  DepthPlan p;
+  p.run_depth = run;
+  p.useful_depth = useful;
+  p.kv_only_to = kv_only_to;
+  for (const FillGroup& g : fills)
+    p.fills[p.fill_count++] = g;
+  p.fills_complete = complete;
+  return p;
+}
 
-      const int deepest = deepest_exit(exits);
-      EXPECT_EQ(deepest, *std::max_element(exits.begin(), exits.end()));
-      for (std::size_t i = 0; i < size; ++i) {
+// Three sequences A, B, C decode three iterations on a 32-layer stack with exits at 8, 16, 24,
+// 32. Their exits (A, B, C): iteration 1: 8, 24, 16 (deepest 24); iteration 2: 16, 8, 8 (deepest
+// 16); iteration 3: 32, 24, 32 (deepest 32). Each strategy's plans, worked by hand from the
+// strategy table of docs/simulator.md, are what both plan_token_depth (one token at a time, as
+// the simulator plans) and plan_depths (the batch) give.
+TEST(SyncStrategy, EveryStrategyPlansTheHandWorkedIterations) {
+  const std::vector<std::vector<int>> exits = {{8, 24, 16}, {16, 8, 8}, {32, 24, 32}};
+  const std::vector<int> deepest = {24, 16, 32};
+  using Plans = std::vector<std::vector<DepthPlan>>;  // [iteration][sequence]
+  // Tokens run to their own exit and use it all (skip_kv, shared_kv and depthwise plan alike:
+  // they differ in what K/V is kept and how steps are formed, not in a token's layers).
+  const Plans own_exit = {{hand(8, 8), hand(24, 24), hand(16, 16)},
+                          {hand(16, 16), hand(8, 8), hand(8, 8)},
+                          {hand(32, 32), hand(24, 24), hand(32, 32)}};
+  const Plans full_depth(3, std::vector<DepthPlan>(3, hand(32, 32)));
+  // batch_sync: every token runs to the batch's deepest exit; above its own exit it is masked.
+  const Plans batch_sync = {{hand(24, 8), hand(24, 24), hand(24, 16)},
+                            {hand(16, 16), hand(16, 8), hand(16, 8)},
+                            {hand(32, 32), hand(32, 24), hand(32, 32)}};
+  // state_copy: a token runs to its exit; an early one computes K/V only up to the top (32).
+  const Plans state_copy = {{hand(8, 8, 32), hand(24, 24, 32), hand(16, 16, 32)},
+                            {hand(16, 16, 32), hand(8, 8, 32), hand(8, 8, 32)},
+                            {hand(32, 32), hand(24, 24, 32), hand(32, 32)}};
+  // deferred_fill, sequence by sequence (pending groups oldest first, as {states, depth}):
+  // A: 8 leaves {1,8}; 16 takes it along from 8 and both wait at 16: {2,16}; 32 takes both from
+  //    16 to the top (complete).
+  // B: 24 leaves {1,24}; 8 waits below it: {1,24},{1,8}; 24 takes the one at 8 along and stops
+  //    at the other's depth, so all three wait at 24: {3,24}.
+  // C: 16 leaves {1,16}; 8: {1,16},{1,8}; 32 takes both, shallowest first, to the top.
+  const Plans deferred_fill = {{hand(8, 8), hand(24, 24), hand(16, 16)},
+                               {hand(16, 16, 0, {{1, 8}}), hand(8, 8), hand(8, 8)},
+                               {hand(32, 32, 0, {{2, 16}}, true), hand(24, 24, 0, {{1, 8}}),
+                                hand(32, 32, 0, {{1, 8}, {1, 16}}, true)}};
+  const std::vector<std::pair<SyncStrategy, const Plans*>> worked = {
+      {SyncStrategy::full_depth, &full_depth}, {SyncStrategy::batch_sync, &batch_sync},
+      {SyncStrategy::state_copy, &state_copy}, {SyncStrategy::deferred_fill, &deferred_fill},
+      {SyncStrategy::skip_kv, &own_exit},      {SyncStrategy::shared_kv, &own_exit},
+      {SyncStrategy::depthwise, &own_exit}};
+  for (const auto& [strategy, plans] : worked) {
+    SCOPED_TRACE(std::string(to_string(strategy)));
+    std::vector<PendingFill> token_pending(3);
+    std::vector<PendingFill> batch_pending(3);
+    for (std::size_t it = 0; it < 3; ++it) {
+      EXPECT_EQ(deepest_exit(exits[it]), deepest[it]);
+      std::vector<DepthPlan> batch(3);
+      plan_depths(strategy, exits[it], 32, batch_pending, batch);
+      for (std::size_t seq = 0; seq < 3; ++seq) {
         DepthPlan one;
-        plan_token_depth(strategy, exits[i], deepest, 32, &token_pending[i], one);
-        ASSERT_EQ(one, batch[i]) << "iteration " << iteration << ", token " << i;
-        ASSERT_EQ(token_pending[i], batch_pending[i]) << "iteration " << iteration;
-        filled += one.fill_count;
+        plan_token_depth(strategy, exits[it][seq], deepest[it], 32, &token_pending[seq], one);
+        EXPECT_EQ(one, (*plans)[it][seq]) << "iteration " << it + 1 << ", sequence " << seq;
+        EXPECT_EQ(batch[seq], (*plans)[it][seq]) << "iteration " << it + 1 << ", sequence " << seq;
       }
     }
-    if (strategy == SyncStrategy::deferred_fill) {
-      EXPECT_GT(filled, 100);  // the pending states were exercised
-    }
+    // What is left pending: only B's three states at 24 (deferred_fill; nothing otherwise).
+    const std::vector<PendingFill> left =
+        strategy == SyncStrategy::deferred_fill
+            ? std::vector<PendingFill>{PendingFill{}, stack({{3, 24}}), PendingFill{}}
+            : std::vector<PendingFill>(3);
+    EXPECT_EQ(token_pending, left);
+    EXPECT_EQ(batch_pending, left);
   }
 }
 
