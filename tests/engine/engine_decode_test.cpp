@@ -294,8 +294,9 @@ TEST_F(EngineDecode, StateCopyWritesKvFromTheExitStateAtEveryLayerATokenSkipped)
       }
     }
   }
-  EXPECT_GT(skipped_layers, 20);
-  // Not the full-depth K/V: the rows of skipped layers come from the exit state (measured 0.6).
+  EXPECT_GT(skipped_layers, 20);  // 78 here
+  // Not the full-depth K/V: the rows of skipped layers come from the exit state (3.4 apart here,
+  // against the 1e-5 the comparison allows).
   EXPECT_GT(unlike_full_depth, 1e-2);
 }
 
