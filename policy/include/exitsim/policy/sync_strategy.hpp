@@ -5,9 +5,9 @@
 // a pure function of the batch's exit depths and each sequence's pending-fill state. The
 // simulator prices the whole plan of each token (plan_token_depth); the engine, whose exits are
 // decided while the layers run, asks the plan of the exits known so far what each layer does
-// (plan_so_far, then DepthPlan::runs_at, kv_only_at, fill_tokens_at) and does just that. Neither
-// executor names a strategy: adding one changes this library and only the physical work an
-// executor must learn to do.
+// (plan_so_far, then DepthPlan::runs_at, masked_at, kv_only_at, fill_tokens_at) and does just
+// that: its decode pass names no strategy. A new sequence-wise strategy changes this library, and
+// an executor only where it needs physical work no strategy has asked for yet.
 
 #include <array>
 #include <cstdint>
