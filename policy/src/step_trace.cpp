@@ -39,6 +39,7 @@ void StepRow::reset() {
   plan.kv_only_to = 0;
   plan.fill_count = 0;
   plan.fills_complete = false;
+  plan.exit_state_waits = false;
   recursion_contexts = 0;
   recursion = 0;
   runs_head = false;
@@ -70,12 +71,12 @@ std::string describe(const StepTrace& step) {
     for (std::size_t g = 0; g < r.recursion_contexts; ++g)
       contexts += fmt::format(" {}", r.recursion_context[g]);
     text += fmt::format(
-        "  request {} {} {}x{} emits {} exit {} run {} useful {} kv_only {} fills[{}]{} "
+        "  request {} {} {}x{} emits {} exit {} run {} useful {} kv_only {} fills[{}]{}{} "
         "contexts[{}] recursion {} head {} blocks {}\n",
         r.request.value, kind_name(r.kind), r.query_tokens, r.context_tokens, r.emits, r.exit_depth,
         r.plan.run_depth, r.plan.useful_depth, r.plan.kv_only_to, fills,
-        r.plan.fills_complete ? " complete" : "", contexts, r.recursion, r.runs_head,
-        r.kv_blocks_after);
+        r.plan.fills_complete ? " complete" : "", r.plan.exit_state_waits ? " waits" : "", contexts,
+        r.recursion, r.runs_head, r.kv_blocks_after);
   }
   return text;
 }

@@ -5,6 +5,7 @@
 // (policy::StepTrace) must be identical: the same requests admitted and preempted at the same
 // step, the same rows at the same depths holding the same K/V blocks, the same fill work, the
 // same makespan to the nanosecond. A divergence prints the first differing step of both.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -255,6 +256,39 @@ scenario::Scenario scenario_for(const Case& c) {
   return s;
 }
 
+// The first plan field that differs between two steps' rows, named with both values ("" if
+// every plan field agrees), then anything else operator== compares: what the conformance check
+// reports. Every field of the plan is listed, each fill group's tokens and join layer included.
+std::string first_difference(const policy::StepTrace& a, const policy::StepTrace& b) {
+  const auto differ = [](std::size_t row, const std::string& field, auto x, auto y) {
+    return fmt::format("row {}: plan.{} {} vs {}", row, field, x, y);
+  };
+  for (std::size_t r = 0; r < std::min(a.rows.size(), b.rows.size()); ++r) {
+    const policy::DepthPlan& x = a.rows[r].plan;
+    const policy::DepthPlan& y = b.rows[r].plan;
+    if (x.run_depth != y.run_depth)
+      return differ(r, "run_depth", x.run_depth, y.run_depth);
+    if (x.useful_depth != y.useful_depth)
+      return differ(r, "useful_depth", x.useful_depth, y.useful_depth);
+    if (x.kv_only_to != y.kv_only_to)
+      return differ(r, "kv_only_to", x.kv_only_to, y.kv_only_to);
+    if (x.fill_count != y.fill_count)
+      return differ(r, "fill_count", int{x.fill_count}, int{y.fill_count});
+    for (std::size_t g = 0; g < x.fill_count; ++g) {
+      if (x.fills[g].tokens != y.fills[g].tokens)
+        return differ(r, fmt::format("fills[{}].tokens", g), x.fills[g].tokens, y.fills[g].tokens);
+      if (x.fills[g].depth != y.fills[g].depth)
+        return differ(r, fmt::format("fills[{}].depth (join layer)", g), x.fills[g].depth,
+                      y.fills[g].depth);
+    }
+    if (x.fills_complete != y.fills_complete)
+      return differ(r, "fills_complete", x.fills_complete, y.fills_complete);
+    if (x.exit_state_waits != y.exit_state_waits)
+      return differ(r, "exit_state_waits", x.exit_state_waits, y.exit_state_waits);
+  }
+  return a == b ? "" : "a field outside the plans";
+}
+
 class Conformance : public testing::TestWithParam<Case> {};
 
 TEST_P(Conformance, EngineAndSimulatorTakeTheSameSteps) {
@@ -263,8 +297,10 @@ TEST_P(Conformance, EngineAndSimulatorTakeTheSameSteps) {
   const Traces executed = run_engine(s);
   const std::size_t common = std::min(simulated.steps.size(), executed.steps.size());
   for (std::size_t k = 0; k < common; ++k) {
-    if (!(simulated.steps[k] == executed.steps[k])) {
-      FAIL() << "first differing step\nsimulator: " << policy::describe(simulated.steps[k])
+    const std::string difference = first_difference(simulated.steps[k], executed.steps[k]);
+    if (!difference.empty()) {
+      FAIL() << "first differing step (" << difference
+             << ", simulator vs engine)\nsimulator: " << policy::describe(simulated.steps[k])
              << "engine:    " << policy::describe(executed.steps[k]);
     }
   }
@@ -281,6 +317,45 @@ TEST_P(Conformance, EngineAndSimulatorTakeTheSameSteps) {
     expected += r.output;
   EXPECT_GE(emitted, expected);  // recomputed prompts emit again after a preemption
   EXPECT_GT(executed.steps.size(), 40U);
+}
+
+// The check above fails on any plan field: a real step (a deferred_fill token that takes pending
+// states along) compared with copies of itself, each with one field changed, is reported by that
+// field's name; the step itself compares equal.
+TEST(ConformanceCases, TheComparisonNamesEveryPlanFieldThatDiffers) {
+  const Traces t = simulate(scenario_for({"continuous", "deferred_fill", "distribution"}));
+  const policy::StepTrace* real = nullptr;
+  std::size_t row = 0;
+  for (const policy::StepTrace& step : t.steps) {
+    for (std::size_t r = 0; r < step.rows.size() && real == nullptr; ++r) {
+      if (step.rows[r].plan.fill_count > 0) {
+        real = &step;
+        row = r;
+      }
+    }
+  }
+  ASSERT_NE(real, nullptr) << "no step took pending states along";
+  EXPECT_EQ(first_difference(*real, *real), "");
+  const std::vector<std::pair<std::string, void (*)(policy::DepthPlan&)>> mutations = {
+      {"plan.run_depth", [](policy::DepthPlan& p) { p.run_depth -= 1; }},
+      {"plan.useful_depth", [](policy::DepthPlan& p) { p.useful_depth -= 1; }},
+      {"plan.kv_only_to", [](policy::DepthPlan& p) { p.kv_only_to += 1; }},
+      {"plan.fill_count", [](policy::DepthPlan& p) { p.fill_count -= 1; }},
+      {"plan.fills[0].tokens", [](policy::DepthPlan& p) { p.fills[0].tokens += 1; }},
+      {"plan.fills[0].depth (join layer)", [](policy::DepthPlan& p) { p.fills[0].depth += 1; }},
+      {"plan.fills_complete", [](policy::DepthPlan& p) { p.fills_complete = !p.fills_complete; }},
+      {"plan.exit_state_waits",
+       [](policy::DepthPlan& p) { p.exit_state_waits = !p.exit_state_waits; }},
+  };
+  for (const auto& [field, mutate] : mutations) {
+    policy::StepTrace changed = *real;
+    mutate(changed.rows[row].plan);
+    const std::string reported = first_difference(*real, changed);
+    EXPECT_EQ(reported.rfind(fmt::format("row {}: {} ", row, field), 0), 0U) << reported;
+  }
+  policy::StepTrace changed = *real;
+  changed.rows[row].kv_blocks_after += 1;
+  EXPECT_EQ(first_difference(*real, changed), "a field outside the plans");
 }
 
 // The head-queue cases are not the accumulating ones under another name: on this workload,

@@ -178,21 +178,27 @@ TEST_F(EngineDecode, FullDepthIgnoresTheExitPolicy) {
   }
 }
 
+// A finished sequence's K/V at one layer, as the on_finished_kv observer reports it.
+struct Rows {
+  std::vector<std::int32_t> positions;
+  std::vector<float> keys, values;
+};
+
+// An on_finished_kv observer keeping every request's rows per layer in `cache`.
+auto keep_kv(std::map<std::pair<std::uint64_t, int>, Rows>& cache) {
+  return [&cache](RequestId id, int layer, std::span<const std::int32_t> positions,
+                  std::span<const float> keys, std::span<const float> values) {
+    cache[{id.value, layer}] = {{positions.begin(), positions.end()},
+                                {keys.begin(), keys.end()},
+                                {values.begin(), values.end()}};
+  };
+}
+
 TEST_F(EngineDecode, DeferredFillWritesExactKvForTheFilledPositions) {
   const std::vector<EngineRequest> reqs = requests(2, 16);
-  struct Rows {
-    std::vector<std::int32_t> positions;
-    std::vector<float> keys, values;
-  };
   std::map<std::pair<std::uint64_t, int>, Rows> cache;
   EngineOptions options = options_for("deferred_fill", "distribution");
-  options.observer.on_finished_kv =
-      [&](RequestId id, int layer, std::span<const std::int32_t> positions,
-          std::span<const float> keys, std::span<const float> values) {
-        cache[{id.value, layer}] = {{positions.begin(), positions.end()},
-                                    {keys.begin(), keys.end()},
-                                    {values.begin(), values.end()}};
-      };
+  options.observer.on_finished_kv = keep_kv(cache);
   const EngineRun result = run(options, reqs);
   const int stacked = config_.shape.depth.stacked_depth();
   const auto width = static_cast<std::size_t>(model_.kv_width());
@@ -229,6 +235,69 @@ TEST_F(EngineDecode, DeferredFillWritesExactKvForTheFilledPositions) {
     }
   }
   EXPECT_GT(filled, 3);
+}
+
+// state_copy: a token that exits at depth e still has K/V at every stack layer from e up, computed
+// from its exit state. The oracle is the reference forward pass with each position's state held
+// from its exit depth on (the engine's own exits): every K/V row the engine holds, at every
+// executed layer, matches it, and each early exit's skipped layers are all present.
+TEST_F(EngineDecode, StateCopyWritesKvFromTheExitStateAtEveryLayerATokenSkipped) {
+  const std::vector<EngineRequest> reqs = requests(2, 16);
+  std::map<std::pair<std::uint64_t, int>, Rows> cache;
+  EngineOptions options = options_for("state_copy", "distribution");
+  options.observer.on_finished_kv = keep_kv(cache);
+  const EngineRun result = run(options, reqs);
+  ASSERT_EQ(result.preemptions, 0);  // a recompute would rerun positions at full depth
+  const int stacked = config_.shape.depth.stacked_depth();
+  const auto width = static_cast<std::size_t>(model_.kv_width());
+  std::int64_t skipped_layers = 0;  // (position, layer) pairs a token skipped, checked
+  double unlike_full_depth = 0;     // how far those rows are from the full-depth pass's
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    std::vector<std::int32_t> tokens = reqs[i].prompt;
+    tokens.insert(tokens.end(), result.outputs[i].begin(), result.outputs[i].end());
+    // Position prompt - 1 + p decoded output p + 1 at that token's exit depth; the prompt ran
+    // the whole stack in its prefill.
+    std::vector<int> exit_depths(tokens.size(), stacked);
+    const auto prompt = static_cast<std::int32_t>(reqs[i].prompt.size());
+    for (const GeneratedToken& t : result.tokens) {
+      if (t.request == reqs[i].id && t.position > 0)
+        exit_depths[static_cast<std::size_t>(prompt - 1 + t.position)] = t.exit_depth;
+    }
+    const auto ref = reference_forward(config_, weights_, tokens, exit_depths);
+    const auto full = reference_forward(config_, weights_, tokens);
+    for (int layer = 0; layer < model_.executed_layers(); ++layer) {
+      const Rows& rows = cache.at({reqs[i].id.value, layer});
+      for (std::size_t k = 0; k < rows.positions.size(); ++k) {
+        const auto p = static_cast<Eigen::Index>(rows.positions[k]);
+        for (std::size_t c = 0; c < width; ++c) {
+          const auto column = static_cast<Eigen::Index>(c);
+          const auto l = static_cast<std::size_t>(layer);
+          ASSERT_NEAR(rows.keys[k * width + c], ref.keys[l](p, column), 1e-5)
+              << "layer " << layer << " position " << p;
+          ASSERT_NEAR(rows.values[k * width + c], ref.values[l](p, column), 1e-5)
+              << "layer " << layer << " position " << p;
+          if (layer >= exit_depths[static_cast<std::size_t>(p)] && layer < stacked) {
+            unlike_full_depth =
+                std::max(unlike_full_depth,
+                         std::abs(double{rows.keys[k * width + c]} - full.keys[l](p, column)));
+          }
+        }
+      }
+    }
+    // Every layer each early exit skipped holds its row.
+    for (std::size_t p = 0; p + 1 < tokens.size(); ++p) {
+      for (int layer = exit_depths[p]; layer < stacked; ++layer) {
+        const std::vector<std::int32_t>& held = cache.at({reqs[i].id.value, layer}).positions;
+        EXPECT_NE(std::find(held.begin(), held.end(), static_cast<std::int32_t>(p)), held.end())
+            << "layer " << layer << " position " << p;
+        ++skipped_layers;
+      }
+    }
+  }
+  EXPECT_GT(skipped_layers, 20);  // 78 here
+  // Not the full-depth K/V: the rows of skipped layers come from the exit state (3.4 apart here,
+  // against the 1e-5 the comparison allows).
+  EXPECT_GT(unlike_full_depth, 1e-2);
 }
 
 TEST_F(EngineDecode, RollbackReplacesDisagreeingFillsAndLeavesExactKv) {

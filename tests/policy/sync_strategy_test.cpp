@@ -202,5 +202,117 @@ TEST(SyncStrategy, NamesRoundTrip) {
   EXPECT_FALSE(parse_sync_strategy("depth_wise").has_value());
 }
 
+// The plan read one layer at a time (what the engine executes), worked out by hand on a 32-layer
+// stack.
+TEST(SyncStrategy, EachLayerRunsMasksOrWritesKvAsThePlanSays) {
+  std::vector<PendingFill> none(3);
+  // batch_sync, exits 8, 24, 16: everyone runs layers 0..23; token 0's output is unused from
+  // layer 8 on, token 2's from 16 on; layer 24 runs nobody.
+  const auto carried = plan(SyncStrategy::batch_sync, {8, 24, 16}, none);
+  EXPECT_TRUE(carried[0].runs_at(7) && !carried[0].masked_at(7));
+  EXPECT_TRUE(carried[0].runs_at(8) && carried[0].masked_at(8));
+  EXPECT_TRUE(carried[0].masked_at(23) && !carried[0].runs_at(24));
+  EXPECT_TRUE(carried[1].runs_at(23) && !carried[1].masked_at(23));
+  EXPECT_TRUE(!carried[2].masked_at(15) && carried[2].masked_at(16));
+  for (const DepthPlan& p : carried)
+    EXPECT_FALSE(p.kv_only_at(10) || p.kv_only_at(30));
+  // state_copy, exits 8 and 32: token 0 runs 0..7 and then writes only its K/V at 8..31.
+  const auto copied = plan(SyncStrategy::state_copy, {8, 32}, none);
+  EXPECT_TRUE(copied[0].runs_at(7) && !copied[0].kv_only_at(7));
+  EXPECT_TRUE(!copied[0].runs_at(8) && copied[0].kv_only_at(8) && copied[0].kv_only_at(31));
+  EXPECT_FALSE(copied[0].kv_only_at(32));
+  for (int layer = 0; layer < 32; ++layer)
+    EXPECT_TRUE(copied[1].runs_at(layer) && !copied[1].kv_only_at(layer)) << layer;
+  // skip_kv: token 0 runs 0..7 and nothing else.
+  const auto skipped = plan(SyncStrategy::skip_kv, {8, 32}, none);
+  EXPECT_TRUE(!skipped[0].runs_at(8) && !skipped[0].kv_only_at(8) && !skipped[0].masked_at(8));
+  // deferred_fill: a token stopping below the top leaves its exit state waiting; one at the top
+  // does not.
+  std::vector<PendingFill> pending(2);
+  const auto deferred = plan(SyncStrategy::deferred_fill, {8, 32}, pending);
+  EXPECT_TRUE(deferred[0].exit_state_waits);
+  EXPECT_FALSE(deferred[1].exit_state_waits);
+  EXPECT_FALSE(copied[0].exit_state_waits);
+}
+
+// Mid-pass, only the exits taken so far are known: before layer 10 of batch_sync {8, 24, 16},
+// token 0 has left at 8 and the others run on. Token 0 rides masked at 10 (the others may go
+// anywhere deeper), and once all three have left, layer 24 runs nobody, as the final plan says.
+TEST(SyncStrategy, ThePlanSoFarKnowsOnlyTheExitsTakenAndStillAnswersTheLayer) {
+  const std::vector<PendingFill> none(3);
+  std::vector<DepthPlan> so_far(3);
+  plan_so_far(SyncStrategy::batch_sync, std::vector<int>{8, k_still_running, k_still_running}, 32,
+              none, so_far);
+  EXPECT_TRUE(so_far[0].runs_at(10) && so_far[0].masked_at(10));
+  EXPECT_TRUE(so_far[1].runs_at(10) && !so_far[1].masked_at(10));
+  plan_so_far(SyncStrategy::batch_sync, std::vector<int>{8, 24, 16}, 32, none, so_far);
+  for (const DepthPlan& p : so_far)
+    EXPECT_FALSE(p.runs_at(24));
+  // deferred_fill with groups 1@16 and 1@8 pending: a running token takes the one at 8 along
+  // from layer 8 and both from 16; the step's pending state is left as it was.
+  const std::vector<PendingFill> pending = {stack({{1, 16}, {1, 8}})};
+  std::vector<DepthPlan> one(1);
+  plan_so_far(SyncStrategy::deferred_fill, std::vector<int>{k_still_running}, 32, pending, one);
+  EXPECT_EQ(one[0].fill_tokens_at(7), 0);
+  EXPECT_EQ(one[0].fill_tokens_at(8), 1);
+  EXPECT_EQ(one[0].fill_tokens_at(16), 2);
+  EXPECT_EQ(pending[0], stack({{1, 16}, {1, 8}}));
+}
+
+// What makes the engine's execution the plan the simulator prices: at every layer, the plan of
+// the exits taken so far (a token still running may go anywhere deeper) answers that layer
+// exactly as the plan of the final exits does. Random batches over every sequence-wise strategy,
+// with deferred_fill's pending states carried from step to step.
+TEST(SyncStrategy, ThePlanSoFarAnswersEachLayerAsTheFinalPlanDoes) {
+  std::mt19937 rng(11);
+  const std::vector<int> exit_points = {8, 16, 24, 32};
+  std::int64_t masked = 0, kv_only = 0, filling = 0;
+  for (const SyncStrategy strategy :
+       {SyncStrategy::full_depth, SyncStrategy::batch_sync, SyncStrategy::state_copy,
+        SyncStrategy::deferred_fill, SyncStrategy::skip_kv, SyncStrategy::shared_kv}) {
+    SCOPED_TRACE(std::string(to_string(strategy)));
+    std::vector<PendingFill> carried(6);
+    std::int64_t answers_with_work = 0;
+    for (int step = 0; step < 100; ++step) {
+      const auto size = std::uniform_int_distribution<std::size_t>(1, 6)(rng);
+      std::vector<int> exits(size);
+      for (int& e : exits)
+        e = exit_points[std::uniform_int_distribution<std::size_t>(0, 3)(rng)];
+      const std::vector<PendingFill> before(carried.begin(),
+                                            carried.begin() + static_cast<std::ptrdiff_t>(size));
+      std::vector<PendingFill> after = before;
+      std::vector<DepthPlan> final_plan(size);
+      plan_depths(strategy, exits, 32, after, final_plan);
+      std::copy(after.begin(), after.end(), carried.begin());
+      std::vector<DepthPlan> so_far(size);
+      for (int layer = 0; layer < 32; ++layer) {
+        std::vector<int> taken(size);
+        for (std::size_t i = 0; i < size; ++i)
+          taken[i] = exits[i] <= layer ? exits[i] : k_still_running;
+        plan_so_far(strategy, taken, 32, before, so_far);
+        for (std::size_t i = 0; i < size; ++i) {
+          const DepthPlan& now = so_far[i];
+          const DepthPlan& last = final_plan[i];
+          SCOPED_TRACE("step " + std::to_string(step) + ", layer " + std::to_string(layer) +
+                       ", token " + std::to_string(i));
+          ASSERT_EQ(now.runs_at(layer), last.runs_at(layer));
+          ASSERT_EQ(now.masked_at(layer), last.masked_at(layer));
+          ASSERT_EQ(now.kv_only_at(layer), last.kv_only_at(layer));
+          ASSERT_EQ(now.fill_tokens_at(layer), last.fill_tokens_at(layer));
+          answers_with_work += last.runs_at(layer) || last.kv_only_at(layer) ? 1 : 0;
+          masked += last.masked_at(layer) ? 1 : 0;
+          kv_only += last.kv_only_at(layer) ? 1 : 0;
+          filling += last.fill_tokens_at(layer) > 0 ? 1 : 0;
+        }
+      }
+    }
+    EXPECT_GT(answers_with_work, 1000);  // not vacuous: the layers had work to agree on
+  }
+  // Every kind of answer came up (batch_sync's masks, state_copy's K/V, deferred_fill's states).
+  EXPECT_GT(masked, 100);
+  EXPECT_GT(kv_only, 100);
+  EXPECT_GT(filling, 100);
+}
+
 }  // namespace
 }  // namespace exitsim::policy

@@ -192,12 +192,11 @@ void Engine::Loop::report_kv(const Sequence& s) {
   }
 }
 
-Correction Engine::Loop::check_filled(Sequence& s) {
-  const std::vector<PendingState>& pending = s.pending;
-  std::vector<Sequence*> owners(pending.size(), &s);
+Correction Engine::Loop::check_filled(Sequence& s, std::span<const PendingState> filled) {
+  std::vector<Sequence*> owners(filled.size(), &s);
   std::vector<StateSlot> slots;
   std::vector<std::int32_t> positions;
-  for (const PendingState& p : pending) {
+  for (const PendingState& p : filled) {
     slots.push_back(p.hidden[0]);
     positions.push_back(p.position);
   }
@@ -205,7 +204,7 @@ Correction Engine::Loop::check_filled(Sequence& s) {
   // go to the observers like any emitted token's.
   const HeadOutput out = head(slots, owners, positions, true, emission_wants());
   Correction first;
-  for (std::size_t k = 0; k < pending.size(); ++k) {
+  for (std::size_t k = 0; k < filled.size(); ++k) {
     const auto best = static_cast<std::int32_t>(out.top[k].top1_index);
     const std::int32_t emitted = s.tokens[static_cast<std::size_t>(positions[k]) + 1];
     if (best == emitted)

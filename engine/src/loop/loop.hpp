@@ -2,7 +2,8 @@
 
 // The engine's decoding loop, split by pass: engine.cpp drives iterations (scheduler, admission,
 // preemption, emission), prefill_pass.cpp runs prompts through the whole stack,
-// decode_pass.cpp runs the sequence-wise strategies and depthwise_pass.cpp the depth-wise steps.
+// decode_pass.cpp (with decode_exits.cpp and decode_finish.cpp) runs the sequence-wise
+// strategies and depthwise_pass.cpp the depth-wise steps.
 
 #include <Eigen/Core>
 #include <chrono>
@@ -80,8 +81,8 @@ struct Sequence {
   std::int64_t swapped_blocks = 0;
   bool emitted = false;   // emitted a token in the iteration in flight
   int emitted_depth = 0;  // the exit depth (stack layers) of the token it emitted
-  // deferred_fill: the shared plan's view of `pending` (groups by depth), and the plan of the
-  // sequence's last decode token.
+  // deferred_fill: the shared plan's view of `pending` (groups by depth). The plan of the
+  // sequence's last decode token as the engine executed it (what its StepRow reports).
   policy::PendingFill fill;
   policy::DepthPlan plan;
 
@@ -120,6 +121,8 @@ struct QueueRef {
 // the model computes at exit points (confidences, router scores, agreement with full depth).
 enum class ExitFeed : std::uint8_t { upfront, token_choice, confidence, expert_choice, oracle };
 
+struct DecodeBatch;
+
 class Engine::Loop {
  public:
   Loop(const Backend& model, const EngineOptions& options, profiler::HostProfiler* profiler,
@@ -133,10 +136,30 @@ class Engine::Loop {
   void prefill_pass(std::span<Sequence* const> sequences, std::span<const std::int64_t> starts,
                     std::span<const std::int64_t> chunks);
   void decode_pass(std::span<Sequence* const> sequences);
-  // The shared synchronization plan of a decode pass (policy::plan_depths) from the exits the
-  // tokens took; checks that the pass ran what it says and keeps each sequence's plan.
-  void plan_step(std::span<Sequence* const> seqs, std::span<const int> exits,
-                 std::span<const int> ran_to, std::span<const std::int64_t> fill_layers);
+  // decode_pass's steps, layer by layer (decode_pass.cpp): the shared plan of the exits known so
+  // far (policy::plan_so_far) in b.so_far;
+  void plan_layer(DecodeBatch& b);
+  // whether it gives the layer anything to do (if not, no layer above has work either);
+  bool layer_has_work(const DecodeBatch& b, int layer) const;
+  // the exit states of tokens the layer carries on masked, copied before it overwrites them;
+  void keep_exit_states(DecodeBatch& b, int layer);
+  // the layer as the plan says: each token it runs, with the pending states that run with it,
+  // and the K/V-only rows from exit states, recorded in b.ran.
+  void run_decode_layer(DecodeBatch& b, int layer);
+  void add_pending_rows(DecodeBatch& b, std::size_t i, int layer, std::vector<StateSlot>& slots,
+                        std::vector<LayerRow>& rows);
+  // Exit decisions (decode_exits.cpp): routers at the start of a recursion, before it runs;
+  // exit points (the draws' or routers' decisions taken, confidences or the oracle's probes)
+  // after the layer that ends at one.
+  void decide_before_layer(DecodeBatch& b, int layer);
+  void decide_after_layer(DecodeBatch& b, int layer);
+  void probe_exit_point(DecodeBatch& b, int point);
+  // After the layers (decode_finish.cpp): each sequence's pending states as the plan of the exits
+  // taken leaves them (the filled ones checked for rollback), and each token's emission.
+  std::vector<Correction> settle_pending(DecodeBatch& b);
+  void emit_decoded(const DecodeBatch& b, std::span<const Correction> corrections);
+  // The strategy the plans follow: full depth without an exit policy.
+  policy::SyncStrategy planned_strategy() const;
   // deferred_fill: the sequence's pending states are its plan's groups (logic_error if not).
   void check_pending(const Sequence& s) const;
   void depthwise_pass(std::span<Sequence* const> sequences);
@@ -174,9 +197,9 @@ class Engine::Loop {
             std::span<const float> logits);
   // Hands the sequence's K/V to the observer (synchronizing the backend's copy first).
   void report_kv(const Sequence& s);
-  // Runs the coda and head on a sequence's pending states that just reached the top (as a probe)
-  // and returns the first whose prediction disagrees with the emitted token; counts them all.
-  Correction check_filled(Sequence& s);
+  // Runs the coda and head on a sequence's pending states that just reached the top (`filled`, as
+  // a probe) and returns the first whose prediction disagrees with the emitted token; counts them.
+  Correction check_filled(Sequence& s, std::span<const PendingState> filled);
   // Discards every token after the correction's position (and its K/V) and emits the correction.
   void roll_back(Sequence& s, const Correction& correction);
   std::int64_t max_position() const { return max_output_; }

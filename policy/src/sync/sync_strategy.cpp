@@ -56,7 +56,7 @@ std::int64_t PendingFill::tokens() const {
 bool operator==(const DepthPlan& a, const DepthPlan& b) {
   return a.run_depth == b.run_depth && a.useful_depth == b.useful_depth &&
          a.kv_only_to == b.kv_only_to && a.fill_count == b.fill_count &&
-         a.fills_complete == b.fills_complete &&
+         a.fills_complete == b.fills_complete && a.exit_state_waits == b.exit_state_waits &&
          std::equal(a.fills.begin(), a.fills.begin() + a.fill_count, b.fills.begin());
 }
 
@@ -66,6 +66,7 @@ void DepthPlan::assign_used(const DepthPlan& other) {
   kv_only_to = other.kv_only_to;
   fill_count = other.fill_count;
   fills_complete = other.fills_complete;
+  exit_state_waits = other.exit_state_waits;
   std::copy_n(other.fills.begin(), other.fill_count, fills.begin());
 }
 
@@ -108,6 +109,7 @@ void plan_deferred_fill(int exit, int full_depth, PendingFill& stack, DepthPlan&
     plan.fills_complete = plan.fill_count > 0;
     return;
   }
+  plan.exit_state_waits = true;
   if (stack.count > 0 && stack.groups[stack.count - 1].depth == exit) {
     stack.groups[stack.count - 1].tokens += joined + 1;
   } else {
@@ -148,6 +150,22 @@ void plan_depths(SyncStrategy strategy, std::span<const int> exit_depths, int fu
   for (std::size_t i = 0; i < out.size(); ++i) {
     plan_token_depth(strategy, exit_depths[i], deepest, full_depth,
                      i < pending.size() ? &pending[i] : nullptr, out[i]);
+  }
+}
+
+void plan_so_far(SyncStrategy strategy, std::span<const int> exits_so_far, int full_depth,
+                 std::span<const PendingFill> pending, std::span<DepthPlan> out) {
+  assert(exits_so_far.size() == out.size());
+  assert(pending.size() == out.size() || strategy != SyncStrategy::deferred_fill);
+  // A token still running may go to the top: batch_sync carries everyone that far for now.
+  int deepest = 0;
+  for (const int exit : exits_so_far)
+    deepest = std::max(deepest, exit == k_still_running ? full_depth : exit);
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const int exit = exits_so_far[i] == k_still_running ? full_depth : exits_so_far[i];
+    // plan_token_depth pops the groups that join; the step's own state stays as it was.
+    PendingFill groups = i < pending.size() ? pending[i] : PendingFill{};
+    plan_token_depth(strategy, exit, deepest, full_depth, &groups, out[i]);
   }
 }
 

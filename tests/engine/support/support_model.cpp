@@ -108,7 +108,8 @@ void rope(Md& m, std::int64_t heads, std::int64_t head_dim, double theta,
 }  // namespace
 
 ReferencePass reference_forward(const ModelConfig& config, const ModelWeights& weights,
-                                const std::vector<std::int32_t>& tokens) {
+                                const std::vector<std::int32_t>& tokens,
+                                const std::vector<int>& exit_depths) {
   const ModelShape& s = config.shape;
   const DepthStructure& d = s.depth;
   const auto n = static_cast<Eigen::Index>(tokens.size());
@@ -167,6 +168,8 @@ ReferencePass reference_forward(const ModelConfig& config, const ModelWeights& w
         }
       }
     }
+    // An exited position's state stays its exit state: only the rows still running update.
+    const Md before = x;
     x += linear(attention, w.wo, adapter(3));
     const Md h2 = norm_rows(x, w.mlp_norm, config.rms_eps);
     const Md gate = linear(h2, w.w_gate, adapter(4));
@@ -179,6 +182,10 @@ ReferencePass reference_forward(const ModelConfig& config, const ModelWeights& w
       }
     }
     x += linear(act, w.w_down, adapter(6));
+    for (Eigen::Index t = 0; t < n && e < d.stacked_depth(); ++t) {
+      if (!exit_depths.empty() && exit_depths[static_cast<std::size_t>(t)] <= e)
+        x.row(t) = before.row(t);
+    }
   }
   out.logits = (norm_rows(x, weights.final_norm, config.rms_eps) *
                 weights.lm_head.cast<double>().transpose())

@@ -30,7 +30,11 @@ struct ReferencePass {
   Matrix logits;
 };
 
+// `exit_depths` (empty: every position runs the whole stack) makes it state_copy's forward pass:
+// position t's state stops changing after exit_depths[t] stack layers, the stack layers above it
+// compute its K/V from that exit state, and the coda runs on it.
 ReferencePass reference_forward(const ModelConfig& config, const ModelWeights& weights,
-                                const std::vector<std::int32_t>& tokens);
+                                const std::vector<std::int32_t>& tokens,
+                                const std::vector<int>& exit_depths = {});
 
 }  // namespace exitsim::engine::test_support

@@ -2,8 +2,12 @@
 
 // What happens to tokens that exit early while the rest of the batch continues, and to the K/V
 // of the layers they skipped (BRIEF.md, "Synchronization / missing-KV strategies"). The plan is
-// a pure function of the batch's exit depths and each sequence's pending-fill state, so the
-// engine and the simulator execute the same plan.
+// a pure function of the batch's exit depths and each sequence's pending-fill state. The
+// simulator prices the whole plan of each token (plan_token_depth); the engine, whose exits are
+// decided while the layers run, asks the plan of the exits known so far what each layer does
+// (plan_so_far, then DepthPlan::runs_at, masked_at, kv_only_at, fill_tokens_at) and does just
+// that: its decode pass names no strategy. A new sequence-wise strategy changes this library, and
+// an executor only where it needs physical work no strategy has asked for yet.
 
 #include <array>
 #include <cstdint>
@@ -60,23 +64,36 @@ struct PendingFill {
   friend bool operator==(const PendingFill&, const PendingFill&) = default;
 };
 
-// One emitting token's share of the iteration, as the strategy plans it: what each layer runs.
-// Layer l (0-based) of the stack runs the token when l < run_depth; its output is masked when
-// l >= useful_depth; it computes only K/V from the exit state when run_depth <= l < kv_only_to;
-// fill group k's states join it at layers fills[k].depth <= l < run_depth.
+// One emitting token's share of the iteration, as the strategy plans it: what each layer of the
+// stack runs (0-based layers, read one at a time by the *_at queries). Layer l runs the token
+// when l < run_depth; its output is masked when useful_depth <= l < run_depth; it computes only
+// K/V from the exit state when run_depth <= l < kv_only_to; fill group k's states join it at
+// layers fills[k].depth <= l < run_depth.
 struct DepthPlan {
   int run_depth = 0;     // layers of the stack the token is carried through (timed)
   int useful_depth = 0;  // layers whose output it uses (= its exit depth); the rest is masked
-  int kv_only_to = 0;    // state_copy: K/V projections of layers (run_depth, kv_only_to]
-  // deferred_fill: the pending groups that join this token, shallowest (newest) first.
+  int kv_only_to = 0;    // state_copy: K/V projections of layers run_depth .. kv_only_to - 1
+  // deferred_fill: the pending groups that join this token, shallowest (newest) first; a group's
+  // depth is the layer at which its states join.
   std::array<FillGroup, k_max_fill_groups> fills{};
   std::uint8_t fill_count = 0;
   bool fills_complete = false;  // the joined states reach the top (their K/V is complete)
+  // deferred_fill: the token stops below the top, so its exit state joins its sequence's pending
+  // states (with the joined states that stop with it) and waits for a deeper token.
+  bool exit_state_waits = false;
 
+  // Layer `layer` computes the token's row (masked or not).
+  bool runs_at(int layer) const { return layer < run_depth; }
+  // Layer `layer` computes the token's row but the token does not use its output (it rides
+  // along past its exit; its exit state must be kept apart).
+  bool masked_at(int layer) const { return layer >= useful_depth && layer < run_depth; }
+  // Layer `layer` computes only the token's K/V, from its exit state.
+  bool kv_only_at(int layer) const { return layer >= run_depth && layer < kv_only_to; }
   std::int64_t fill_tokens() const;  // states that join
   // Token-layers of fill work: each joined state times the layers it runs.
   std::int64_t fill_layers() const;
-  // States joining at layer `layer` (0-based): those of groups whose depth is at most it.
+  // States running with the token at layer `layer` (0-based): those of groups whose depth is at
+  // most it, the newest states of the sequence (groups are joined shallowest first).
   std::int64_t fill_tokens_at(int layer) const;
   // Copies `other`'s fields and its used fill groups only (the hot path's copy).
   void assign_used(const DepthPlan& other);
@@ -89,10 +106,25 @@ struct DepthPlan {
 // layers of the stack), `pending[i]` its sequence's deferred-fill state, which the function
 // updates (`pending` may be empty for every other strategy). `full_depth` is the stack's depth.
 // Allocation-free. Depth-wise batching runs one recursion per step rather than a token's whole
-// depth per iteration; as a per-iteration plan it is skip_kv's. The engine executes this plan layer
-// by layer, the simulator prices it.
+// depth per iteration; as a per-iteration plan it is skip_kv's. The simulator prices this plan;
+// the engine reports what it executed, which the conformance suite holds to it field by field.
 void plan_depths(SyncStrategy strategy, std::span<const int> exit_depths, int full_depth,
                  std::span<PendingFill> pending, std::span<DepthPlan> out);
+
+// An exit depth not known yet: the token is still running when the layer asked about starts.
+inline constexpr int k_still_running = -1;
+
+// The batch's plan as far as it is known when a layer starts, for an executor whose exits are
+// decided while the layers run (confidences, routers): `exits_so_far[i]` is token i's exit depth
+// once it has exited (at most the layer about to run), k_still_running before; `pending` holds the
+// sequences' deferred-fill states at the start of the step and is left as it is (may be empty for
+// every strategy but deferred_fill). A token still running is planned as if it went to the top.
+// That changes nothing at the layer about to run: every per-layer answer at layer l (runs_at,
+// masked_at, kv_only_at, fill_tokens_at) depends only on which tokens exited at or below l and
+// where, so the plan so far answers layer l as the plan of the final exits will
+// (SyncStrategy.ThePlanSoFarAnswersEachLayerAsTheFinalPlanDoes). Allocation-free.
+void plan_so_far(SyncStrategy strategy, std::span<const int> exits_so_far, int full_depth,
+                 std::span<const PendingFill> pending, std::span<DepthPlan> out);
 
 // The batch's deepest exit depth: what batch_sync carries every token to.
 int deepest_exit(std::span<const int> exit_depths);
@@ -110,6 +142,7 @@ inline void plan_token_depth(SyncStrategy strategy, int exit_depth, int deepest,
   plan.kv_only_to = 0;
   plan.fill_count = 0;
   plan.fills_complete = false;
+  plan.exit_state_waits = false;
   plan.useful_depth = exit;
   plan.run_depth = exit;
   switch (strategy) {
