@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <initializer_list>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -159,10 +160,16 @@ TEST(SyncStrategy, EveryStrategyPlansTheHandWorkedIterations) {
   // B: 24 leaves {1,24}; 8 waits below it: {1,24},{1,8}; 24 takes the one at 8 along and stops
   //    at the other's depth, so all three wait at 24: {3,24}.
   // C: 16 leaves {1,16}; 8: {1,16},{1,8}; 32 takes both, shallowest first, to the top.
-  const Plans deferred_fill = {{hand(8, 8), hand(24, 24), hand(16, 16)},
-                               {hand(16, 16, 0, {{1, 8}}), hand(8, 8), hand(8, 8)},
-                               {hand(32, 32, 0, {{2, 16}}, true), hand(24, 24, 0, {{1, 8}}),
-                                hand(32, 32, 0, {{1, 8}, {1, 16}}, true)}};
+  // A token stopping below the top leaves its exit state waiting (every one but the two at 32).
+  const auto waits = [](DepthPlan p) {
+    p.exit_state_waits = true;
+    return p;
+  };
+  const Plans deferred_fill = {
+      {waits(hand(8, 8)), waits(hand(24, 24)), waits(hand(16, 16))},
+      {waits(hand(16, 16, 0, {{1, 8}})), waits(hand(8, 8)), waits(hand(8, 8))},
+      {hand(32, 32, 0, {{2, 16}}, true), waits(hand(24, 24, 0, {{1, 8}})),
+       hand(32, 32, 0, {{1, 8}, {1, 16}}, true)}};
   const std::vector<std::pair<SyncStrategy, const Plans*>> worked = {
       {SyncStrategy::full_depth, &full_depth}, {SyncStrategy::batch_sync, &batch_sync},
       {SyncStrategy::state_copy, &state_copy}, {SyncStrategy::deferred_fill, &deferred_fill},
