@@ -26,8 +26,8 @@
 #include "exitsim/engine/quality_table.hpp"
 #include "exitsim/engine/tokenizer.hpp"
 #include "exitsim/policy/exit_policy.hpp"
+#include "exitsim/setup/policy_params.hpp"
 #include "exitsim/sim/cost/cost_profile.hpp"
-#include "exitsim/sim/policy_params.hpp"
 #include "exitsim/sim/workload/workload.hpp"
 #include "exitsim/traces/atomic_output.hpp"
 #include "exitsim/traces/chrome_trace.hpp"
@@ -235,7 +235,7 @@ void run_eval(const EvalArgs& args) {
   const bool recursive = loaded->config.shape.depth.recursions > 0;
   options.strategies.clear();
   for (const std::string& name : args.strategies) {
-    const policy::SyncStrategy strategy = strategy_named(name, "--strategies");
+    const policy::SyncStrategy strategy = setup::strategy_named(name, "--strategies");
     if (strategy == policy::SyncStrategy::full_depth) {
       throw InputError({"", 0, 0, "--strategies"},
                        expected_found("strategies that let tokens exit (full depth is measured "

@@ -19,11 +19,12 @@
 #include "exitsim/engine/cpu_threads.hpp"
 #include "exitsim/engine/engine.hpp"
 #include "exitsim/engine/model_weights.hpp"
+#include "exitsim/engine/options_from_setup.hpp"
 #include "exitsim/engine/quality_eval.hpp"
 #include "exitsim/engine/quality_table.hpp"
 #include "exitsim/engine/tokenizer.hpp"
+#include "exitsim/setup/executor_setup.hpp"
 #include "exitsim/sim/cost/cost_profile.hpp"
-#include "exitsim/sim/policy_params.hpp"
 #include "exitsim/sim/workload/workload.hpp"
 #include "exitsim/traces/atomic_output.hpp"
 #include "exitsim/traces/chrome_trace.hpp"
@@ -174,15 +175,6 @@ std::vector<traces::OpTraceRow> DeviceTrace::take() {
 }
 #endif
 
-policy::SyncStrategy strategy_named(const std::string& name, const std::string& field) {
-  const auto strategy = policy::parse_sync_strategy(name);
-  if (!strategy) {
-    throw InputError({"", 0, 0, field},
-                     expected_found(one_of(policy::sync_strategy_names()), "\"" + name + "\""));
-  }
-  return *strategy;
-}
-
 std::vector<engine::EngineRequest> engine_requests(const scenario::Scenario& s,
                                                    const std::vector<std::int32_t>& corpus) {
   const auto workload = sim::make_workload(s.workload, s.seed);
@@ -208,28 +200,15 @@ engine::EngineOptions engine_options(const scenario::Scenario& s, const RunArgs&
                                     "simulator only so far)",
                                     "true"));
   }
-  engine::EngineOptions o;
-  o.scheduler = s.scheduler.kind;
-  o.scheduler_params = {s.scheduler.preemption, s.scheduler.watermark_fraction,
-                        s.scheduler.reserve_prompt_blocks};
-  o.limits.max_running = s.scheduler.max_running;
-  o.limits.max_batched_tokens = s.scheduler.max_batched_tokens;
-  o.block_size = s.scheduler.block_size;
-  // No device memory to size from on the CPU: room for max_running of the longest request.
-  const std::int64_t per_sequence = (longest + o.block_size - 1) / o.block_size;
-  o.kv_blocks = s.scheduler.kv_blocks > 0
-                    ? s.scheduler.kv_blocks
-                    : per_sequence * std::min<std::int64_t>(s.scheduler.max_running, 64);
-  o.exit_policy = sim::exit_policy_params(s.exit_policy);
-  o.strategy = strategy_named(s.sync.strategy, "sync.strategy");
-  // The host tier holds hardware.host_swap_gb of the engine's own blocks (fp32 K and V).
-  const std::int64_t kv_width = s.model.shape.n_kv_heads * s.model.shape.head_dim;
-  o.host_kv_blocks =
-      s.hardware.spec.host_swap_bytes /
-      std::max<std::int64_t>(o.block_size * kv_width * 2 * std::int64_t{sizeof(float)}, 1);
-  o.depthwise = sim::depthwise_rule(s.sync);
+  // Scheduling, exits (replay's token trace included), synchronisation and the host swap tier
+  // exactly as the simulator takes them from the scenario.
+  engine::EngineOptions o = engine::options_from_setup(setup::executor_setup(s));
+  if (o.kv_blocks == 0) {
+    // No device memory to size from on the CPU: room for max_running of the longest request.
+    const std::int64_t per_sequence = (longest + o.block_size - 1) / o.block_size;
+    o.kv_blocks = per_sequence * std::min<std::int64_t>(s.scheduler.max_running, 64);
+  }
   o.temperature = args.temperature;
-  o.seed = s.seed;
   o.honour_arrivals = args.honour_arrivals;
   if (s.sync.rollback_probability > 0) {
     throw InputError({"", 0, 0, "sync.rollback_probability"},

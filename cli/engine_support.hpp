@@ -103,7 +103,6 @@ void warm_up_engine(const engine::Backend& backend, std::span<const engine::Engi
                     engine::EngineOptions options, int count);
 
 std::unique_ptr<LoadedModel> load_model(const ModelOptions& options);
-policy::SyncStrategy strategy_named(const std::string& name, const std::string& field);
 std::vector<engine::EngineRequest> engine_requests(const scenario::Scenario& s,
                                                    const std::vector<std::int32_t>& corpus);
 engine::EngineOptions engine_options(const scenario::Scenario& s, const RunArgs& args,

@@ -14,6 +14,7 @@
 #include "engine_support.hpp"
 #include "exitsim/analysis/validation.hpp"
 #include "exitsim/core/error.hpp"
+#include "exitsim/setup/policy_params.hpp"
 #include "exitsim/sim/cost/calibrated_cost_model.hpp"
 #include "exitsim/sim/cost/cost_profile.hpp"
 #include "exitsim/sim/cost/step_batch.hpp"
@@ -188,7 +189,7 @@ void run_validate(const ValidateArgs& args) {
   // Every mistake the arguments can hold is refused before the folder is made.
   check_output_directory(args.out, "--out");
   for (const std::string& strategy : args.strategies)
-    strategy_named(strategy, "--strategies");
+    setup::strategy_named(strategy, "--strategies");
   const auto loaded = load_model(args.model);
   const sim::CostProfile profile = sim::CostProfile::read(args.profile);
   const std::vector<std::int32_t> corpus = args.model.corpus(loaded->config);
