@@ -19,18 +19,6 @@ namespace {
 using traces::ServingBenchmark;
 using traces::ServingBenchmarkFormat;
 
-// The run --run names (1-based), else the file's last.
-ServingBenchmark pick_run(const std::string& file, int run) {
-  std::vector<ServingBenchmark> runs = traces::read_serving_benchmark_runs(file);
-  const int count = static_cast<int>(runs.size());
-  if (run > count) {
-    throw InputError(
-        {"", 0, 0, "--run"},
-        expected_found(fmt::format("a run of {}: 1 to {}", file, count), fmt::format("{}", run)));
-  }
-  return std::move(runs[static_cast<std::size_t>(run > 0 ? run - 1 : count - 1)]);
-}
-
 std::string arrivals_text(const ServingBenchmark& b, int seeds) {
   if (b.arrivals_recorded()) {
     return fmt::format(
@@ -140,7 +128,14 @@ std::vector<sim::MetricsSummary> replay(const ServingBenchmark& bench, const sce
 }  // namespace
 
 ServingBenchmark pick_benchmark_run(const std::string& file, int run) {
-  return pick_run(file, run);
+  std::vector<ServingBenchmark> runs = traces::read_serving_benchmark_runs(file);
+  const int count = static_cast<int>(runs.size());
+  if (run > count) {
+    throw InputError(
+        {"", 0, 0, "--run"},
+        expected_found(fmt::format("a run of {}: 1 to {}", file, count), fmt::format("{}", run)));
+  }
+  return std::move(runs[static_cast<std::size_t>(run > 0 ? run - 1 : count - 1)]);
 }
 
 AgainstBenchmarkComparison compare_against_benchmark(ServingBenchmark bench,
