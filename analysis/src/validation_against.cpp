@@ -125,39 +125,12 @@ std::vector<sim::MetricsSummary> replay(const ServingBenchmark& bench, const sce
   return runs;
 }
 
-}  // namespace
-
-ServingBenchmark pick_benchmark_run(const std::string& file, int run) {
-  std::vector<ServingBenchmark> runs = traces::read_serving_benchmark_runs(file);
-  const int count = static_cast<int>(runs.size());
-  if (run > count) {
-    throw InputError(
-        {"", 0, 0, "--run"},
-        expected_found(fmt::format("a run of {}: 1 to {}", file, count), fmt::format("{}", run)));
-  }
-  return std::move(runs[static_cast<std::size_t>(run > 0 ? run - 1 : count - 1)]);
-}
-
-AgainstBenchmarkComparison compare_against_benchmark(ServingBenchmark bench,
-                                                     const scenario::Scenario& s,
-                                                     const scenario::Scenario* overlaid,
-                                                     const AgainstBenchmarkOptions& options,
-                                                     const SeedProgress& progress) {
-  const bool warm = options.warm_prefix_cache;
-  std::string lengths;
-  if (bench.summary_only) {
-    const auto workload = sim::make_workload(s.workload, s.seed);
-    std::tie(bench, lengths) = with_reconstructed_requests(bench, workload.get());
-  }
-  const std::vector<NamedFigure> figures = benchmark_figures(bench);
-  if (figures.empty()) {
-    throw InputError({options.file, bench.line, 0, ""},
-                     expected_found("at least one figure exitsim compares (output or request "
-                                    "throughput; TTFT, TPOT, ITL or E2E mean, median, p90, p99)",
-                                    "none in its summary"));
-  }
-
-  BenchmarkProvenance p = provenance_of(options, bench, s);
+// What the comparison cannot match, before any replay: how arrivals and lengths were obtained,
+// the run and figures compared, failed requests, assumed burstiness, concurrency, the model names,
+// the file's own summary cross-checks and the prefix cache's evidence. Appended to p.unmatched.
+void note_what_is_not_matched(const ServingBenchmark& bench,
+                              const std::vector<NamedFigure>& figures, const std::string& lengths,
+                              const scenario::Scenario& s, bool warm, BenchmarkProvenance& p) {
   std::vector<std::string>& unmatched = p.unmatched;
   unmatched.push_back("arrivals: " + p.arrivals);
   if (!lengths.empty())
@@ -193,6 +166,43 @@ AgainstBenchmarkComparison compare_against_benchmark(ServingBenchmark bench,
        warm_prefix_cache_evidence(bench, s.model.shape, s.hardware.spec, s.parallel.tensor,
                                   warm ? PromptReplay::warm : PromptReplay::computed))
     unmatched.push_back(std::move(line));
+}
+
+}  // namespace
+
+ServingBenchmark pick_benchmark_run(const std::string& file, int run) {
+  std::vector<ServingBenchmark> runs = traces::read_serving_benchmark_runs(file);
+  const int count = static_cast<int>(runs.size());
+  if (run > count) {
+    throw InputError(
+        {"", 0, 0, "--run"},
+        expected_found(fmt::format("a run of {}: 1 to {}", file, count), fmt::format("{}", run)));
+  }
+  return std::move(runs[static_cast<std::size_t>(run > 0 ? run - 1 : count - 1)]);
+}
+
+AgainstBenchmarkComparison compare_against_benchmark(ServingBenchmark bench,
+                                                     const scenario::Scenario& s,
+                                                     const scenario::Scenario* overlaid,
+                                                     const AgainstBenchmarkOptions& options,
+                                                     const SeedProgress& progress) {
+  const bool warm = options.warm_prefix_cache;
+  std::string lengths;
+  if (bench.summary_only) {
+    const auto workload = sim::make_workload(s.workload, s.seed);
+    std::tie(bench, lengths) = with_reconstructed_requests(bench, workload.get());
+  }
+  const std::vector<NamedFigure> figures = benchmark_figures(bench);
+  if (figures.empty()) {
+    throw InputError({options.file, bench.line, 0, ""},
+                     expected_found("at least one figure exitsim compares (output or request "
+                                    "throughput; TTFT, TPOT, ITL or E2E mean, median, p90, p99)",
+                                    "none in its summary"));
+  }
+
+  BenchmarkProvenance p = provenance_of(options, bench, s);
+  note_what_is_not_matched(bench, figures, lengths, s, warm, p);
+  std::vector<std::string>& unmatched = p.unmatched;
   std::optional<PromptRepetition> repetition;
   if (warm) {
     repetition = recognise_prompt_repetition(bench);
