@@ -15,7 +15,6 @@
 #include <vector>
 
 #include "commands.hpp"
-#include "engine_support.hpp"
 #include "exitsim/core/error.hpp"
 #include "exitsim/core/suggest.hpp"
 #include "exitsim/policy/sync_strategy.hpp"
@@ -23,6 +22,7 @@
 #include "exitsim/sim/cost/roofline.hpp"
 #include "exitsim/sim/simulator.hpp"
 #include "exitsim/traces/atomic_output.hpp"
+#include "output_paths.hpp"
 #include "scenario_options.hpp"
 
 namespace exitsim::cli {

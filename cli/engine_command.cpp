@@ -14,7 +14,9 @@
 
 #include "cli_grammar.hpp"
 #include "commands.hpp"
-#include "engine_support.hpp"
+#include "engine_model.hpp"
+#include "engine_outputs.hpp"
+#include "engine_run_setup.hpp"
 #include "exitsim/core/dtype.hpp"
 #include "exitsim/core/error.hpp"
 #include "exitsim/core/presets.hpp"
@@ -26,14 +28,15 @@
 #include "exitsim/engine/quality_table.hpp"
 #include "exitsim/engine/tokenizer.hpp"
 #include "exitsim/policy/exit_policy.hpp"
+#include "exitsim/setup/policy_params.hpp"
 #include "exitsim/sim/cost/cost_profile.hpp"
-#include "exitsim/sim/policy_params.hpp"
 #include "exitsim/sim/workload/workload.hpp"
 #include "exitsim/traces/atomic_output.hpp"
 #include "exitsim/traces/chrome_trace.hpp"
 #include "exitsim/traces/op_trace.hpp"
 #include "exitsim/traces/staged_output_directory.hpp"
 #include "exitsim/traces/token_trace.hpp"
+#include "output_paths.hpp"
 #include "progress.hpp"
 #include "scenario_options.hpp"
 
@@ -143,7 +146,7 @@ void run_engine(const RunArgs& args) {
   if (!args.profile.empty() && !profile_in_out)
     profile_dir.emplace(args.profile, "--profile-dir");
   traces::StagedOutputDirectory out_dir(out, args.out.empty() ? "outputs.dir" : "--out");
-  write_token_trace(run, s.exit_policy.kind,
+  write_token_trace(token_trace_rows(run, s.exit_policy.kind),
                     (std::filesystem::path(out_dir.staging()) / "token_trace.csv").string());
   const std::size_t ops = profiler.size() + device_rows.size();
   if (!args.profile.empty()) {
@@ -235,7 +238,7 @@ void run_eval(const EvalArgs& args) {
   const bool recursive = loaded->config.shape.depth.recursions > 0;
   options.strategies.clear();
   for (const std::string& name : args.strategies) {
-    const policy::SyncStrategy strategy = strategy_named(name, "--strategies");
+    const policy::SyncStrategy strategy = setup::strategy_named(name, "--strategies");
     if (strategy == policy::SyncStrategy::full_depth) {
       throw InputError({"", 0, 0, "--strategies"},
                        expected_found("strategies that let tokens exit (full depth is measured "

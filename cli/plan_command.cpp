@@ -12,10 +12,10 @@
 
 #include "cli_grammar.hpp"
 #include "commands.hpp"
-#include "engine_support.hpp"
 #include "exitsim/analysis/plan.hpp"
 #include "exitsim/core/error.hpp"
 #include "exitsim/traces/atomic_output.hpp"
+#include "output_paths.hpp"
 #include "progress.hpp"
 #include "scenario_options.hpp"
 

@@ -11,11 +11,13 @@
 #include <vector>
 
 #include "commands.hpp"
-#include "engine_support.hpp"
+#include "engine_model.hpp"
+#include "engine_outputs.hpp"
 #include "exitsim/analysis/calibrate.hpp"
 #include "exitsim/core/error.hpp"
 #include "exitsim/engine/op_timing.hpp"
 #include "exitsim/traces/op_grid.hpp"
+#include "output_paths.hpp"
 #include "progress.hpp"
 
 namespace exitsim::cli {

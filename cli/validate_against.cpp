@@ -1,157 +1,27 @@
 // `validate --against FILE`: the benchmark's requests replayed on the scenario, at their recorded
-// send times or under `arrival_seeds` reconstructions of them.
+// send times or under `arrival_seeds` reconstructions of them (analysis/against_benchmark.hpp);
+// this file parses, loads, prints and writes.
 #include "validate_against.hpp"
 
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <cmath>
 #include <filesystem>
-#include <memory>
 #include <optional>
-#include <span>
-#include <vector>
 
-#include "engine_support.hpp"
+#include "exitsim/analysis/against_benchmark.hpp"
 #include "exitsim/analysis/benchmark_validation.hpp"
 #include "exitsim/core/error.hpp"
 #include "exitsim/scenario/load.hpp"
-#include "exitsim/sim/workload/workload.hpp"
 #include "exitsim/traces/atomic_output.hpp"
-#include "exitsim/traces/serving_benchmark.hpp"
 #include "exitsim/traces/staged_output_directory.hpp"
+#include "output_paths.hpp"
 #include "progress.hpp"
 
 namespace exitsim::cli {
-namespace {
-
-using traces::ServingBenchmark;
-using traces::ServingBenchmarkFormat;
-
-// The run --run names (1-based), else the file's last.
-ServingBenchmark pick_run(const AgainstArgs& args) {
-  std::vector<ServingBenchmark> runs = traces::read_serving_benchmark_runs(args.file);
-  const int count = static_cast<int>(runs.size());
-  if (args.run > count) {
-    throw InputError({"", 0, 0, "--run"},
-                     expected_found(fmt::format("a run of {}: 1 to {}", args.file, count),
-                                    fmt::format("{}", args.run)));
-  }
-  return std::move(runs[static_cast<std::size_t>(args.run > 0 ? args.run - 1 : count - 1)]);
-}
-
-std::string arrivals_text(const ServingBenchmark& b, int seeds) {
-  if (b.arrivals_recorded()) {
-    return fmt::format(
-        "recorded in the file ({}): each request replayed at its send time, no reconstruction "
-        "needed",
-        b.format == ServingBenchmarkFormat::guidellm ? "GuideLLM's request_start_time"
-                                                     : "AIPerf's request_start_ns");
-  }
-  const std::string source =
-      b.summary_only
-          ? fmt::format("not in the file (summary only: {} requests sent)", b.summary_only->sent)
-          : "not in the file";
-  if (!b.request_rate) {
-    return fmt::format(
-        "{}: request_rate inf: every request sent at time 0 (no reconstruction "
-        "needed)",
-        source);
-  }
-  if (b.format == ServingBenchmarkFormat::vllm) {
-    return fmt::format(
-        "{}: gamma gaps of shape {} (burstiness) and mean 1/{} s, rescaled to end at n/rate as "
-        "vLLM does, drawn under {} seeds",
-        source, b.burstiness, *b.request_rate, seeds);
-  }
-  if (std::isinf(b.burstiness))
-    return fmt::format("{}: even gaps of 1/{} s (AIPerf's constant mode)", source, *b.request_rate);
-  return fmt::format("{}: Poisson at {} req/s ({}'s exponential gaps), drawn under {} seeds",
-                     source, *b.request_rate,
-                     b.format == ServingBenchmarkFormat::sglang ? "SGLang" : "AIPerf", seeds);
-}
-
-// What the file is and which of its runs and figures are compared, one line each.
-void describe_run(const ServingBenchmark& b, const std::vector<analysis::NamedFigure>& figures,
-                  std::vector<std::string>& unmatched) {
-  if (b.runs > 1) {
-    const char* kind =
-        b.format == ServingBenchmarkFormat::guidellm ? "GuideLLM's benchmarks" : "JSON Lines";
-    unmatched.push_back(
-        fmt::format("the file holds {} runs ({}): run {}{}{} is compared{}; --run K picks another",
-                    b.runs, kind, b.run, b.run_name.empty() ? "" : " (" + b.run_name + ")",
-                    b.line > 0 ? fmt::format(", line {}", b.line) : "",
-                    b.run == b.runs ? ", the last, by default" : ""));
-  }
-  if (b.summary_only) {
-    std::string names;
-    for (const analysis::NamedFigure& f : figures)
-      names += (names.empty() ? "" : ", ") + f.name;
-    unmatched.push_back(fmt::format(
-        "figures: the file's summary only ({}); the rest are not in the file and not compared; "
-        "its medians and percentiles may interpolate between requests where exitsim's take the "
-        "nearest rank",
-        names));
-  } else if (!b.gaps_recorded) {
-    unmatched.push_back(
-        "figures: no ITL: the file records each request's mean inter-token gap only (compared "
-        "as its TPOT), not the gaps");
-  }
-  for (const std::string& note : b.notes)
-    unmatched.push_back(note);
-}
-
-analysis::BenchmarkProvenance provenance_of(const AgainstArgs& args, const ServingBenchmark& b,
-                                            const scenario::Scenario& s) {
-  analysis::BenchmarkProvenance p;
-  p.file = args.file;
-  p.format = traces::format_name(b.format);
-  p.line = b.line;
-  p.run = b.run;
-  p.runs = b.runs;
-  p.run_name = b.run_name;
-  p.summary_only = b.summary_only.has_value();
-  p.backend = b.backend;
-  p.model_id = b.model_id;
-  p.tokenizer_id = b.tokenizer_id;
-  p.date = b.date;
-  p.scenario_model = s.model.shape.name;
-  p.request_rate = b.arrivals_recorded() ? "recorded"
-                   : b.request_rate      ? fmt::format("{}", *b.request_rate)
-                                         : "inf";
-  p.burstiness = b.burstiness;
-  p.requests_in_file = static_cast<std::int64_t>(b.requests.size());
-  p.excluded_failed = b.failed_requests();
-  p.requests_compared = p.requests_in_file - p.excluded_failed;
-  p.max_concurrency = b.max_concurrency;
-  p.max_concurrency_ignored = b.max_concurrency.has_value();
-  p.arrivals = arrivals_text(b, args.arrival_seeds);
-  p.prefix_cache = args.prefix_cache;
-  return p;
-}
-
-// The simulator's runs of the benchmark on `s`, one per arrival seed.
-std::vector<sim::MetricsSummary> replay(const ServingBenchmark& bench, const scenario::Scenario& s,
-                                        std::span<const std::uint64_t> seeds,
-                                        const analysis::PromptRepetition* repeats,
-                                        const std::string& label, std::int64_t& rejected) {
-  std::vector<sim::MetricsSummary> runs;
-  ProgressReporter reporter("validate", "arrival seeds");
-  for (const std::uint64_t seed : seeds) {
-    const std::vector<TimeNs> arrivals = analysis::benchmark_arrivals(bench, seed);
-    runs.push_back(analysis::simulate_benchmark(s, bench, arrivals, repeats));
-    rejected = std::max(rejected, runs.back().rejected.total());
-    reporter.update(static_cast<double>(runs.size()), static_cast<double>(seeds.size()),
-                    fmt::format("{}seed {}", label, seed));
-  }
-  return runs;
-}
-
-}  // namespace
 
 void run_validate_against(const AgainstArgs& args) {
   check_output_directory(args.out, "--out");
-  ServingBenchmark bench = pick_run(args);
+  traces::ServingBenchmark bench = analysis::pick_benchmark_run(args.file, args.run);
   analysis::check_open_workload(bench, args.ignore_max_concurrency);
   const bool warm = args.prefix_cache == "warm";
   if (warm && bench.summary_only) {
@@ -167,107 +37,23 @@ void run_validate_against(const AgainstArgs& args) {
   std::optional<scenario::Scenario> overlaid;
   if (!args.overlay.empty())
     overlaid = scenario::load_scenario_with_overlay(options.file, options.overrides, args.overlay);
-  std::string lengths;
-  if (bench.summary_only) {
-    const auto workload = sim::make_workload(s.workload, s.seed);
-    std::tie(bench, lengths) = analysis::with_reconstructed_requests(bench, workload.get());
-  }
-  const std::vector<analysis::NamedFigure> figures = analysis::benchmark_figures(bench);
-  if (figures.empty()) {
-    throw InputError({args.file, bench.line, 0, ""},
-                     expected_found("at least one figure exitsim compares (output or request "
-                                    "throughput; TTFT, TPOT, ITL or E2E mean, median, p90, p99)",
-                                    "none in its summary"));
-  }
+  // One progress line per replayed scenario (the overlaid one starts again at its first seed).
+  std::optional<ProgressReporter> reporter;
+  const analysis::SeedProgress progress = [&](std::size_t done, std::size_t total,
+                                              const std::string& detail) {
+    if (done == 1)
+      reporter.emplace("validate", "arrival seeds");
+    reporter->update(static_cast<double>(done), static_cast<double>(total), detail);
+  };
+  analysis::AgainstBenchmarkComparison compared = analysis::compare_against_benchmark(
+      std::move(bench), s, overlaid ? &*overlaid : nullptr,
+      {args.file, args.arrival_seeds, warm, args.overlay}, progress);
+  reporter.reset();
+  const std::vector<analysis::ValidationResult>& results = compared.results;
 
-  analysis::BenchmarkProvenance p = provenance_of(args, bench, s);
-  std::vector<std::string>& unmatched = p.unmatched;
-  unmatched.push_back("arrivals: " + p.arrivals);
-  if (!lengths.empty())
-    unmatched.push_back(lengths);
-  p.lengths = lengths.empty() ? "the file's, per request" : lengths;
-  describe_run(bench, figures, unmatched);
-  if (p.excluded_failed > 0 && !bench.summary_only) {
-    unmatched.push_back(fmt::format(
-        "{} of {} requests failed in the benchmark (error, no output or no first token) and are "
-        "neither replayed nor compared",
-        p.excluded_failed, p.requests_in_file));
-  }
-  if (bench.format == ServingBenchmarkFormat::vllm && !bench.burstiness_given)
-    unmatched.push_back("the file names no burstiness: Poisson arrivals (burstiness 1) assumed");
-  if (bench.max_concurrency) {
-    unmatched.push_back(fmt::format(
-        "max_concurrency {}: the benchmark held at most that many requests in flight; the "
-        "simulator replays an open workload (--ignore-max-concurrency), so queueing differs",
-        *bench.max_concurrency));
-  }
-  const std::string named = !bench.model_id.empty() ? bench.model_id : bench.tokenizer_id;
-  unmatched.push_back(fmt::format(
-      "model: the file names \"{}\" (backend \"{}\"), the scenario simulates \"{}\" on {}; "
-      "exitsim cannot check that they are the same",
-      named.empty() ? "none" : named, bench.backend, s.model.shape.name, s.hardware.spec.name));
-  if (!bench.summary_only) {
-    unmatched.push_back(
-        "the scenario's workload section is not used: the file's request lengths replace it");
-  }
-  for (std::string& line : analysis::summary_cross_checks(bench))
-    unmatched.push_back(std::move(line));
-  for (std::string& line : analysis::warm_prefix_cache_evidence(
-           bench, s.model.shape, s.hardware.spec, s.parallel.tensor,
-           warm ? analysis::PromptReplay::warm : analysis::PromptReplay::computed))
-    unmatched.push_back(std::move(line));
-  std::optional<analysis::PromptRepetition> repetition;
-  if (warm) {
-    repetition = analysis::recognise_prompt_repetition(bench);
-    p.prompt_repetition = repetition->description;
-    unmatched.push_back(repetition->description);
-  }
-
-  const int seeds = bench.request_rate && !bench.arrivals_recorded() ? args.arrival_seeds : 1;
-  for (int k = 0; k < seeds; ++k)
-    p.arrival_seeds.push_back(s.seed + static_cast<std::uint64_t>(k));
-  const analysis::PromptRepetition* repeats = repetition ? &*repetition : nullptr;
-  std::int64_t rejected = 0;
-  const std::vector<sim::MetricsSummary> runs =
-      replay(bench, s, p.arrival_seeds, repeats, "", rejected);
-  std::vector<analysis::ValidationResult> results{
-      analysis::compare_with_benchmark(s.sync.strategy, figures, runs)};
-  if (overlaid) {
-    // Its own label: the CSV's strategy column and the JSON's strategies tell the two apart.
-    results.push_back(analysis::compare_with_benchmark(
-        overlaid->sync.strategy + "+overlay", figures,
-        replay(bench, *overlaid, p.arrival_seeds, repeats, "overlay, ", rejected)));
-    p.overlay = args.overlay;
-    unmatched.push_back(
-        fmt::format("overlay: {} laid over the scenario; its comparison is labelled {}+overlay",
-                    args.overlay, overlaid->sync.strategy));
-  }
-  if (rejected > 0) {
-    unmatched.push_back(fmt::format(
-        "the scenario could not serve {} of the replayed requests (rejected; see simulate)",
-        rejected));
-  }
-  if (warm && runs.front().prefix_cache) {
-    unmatched.push_back(fmt::format(
-        "the replay's prefix cache served {:.1f}% of the prompt tokens (the first arrival "
-        "seed's run)",
-        100 * runs.front().prefix_cache->token_hit_rate()));
-  }
-
-  // The file's own strings (model_id, backend) are shown as error messages show them: a terminal
-  // escape in a benchmark file must not reach the console.
-  const std::string what =
-      bench.summary_only
-          ? fmt::format("summary only: {} requests reconstructed, {} figures compared",
-                        p.requests_compared, figures.size())
-          : fmt::format("{} of {} requests compared", p.requests_compared, p.requests_in_file);
-  fmt::print(
-      "against    {}\n",
-      one_safe_line(fmt::format(
-          "{} ({}{}{}, {})", args.file, p.format, bench.backend.empty() ? "" : " " + bench.backend,
-          bench.runs > 1 ? fmt::format(", run {} of {}", bench.run, bench.runs) : "", what)));
+  fmt::print("against    {}\n", compared.headline);
   fmt::print("{}", analysis::format_validation(results));
-  for (const std::string& line : unmatched)
+  for (const std::string& line : compared.provenance.unmatched)
     fmt::print("not matched {}\n", one_safe_line(line));
 
   traces::StagedOutputDirectory out(args.out, "--out");
@@ -276,7 +62,7 @@ void run_validate_against(const AgainstArgs& args) {
                                 analysis::validation_csv(results));
   analysis::ValidationConditions conditions;
   conditions.hardware = s.hardware.spec.name;
-  conditions.against = std::move(p);
+  conditions.against = std::move(compared.provenance);
   traces::write_file_atomically((staging / "validation.json").string(),
                                 analysis::validation_json(results, conditions));
   out.commit();

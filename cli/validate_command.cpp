@@ -11,17 +11,21 @@
 #include <vector>
 
 #include "commands.hpp"
-#include "engine_support.hpp"
+#include "engine_model.hpp"
+#include "engine_outputs.hpp"
+#include "engine_run_setup.hpp"
+#include "exitsim/analysis/engine_measurement.hpp"
 #include "exitsim/analysis/validation.hpp"
 #include "exitsim/core/error.hpp"
+#include "exitsim/setup/policy_params.hpp"
 #include "exitsim/sim/cost/calibrated_cost_model.hpp"
 #include "exitsim/sim/cost/cost_profile.hpp"
-#include "exitsim/sim/cost/step_batch.hpp"
 #include "exitsim/sim/simulator.hpp"
 #include "exitsim/sim/workload/workload.hpp"
 #include "exitsim/traces/atomic_output.hpp"
 #include "exitsim/traces/staged_output_directory.hpp"
 #include "exitsim/traces/token_trace.hpp"
+#include "output_paths.hpp"
 #include "progress.hpp"
 #include "validate_against.hpp"
 
@@ -44,13 +48,6 @@ struct ValidateArgs {
   AgainstArgs against;
 };
 
-// One engine run, as measured: its steps' durations, what each ran, and the request metrics.
-struct EngineMeasurement {
-  analysis::EngineRunMeasurement compared;
-  std::vector<std::vector<policy::StepRow>> steps;  // per step, what each sequence ran
-  std::int64_t kv_blocks = 0;
-};
-
 // The engine's options for a validation run: arrivals honoured, as the simulator sees them.
 engine::EngineOptions measured_options(const scenario::Scenario& s,
                                        std::span<const engine::EngineRequest> requests) {
@@ -59,84 +56,32 @@ engine::EngineOptions measured_options(const scenario::Scenario& s,
   return engine_options(s, args, longest_request(requests));
 }
 
-// `time_scale` multiplies every measured time span (--normalize-speed; 1 otherwise).
-EngineMeasurement measure_engine(const LoadedModel& loaded, const scenario::Scenario& s,
-                                 const engine::EngineOptions& options,
-                                 const std::vector<engine::EngineRequest>& requests,
-                                 const std::string& token_trace_path, double time_scale) {
+// One engine run, measured by analysis from what the engine reported (its steps, its token trace,
+// the requests it was given); the token trace is written to `token_trace_path` unless empty.
+analysis::EngineMeasurement measure_engine(const LoadedModel& loaded, const scenario::Scenario& s,
+                                           const engine::EngineOptions& options,
+                                           const std::vector<engine::EngineRequest>& requests,
+                                           const std::string& token_trace_path, double time_scale) {
   engine::Engine engine(*loaded.model, options, nullptr);
   const engine::EngineRun run = engine.run(requests);
-  const auto scaled = [&](TimeNs t) {
-    return static_cast<TimeNs>(std::llround(static_cast<double>(t) * time_scale));
-  };
-
-  EngineMeasurement m;
-  m.kv_blocks = options.kv_blocks;
-  sim::MetricsCollector metrics(sim::MetricsOptions{});
-  // When each request was first scheduled: the start of the first step that worked on it.
-  std::map<std::uint64_t, TimeNs> first_scheduled;
-  for (std::size_t k = 0; k < run.steps.size(); ++k) {
-    const engine::StepRecord& step = run.steps[k];
-    const TimeNs end =
-        k + 1 < run.steps.size() ? run.steps[k + 1].start - run.steps[k + 1].idle_before : run.wall;
-    // Scaled as points in time, so that a scaled step still ends where the next one starts.
-    const TimeNs duration = scaled(end) - scaled(step.start);
-    m.compared.iterations.push_back(duration);
-    m.steps.push_back(step.rows);
-    metrics.record_iteration({0, scaled(step.start), duration,
-                              static_cast<std::int64_t>(step.prefill.size() + step.decode.size()),
-                              0, 0, 0, 0});
-    for (const auto* ids : {&step.prefill, &step.decode}) {
-      for (const RequestId id : *ids)
-        first_scheduled.try_emplace(id.value, step.start);
-    }
-  }
-  struct Times {
-    TimeNs first = -1, last = -1;
-    std::int64_t tokens = 0;
-  };
-  std::map<std::uint64_t, Times> times;
-  for (const engine::GeneratedToken& t : run.tokens) {
-    if (t.discarded)
-      continue;
-    Times& r = times[t.request.value];
-    r.first = r.first < 0 ? t.time : std::min(r.first, t.time);
-    r.last = std::max(r.last, t.time);
-    ++r.tokens;
-  }
+  const std::vector<traces::TokenTraceRow> tokens = token_trace_rows(run, s.exit_policy.kind);
   if (!token_trace_path.empty())
-    write_token_trace(run, s.exit_policy.kind, token_trace_path);
-  for (const engine::EngineRequest& r : requests) {
-    const Times& t = times[r.id.value];
-    const auto since_arrival = [&](TimeNs at) { return r.arrival + scaled(at - r.arrival); };
-    sim::RequestRecord record;
-    record.id = r.id;
-    record.arrival = r.arrival;
-    const auto scheduled = first_scheduled.find(r.id.value);
-    record.first_scheduled =
-        since_arrival(scheduled != first_scheduled.end() ? scheduled->second : r.arrival);
-    record.first_token = since_arrival(t.first);
-    record.completion = since_arrival(t.last);
-    record.input_tokens = static_cast<std::int64_t>(r.prompt.size());
-    record.output_tokens = t.tokens;
-    metrics.record_request(record);
+    write_token_trace(tokens, token_trace_path);
+  std::vector<analysis::EngineStep> steps;
+  steps.reserve(run.steps.size());
+  for (const engine::StepRecord& step : run.steps) {
+    analysis::EngineStep& out = steps.emplace_back();
+    out.start = step.start;
+    out.idle_before = step.idle_before;
+    out.requests = step.prefill;
+    out.requests.insert(out.requests.end(), step.decode.begin(), step.decode.end());
+    out.rows = step.rows;
   }
-  m.compared.summary = metrics.summarize();
-  return m;
-}
-
-// The engine's steps priced by the profile, step by step: the cost model's error alone. Each
-// step is priced from the rows the engine recorded (its executed synchronization plan), through
-// the same translation the simulator prices its own iterations with.
-std::vector<TimeNs> price_engine_steps(const EngineMeasurement& m,
-                                       const sim::CalibratedCostModel& model,
-                                       const DepthStructure& depth, policy::SyncStrategy strategy) {
-  sim::StepPricer pricer(model, depth, strategy);
-  std::vector<TimeNs> priced;
-  priced.reserve(m.steps.size());
-  for (const std::vector<policy::StepRow>& rows : m.steps)
-    priced.push_back(pricer.duration(rows));
-  return priced;
+  std::vector<analysis::EngineRequestSent> sent;
+  sent.reserve(requests.size());
+  for (const engine::EngineRequest& r : requests)
+    sent.push_back({r.id, r.arrival, static_cast<std::int64_t>(r.prompt.size())});
+  return analysis::measure_engine_run(steps, tokens, sent, run.wall, time_scale);
 }
 
 void check_profile_matches(const ValidateArgs& args, const LoadedModel& loaded,
@@ -188,7 +133,7 @@ void run_validate(const ValidateArgs& args) {
   // Every mistake the arguments can hold is refused before the folder is made.
   check_output_directory(args.out, "--out");
   for (const std::string& strategy : args.strategies)
-    strategy_named(strategy, "--strategies");
+    setup::strategy_named(strategy, "--strategies");
   const auto loaded = load_model(args.model);
   const sim::CostProfile profile = sim::CostProfile::read(args.profile);
   const std::vector<std::int32_t> corpus = args.model.corpus(loaded->config);
@@ -234,11 +179,12 @@ void run_validate(const ValidateArgs& args) {
     std::int64_t kv_blocks = 0;
     for (int k = 0; k < args.repeat; ++k) {
       // The exit decisions are the same in every run (seeded); the first run's trace is kept.
-      EngineMeasurement measured = measure_engine(*loaded, s, options_measured, requests,
-                                                  k == 0 ? token_trace : "", speed.factor);
-      kv_blocks = measured.kv_blocks;
-      measured.compared.priced_steps = price_engine_steps(
-          measured, priced, loaded->config.shape.depth, *policy::parse_sync_strategy(strategy));
+      analysis::EngineMeasurement measured = measure_engine(
+          *loaded, s, options_measured, requests, k == 0 ? token_trace : "", speed.factor);
+      kv_blocks = options_measured.kv_blocks;
+      measured.compared.priced_steps =
+          analysis::price_engine_steps(measured, priced, loaded->config.shape.depth,
+                                       setup::strategy_named(strategy, "--strategies"));
       runs.push_back(std::move(measured.compared));
       reporter.update(++runs_done, total_runs, strategy);
     }

@@ -20,12 +20,12 @@
 #include "exitsim/core/random.hpp"
 #include "exitsim/engine/cpu_model.hpp"
 #include "exitsim/engine/engine.hpp"
+#include "exitsim/engine/options_from_setup.hpp"
 #include "exitsim/policy/kv_layout.hpp"
 #include "exitsim/scenario/load.hpp"
+#include "exitsim/setup/executor_setup.hpp"
 #include "exitsim/sim/cost/make_cost_model.hpp"
 #include "exitsim/sim/cost/step_batch.hpp"
-#include "exitsim/sim/kv_capacity.hpp"
-#include "exitsim/sim/policy_params.hpp"
 #include "exitsim/sim/simulator.hpp"
 #include "exitsim/traces/token_trace.hpp"
 #include "support/request_traces.hpp"
@@ -197,42 +197,12 @@ Traces run_engine(const scenario::Scenario& s) {
   const scenario::ReplicaGroup& group = s.replica_groups.front();
   const std::unique_ptr<sim::CostModel> cost =
       sim::make_cost_model(group.cost_model, group.model.shape, group.hardware.spec);
-  const policy::SyncStrategy strategy = *policy::parse_sync_strategy(s.sync.strategy);
-  sim::StepPricer pricer(*cost, group.model.shape.depth, strategy);
-  // Swap preemption's host tier and link, as the simulator's replica derives them.
-  const policy::KvLayout layout(group.model.shape.depth, strategy);
-  const sim::KvCapacity kv = sim::derive_kv_capacity(
-      group.model.shape, group.hardware.spec,
-      {group.scheduler.block_size, group.scheduler.kv_blocks,
-       group.scheduler.memory_reserve_fraction, layout.instances(), group.parallel});
-  const sim::HostSwapLink swap =
-      group.scheduler.preemption == "swap"
-          ? sim::host_swap_link(kv, layout.groups().total_instances(), group.hardware.spec)
-          : sim::HostSwapLink{};
-
-  engine::EngineOptions options;
-  options.scheduler = group.scheduler.kind;
-  options.scheduler_params.preemption = group.scheduler.preemption;
-  options.scheduler_params.watermark_fraction = group.scheduler.watermark_fraction;
-  options.scheduler_params.reserve_prompt_blocks = group.scheduler.reserve_prompt_blocks;
-  options.limits = {group.scheduler.max_running, group.scheduler.max_batched_tokens};
-  options.block_size = group.scheduler.block_size;
-  options.kv_blocks = group.scheduler.kv_blocks;
-  options.host_kv_blocks = swap.host_blocks;
-  options.exit_policy = sim::exit_policy_params(s.exit_policy);
-  if (s.exit_policy.kind == "replay") {
-    auto exits = std::make_shared<std::map<std::pair<std::uint64_t, std::int64_t>, int>>();
-    traces::TokenTraceReader reader(s.exit_policy.token_trace);
-    while (auto row = reader.next())
-      (*exits)[{row->request_id, row->position}] = row->exit_point;
-    options.exit_policy.replay_lookup = [exits](RequestId request, std::int64_t position) {
-      const auto found = exits->find({request.value, position});
-      return found == exits->end() ? std::optional<int>{} : std::optional<int>{found->second};
-    };
-  }
-  options.strategy = strategy;
-  options.depthwise = sim::depthwise_rule(s.sync);
-  options.seed = s.seed;
+  // Scheduling, exits, synchronisation and the host swap tier through the one scenario adapter,
+  // as `exitsim engine run` and `validate` build them.
+  const setup::ExecutorSetup setup = setup::executor_setup(s);
+  sim::StepPricer pricer(*cost, group.model.shape.depth, setup.strategy);
+  const setup::HostSwapLink swap = setup.host_swap.value_or(setup::HostSwapLink{});
+  engine::EngineOptions options = engine::options_from_setup(setup);
   options.honour_arrivals = true;
   Traces out;
   options.step_duration = [&](const policy::StepTrace& step) {

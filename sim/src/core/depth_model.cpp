@@ -3,64 +3,26 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <map>
 #include <string>
 #include <utility>
 
 #include "exitsim/core/error.hpp"
-#include "exitsim/sim/policy_params.hpp"
-#include "exitsim/traces/token_trace.hpp"
+#include "exitsim/setup/policy_params.hpp"
+#include "exitsim/setup/replay_lookup.hpp"
 #include "measured_exits.hpp"
 
 namespace exitsim::sim {
 namespace {
 
-policy::SyncStrategy strategy_from(const scenario::SyncConfig& sync) {
-  const auto strategy = policy::parse_sync_strategy(sync.strategy);
-  if (!strategy) {
-    throw_setting_error("sync.strategy", "a synchronization strategy", "\"" + sync.strategy + "\"");
-  }
-  return *strategy;
-}
-
-// Every row is checked against the model when the trace is read, so that a trace of another
-// model is refused naming its line whatever the workload replays (a token the run never reaches
-// went unchecked), and a trace without rows, which would replay nothing, is refused.
-policy::ExitLookup token_trace_lookup(const std::string& path, const DepthStructure& depth) {
-  const auto last_exit = static_cast<int>(depth.effective_exit_points().size()) - 1;
-  auto exits = std::make_shared<std::map<std::pair<std::uint64_t, std::int64_t>, int>>();
-  traces::TokenTraceReader reader(path);
-  while (auto row = reader.next()) {
-    if (row->exit_point > last_exit) {
-      throw InputError({path, reader.line(), 0, "exit_point"},
-                       expected_found(fmt::format("an exit point index in [0, {}] (the model has "
-                                                  "{} exit points)",
-                                                  last_exit, last_exit + 1),
-                                      std::to_string(row->exit_point)));
-    }
-    (*exits)[{row->request_id, row->position}] = row->exit_point;
-  }
-  if (exits->empty()) {
-    throw InputError({path, 0, 0, ""},
-                     expected_found("at least one token row to replay", "a header and no rows"));
-  }
-  return [exits](RequestId request, std::int64_t position) -> std::optional<int> {
-    const auto found = exits->find({request.value, position});
-    if (found == exits->end())
-      return std::nullopt;
-    return found->second;
-  };
-}
-
 policy::ExitPolicyParams exit_params(const scenario::ExitPolicyConfig& config,
                                      const std::string& strategy, const DepthStructure& depth) {
-  policy::ExitPolicyParams params = exit_policy_params(config);
+  policy::ExitPolicyParams params = setup::exit_policy_params(config);
   if (uses_measured_exits(config)) {
     params.kind = "distribution";
     params.probabilities = measured_exit_distribution(config, strategy, depth);
     params.position_buckets.clear();
   } else if (config.kind == "replay") {
-    params.replay_lookup = token_trace_lookup(config.token_trace, depth);
+    params.replay_lookup = setup::token_trace_lookup(config.token_trace, depth);
   }
   return params;
 }
@@ -72,8 +34,8 @@ DepthModel::DepthModel(const scenario::ExitPolicyConfig& exit_policy,
                        std::uint64_t seed)
     : full_depth_(model.depth.stacked_depth()),
       depth_(model.depth),
-      strategy_(strategy_from(sync)),
-      depthwise_rule_(depthwise_rule(sync)),
+      strategy_(setup::sync_strategy(sync)),
+      depthwise_rule_(setup::depthwise_rule(sync)),
       rollback_probability_(
           strategy_ == policy::SyncStrategy::deferred_fill ? sync.rollback_probability : 0.0),
       exit_draws_(policy::exit_draws(seed)),

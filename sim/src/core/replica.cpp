@@ -66,8 +66,8 @@ Replica::Replica(int index, const ReplicaSpec& spec, MetricsCollector& metrics,
   prefill_only_ = role_ == "prefill";
   kv_bytes_per_token_ = kv.kv_bytes_per_token;
   if (spec.scheduler.preemption == "swap") {
-    const HostSwapLink link =
-        host_swap_link(kv, kv_layout_.groups().total_instances(), spec.hardware);
+    const setup::HostSwapLink link =
+        setup::host_swap_link(spec.model, spec.hardware, spec.parallel, kv.block_size);
     swap_.emplace(Swap{link, policy::HostSwapSpace(link.host_blocks), 0, 0, {}});
   }
   kv_view_.groups = kv_layout_.groups();

@@ -14,6 +14,7 @@
 #include "exitsim/policy/replica_router.hpp"
 #include "exitsim/policy/scheduler.hpp"
 #include "exitsim/policy/servable.hpp"
+#include "exitsim/setup/host_swap.hpp"
 #include "exitsim/sim/cost/cost_model.hpp"
 #include "exitsim/sim/cost/step_batch.hpp"
 #include "exitsim/sim/kv_capacity.hpp"
@@ -246,7 +247,7 @@ class Replica {
   // Swap preemption: the host's swap space and link, and the transfers the next iteration waits
   // for (vLLM swaps blocks out and in before the forward pass, on the same stream).
   struct Swap {
-    HostSwapLink link;
+    setup::HostSwapLink link;
     policy::HostSwapSpace space;
     std::int64_t pending_out = 0;  // pool blocks, this iteration's
     std::int64_t pending_in = 0;

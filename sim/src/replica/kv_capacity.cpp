@@ -117,27 +117,3 @@ KvCapacity derive_kv_capacity(const ModelShape& model, const HardwareSpec& hardw
 }
 
 }  // namespace exitsim::sim
-
-namespace exitsim::sim {
-
-TimeNs HostSwapLink::transfer(std::int64_t blocks) const {
-  return static_cast<TimeNs>(std::llround(static_cast<double>(blocks) * ns_per_block));
-}
-
-HostSwapLink host_swap_link(const KvCapacity& kv, std::int64_t total_instances,
-                            const HardwareSpec& hardware) {
-  if (!(hardware.host_link_bandwidth > 0)) {
-    throw InputError(
-        {"", 0, 0, "hardware.host_link_bandwidth_gbps"},
-        expected_found("a positive host link bandwidth for scheduler.preemption: swap", "0"));
-  }
-  HostSwapLink link;
-  link.bytes_per_block =
-      kv.kv_bytes_per_token * kv.block_size / std::max<std::int64_t>(total_instances, 1);
-  link.host_blocks = hardware.host_swap_bytes / std::max<std::int64_t>(link.bytes_per_block, 1);
-  link.ns_per_block =
-      static_cast<double>(link.bytes_per_block) * 1e9 / hardware.host_link_bandwidth;
-  return link;
-}
-
-}  // namespace exitsim::sim

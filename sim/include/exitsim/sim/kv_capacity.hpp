@@ -38,21 +38,4 @@ struct KvCapacityRequest {
 KvCapacity derive_kv_capacity(const ModelShape& model, const HardwareSpec& hardware,
                               const KvCapacityRequest& request);
 
-// Swap preemption's host side of one replica: how many pool blocks (block_size rows of one K/V
-// instance) the host swap space holds, and how long they take over the host link. Each GPU of the
-// replica moves its share of a block over its own link, in parallel, so a block costs one GPU's
-// bytes.
-struct HostSwapLink {
-  std::int64_t bytes_per_block = 0;  // one pool block's share on one GPU
-  std::int64_t host_blocks = 0;
-  double ns_per_block = 0;
-  // The wait for `blocks` pool blocks moved before a step, rounded once.
-  TimeNs transfer(std::int64_t blocks) const;
-};
-
-// `total_instances`: the K/V instances a full-depth token stores (policy::KvLayout). Throws
-// InputError (field "hardware.host_link_bandwidth_gbps") without a positive host link bandwidth.
-HostSwapLink host_swap_link(const KvCapacity& kv, std::int64_t total_instances,
-                            const HardwareSpec& hardware);
-
 }  // namespace exitsim::sim

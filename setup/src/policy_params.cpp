@@ -1,6 +1,9 @@
-#include "exitsim/sim/policy_params.hpp"
+#include "exitsim/setup/policy_params.hpp"
 
-namespace exitsim::sim {
+#include "exitsim/core/error.hpp"
+#include "exitsim/core/suggest.hpp"
+
+namespace exitsim::setup {
 
 policy::ExitPolicyParams exit_policy_params(const scenario::ExitPolicyConfig& config) {
   policy::ExitPolicyParams params;
@@ -30,4 +33,25 @@ policy::DepthwiseRule depthwise_rule(const scenario::SyncConfig& sync) {
   return rule;
 }
 
-}  // namespace exitsim::sim
+policy::SyncStrategy strategy_named(const std::string& name, const std::string& field) {
+  const auto strategy = policy::parse_sync_strategy(name);
+  if (!strategy) {
+    throw InputError({"", 0, 0, field},
+                     expected_found(one_of(policy::sync_strategy_names()), "\"" + name + "\""));
+  }
+  return *strategy;
+}
+
+policy::SyncStrategy sync_strategy(const scenario::SyncConfig& sync) {
+  return strategy_named(sync.strategy, "sync.strategy");
+}
+
+policy::SchedulerParams scheduler_params(const scenario::SchedulerConfig& scheduler) {
+  return {scheduler.preemption, scheduler.watermark_fraction, scheduler.reserve_prompt_blocks};
+}
+
+policy::SchedulerLimits scheduler_limits(const scenario::SchedulerConfig& scheduler) {
+  return {scheduler.max_running, scheduler.max_batched_tokens};
+}
+
+}  // namespace exitsim::setup
