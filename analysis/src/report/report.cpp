@@ -34,25 +34,12 @@ const policy::QualityRow* quality_row(const policy::QualityTable& table, const R
 }
 
 double run_metric(const RunMetrics& m, const std::string& name) {
-  const std::map<std::string, double> values = {
-      {"throughput_tokens_per_s", m.throughput_tokens_per_s},
-      {"goodput_requests_per_s", m.goodput_requests_per_s},
-      {"slo_attainment", m.slo_attainment},
-      {"ttft_p50_ms", m.ttft_p50_ms},
-      {"ttft_p99_ms", m.ttft_p99_ms},
-      {"tpot_p50_ms", m.tpot_p50_ms},
-      {"tpot_p99_ms", m.tpot_p99_ms},
-      {"e2e_p50_ms", m.e2e_p50_ms},
-      {"e2e_p99_ms", m.e2e_p99_ms},
-      {"mean_exit_depth", m.mean_exit_depth}};
-  const auto it = values.find(name);
-  if (it == values.end()) {
-    std::string known;
-    for (const auto& [k, v] : values)
-      known += (known.empty() ? "" : ", ") + k;
-    throw InputError({"", 0, 0, "--efficiency"}, expected_found("one of " + known, name));
-  }
-  return it->second;
+  if (const RunMetricColumn* column = find_run_metric(name))
+    return m.*column->member;
+  std::string known;
+  for (const RunMetricColumn& column : k_run_metric_columns)
+    known += fmt::format("{}{}", known.empty() ? "" : ", ", column.name);
+  throw InputError({"", 0, 0, "--efficiency"}, expected_found("one of " + known, name));
 }
 
 // The point's name: the full-depth baseline is named as the reference.

@@ -13,16 +13,8 @@
 
 namespace exitsim::analysis::report_parts {
 
-// What the report needs of a run's resolved scenario.
-struct RunSetting {
-  std::string policy = "none";
-  std::optional<double> threshold;
-  std::string measure;
-  std::vector<double> capacities;
-  std::string strategy = "full_depth";
-  double max_running = 0;  // 0 when the scenario does not set it
-};
-
+// The run's setting as the sweep stored it (sweep_columns.hpp), with strategy full_depth made
+// the full-depth reference (exit policy none, no threshold or capacities).
 RunSetting setting_of(const RunRecord& run);
 
 // The capacity plan (`exitsim plan`'s JSON) as the report reads it, parsed once: its candidates
