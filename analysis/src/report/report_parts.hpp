@@ -79,6 +79,26 @@ std::string validation_section(const nlohmann::json& validation);
 // The answer in words and numbers, first on the page.
 std::string verdict_of(const ReportInputs& in, const Report& r, const PlanView& plan);
 
+// The report's parts in page order; each adds what it could not show to r.notes and its figures
+// to report.json (`out`).
+struct ChartInputs;
+// Each run placed on the efficiency-quality plane (r.points, the runs that do the same work
+// collapsed into one point); returns each run's setting.
+std::vector<RunSetting> place_runs(const ReportInputs& in, const PlanView& plan, Report& r);
+// The Pareto frontier of the distinct configurations (r.frontier, ranks, hypervolume) and its
+// section: chart, table and hypervolume, or why there is none.
+std::string pareto_section(const ReportInputs& in, const ChartInputs& charts, Report& r);
+// Every run (report.json "runs"), the frontier (report.json and r.frontier_csv), and the section
+// of the warnings the runs carry ("" when none does).
+std::string runs_part(const ReportInputs& in, const std::vector<RunSetting>& settings, Report& r,
+                      nlohmann::json& out);
+// The capacity plan's candidates (--plan).
+std::string capacity_section(const ReportInputs& in, Report& r, nlohmann::json& out);
+// The profile's fit errors (--profile) and the stand-ins for ops its traces never ran.
+std::string calibration_error_section(const ReportInputs& in, Report& r, nlohmann::json& out);
+// `exitsim validate`'s results (--validation).
+std::string validation_part(const ReportInputs& in, Report& r, nlohmann::json& out);
+
 // What the charts of one report share.
 struct ChartInputs {
   const ReportInputs& in;
