@@ -12,7 +12,6 @@
 #include <deque>
 #include <exception>
 #include <functional>
-#include <iterator>
 #include <limits>
 #include <mutex>
 #include <nlohmann/json.hpp>

@@ -155,12 +155,8 @@ void expect_columns(sqlite3* db, const std::string& path, const std::string& tab
 // it cannot hold or lose its own: its layout is checked before this process changes anything in
 // the file (journal mode, tables), so that a refused file is left byte for byte as it was.
 void check_layout(sqlite3* db, const std::string& path, bool has_runs) {
-  if (has_runs) {
-    std::string first;
-    for (const run_columns::Column& c : run_columns::first_columns())
-      first += (first.empty() ? "" : ", ") + c.name;
-    expect_columns(db, path, "runs", first);
-  }
+  if (has_runs)
+    expect_columns(db, path, "runs", run_columns::first_column_list());
   if (has_table(db, path, "provenance"))
     expect_columns(db, path, "provenance", k_provenance_columns);
 }

@@ -127,7 +127,11 @@ const std::vector<Column>& later_columns() {
 }
 
 std::string column_list() {
-  return join_names(first_columns()) + ", " + join_names(later_columns());
+  return first_column_list() + ", " + later_column_list();
+}
+
+std::string first_column_list() {
+  return join_names(first_columns());
 }
 
 std::string later_column_list() {

@@ -27,7 +27,8 @@ const std::vector<Column>& later_columns();
 
 // Every column, comma-separated, in the order bind_run binds and read_run reads them.
 std::string column_list();
-// The later columns, comma-separated, that readers (the report, merge) need.
+// The first and the later columns, each comma-separated.
+std::string first_column_list();
 std::string later_column_list();
 std::string create_table_sql();
 // INSERT OR REPLACE of every column, as ?1..?N.

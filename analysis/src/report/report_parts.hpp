@@ -79,9 +79,11 @@ std::string validation_section(const nlohmann::json& validation);
 // The answer in words and numbers, first on the page.
 std::string verdict_of(const ReportInputs& in, const Report& r, const PlanView& plan);
 
-// The report's parts in page order; each adds what it could not show to r.notes and its figures
-// to report.json (`out`).
 struct ChartInputs;
+
+// The report's parts in page order (build_report puts them together); each adds what it could
+// not show to r.notes and its figures to report.json (`out`).
+//
 // Each run placed on the efficiency-quality plane (r.points, the runs that do the same work
 // collapsed into one point); returns each run's setting.
 std::vector<RunSetting> place_runs(const ReportInputs& in, const PlanView& plan, Report& r);
