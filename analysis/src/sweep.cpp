@@ -6,12 +6,13 @@
 #include <atomic>
 #include <charconv>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstdlib>
 #include <deque>
 #include <exception>
 #include <functional>
-#include <iterator>
+#include <limits>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -70,16 +71,8 @@ Shard parse_shard(const std::string& text) {
 
 RunMetrics run_metrics_of(const sim::MetricsSummary& s) {
   RunMetrics m;
-  m.throughput_tokens_per_s = s.throughput_tokens_per_s;
-  m.goodput_requests_per_s = s.goodput_requests_per_s;
-  m.slo_attainment = s.slo_attainment;
-  m.ttft_p50_ms = s.ttft.p50;
-  m.ttft_p99_ms = s.ttft.p99;
-  m.tpot_p50_ms = s.tpot.p50;
-  m.tpot_p99_ms = s.tpot.p99;
-  m.e2e_p50_ms = s.e2e.p50;
-  m.e2e_p99_ms = s.e2e.p99;
-  m.mean_exit_depth = s.depth.mean_exit_depth;
+  for (const RunMetricColumn& column : k_run_metric_columns)
+    m.*column.member = column.of(s);
   m.summary_json = sim::summary_to_json(s);
   return m;
 }
@@ -109,7 +102,8 @@ RunRecord run_sweep_point(const SweepOptions& options, const SweepPoint& point) 
   const scenario::Scenario& s = point.scenario ? *point.scenario : *loaded;
   const auto workload = sim::make_workload(s.workload, s.seed);
   const sim::SimulationResult result = sim::simulate(sim::simulation_config_from(s, ""), *workload);
-  RunRecord record{point, scenario::render_resolved_yaml(s), run_metrics_of(result.summary)};
+  RunRecord record{point, scenario::render_resolved_yaml(s), run_setting_of(s),
+                   run_metrics_of(result.summary)};
   record.point.scenario.reset();  // the record keeps the rendered text, not the scenario
   if (record.point.digest.empty()) {
     FileHashes hashes;
@@ -150,22 +144,52 @@ void record_sweep_provenance(const SweepOptions& options, SweepDatabase& databas
                               std::string(version()), std::string(commit())});
 }
 
+namespace {
+
+// A metric as JSON: NaN (a percentile of no requests) as null, which JSON has for it.
+nlohmann::json number_or_null(double value) {
+  return std::isnan(value) ? nlohmann::json(nullptr) : nlohmann::json(value);
+}
+
+double number_or_nan(const nlohmann::json& value) {
+  return value.is_null() ? std::numeric_limits<double>::quiet_NaN() : value.get<double>();
+}
+
+nlohmann::json setting_to_json(const RunSetting& s) {
+  return {{"policy", s.policy},
+          {"threshold", s.threshold ? nlohmann::json(*s.threshold) : nlohmann::json(nullptr)},
+          {"measure", s.measure},
+          {"capacities", s.capacities},
+          {"strategy", s.strategy},
+          {"max_running", s.max_running}};
+}
+
+RunSetting setting_from_json(const nlohmann::json& j) {
+  RunSetting s;
+  s.policy = j.at("policy").get<std::string>();
+  if (!j.at("threshold").is_null())
+    s.threshold = j.at("threshold").get<double>();
+  s.measure = j.at("measure").get<std::string>();
+  s.capacities = j.at("capacities").get<std::vector<double>>();
+  s.strategy = j.at("strategy").get<std::string>();
+  s.max_running = j.at("max_running").get<double>();
+  return s;
+}
+
+}  // namespace
+
 std::string run_record_to_json(const RunRecord& run) {
-  const RunMetrics& m = run.metrics;
-  const std::vector<double> metrics = {m.throughput_tokens_per_s,
-                                       m.goodput_requests_per_s,
-                                       m.slo_attainment,
-                                       m.ttft_p50_ms,
-                                       m.ttft_p99_ms,
-                                       m.tpot_p50_ms,
-                                       m.tpot_p99_ms,
-                                       m.e2e_p50_ms,
-                                       m.e2e_p99_ms,
-                                       m.mean_exit_depth};
-  return nlohmann::json{{"index", run.point.index},      {"overrides", run.point.overrides},
-                        {"key", run.point.key},          {"digest", run.point.digest},
-                        {"scenario", run.scenario_yaml}, {"metrics", metrics},
-                        {"summary", m.summary_json}}
+  nlohmann::json metrics = nlohmann::json::object();
+  for (const RunMetricColumn& column : k_run_metric_columns)
+    metrics[std::string(column.name)] = number_or_null(run.metrics.*column.member);
+  return nlohmann::json{{"index", run.point.index},
+                        {"overrides", run.point.overrides},
+                        {"key", run.point.key},
+                        {"digest", run.point.digest},
+                        {"scenario", run.scenario_yaml},
+                        {"setting", setting_to_json(run.setting)},
+                        {"metrics", metrics},
+                        {"summary", run.metrics.summary_json}}
       .dump();
 }
 
@@ -177,21 +201,11 @@ RunRecord run_record_from_json(const std::string& text) {
   r.point.key = j.at("key").get<std::string>();
   r.point.digest = j.at("digest").get<std::string>();
   r.scenario_yaml = j.at("scenario").get<std::string>();
-  const auto v = j.at("metrics").get<std::vector<double>>();
-  RunMetrics& m = r.metrics;
-  double* fields[] = {&m.throughput_tokens_per_s,
-                      &m.goodput_requests_per_s,
-                      &m.slo_attainment,
-                      &m.ttft_p50_ms,
-                      &m.ttft_p99_ms,
-                      &m.tpot_p50_ms,
-                      &m.tpot_p99_ms,
-                      &m.e2e_p50_ms,
-                      &m.e2e_p99_ms,
-                      &m.mean_exit_depth};
-  for (std::size_t i = 0; i < std::size(fields) && i < v.size(); ++i)
-    *fields[i] = v[i];
-  m.summary_json = j.at("summary").get<std::string>();
+  r.setting = setting_from_json(j.at("setting"));
+  const nlohmann::json& metrics = j.at("metrics");
+  for (const RunMetricColumn& column : k_run_metric_columns)
+    r.metrics.*column.member = number_or_nan(metrics.at(std::string(column.name)));
+  r.metrics.summary_json = j.at("summary").get<std::string>();
   return r;
 }
 

@@ -6,35 +6,17 @@
 
 #include "exitsim/analysis/sweep.hpp"
 #include "exitsim/core/error.hpp"
+#include "sweep_run_columns.hpp"
 
 namespace exitsim::analysis {
 
 namespace {
-
-constexpr const char* k_schema =
-    "CREATE TABLE IF NOT EXISTS runs ("
-    " key TEXT PRIMARY KEY, point INTEGER NOT NULL, overrides TEXT NOT NULL,"
-    " scenario TEXT NOT NULL, throughput_tokens_per_s REAL, goodput_requests_per_s REAL,"
-    " slo_attainment REAL, ttft_p50_ms REAL, ttft_p99_ms REAL, tpot_p50_ms REAL,"
-    " tpot_p99_ms REAL, e2e_p50_ms REAL, e2e_p99_ms REAL, mean_exit_depth REAL,"
-    " summary TEXT NOT NULL, digest TEXT NOT NULL DEFAULT '')";
 
 constexpr const char* k_provenance_schema =
     "CREATE TABLE IF NOT EXISTS provenance ("
     " source TEXT NOT NULL, identity TEXT NOT NULL, shard TEXT NOT NULL,"
     " exitsim_version TEXT NOT NULL, exitsim_commit TEXT NOT NULL,"
     " UNIQUE (source, identity, shard, exitsim_version, exitsim_commit))";
-
-// The runs table's columns in every version of it; digest came later (added to older files).
-constexpr const char* k_columns_before_digest =
-    "key, point, overrides, scenario, throughput_tokens_per_s, goodput_requests_per_s,"
-    " slo_attainment, ttft_p50_ms, ttft_p99_ms, tpot_p50_ms, tpot_p99_ms, e2e_p50_ms,"
-    " e2e_p99_ms, mean_exit_depth, summary";
-constexpr const char* k_columns =
-    "key, point, overrides, scenario, throughput_tokens_per_s, goodput_requests_per_s,"
-    " slo_attainment, ttft_p50_ms, ttft_p99_ms, tpot_p50_ms, tpot_p99_ms, e2e_p50_ms,"
-    " e2e_p99_ms, mean_exit_depth, summary, digest";
-static_assert(std::string_view(k_columns).starts_with(k_columns_before_digest));
 
 constexpr const char* k_provenance_columns =
     "source, identity, shard, exitsim_version, exitsim_commit";
@@ -106,6 +88,7 @@ struct SweepDatabase::Impl {
       throw InputError({path, 0, 0, "runs"}, expected_found(expected, found));
     }
   }
+  void add_later_columns();
 };
 
 namespace {
@@ -173,12 +156,51 @@ void expect_columns(sqlite3* db, const std::string& path, const std::string& tab
 // the file (journal mode, tables), so that a refused file is left byte for byte as it was.
 void check_layout(sqlite3* db, const std::string& path, bool has_runs) {
   if (has_runs)
-    expect_columns(db, path, "runs", k_columns_before_digest);
+    expect_columns(db, path, "runs", run_columns::first_column_list());
   if (has_table(db, path, "provenance"))
     expect_columns(db, path, "provenance", k_provenance_columns);
 }
 
+bool has_runs_column(sqlite3* db, const std::string& path, const std::string& name) {
+  Statement column(db, "SELECT COUNT(*) FROM pragma_table_info('runs') WHERE name=?1", path);
+  column.text(1, name);
+  return column.count(db) > 0;
+}
+
+// The later columns (run_columns::later_columns) the file's runs table lacks, comma-separated.
+std::string missing_later_columns(sqlite3* db, const std::string& path) {
+  std::string missing;
+  for (const run_columns::Column& c : run_columns::later_columns()) {
+    if (!has_runs_column(db, path, c.name))
+      missing += (missing.empty() ? "" : ", ") + c.name;
+  }
+  return missing;
+}
+
+// A reader cannot add what an older sweep did not store: it says what to do.
+void check_later_columns(sqlite3* db, const std::string& path) {
+  const std::string missing = missing_later_columns(db, path);
+  if (!missing.empty()) {
+    throw InputError(
+        {path, 0, 0, "runs"},
+        expected_found("a sweep database with the columns " + run_columns::later_column_list(),
+                       "one without " + missing + ", written by an older exitsim; " +
+                           run_columns::older_database_advice(path)));
+  }
+}
+
 }  // namespace
+
+// A sweep resuming a file of an older layout adds the columns it lacks; its rows hold NULL (or
+// the column's default) there, and those without a setting are rerun as stale.
+void SweepDatabase::Impl::add_later_columns() {
+  for (const run_columns::Column& c : run_columns::later_columns()) {
+    if (!has_runs_column(db, path, c.name)) {
+      exec(fmt::format("ALTER TABLE runs ADD COLUMN {} {}", c.name, c.declaration).c_str(),
+           "a sweep database (table runs)");
+    }
+  }
+}
 
 SweepDatabase::SweepDatabase(const std::string& path, Access access)
     : impl_(std::make_unique<Impl>()) {
@@ -208,29 +230,27 @@ SweepDatabase::SweepDatabase(const std::string& path, Access access)
               others.empty() ? "no runs table" : "a database of other tables (" + others + ")"));
     }
   }
+  check_layout(impl_->db, path, has_runs);
   if (read_only) {
-    Statement probe(impl_->db, fmt::format("SELECT {} FROM runs LIMIT 0", k_columns).c_str(), path);
+    check_later_columns(impl_->db, path);
+    Statement probe(impl_->db,
+                    fmt::format("SELECT {} FROM runs LIMIT 0", run_columns::column_list()).c_str(),
+                    path);
     return;
   }
-  check_layout(impl_->db, path, has_runs);
   impl_->writable = true;
   impl_->exec("PRAGMA journal_mode=WAL", "a SQLite database");
   // Each point is its own transaction, so that a killed sweep keeps every point it stored. In WAL
   // mode that survives the process dying at any moment without syncing the disk per point; only
   // a machine's crash can lose the last points (never the file), which a rerun makes again.
   impl_->exec("PRAGMA synchronous=NORMAL", "a SQLite database");
-  impl_->exec(k_schema, "a sweep database (table runs)");
+  impl_->exec(run_columns::create_table_sql().c_str(), "a sweep database (table runs)");
   impl_->exec(k_provenance_schema, "a sweep database (table provenance)");
-  // Databases written before runs carried digests: their rows get "" and are rerun as stale.
-  {
-    Statement digest(impl_->db,
-                     "SELECT COUNT(*) FROM pragma_table_info('runs') WHERE name='digest'", path);
-    if (digest.count(impl_->db) == 0)
-      impl_->exec("ALTER TABLE runs ADD COLUMN digest TEXT NOT NULL DEFAULT ''",
-                  "a sweep database (table runs)");
-  }
+  impl_->add_later_columns();
   // A database of another layout would take rows it cannot hold: check every column is there.
-  Statement probe(impl_->db, fmt::format("SELECT {} FROM runs LIMIT 0", k_columns).c_str(), path);
+  Statement probe(impl_->db,
+                  fmt::format("SELECT {} FROM runs LIMIT 0", run_columns::column_list()).c_str(),
+                  path);
 }
 
 SweepDatabase::~SweepDatabase() {
@@ -244,7 +264,7 @@ SweepDatabase::~SweepDatabase() {
 }
 
 std::map<std::string, std::string> SweepDatabase::completed_digests() const {
-  Statement select(impl_->db, "SELECT key, digest FROM runs", impl_->path);
+  Statement select(impl_->db, run_columns::stale_digest_sql().c_str(), impl_->path);
   std::map<std::string, std::string> digests;
   while (select.next_row(impl_->db))
     digests.emplace(select.text_at(0), select.text_at(1));
@@ -252,35 +272,8 @@ std::map<std::string, std::string> SweepDatabase::completed_digests() const {
 }
 
 void SweepDatabase::record(const RunRecord& run) {
-  Statement insert(
-      impl_->db,
-      fmt::format("INSERT OR REPLACE INTO runs ({}) VALUES "
-                  "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
-                  k_columns)
-          .c_str(),
-      impl_->path);
-  std::string overrides;
-  for (const std::string& o : run.point.overrides)
-    overrides += (overrides.empty() ? "" : "\n") + o;
-  insert.text(1, run.point.key);
-  sqlite3_bind_int64(insert.get(), 2, static_cast<sqlite3_int64>(run.point.index));
-  insert.text(3, overrides);
-  insert.text(4, run.scenario_yaml);
-  const RunMetrics& m = run.metrics;
-  const double values[] = {m.throughput_tokens_per_s,
-                           m.goodput_requests_per_s,
-                           m.slo_attainment,
-                           m.ttft_p50_ms,
-                           m.ttft_p99_ms,
-                           m.tpot_p50_ms,
-                           m.tpot_p99_ms,
-                           m.e2e_p50_ms,
-                           m.e2e_p99_ms,
-                           m.mean_exit_depth};
-  for (int i = 0; i < 10; ++i)
-    sqlite3_bind_double(insert.get(), 5 + i, values[i]);
-  insert.text(15, m.summary_json);
-  insert.text(16, run.point.digest);
+  Statement insert(impl_->db, run_columns::insert_sql().c_str(), impl_->path);
+  run_columns::bind_run(insert.get(), run);
   // One statement outside a transaction is its own atomic transaction: a kill leaves the row
   // whole or absent.
   if (sqlite3_step(insert.get()) != SQLITE_DONE)
@@ -288,36 +281,13 @@ void SweepDatabase::record(const RunRecord& run) {
 }
 
 std::vector<RunRecord> SweepDatabase::runs() const {
-  Statement select(impl_->db, fmt::format("SELECT {} FROM runs ORDER BY point", k_columns).c_str(),
-                   impl_->path);
+  Statement select(
+      impl_->db,
+      fmt::format("SELECT {} FROM runs ORDER BY point", run_columns::column_list()).c_str(),
+      impl_->path);
   std::vector<RunRecord> out;
-  while (select.next_row(impl_->db)) {
-    RunRecord r;
-    r.point.key = select.text_at(0);
-    r.point.index = static_cast<std::size_t>(sqlite3_column_int64(select.get(), 1));
-    const std::string overrides = select.text_at(2);
-    for (std::size_t begin = 0; begin < overrides.size();) {
-      const std::size_t end = std::min(overrides.find('\n', begin), overrides.size());
-      r.point.overrides.push_back(overrides.substr(begin, end - begin));
-      begin = end + 1;
-    }
-    r.scenario_yaml = select.text_at(3);
-    double* fields[] = {&r.metrics.throughput_tokens_per_s,
-                        &r.metrics.goodput_requests_per_s,
-                        &r.metrics.slo_attainment,
-                        &r.metrics.ttft_p50_ms,
-                        &r.metrics.ttft_p99_ms,
-                        &r.metrics.tpot_p50_ms,
-                        &r.metrics.tpot_p99_ms,
-                        &r.metrics.e2e_p50_ms,
-                        &r.metrics.e2e_p99_ms,
-                        &r.metrics.mean_exit_depth};
-    for (int i = 0; i < 10; ++i)
-      *fields[i] = sqlite3_column_double(select.get(), 4 + i);
-    r.metrics.summary_json = select.text_at(14);
-    r.point.digest = select.text_at(15);
-    out.push_back(std::move(r));
-  }
+  while (select.next_row(impl_->db))
+    out.push_back(run_columns::read_run(select.get(), impl_->path));
   return out;
 }
 

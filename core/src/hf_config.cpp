@@ -114,56 +114,6 @@ std::string model_name(const Keys& keys) {
   return folder.empty() ? "hf-config" : folder.string();
 }
 
-// config.json's key for each field find_shape_problem reports (`type`: the model_type).
-std::string hf_key(const std::string& field, const std::string& type) {
-  using Names = std::vector<std::pair<const char*, const char*>>;
-  // Families whose keys differ from Llama's, first.
-  static const std::vector<std::pair<std::string, Names>> families = {
-      {"qwen3_moe", {{"experts", "num_experts"}, {"ffn_dim", "moe_intermediate_size"}}},
-      {"deepseek",
-       {{"experts", "n_routed_experts"},
-        {"ffn_dim", "moe_intermediate_size"},
-        {"dense_ffn_dim", "intermediate_size"},
-        {"shared_experts", "n_shared_experts"},
-        {"head_dim", "qk_nope_head_dim"}}},
-      {"llama4",
-       {{"experts", "num_local_experts"},
-        {"dense_ffn_dim", "intermediate_size_mlp"},
-        {"window", "attention_chunk_size"}}},
-      {"gemma", {{"window", "sliding_window"}}},
-      {"mistral", {{"window", "sliding_window"}}},
-      {"mixtral", {{"window", "sliding_window"}}},
-      {"gpt2",
-       {{"d_model", "n_embd"},
-        {"n_heads", "n_head"},
-        {"n_kv_heads", "n_head"},
-        {"ffn_dim", "n_inner"},
-        {"depth.prelude", "n_layer"}}},
-  };
-  for (const auto& [family, names] : families) {
-    if (type.rfind(family, 0) != 0)
-      continue;
-    for (const auto& [ours, theirs] : names) {
-      if (field == ours)
-        return theirs;
-    }
-  }
-  static const Names names = {{"d_model", "hidden_size"},
-                              {"n_heads", "num_attention_heads"},
-                              {"n_kv_heads", "num_key_value_heads"},
-                              {"head_dim", "head_dim"},
-                              {"ffn_dim", "intermediate_size"},
-                              {"vocab", "vocab_size"},
-                              {"depth.prelude", "num_hidden_layers"},
-                              {"experts", "num_local_experts"},
-                              {"experts_per_token", "num_experts_per_tok"}};
-  for (const auto& [ours, theirs] : names) {
-    if (field == ours)
-      return theirs;
-  }
-  return field;
-}
-
 // Qwen3-MoE's experts: each the width moe_intermediate_size (intermediate_size is a dense layer's,
 // which a model with every layer a mixture has none of). Dense layers among the mixtures
 // (decoder_sparse_step above 1, mlp_only_layers) are not read: refused.
@@ -263,6 +213,59 @@ void refuse_quantized(const Keys& keys) {
 }
 
 }  // namespace
+
+std::string hf_key(const std::string& field, const std::string& type) {
+  using Names = std::vector<std::pair<const char*, const char*>>;
+  // Families whose keys differ from Llama's, first.
+  static const std::vector<std::pair<std::string, Names>> families = {
+      {"qwen3_moe", {{"experts", "num_experts"}, {"ffn_dim", "moe_intermediate_size"}}},
+      {"deepseek",
+       {{"experts", "n_routed_experts"},
+        {"ffn_dim", "moe_intermediate_size"},
+        {"dense_ffn_dim", "intermediate_size"},
+        {"shared_experts", "n_shared_experts"},
+        {"head_dim", "qk_nope_head_dim"}}},
+      {"llama4",
+       {{"experts", "num_local_experts"},
+        {"dense_ffn_dim", "intermediate_size_mlp"},
+        {"window", "attention_chunk_size"}}},
+      {"gemma", {{"window", "sliding_window"}}},
+      {"mistral", {{"window", "sliding_window"}}},
+      {"mixtral", {{"window", "sliding_window"}}},
+      {"gpt2",
+       {{"d_model", "n_embd"},
+        {"n_heads", "n_head"},
+        {"n_kv_heads", "n_head"},
+        {"ffn_dim", "n_inner"},
+        {"depth.prelude", "n_layer"},
+        {"max_context", "n_positions"}}},
+  };
+  for (const auto& [family, names] : families) {
+    if (type.rfind(family, 0) != 0)
+      continue;
+    for (const auto& [ours, theirs] : names) {
+      if (field == ours)
+        return theirs;
+    }
+  }
+  static const Names names = {{"d_model", "hidden_size"},
+                              {"n_heads", "num_attention_heads"},
+                              {"n_kv_heads", "num_key_value_heads"},
+                              {"head_dim", "head_dim"},
+                              {"ffn_dim", "intermediate_size"},
+                              {"vocab", "vocab_size"},
+                              {"depth.prelude", "num_hidden_layers"},
+                              {"experts", "num_local_experts"},
+                              {"experts_per_token", "num_experts_per_tok"},
+                              // The engine's name for the context window (ModelConfig).
+                              {"max_positions", "max_position_embeddings"},
+                              {"max_context", "max_position_embeddings"}};
+  for (const auto& [ours, theirs] : names) {
+    if (field == ours)
+      return theirs;
+  }
+  return field;
+}
 
 ModelShape parse_hf_config(std::string_view text, const std::string& file) {
   const json root = parse_strictly(text, file);

@@ -83,15 +83,6 @@ void apply_group_override(Node& root, const std::string& assignment, const Sourc
   }
 }
 
-const Resolved& cell(const std::vector<Resolved>& row, const std::string& key) {
-  for (const Resolved& r : row) {
-    if (r.key == key)
-      return r;
-  }
-  static const Resolved k_missing;
-  return k_missing;
-}
-
 Scenario with_group(const Scenario& base, const ReplicaGroup& group) {
   Scenario s = base;
   s.model = group.model;

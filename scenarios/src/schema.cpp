@@ -103,4 +103,13 @@ double unscale(double stored, double scale) {
   return guess;
 }
 
+const Resolved& cell(const std::vector<Resolved>& row, const std::string& key) {
+  for (const Resolved& r : row) {
+    if (r.key == key)
+      return r;
+  }
+  static const Resolved k_missing;
+  return k_missing;
+}
+
 }  // namespace exitsim::scenario::detail

@@ -54,6 +54,9 @@ struct Resolved {
   std::vector<std::vector<Resolved>> records;  // records: one row per item, schema order
 };
 
+// The cell of `key` in a records row (Resolved::records); a null one when the row has none.
+const Resolved& cell(const std::vector<Resolved>& row, const std::string& key);
+
 enum class DefaultKind {
   value,                 // default_value when absent
   required,              // must be given when the key applies

@@ -3,16 +3,8 @@
 #include "schema_build.hpp"
 
 namespace exitsim::scenario::detail {
-namespace {
 
-const Resolved& cell(const std::vector<Resolved>& row, const std::string& key) {
-  for (const Resolved& r : row) {
-    if (r.key == key)
-      return r;
-  }
-  static const Resolved k_missing;
-  return k_missing;
-}
+namespace {
 
 Resolved cell_value(const std::string& key, Value v) {
   Resolved r = loaded(std::move(v));

@@ -49,6 +49,7 @@ TEST(SweepMerge, ShardsMergeIntoWhatOneProcessWrites) {
     EXPECT_EQ(got[i].point.key, expected[i].point.key);
     EXPECT_EQ(got[i].point.digest, expected[i].point.digest);
     EXPECT_EQ(got[i].scenario_yaml, expected[i].scenario_yaml);
+    EXPECT_EQ(got[i].setting, expected[i].setting);
     EXPECT_EQ(got[i].metrics.summary_json, expected[i].metrics.summary_json);
   }
   // Provenance: each input file with its shard, one identity, this build.

@@ -453,5 +453,21 @@ TEST(HfConfig, Qwen3MoeWithDenseLayersIsRefusedNamingTheKey) {
             "among them are not modelled), found [0,47]");
 }
 
+// The one field -> key table of both config.json readers holds what each knew before they
+// shared it: core's head_dim and experts, the engine's max_positions (its ModelConfig field for
+// max_position_embeddings), and the families' own names (transformers' config classes).
+TEST(HfKey, NamesEveryFieldBothReadersReportByItsConfigKey) {
+  EXPECT_EQ(hf_key("d_model", "llama"), "hidden_size");
+  EXPECT_EQ(hf_key("head_dim", "llama"), "head_dim");
+  EXPECT_EQ(hf_key("experts", "mixtral"), "num_local_experts");
+  EXPECT_EQ(hf_key("experts_per_token", "mixtral"), "num_experts_per_tok");
+  EXPECT_EQ(hf_key("max_positions", "llama"), "max_position_embeddings");
+  EXPECT_EQ(hf_key("max_context", "llama"), "max_position_embeddings");
+  EXPECT_EQ(hf_key("max_context", "gpt2"), "n_positions");
+  EXPECT_EQ(hf_key("experts", "qwen3_moe"), "num_experts");
+  EXPECT_EQ(hf_key("head_dim", "deepseek_v3"), "qk_nope_head_dim");
+  EXPECT_EQ(hf_key("rms_eps", "llama"), "rms_eps");  // no key of its own: the field
+}
+
 }  // namespace
 }  // namespace exitsim

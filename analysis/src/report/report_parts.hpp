@@ -13,16 +13,8 @@
 
 namespace exitsim::analysis::report_parts {
 
-// What the report needs of a run's resolved scenario.
-struct RunSetting {
-  std::string policy = "none";
-  std::optional<double> threshold;
-  std::string measure;
-  std::vector<double> capacities;
-  std::string strategy = "full_depth";
-  double max_running = 0;  // 0 when the scenario does not set it
-};
-
+// The run's setting as the sweep stored it (sweep_columns.hpp), with strategy full_depth made
+// the full-depth reference (exit policy none, no threshold or capacities).
 RunSetting setting_of(const RunRecord& run);
 
 // The capacity plan (`exitsim plan`'s JSON) as the report reads it, parsed once: its candidates
@@ -86,6 +78,28 @@ std::string validation_section(const nlohmann::json& validation);
 
 // The answer in words and numbers, first on the page.
 std::string verdict_of(const ReportInputs& in, const Report& r, const PlanView& plan);
+
+struct ChartInputs;
+
+// The report's parts in page order (build_report puts them together); each adds what it could
+// not show to r.notes and its figures to report.json (`out`).
+//
+// Each run placed on the efficiency-quality plane (r.points, the runs that do the same work
+// collapsed into one point); returns each run's setting.
+std::vector<RunSetting> place_runs(const ReportInputs& in, const PlanView& plan, Report& r);
+// The Pareto frontier of the distinct configurations (r.frontier, ranks, hypervolume) and its
+// section: chart, table and hypervolume, or why there is none.
+std::string pareto_section(const ReportInputs& in, const ChartInputs& charts, Report& r);
+// Every run (report.json "runs"), the frontier (report.json and r.frontier_csv), and the section
+// of the warnings the runs carry ("" when none does).
+std::string runs_part(const ReportInputs& in, const std::vector<RunSetting>& settings, Report& r,
+                      nlohmann::json& out);
+// The capacity plan's candidates (--plan).
+std::string capacity_section(const ReportInputs& in, Report& r, nlohmann::json& out);
+// The profile's fit errors (--profile) and the stand-ins for ops its traces never ran.
+std::string calibration_error_section(const ReportInputs& in, Report& r, nlohmann::json& out);
+// `exitsim validate`'s results (--validation).
+std::string validation_part(const ReportInputs& in, Report& r, nlohmann::json& out);
 
 // What the charts of one report share.
 struct ChartInputs {

@@ -1,7 +1,6 @@
-// What the report reads of a run's resolved scenario, and how it names and titles things.
+// What the report reads of a run's setting, and how it names and titles things.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <yaml-cpp/yaml.h>
 
 #include <cmath>
 
@@ -11,22 +10,7 @@
 namespace exitsim::analysis::report_parts {
 
 RunSetting setting_of(const RunRecord& run) {
-  RunSetting s;
-  const YAML::Node root = YAML::Load(run.scenario_yaml);
-  if (const YAML::Node e = root["exit_policy"]) {
-    if (e["kind"])
-      s.policy = e["kind"].as<std::string>();
-    if (e["threshold"] && !e["threshold"].IsNull())
-      s.threshold = e["threshold"].as<double>();
-    if (e["confidence_measure"])
-      s.measure = e["confidence_measure"].as<std::string>();
-    if (e["capacities"] && e["router_mode"] && e["router_mode"].as<std::string>() == "top_k") {
-      s.capacities = e["capacities"].as<std::vector<double>>();
-      s.threshold.reset();
-    }
-  }
-  if (root["sync"] && root["sync"]["strategy"])
-    s.strategy = root["sync"]["strategy"].as<std::string>();
+  RunSetting s = run.setting;
   // full_depth runs every token through every layer whatever the exit policy decides: its
   // outputs are the full-depth ones.
   if (s.strategy == "full_depth") {
@@ -34,8 +18,6 @@ RunSetting setting_of(const RunRecord& run) {
     s.threshold.reset();
     s.capacities.clear();
   }
-  if (root["scheduler"] && root["scheduler"]["max_running"])
-    s.max_running = root["scheduler"]["max_running"].as<double>();
   return s;
 }
 

@@ -121,22 +121,7 @@ std::string read_text_file(const std::string& path) {
   // Evaluation texts and prompt corpora are megabytes; /dev/zero or a mistaken disk image must
   // not be read until memory runs out.
   constexpr std::size_t k_max_text_bytes = std::size_t{1} << 30;
-  std::ifstream in = open_input_file(path, "text file");
-  std::string text;
-  std::array<char, 1 << 16> chunk{};
-  while (text.size() <= k_max_text_bytes && in) {
-    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
-    text.append(chunk.data(), static_cast<std::size_t>(in.gcount()));
-  }
-  if (in.bad()) {
-    throw InputError(SourceLocation{path, 0, 0, ""},
-                     fmt::format("cannot read the text file: {}", std::strerror(errno)));
-  }
-  if (text.size() > k_max_text_bytes) {
-    throw InputError(SourceLocation{path, 0, 0, ""},
-                     expected_found("a text file of at most 1 GiB", "a larger file"));
-  }
-  return text;
+  return read_bounded_file(path, "text file", k_max_text_bytes);
 }
 
 PromptSource::PromptSource(std::vector<std::int32_t> corpus, std::uint64_t seed)

@@ -11,6 +11,7 @@
 #include <system_error>
 
 #include "exitsim/core/error.hpp"
+#include "exitsim/core/hf_config.hpp"
 #include "exitsim/core/model_validation.hpp"
 #include "exitsim/core/suggest.hpp"
 #include "weights/strict_json.hpp"
@@ -70,24 +71,6 @@ json parse_object(std::string_view text, const std::string& file) {
   if (!root.is_object())
     throw InputError({file, 0, 0, ""}, expected_found("a JSON object", describe_json(root)));
   return root;
-}
-
-// Hugging Face keys for the fields find_shape_problem reports, so that a problem in a Llama
-// config names the key the user can see.
-std::string hf_field(const std::string& field) {
-  static const std::array<std::pair<const char*, const char*>, 7> names = {
-      {{"d_model", "hidden_size"},
-       {"n_heads", "num_attention_heads"},
-       {"n_kv_heads", "num_key_value_heads"},
-       {"ffn_dim", "intermediate_size"},
-       {"vocab", "vocab_size"},
-       {"depth.prelude", "num_hidden_layers"},
-       {"max_positions", "max_position_embeddings"}}};
-  for (const auto& [ours, theirs] : names) {
-    if (field == ours)
-      return theirs;
-  }
-  return field;
 }
 
 // The "rope_scaling" object of either config (absent, or null in config.json: no scaling). Only
@@ -160,7 +143,8 @@ std::string_view to_string(TokenizerKind kind) {
 
 void validate_model_config(const ModelConfig& config) {
   const auto fail = [&](const std::string& field, const std::string& message) {
-    const std::string shown = config.format == ModelFormat::hf_llama ? hf_field(field) : field;
+    const std::string shown =
+        config.format == ModelFormat::hf_llama ? hf_key(field, "llama") : field;
     return InputError({config.config_file, 0, 0, shown}, message);
   };
   if (const std::optional<ShapeProblem> problem = find_shape_problem(config.shape))

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "exitsim/analysis/sweep_columns.hpp"
 #include "exitsim/scenario/scenario.hpp"
 #include "exitsim/sim/metrics/metrics.hpp"
 
@@ -41,19 +42,6 @@ struct Shard {
 // Parses "i/N" (0 <= i < N); throws InputError on `--shard` otherwise.
 Shard parse_shard(const std::string& text);
 
-// The headline metrics of one run, as the database's columns hold them (the full summary is
-// stored as JSON beside them).
-struct RunMetrics {
-  double throughput_tokens_per_s = 0;
-  double goodput_requests_per_s = 0;
-  double slo_attainment = 0;
-  double ttft_p50_ms = 0, ttft_p99_ms = 0;
-  double tpot_p50_ms = 0, tpot_p99_ms = 0;
-  double e2e_p50_ms = 0, e2e_p99_ms = 0;
-  double mean_exit_depth = 0;
-  std::string summary_json;
-};
-
 // Where a database's runs came from: one row per sweep invocation's shard (or per database a
 // merge read). `identity` is the run_digest of the sweep's base scenario (every --set applied,
 // the axes included, input files hashed): shards of one sweep share it, another sweep's differs.
@@ -70,6 +58,7 @@ struct SweepProvenance {
 struct RunRecord {
   SweepPoint point;
   std::string scenario_yaml;  // the resolved scenario of the run
+  RunSetting setting;         // run_setting_of that scenario
   RunMetrics metrics;
 };
 

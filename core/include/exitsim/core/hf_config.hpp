@@ -52,6 +52,13 @@ inline constexpr std::string_view k_hf_model_types[] = {
 // name is _name_or_path when given, else the file's folder name.
 ModelShape parse_hf_config(std::string_view text, const std::string& file);
 
+// config.json's key for an exitsim field that find_shape_problem or the engine's model checks
+// report (d_model -> hidden_size, max_positions -> max_position_embeddings), in a config of
+// `model_type` (GPT-2, DeepSeek, Llama 4, ... name some differently); the field itself when the
+// config has no key of its own for it. The one table of the two config.json readers (core's and
+// the engine's).
+std::string hf_key(const std::string& field, const std::string& model_type);
+
 // The file at `path` (at most 16 MiB), parsed as above; a missing or unreadable file is an
 // InputError naming the path.
 ModelShape read_hf_config(const std::string& path);

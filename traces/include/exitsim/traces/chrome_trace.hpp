@@ -17,7 +17,10 @@ namespace detail {
 class AtomicOutputFile;
 }  // namespace detail
 
-class OpTraceReader;
+struct OpTraceRow;
+template <typename Row>
+class CsvRowReader;
+using OpTraceReader = CsvRowReader<OpTraceRow>;
 
 // A key/value shown in the viewer's details pane (or one series of a counter).
 struct ChromeArg {

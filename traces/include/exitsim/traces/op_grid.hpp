@@ -40,36 +40,11 @@ inline constexpr std::array<std::string_view, 13> k_op_grid_columns = {
 // True when the file starts with the op grid's version line (calibrate tells grids from traces).
 bool is_op_grid(const std::string& path);
 
-// Nothing appears at `path` until finish() succeeds.
-class OpGridWriter {
- public:
-  explicit OpGridWriter(const std::string& path);
-  ~OpGridWriter();
-  OpGridWriter(const OpGridWriter&) = delete;
-  OpGridWriter& operator=(const OpGridWriter&) = delete;
-
-  void write(const OpGridRow& row);
-  void finish();
-
- private:
-  std::unique_ptr<detail::AtomicOutputFile> file_;
-};
-
-// Every malformed row throws an InputError naming the file, the line and the column: a shape
-// other than decode/prefill, a negative or non-finite time, percentiles out of order
-// (min <= p10 <= median <= p90 <= max), no repetitions.
-class OpGridReader {
- public:
-  explicit OpGridReader(const std::string& path);
-  ~OpGridReader();
-  OpGridReader(const OpGridReader&) = delete;
-  OpGridReader& operator=(const OpGridReader&) = delete;
-
-  std::optional<OpGridRow> next();
-  const std::string& name() const;
-
- private:
-  std::unique_ptr<detail::CsvRecordReader> csv_;
-};
+// Op grids are written and read by the one writer and reader of exitsim's CSV files
+// (csv_rows.hpp). Every malformed row throws an InputError naming the file, the line and the
+// column: a shape other than decode/prefill, a negative or non-finite time, percentiles out of
+// order (min <= p10 <= median <= p90 <= max), no repetitions.
+using OpGridWriter = CsvRowWriter<OpGridRow>;
+using OpGridReader = CsvRowReader<OpGridRow>;
 
 }  // namespace exitsim::traces

@@ -10,13 +10,9 @@
 #include <vector>
 
 #include "exitsim/core/time.hpp"
+#include "exitsim/traces/csv_rows.hpp"
 
 namespace exitsim::traces {
-
-namespace detail {
-class AtomicOutputFile;
-class CsvRecordReader;
-}  // namespace detail
 
 // What an op does, as far as calibration cares: each kind gets its own cost model.
 enum class OpKind : std::uint8_t {
@@ -58,42 +54,9 @@ inline constexpr std::array<std::string_view, 12> k_op_trace_columns = {
     "name",         "kind",           "device", "stream",    "start_ns", "duration_ns",
     "batch_tokens", "context_tokens", "depth",  "recursion", "step_id",  "correlation_id"};
 
-// Streams rows to `path`. Nothing appears at `path` until finish() succeeds; destroying an
-// unfinished writer deletes the partial output.
-class OpTraceWriter {
- public:
-  explicit OpTraceWriter(const std::string& path);
-  ~OpTraceWriter();
-  OpTraceWriter(const OpTraceWriter&) = delete;
-  OpTraceWriter& operator=(const OpTraceWriter&) = delete;
-
-  void write(const OpTraceRow& row);
-  // Throws InputError naming the file when the output cannot be completed.
-  void finish();
-  std::int64_t rows_written() const { return rows_; }
-
- private:
-  std::unique_ptr<detail::AtomicOutputFile> file_;
-  std::string line_;
-  std::int64_t rows_ = 0;
-};
-
-// Streams rows from an op trace; holds one row at a time. Every malformed row throws an
-// InputError that names the file, the line and the column.
-class OpTraceReader {
- public:
-  explicit OpTraceReader(const std::string& path);
-  // `name` stands for the file in error messages.
-  OpTraceReader(std::unique_ptr<std::istream> in, std::string name);
-  ~OpTraceReader();
-  OpTraceReader(const OpTraceReader&) = delete;
-  OpTraceReader& operator=(const OpTraceReader&) = delete;
-
-  std::optional<OpTraceRow> next();
-  const std::string& name() const;
-
- private:
-  std::unique_ptr<detail::CsvRecordReader> csv_;
-};
+// Op traces are written and read by the one writer and reader of exitsim's CSV files
+// (csv_rows.hpp); every malformed row is an InputError naming the file, the line and the column.
+using OpTraceWriter = CsvRowWriter<OpTraceRow>;
+using OpTraceReader = CsvRowReader<OpTraceRow>;
 
 }  // namespace exitsim::traces

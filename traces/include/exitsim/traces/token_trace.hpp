@@ -11,13 +11,9 @@
 #include <string_view>
 
 #include "exitsim/core/time.hpp"
+#include "exitsim/traces/csv_rows.hpp"
 
 namespace exitsim::traces {
-
-namespace detail {
-class AtomicOutputFile;
-class CsvRecordReader;
-}  // namespace detail
 
 // One emitted output token and the depth it exited at: what the engine measured and what the
 // simulator's `replay` and `distribution` exit policies consume. Schema in docs/traces.md.
@@ -46,43 +42,9 @@ inline constexpr std::string_view k_token_trace_version_line = "# exitsim-token-
 inline constexpr std::array<std::string_view, 8> k_token_trace_columns = {
     "request_id", "position", "exit_depth", "exit_point", "score", "policy", "replica", "time_ns"};
 
-// Streams rows to `path`. Nothing appears at `path` until finish() succeeds; destroying an
-// unfinished writer deletes the partial output.
-class TokenTraceWriter {
- public:
-  explicit TokenTraceWriter(const std::string& path);
-  ~TokenTraceWriter();
-  TokenTraceWriter(const TokenTraceWriter&) = delete;
-  TokenTraceWriter& operator=(const TokenTraceWriter&) = delete;
-
-  void write(const TokenTraceRow& row);
-  // Throws InputError naming the file when the output cannot be completed.
-  void finish();
-  std::int64_t rows_written() const { return rows_; }
-
- private:
-  std::unique_ptr<detail::AtomicOutputFile> file_;
-  std::string line_;
-  std::int64_t rows_ = 0;
-};
-
-// Streams rows from a token trace; holds one row at a time. Every malformed row throws an
-// InputError that names the file, the line and the column.
-class TokenTraceReader {
- public:
-  explicit TokenTraceReader(const std::string& path);
-  // `name` stands for the file in error messages.
-  TokenTraceReader(std::unique_ptr<std::istream> in, std::string name);
-  ~TokenTraceReader();
-  TokenTraceReader(const TokenTraceReader&) = delete;
-  TokenTraceReader& operator=(const TokenTraceReader&) = delete;
-
-  std::optional<TokenTraceRow> next();
-  // The line the row next() last returned starts on (1-based), for errors about its values.
-  std::int64_t line() const;
-
- private:
-  std::unique_ptr<detail::CsvRecordReader> csv_;
-};
+// Token traces are written and read by the one writer and reader of exitsim's CSV files
+// (csv_rows.hpp); every malformed row is an InputError naming the file, the line and the column.
+using TokenTraceWriter = CsvRowWriter<TokenTraceRow>;
+using TokenTraceReader = CsvRowReader<TokenTraceRow>;
 
 }  // namespace exitsim::traces
