@@ -369,6 +369,10 @@ IterationCost CalibratedCostModel::iteration_cost(std::span<const BatchEntry> ba
   const bool count_here = !masked && counts_.counts_regroup_exactly();
   IterationCost counted;
   double us = 0;
+  // Each pass's batch at the layer.
+  WorkCounts run_decode{};
+  WorkCounts run_prefill{};
+  const std::array<WorkCounts*, 2> run = {&run_decode, &run_prefill};
   std::array<WorkCounts, 2> priced;  // set at layer 0
   std::array<double, 2> priced_us{};
   WorkCounts counted_run{};
@@ -377,7 +381,8 @@ IterationCost CalibratedCostModel::iteration_cost(std::span<const BatchEntry> ba
     for (std::size_t p = 0; p < passes.size(); ++p) {
       if (passes[p].empty())
         continue;
-      const WorkCounts& sum = passes[p].next_layer();
+      WorkCounts& sum = *run[p];
+      passes[p].next_layer(sum);
       // Consecutive layers usually see the same batch: price each distinct one once.
       if (l == 0 || !(sum == priced[p])) {
         priced[p] = sum;
@@ -389,8 +394,8 @@ IterationCost CalibratedCostModel::iteration_cost(std::span<const BatchEntry> ba
         prefill_layer_us_[l] = priced_us[p];
     }
     if (count_here) {
-      WorkCounts both = passes[0].current();
-      both.add(passes[1].current());
+      WorkCounts both = run_decode;
+      both.add(run_prefill);
       if (l > 0 && !(both == counted_run)) {
         counts_.count_stack_layers(static_cast<int>(counted_from), static_cast<int>(l), counted_run,
                                    counted);
@@ -444,6 +449,7 @@ void CalibratedCostModel::stage_us(std::span<const BatchEntry> part,
   std::fill(stage_us.begin(), stage_us.end(), 0.0);
   const auto layers = static_cast<std::size_t>(layout_.stacked_depth());
   collect_passes(part);
+  std::array<WorkCounts, 2> run{};
   std::array<WorkCounts, 2> priced{};
   std::array<double, 2> priced_us{};
   for (std::size_t l = 0; l < layers; ++l) {
@@ -451,10 +457,10 @@ void CalibratedCostModel::stage_us(std::span<const BatchEntry> part,
     for (std::size_t p = 0; p < passes_.size(); ++p) {
       if (passes_[p].empty())
         continue;
-      const WorkCounts& run = passes_[p].next_layer();
-      if (l == 0 || !(run == priced[p])) {
-        priced[p] = run;
-        priced_us[p] = layer_us(run.tokens, pairs(run), run.kv_only_tokens, p == 1);
+      passes_[p].next_layer(run[p]);
+      if (l == 0 || !(run[p] == priced[p])) {
+        priced[p] = run[p];
+        priced_us[p] = layer_us(run[p].tokens, pairs(run[p]), run[p].kv_only_tokens, p == 1);
       }
       stage_us[stage] += priced_us[p];
     }

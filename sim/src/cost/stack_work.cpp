@@ -57,7 +57,6 @@ void LayerBatches::clear(int layers) {
     for (std::size_t l = next_; l < size; ++l)
       delta_[l] = WorkCounts{};
   }
-  running_ = WorkCounts{};
   coda = WorkCounts{};
   embedded = 0;
   emitting = 0;

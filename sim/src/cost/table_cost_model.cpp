@@ -343,10 +343,11 @@ void TableCostModel::stage_us(std::span<const BatchEntry> batch, std::span<doubl
   // Without PP everything is summed into one element, in the order it always was.
   const bool staged = stage_us.size() > 1;
   std::fill(stage_us.begin(), stage_us.end(), 0.0);
+  WorkCounts run{};
   WorkCounts priced{};
   double priced_us = 0;
   for (std::size_t l = 0; l < static_cast<std::size_t>(stacked_depth_); ++l) {
-    const WorkCounts& run = layers_.next_layer();
+    layers_.next_layer(run);
     // Consecutive layers usually see the same batch: price each distinct one once.
     if (l == 0 || run.decode_seqs != priced.decode_seqs ||
         run.prefill_tokens != priced.prefill_tokens ||

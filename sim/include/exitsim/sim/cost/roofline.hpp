@@ -306,20 +306,22 @@ class RooflineCostModel final : public CostModel {
     // The layer ops that read only the token count (the K/V reuse features, zero outside
     // shared_kv, aside): all but attention, mostly. token_only[op] marks them, and
     // token_prices[(variant * k_token_table + tokens) * layer ops + op] holds their prices.
+    // measured: decode/1 1.77x, decode/16 1.57x slower on cost_model_bench without.
     PriceTableKey token_key{{BatchFeature::tokens},
                             {BatchFeature::kv_reuse_tokens, BatchFeature::kv_reuse_all}};
     std::vector<std::uint8_t> token_only;
     std::vector<Priced> token_prices;
     // For a chain layer graph, per row of token_prices: walk_graph's sums over the token-only
     // ops (they come first in the layer's sum order), so that a group of a tabled size prices
-    // only the rest. Empty when the layer graph is not a chain.
+    // only the rest. Empty when the layer graph is not a chain. measured: decode/1 1.09x without.
     std::vector<ChainPathSums> chain_prefixes;
     // kv_prices[variant * k_token_table + tokens]: state_copy's K/V-only projection, when it
     // reads only its token count (and whether they are alone, which must be 0); else empty.
+    // measured: state_copy 1.02x (1.006-1.034) slower without (with the head's, below).
     PriceTableKey kv_key{{BatchFeature::kv_only_tokens}, {BatchFeature::kv_only_alone}};
     std::vector<Priced> kv_prices;
     // head_totals[t]: the head graph's totals for t tokens that all emit (a decode batch), when
-    // the head reads only those two counts; else empty.
+    // the head reads only those two counts; else empty. measured: decode/1 1.48x without.
     PriceTableKey head_key{{BatchFeature::tokens, BatchFeature::emitting}, {}};
     std::vector<GraphTotals> head_totals;
   };
