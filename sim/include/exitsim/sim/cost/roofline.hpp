@@ -183,8 +183,8 @@ class RooflineCostModel final : public CostModel {
 
  private:
   // The general pricing (roofline.cpp) is the reference; the shortcuts that give its doubles
-  // faster (roofline_fast.cpp) are marked "Shortcut" here and documented in docs/cost_model.md,
-  // "Speed".
+  // faster (roofline_fast.cpp, roofline_cache.cpp) are marked "Shortcut" here and documented in
+  // docs/cost_model.md, "Speed".
 
   // Where an op's body time goes in an iteration's parts (IterationCost).
   enum class PathPart : std::uint8_t { not_launched, memory, compute, collective };
