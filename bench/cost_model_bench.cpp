@@ -6,10 +6,10 @@
 // Reports ns per iteration_cost call for decode batches of 1, 16 and 256, a mixed prefill batch,
 // a mixed-depth batch and the work of the synchronization strategies (batch_sync's masked
 // riders, deferred_fill's pending tokens, state_copy's K/V-only layers, skip_kv's per-recursion
-// contexts), against a baseline in the same run: one pass summing the batch's tokens (the floor
-// any per-entry pricing pays). The calibrated model prices decode batches from a profile of
-// linear fits at TP 1, TP 4 (two all-reduces a layer) and TP 4 x PP 2 (the micro-batch
-// schedule).
+// contexts, depth-wise batching's recursions folded onto the first), against a baseline in the same
+// run: one pass summing the batch's tokens (the floor any per-entry pricing pays). The calibrated
+// model prices decode batches from a profile of linear fits at TP 1, TP 4 (two all-reduces a layer)
+// and TP 4 x PP 2 (the micro-batch schedule).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -171,6 +171,26 @@ std::vector<BatchEntry> skip_kv_batch() {
   return batch;
 }
 
+// Depth-wise batching on the recursive model (prelude 1, block 10 x 3, coda 1): 64 decodes in
+// the shared block, each at one of its recursions (recursion r priced as recursion 1's layers
+// with its own context), every eighth a token that left the block and runs the coda and head.
+std::vector<BatchEntry> depthwise_batch() {
+  std::vector<BatchEntry> batch = decode_batch(64, 11);
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    BatchEntry& e = batch[i];
+    const int recursion = 1 + static_cast<int>(i % 3);
+    e.start_depth = recursion == 1 ? 0 : 1;
+    e.coda = BatchEntry::Coda::skip;
+    e.recursion_context_count = 1;
+    e.recursion_context[0] = static_cast<std::int32_t>(e.context_tokens / recursion);
+    if (i % 8 == 7) {
+      e.start_depth = 31;
+      e.coda = BatchEntry::Coda::run;
+    }
+  }
+  return batch;
+}
+
 void report(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
   state.counters["ns_per_call"] =
@@ -261,6 +281,14 @@ void skip_kv_recursive(benchmark::State& state) {
   report(state);
 }
 BENCHMARK(skip_kv_recursive);
+
+void depthwise_recursive(benchmark::State& state) {
+  const std::vector<BatchEntry> batch = depthwise_batch();
+  for (auto _ : state)
+    benchmark::DoNotOptimize(recursive_on_h100().iteration_cost(batch));
+  report(state);
+}
+BENCHMARK(depthwise_recursive);
 
 }  // namespace
 

@@ -322,43 +322,15 @@ double CalibratedCostModel::layer_us(std::int64_t b, std::int64_t c, std::int64_
 }
 
 bool CalibratedCostModel::collect_passes(std::span<const BatchEntry> batch) const {
-  const auto layers = static_cast<std::size_t>(layout_.stacked_depth());
-  std::array<Pass, 2>& passes = passes_;  // [0] decode, [1] prefill
-  for (Pass& p : passes) {
-    // The sums below leave a pass's deltas zero as they read them (clean): only a pass a throw
-    // interrupted, or a new depth, needs them zeroed here.
-    if (p.delta.size() != layers + 1 || !p.clean)
-      p.delta.assign(layers + 1, WorkCounts{});
-    p.clean = true;
-    p.coda = WorkCounts{};
-    p.embedded = 0;
-    p.emitting = 0;
-    p.used = false;
-  }
-  prefill_layer_us_.resize(layers);
-
-  StackLayout::Breakpoints points{};
+  for (LayerBatches& pass : passes_)
+    pass.clear(layout_.stacked_depth());
+  prefill_layer_us_.resize(static_cast<std::size_t>(layout_.stacked_depth()));
   bool masked = false;
   for (const BatchEntry& e : batch) {
     if (e.query_tokens <= 0)
       continue;
-    Pass& pass = passes[e.query_tokens > 1 ? 1 : 0];
-    pass.used = true;
-    pass.clean = false;
-    const EntrySpan s = layout_.span_of(e);
+    const EntrySpan s = passes_[e.query_tokens > 1 ? 1 : 0].add(layout_, e);
     masked = masked || s.useful < s.depth;
-    const std::size_t n = layout_.breakpoints(e, s, points);
-    for (std::size_t i = 0; i + 1 < n; ++i) {
-      const WorkCounts w = layout_.work_at(e, s, points[i]);
-      pass.delta[static_cast<std::size_t>(points[i])].add(w);
-      pass.delta[static_cast<std::size_t>(points[i + 1])].subtract(w);
-    }
-    if (runs_coda(e))
-      pass.coda.add_queries(e.query_tokens, e.context_tokens);
-    if (s.start == 0)
-      pass.embedded += e.query_tokens;
-    if (e.emits_token)
-      ++pass.emitting;
   }
   return masked;
 }
@@ -386,7 +358,7 @@ IterationCost CalibratedCostModel::iteration_cost(std::span<const BatchEntry> ba
                          counts_.iteration_cost(batch), profile_path_);
   }
   const auto layers = static_cast<std::size_t>(layout_.stacked_depth());
-  std::array<Pass, 2>& passes = passes_;  // [0] decode, [1] prefill
+  std::array<LayerBatches, 2>& passes = passes_;  // [0] decode, [1] prefill
   const bool masked = collect_passes(batch);
 
   // Both passes' layers in one walk: each pass's layers priced as its own calls (the decode
@@ -397,8 +369,7 @@ IterationCost CalibratedCostModel::iteration_cost(std::span<const BatchEntry> ba
   const bool count_here = !masked && counts_.counts_regroup_exactly();
   IterationCost counted;
   double us = 0;
-  // Two separate sums rather than an array of them: zeroing 144 contiguous bytes compiles to a
-  // string store whose start-up costs more than a small batch's whole walk.
+  // Each pass's batch at the layer.
   WorkCounts run_decode{};
   WorkCounts run_prefill{};
   const std::array<WorkCounts*, 2> run = {&run_decode, &run_prefill};
@@ -408,12 +379,10 @@ IterationCost CalibratedCostModel::iteration_cost(std::span<const BatchEntry> ba
   std::size_t counted_from = 0;
   for (std::size_t l = 0; l < layers; ++l) {
     for (std::size_t p = 0; p < passes.size(); ++p) {
-      Pass& pass = passes[p];
-      if (!pass.used)
+      if (passes[p].empty())
         continue;
       WorkCounts& sum = *run[p];
-      sum.add(pass.delta[l]);
-      pass.delta[l] = WorkCounts{};
+      passes[p].next_layer(sum);
       // Consecutive layers usually see the same batch: price each distinct one once.
       if (l == 0 || !(sum == priced[p])) {
         priced[p] = sum;
@@ -443,16 +412,14 @@ IterationCost CalibratedCostModel::iteration_cost(std::span<const BatchEntry> ba
   std::int64_t embedded = 0;
   std::int64_t emitting = 0;
   for (std::size_t p = 0; p < passes.size(); ++p) {
-    Pass& pass = passes[p];
+    const LayerBatches& pass = passes[p];
     const bool prefill = p == 1;
-    if (!pass.used)
+    if (pass.empty())
       continue;
     if (prefill) {
       for (std::size_t l = 0; l < layers; ++l)
         us += prefill_layer_us_[l];
     }
-    pass.delta[layers] = WorkCounts{};
-    pass.clean = true;
     us += static_cast<double>(coda_layers_) *
           layer_us(pass.coda.tokens, pairs(pass.coda), 0, prefill);
     if (pass.embedded > 0)
@@ -462,7 +429,8 @@ IterationCost CalibratedCostModel::iteration_cost(std::span<const BatchEntry> ba
     embedded += pass.embedded;
     emitting += pass.emitting;
   }
-  if (residual_ != nullptr && (embedded > 0 || emitting > 0 || passes[0].used || passes[1].used))
+  if (residual_ != nullptr &&
+      (embedded > 0 || emitting > 0 || !passes[0].empty() || !passes[1].empty()))
     us += price(residual_, static_cast<double>(embedded), static_cast<double>(emitting));
 
   if (count_here) {
@@ -487,11 +455,9 @@ void CalibratedCostModel::stage_us(std::span<const BatchEntry> part,
   for (std::size_t l = 0; l < layers; ++l) {
     const std::size_t stage = parallel_.stage_of(static_cast<int>(l));
     for (std::size_t p = 0; p < passes_.size(); ++p) {
-      Pass& pass = passes_[p];
-      if (!pass.used)
+      if (passes_[p].empty())
         continue;
-      run[p].add(pass.delta[l]);
-      pass.delta[l] = WorkCounts{};
+      passes_[p].next_layer(run[p]);
       if (l == 0 || !(run[p] == priced[p])) {
         priced[p] = run[p];
         priced_us[p] = layer_us(run[p].tokens, pairs(run[p]), run[p].kv_only_tokens, p == 1);
@@ -500,11 +466,9 @@ void CalibratedCostModel::stage_us(std::span<const BatchEntry> part,
     }
   }
   for (std::size_t p = 0; p < passes_.size(); ++p) {
-    Pass& pass = passes_[p];
-    if (!pass.used)
+    const LayerBatches& pass = passes_[p];
+    if (pass.empty())
       continue;
-    pass.delta[layers] = WorkCounts{};
-    pass.clean = true;
     if (coda_layers_ > 0) {
       const double coda = layer_us(pass.coda.tokens, pairs(pass.coda), 0, p == 1);
       for (int j = 0; j < coda_layers_; ++j)

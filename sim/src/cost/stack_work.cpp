@@ -47,4 +47,40 @@ std::size_t StackLayout::breakpoints(const BatchEntry& e, const EntrySpan& s,
       std::unique(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(n)) - out.begin());
 }
 
+void LayerBatches::clear(int layers) {
+  const auto size = static_cast<std::size_t>(layers) + 1;
+  // Only entries make deltas non-zero, and reading a layer zeroes its delta: what is left is
+  // the unread layers of a used walk (the end of the stack, or a walk a throw cut short).
+  if (delta_.size() != size) {
+    delta_.assign(size, WorkCounts{});
+  } else if (used_) {
+    for (std::size_t l = next_; l < size; ++l)
+      delta_[l] = WorkCounts{};
+  }
+  coda = WorkCounts{};
+  embedded = 0;
+  emitting = 0;
+  next_ = 0;
+  used_ = false;
+}
+
+EntrySpan LayerBatches::add(const StackLayout& layout, const BatchEntry& e) {
+  used_ = true;
+  const EntrySpan s = layout.span_of(e);
+  StackLayout::Breakpoints points;
+  const std::size_t n = layout.breakpoints(e, s, points);
+  for (std::size_t i = 0; i + 1 < n; ++i) {
+    const WorkCounts w = layout.work_at(e, s, points[i]);
+    delta_[static_cast<std::size_t>(points[i])].add(w);
+    delta_[static_cast<std::size_t>(points[i + 1])].subtract(w);
+  }
+  if (runs_coda(e))
+    coda.add_queries(e.query_tokens, e.context_tokens);
+  if (s.start == 0)
+    embedded += e.query_tokens;
+  if (e.emits_token)
+    ++emitting;
+  return s;
+}
+
 }  // namespace exitsim::sim

@@ -33,9 +33,9 @@ void set_depthwise(const policy::StepRow& row, const DepthStructure& depth, Batc
   entry.recursion_context[0] = row.recursion_context[0];
 }
 
-// A reused entry back to the defaults, field by field: zeroing the whole entry (its recursion
-// contexts included, which are read only up to their count) is a string store that costs more
-// than the rest of the entry's translation.
+// A reused entry back to the defaults, field by field, its recursion contexts left as they are
+// (they are read only up to their count): measured against value-initialising every entry,
+// simulator_bench's Azure replay took 347 ms against 394 (cbd1df7).
 void reset(BatchEntry& e) {
   e.query_tokens = 0;
   e.context_tokens = 0;

@@ -219,6 +219,7 @@ TableCostModel::TableCostModel(CostTable table, const ModelShape& model,
     : table_(std::move(table)),
       counts_(RooflineCostModel::counting(model, parallel.parallel)),
       kv_only_fraction_(table_.kv_only_fraction.value_or(kv_weight_share(model))),
+      layout_(model.depth),
       stacked_depth_(model.depth.stacked_depth()),
       coda_layers_(model.depth.coda_layers),
       parallel_(model, parallel) {}
@@ -328,70 +329,37 @@ IterationCost TableCostModel::iteration_cost(std::span<const BatchEntry> batch) 
 }
 
 void TableCostModel::stage_us(std::span<const BatchEntry> batch, std::span<double> stage_us) const {
-  // Difference arrays over stack layers 1..S (index l - 1): tokens of single-token queries,
-  // tokens of longer queries (prefill chunks, deferred fills) and K/V-only tokens.
-  struct Delta {
-    std::int64_t dec = 0;
-    std::int64_t pre = 0;
-    std::int64_t kv = 0;
-  };
-  const auto layers = static_cast<std::size_t>(stacked_depth_);
-  std::vector<Delta> delta(layers + 1);
-  std::int64_t coda_dec = 0;
-  std::int64_t coda_pre = 0;
-  std::int64_t embedded = 0;
-  std::int64_t emitting = 0;
-  const auto add = [&](int first, int last, std::int64_t tokens, bool single) {
-    // Layers first+1..last (1-based) gain `tokens`.
-    if (last <= first)
-      return;
-    std::int64_t Delta::*member = single ? &Delta::dec : &Delta::pre;
-    delta[static_cast<std::size_t>(first)].*member += tokens;
-    delta[static_cast<std::size_t>(last)].*member -= tokens;
-  };
+  // Per layer, the table reads the tokens of single-token queries (decode_seqs), the tokens of
+  // longer queries (prefill chunks, deferred fills: prefill_tokens) and K/V-only tokens.
+  layers_.clear(stacked_depth_);
   for (const BatchEntry& e : batch) {
-    const std::int64_t q = e.query_tokens;
-    if (q <= 0)
-      continue;
-    const int depth = std::clamp(e.depth, 0, stacked_depth_);
-    const int start = std::clamp(e.start_depth, 0, depth);
-    const std::int64_t pending = std::max<std::int64_t>(e.pending_tokens, 0);
-    const int join = pending > 0 ? std::clamp(e.pending_from_depth, start, depth) : depth;
-    add(start, join, q, q == 1);
-    add(join, depth, q + pending, false);  // one call of q + pending queries
-    const int kv_end = std::clamp(e.kv_only_depth, depth, stacked_depth_);
-    if (kv_end > depth) {
-      delta[static_cast<std::size_t>(depth)].kv += q;
-      delta[static_cast<std::size_t>(kv_end)].kv -= q;
-    }
-    if (runs_coda(e))
-      (q == 1 ? coda_dec : coda_pre) += q;
-    if (start == 0)
-      embedded += q;
-    if (e.emits_token)
-      ++emitting;
+    if (e.query_tokens > 0)
+      layers_.add(layout_, e);
   }
+  const WorkCounts& coda = layers_.coda;
+  const std::int64_t embedded = layers_.embedded;
+  const std::int64_t emitting = layers_.emitting;
 
   // Without PP everything is summed into one element, in the order it always was.
   const bool staged = stage_us.size() > 1;
   std::fill(stage_us.begin(), stage_us.end(), 0.0);
-  Delta run;
-  Delta priced{-1, -1, -1};
+  WorkCounts run{};
+  WorkCounts priced{};
   double priced_us = 0;
-  for (std::size_t l = 0; l < layers; ++l) {
-    run.dec += delta[l].dec;
-    run.pre += delta[l].pre;
-    run.kv += delta[l].kv;
+  for (std::size_t l = 0; l < static_cast<std::size_t>(stacked_depth_); ++l) {
+    layers_.next_layer(run);
     // Consecutive layers usually see the same batch: price each distinct one once.
-    if (run.dec != priced.dec || run.pre != priced.pre || run.kv != priced.kv) {
+    if (l == 0 || run.decode_seqs != priced.decode_seqs ||
+        run.prefill_tokens != priced.prefill_tokens ||
+        run.kv_only_tokens != priced.kv_only_tokens) {
       priced = run;
-      priced_us = layer_us(run.dec, run.pre);
-      if (run.kv > 0)
-        priced_us += kv_only_fraction_ * lookup(TableOp::layer, run.kv);
+      priced_us = layer_us(run.decode_seqs, run.prefill_tokens);
+      if (run.kv_only_tokens > 0)
+        priced_us += kv_only_fraction_ * lookup(TableOp::layer, run.kv_only_tokens);
     }
     stage_us[staged ? parallel_.stage_of(static_cast<int>(l)) : 0] += priced_us;
   }
-  const double coda_us = layer_us(coda_dec, coda_pre);
+  const double coda_us = layer_us(coda.decode_seqs, coda.prefill_tokens);
   if (staged) {
     for (int j = 0; j < coda_layers_; ++j)
       stage_us[parallel_.stage_of(stacked_depth_ + j)] += coda_us;

@@ -134,17 +134,9 @@ class CalibratedCostModel final : public CostModel, private StagePricer {
   // a table entry is the very double predict_us gives.
   static constexpr std::size_t k_batch_table = 1024;
   mutable std::vector<std::vector<double>> batch_prices_;
-  // One pass's work by layer as iteration_cost sums it ([0] decode, [1] prefill), kept so that
-  // an iteration allocates nothing.
-  struct Pass {
-    std::vector<WorkCounts> delta;  // difference array over stack layers
-    WorkCounts coda{};
-    std::int64_t embedded = 0;
-    std::int64_t emitting = 0;
-    bool used = false;
-    bool clean = false;  // every delta is zero
-  };
-  mutable std::array<Pass, 2> passes_;
+  // The work of each pass by layer ([0] decode, [1] prefill: entries of one query token and of
+  // more), kept so that an iteration allocates nothing.
+  mutable std::array<LayerBatches, 2> passes_;
   mutable std::vector<double> prefill_layer_us_;  // the prefill pass's price of each layer
   RooflineCostModel counts_;
   StackLayout layout_;

@@ -13,6 +13,7 @@
 #include "exitsim/core/parallel.hpp"
 #include "exitsim/sim/cost/cost_model.hpp"
 #include "exitsim/sim/cost/op_graph.hpp"
+#include "exitsim/sim/cost/price_cache.hpp"
 #include "exitsim/sim/cost/stack_work.hpp"
 
 namespace exitsim::sim {
@@ -181,22 +182,15 @@ class RooflineCostModel final : public CostModel {
   const OpGraph& probe_graph() const { return probe_graph_; }
 
  private:
-  bool counts_only_ = false;  // counting(): FLOPs and bytes only
-  bool counts_regroup_exactly_ = false;
-  // A graph's FLOPs and bytes for counting when counts_regroup_exactly_: its ops' terms merged
-  // per launch condition (x[launch] > 0), so that an op graph is a few dot products.
-  struct LaunchClass {
-    std::size_t launch = 0;  // feature index
-    double fixed_bytes = 0;
-    std::array<std::uint8_t, k_batch_feature_count> feature{};  // the first `terms` are used
-    std::array<double, k_batch_feature_count> flops{};
-    std::array<double, k_batch_feature_count> bytes{};
-    std::size_t terms = 0;
-  };
-  using LinearCounts = std::vector<LaunchClass>;
-  static LinearCounts linear_counts(std::span<const OpParams> params);
-  std::vector<LinearCounts> layer_linear_;  // by variant
-  LinearCounts head_linear_;
+  // The general pricing (roofline.cpp) is the reference; the shortcuts that give its doubles
+  // faster (roofline_fast.cpp, roofline_cache.cpp) are marked "Shortcut" here and documented in
+  // docs/cost_model.md, "Speed".
+
+  // Where an op's body time goes in an iteration's parts (IterationCost).
+  enum class PathPart : std::uint8_t { not_launched, memory, compute, collective };
+  static constexpr std::size_t k_path_parts = 4;
+  using PartTimes = std::array<double, k_path_parts>;  // by PathPart; not_launched stays 0
+
   struct GraphTotals {
     // Counting: every op in add_graph's sum order, not the launch classes' sums (counts past
     // 2^53).
@@ -220,14 +214,14 @@ class RooflineCostModel final : public CostModel {
       bytes += other.bytes;
       masked_flops += other.masked_flops;
     }
-    // One graph's critical path of `length` (its parts by kind as add_graph indexes them, and
-    // the launches on it), `repeat` times: as many layers.
-    void add_path(double repeat, double length, const std::array<double, 4>& part, double launches,
+    // One graph's critical path of `length` (the body times on it by part, and the launches on
+    // it), `repeat` times: as many layers.
+    void add_path(double repeat, double length, const PartTimes& body, double launches,
                   double path_flops, double path_bytes) {
       total += repeat * length;
-      compute += repeat * part[2];
-      memory += repeat * part[1];
-      communication += repeat * part[3];
+      compute += repeat * body[static_cast<std::size_t>(PathPart::compute)];
+      memory += repeat * body[static_cast<std::size_t>(PathPart::memory)];
+      communication += repeat * body[static_cast<std::size_t>(PathPart::collective)];
       overhead += repeat * launches;
       flops += repeat * path_flops;
       bytes += repeat * path_bytes;
@@ -250,16 +244,107 @@ class RooflineCostModel final : public CostModel {
     bool compute_bound = false;
     bool communication = false;
 
-    // Its place in a path's parts: 0 not launched, 1 memory-, 2 compute-bound, 3 a collective.
-    std::uint8_t part() const {
+    PathPart part() const {
       if (!launched)
-        return 0;
-      return communication ? 3 : compute_bound ? 2 : 1;
+        return PathPart::not_launched;
+      return communication   ? PathPart::collective
+             : compute_bound ? PathPart::compute
+                             : PathPart::memory;
     }
   };
-  // Layer groups of up to this many tokens take the prices of their token-only ops from
-  // token_prices_.
+  // A chain graph's sums over its ops in a sum order (walk_graph): its length (the durations'
+  // sum), FLOPs, bytes, launched ops' body times by part and their launch overhead, and whether
+  // every body was non-negative, which the chain argument needs (NaN fails it).
+  struct ChainPathSums {
+    double length = 0;
+    double flops = 0;
+    double bytes = 0;
+    PartTimes body{};
+    double overhead = 0;
+    bool nonnegative = true;
+
+    // Every op adds to every part (zero where it is not of that part) rather than to the one
+    // its part indexes: with two other changes 0.89-0.94x on cost_model_bench (292cf98).
+    void add(const Priced& p, double launch_ns) {
+      length += p.duration_ns;
+      flops += p.flops;
+      bytes += p.bytes;
+      nonnegative = nonnegative && p.body_ns >= 0;
+      const PathPart k = p.part();
+      body[static_cast<std::size_t>(PathPart::memory)] += k == PathPart::memory ? p.body_ns : 0.0;
+      body[static_cast<std::size_t>(PathPart::compute)] += k == PathPart::compute ? p.body_ns : 0.0;
+      body[static_cast<std::size_t>(PathPart::collective)] +=
+          k == PathPart::collective ? p.body_ns : 0.0;
+      overhead += k != PathPart::not_launched ? launch_ns : 0.0;
+    }
+  };
+
+  // Shortcut (counting models): a graph's FLOPs and bytes when counts_regroup_exactly_, its ops'
+  // terms merged per launch condition (x[launch] > 0), so that an op graph is a few dot
+  // products.
+  struct LaunchClass {
+    std::size_t launch = 0;  // feature index
+    double fixed_bytes = 0;
+    std::array<std::uint8_t, k_batch_feature_count> feature{};  // the first `terms` are used
+    std::array<double, k_batch_feature_count> flops{};
+    std::array<double, k_batch_feature_count> bytes{};
+    std::size_t terms = 0;
+  };
+  using LinearCounts = std::vector<LaunchClass>;
+  static LinearCounts linear_counts(std::span<const OpParams> params);
+  // add_graph's FLOPs and bytes from the launch classes of `params`' graph.
+  void count_by_launch_class(const OpGraph& graph, const OpParams* params, const BatchFeatures& x,
+                             double repeat, GraphTotals& totals) const;
+
+  // Layer groups of up to this many tokens (K/V-only tokens, decode heads) take their prices
+  // from the price cache.
   static constexpr std::size_t k_token_table = 64;
+  // Shortcut: prices computed once, at construction, by price() and add_graph() themselves, so
+  // that a lookup gives the same doubles. One rule decides where each applies (PriceTableKey):
+  // the op reads only the features of its table's key.
+  struct PriceCache {
+    // The layer ops that read only the token count (the K/V reuse features, zero outside
+    // shared_kv, aside): all but attention, mostly. token_only[op] marks them, and
+    // token_prices[(variant * k_token_table + tokens) * layer ops + op] holds their prices.
+    // measured: decode/1 1.77x, decode/16 1.57x slower on cost_model_bench without.
+    PriceTableKey token_key{{BatchFeature::tokens},
+                            {BatchFeature::kv_reuse_tokens, BatchFeature::kv_reuse_all}};
+    std::vector<std::uint8_t> token_only;
+    std::vector<Priced> token_prices;
+    // For a chain layer graph, per row of token_prices: walk_graph's sums over the token-only
+    // ops (they come first in the layer's sum order), so that a group of a tabled size prices
+    // only the rest. Empty when the layer graph is not a chain. measured: decode/1 1.09x without.
+    std::vector<ChainPathSums> chain_prefixes;
+    // kv_prices[variant * k_token_table + tokens]: state_copy's K/V-only projection, when it
+    // reads only its token count (and whether they are alone, which must be 0); else empty.
+    // measured: state_copy 1.02x (1.006-1.034) slower without (with the head's, below).
+    PriceTableKey kv_key{{BatchFeature::kv_only_tokens}, {BatchFeature::kv_only_alone}};
+    std::vector<Priced> kv_prices;
+    // head_totals[t]: the head graph's totals for t tokens that all emit (a decode batch), when
+    // the head reads only those two counts; else empty. measured: decode/1 1.48x without.
+    PriceTableKey head_key{{BatchFeature::tokens, BatchFeature::emitting}, {}};
+    std::vector<GraphTotals> head_totals;
+  };
+  // Fills cache_ (and layer_sum_order_, whose first part is the token-only ops).
+  void build_price_cache();
+  // The row of token_prices for the variant's ops at x, nullptr when x is outside its key.
+  const Priced* token_row(std::size_t variant, const BatchFeatures& x) const;
+  // kv_params_[variant]'s cached price for the batch x, nullptr when the cache has none.
+  const Priced* kv_tabled(std::size_t variant, const BatchFeatures& x) const;
+  // add_graph for the layer graph from a cached row; false (nothing added) when the chain
+  // argument fails, for the graph walk to decide.
+  bool add_cached_chain(const Priced* tabled, const OpParams* params, const BatchFeatures& x,
+                        double repeat, GraphTotals& totals) const;
+
+  // Construction, in steps.
+  void check_inputs(const ModelShape& model, const HardwareSpec& hardware,
+                    const RooflineEfficiency& efficiency, const ParallelSpec& parallel) const;
+  void build_stages(const ModelShape& model, const HardwareSpec& hardware,
+                    const RooflineEfficiency& efficiency, const ParallelSpec& parallel);
+  // The layer variants, every op's params, the exit probes and variant_prefix_.
+  void build_params(const ModelShape& model, const HardwareSpec& hardware,
+                    const RooflineEfficiency& efficiency, const ParallelSpec& parallel,
+                    bool exit_probes);
 
   Priced price(const OpParams& params, const BatchFeatures& x) const;
   // op_breakdown's entry for one op: its price, what bound it and the parameters that did.
@@ -270,20 +355,18 @@ class RooflineCostModel final : public CostModel {
                     GraphTotals& totals) const;
   static IterationCost to_cost(const GraphTotals& totals);
   IterationCost pipeline_cost(std::span<const BatchEntry> batch) const;
-  // `token_prices`: the variant's rows of token_prices_ (nullptr for the head graph).
-  void add_graph(const OpGraph& graph, const OpParams* params, const Priced* token_prices,
+  // `tabled`: the cached row of the layer ops at x (token_row), nullptr for none.
+  void add_graph(const OpGraph& graph, const OpParams* params, const Priced* tabled,
                  const BatchFeatures& x, double repeat, GraphTotals& totals) const;
-  // add_graph's general path: every op priced (from `tabled`, the row of this token count, where
-  // it holds the op; may be null); a chain's length is the sum of their durations, any other
-  // graph's the longest path through them. The ops' sums are taken in `sum_order`
-  // (layer_sum_order_ or the graph's topological order).
+  // add_graph's general path: every op priced (from `tabled`, where it holds the op; may be
+  // null); a chain's length is the sum of their durations, any other graph's the longest path
+  // through them. The ops' sums are taken in `sum_order` (layer_sum_order_ or the graph's
+  // topological order).
   void walk_graph(const OpGraph& graph, const std::vector<int>& sum_order, const OpParams* params,
                   const Priced* tabled, const BatchFeatures& x, double repeat,
                   GraphTotals& totals) const;
-  // kv_params_[variant]'s entry of kv_prices_ for the batch x, nullptr when it has none.
-  const Priced* kv_tabled(std::size_t variant, const BatchFeatures& x) const;
   // An op with no dependency inside the layer, serialised after it on stream 0. `tabled`: its
-  // price from kv_prices_ when that holds this batch's, else nullptr.
+  // cached price, else nullptr.
   void add_serial_op(const OpParams& params, const Priced* tabled, const BatchFeatures& x,
                      double repeat, GraphTotals& totals) const;
   // Layers [first, last) of the stack, each seeing the batch `run`, and the windowed ones
@@ -294,8 +377,15 @@ class RooflineCostModel final : public CostModel {
   // FLOPs of the masked part of layers [first, last), in the ops the batch `run_x` launches.
   double masked_flops(int first, int last, const BatchFeatures& run_x, const WorkCounts& masked,
                       const WorkCounts* windowed_masked, const LayerWindow& window) const;
+  // The stack's layer groups, the general way: one pass over the batch per group of layers.
   void add_stack_by_sweep(std::span<const BatchEntry> batch, const LayerWindow& window,
                           GraphTotals& totals) const;
+  // Shortcut: the stack's layer groups from one pass over the batch (roofline_fast.cpp). Adds
+  // them to `totals` and sets `coda` (the tokens that run the coda) and `emitting`; false, with
+  // nothing added, when the batch has more boundaries than its tables hold or the model has
+  // windowed layers (the sweep then prices it).
+  bool add_stack_by_boundaries(std::span<const BatchEntry> batch, const LayerWindow& window,
+                               GraphTotals& totals, WorkCounts& coda, std::int64_t& emitting) const;
   // The coda layers inside `window` for the tokens `all` that run them, then the head when the
   // window holds it.
   void add_coda_and_head(const WorkCounts& all, std::int64_t emitting, const LayerWindow& window,
@@ -306,66 +396,25 @@ class RooflineCostModel final : public CostModel {
   // Decode entries probed at exit point `point` (a depth): those running there still deciding.
   static std::int64_t probed_at(std::span<const BatchEntry> batch, int point, int stacked_depth);
   std::size_t variant_of_layer(int layer) const;
-  int clamp_depth(int depth) const;
+
+  bool counts_only_ = false;  // counting(): FLOPs and bytes only
+  bool counts_regroup_exactly_ = false;
+  std::vector<LinearCounts> layer_linear_;  // by variant
+  LinearCounts head_linear_;
 
   OpGraph layer_graph_;
   OpGraph head_graph_;
   // layer_params_[variant * layer_graph_.size() + op]; variant 0 has no LoRA, the others one
   // per distinct LoRA rank of the shared block.
   std::vector<OpParams> layer_params_;
-  // Most layer ops read only the token count (the K/V reuse features, zero outside shared_kv,
-  // aside), and decode groups are small: their prices for 0..k_token_table - 1 tokens are
-  // computed once, by price() itself, so a lookup gives the same doubles.
-  // token_prices_[(variant * k_token_table + tokens) * layer ops + op], where token_only_[op].
-  std::vector<Priced> token_prices_;
-  std::vector<std::uint8_t> token_only_;
-  // A chain's sums over its ops in a sum order (walk_graph): its length (the durations' sum),
-  // FLOPs, bytes, launched ops' bodies by Priced::part() and their launch overhead, and whether
-  // every body was non-negative, which the chain argument needs (NaN fails it).
-  struct ChainSums {
-    double length = 0;
-    double flops = 0;
-    double bytes = 0;
-    std::array<double, 4> part{};  // by Priced::part(); [0] stays 0
-    double overhead = 0;
-    bool nonnegative = true;
-
-    // Every op adds to every sum (zero where it has no share): selects, not an indexed store
-    // and load per op, so that the sums stay in registers.
-    void add(const Priced& p, double launch_ns) {
-      length += p.duration_ns;
-      flops += p.flops;
-      bytes += p.bytes;
-      nonnegative = nonnegative && p.body_ns >= 0;
-      const std::uint8_t k = p.part();
-      part[1] += k == 1 ? p.body_ns : 0.0;
-      part[2] += k == 2 ? p.body_ns : 0.0;
-      part[3] += k == 3 ? p.body_ns : 0.0;
-      overhead += k != 0 ? launch_ns : 0.0;
-    }
-  };
   // The layer graph's sum order: its token-only ops (the first layer_token_ops_), then the
   // others, each in topological order.
   std::vector<int> layer_sum_order_;
   std::size_t layer_token_ops_ = 0;
-  // For a chain layer graph, per row of token_prices_: the sums over its token-only ops, the
-  // first part of walk_graph's sums, so that a layer group of a tabled size prices only the rest.
-  std::vector<ChainSums> tabled_chains_;  // empty when the layer graph is not a chain
-  // Sets layer_sum_order_ and layer_token_ops_, then fills tabled_chains_.
-  void build_layer_sums();
-  // add_graph for the layer graph from a tabled row; false (nothing added) when the chain
-  // argument fails, for the graph walk to decide.
-  bool add_tabled_chain(const Priced* tabled, const OpParams* params, const BatchFeatures& x,
-                        double repeat, GraphTotals& totals) const;
+  PriceCache cache_;
   // kv_params_[variant]: state_copy's K/V-only projection, after the layer on stream 0.
   std::vector<OpParams> kv_params_;
-  // kv_prices_[variant * k_token_table + tokens]: kv_params_ priced for that many K/V-only
-  // tokens, not alone (all the op reads), as token_prices_ is for the layer ops.
-  std::vector<Priced> kv_prices_;
   std::vector<OpParams> head_params_;
-  // head_prices_[t]: the head graph's totals for t tokens that all emit (a decode batch), when it
-  // reads nothing else; empty otherwise.
-  std::vector<GraphTotals> head_prices_;
   OpGraph probe_graph_;
   std::vector<OpParams> probe_params_;
   std::vector<int> probe_points_;  // exit points below the stack's top, ascending; empty: none

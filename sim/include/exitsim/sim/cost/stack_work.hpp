@@ -38,10 +38,8 @@ constexpr std::size_t feature_index(BatchFeature f) {
 }
 
 // Integer sums of the features over a group of entries at one layer: exact, so sums and
-// differences in any order give the same features, and cheap to add in the per-entry loop
-// (integer adds stay in registers; the choice between decode and prefill compiles to selects). No
-// member initialisers, so scratch arrays of them are not zeroed: write `WorkCounts c{}` for an
-// empty sum.
+// differences in any order give the same features. No member initialisers, so scratch arrays of
+// them are not zeroed: write `WorkCounts c{}` for an empty sum.
 struct WorkCounts {
   std::int64_t tokens;
   std::int64_t decode_seqs;
@@ -228,5 +226,37 @@ inline WorkCounts StackLayout::masked_at(const BatchEntry& e, const EntrySpan& s
     return work_at(e, s, layer, window);
   return WorkCounts{};
 }
+
+// The batch every stack layer sees, and what the coda, the embedding and the head see: the one
+// aggregation batch -> layers -> WorkCounts of the measured cost models (calibrated, table).
+// Each entry's work (StackLayout::work_at) is added at each of its breakpoints and removed at the
+// next, into a difference array over the layers, so that reading the layers in order gives each
+// one's batch as a running sum. (The roofline sums the same work per group of layers:
+// add_stack_by_sweep, and its one-pass shortcut.) Kept between iterations, which then allocate
+// nothing.
+class LayerBatches {
+ public:
+  // Empty, for a stack of `layers` layers.
+  void clear(int layers);
+  // Adds entry `e` (with query tokens) and returns its span.
+  EntrySpan add(const StackLayout& layout, const BatchEntry& e);
+  bool empty() const { return !used_; }
+  // Adds the next layer's change to `running`, which then holds that layer's batch: layers 0,
+  // 1, ... in order, each once, from an empty `running`. (The caller keeps the sum: held here,
+  // calibrated_decode/1 on cost_model_bench was 1.3x slower.)
+  void next_layer(WorkCounts& running) {
+    running.add(delta_[next_]);
+    delta_[next_++] = WorkCounts{};
+  }
+
+  WorkCounts coda{};          // the entries that run the coda (runs_coda), as one group
+  std::int64_t embedded = 0;  // query tokens of entries that start at layer 1
+  std::int64_t emitting = 0;  // entries that emit a token
+
+ private:
+  std::vector<WorkCounts> delta_;  // [l]: layer l's batch minus layer l - 1's
+  std::size_t next_ = 0;
+  bool used_ = false;
+};
 
 }  // namespace exitsim::sim

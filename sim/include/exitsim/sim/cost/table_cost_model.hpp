@@ -107,8 +107,10 @@ class TableCostModel final : public CostModel, private StagePricer {
   CostTable table_;
   RooflineCostModel counts_;  // FLOP and byte counts only; its times are never used
   double kv_only_fraction_ = 0;
+  StackLayout layout_;
   int stacked_depth_ = 0;
   int coda_layers_ = 0;
+  mutable LayerBatches layers_;  // the batch of each layer, kept so that pricing allocates nothing
   mutable std::array<TableUse, k_table_ops> uses_{};  // by TableOp; the model prices one replica
   MeasuredParallel parallel_;
   // Calls the roofline priced: all-reduces, logits gathers, hand-offs within / between nodes.
