@@ -9,6 +9,7 @@
 
 #include "benchmark_summary.hpp"
 #include "exitsim/core/error.hpp"
+#include "exitsim/core/nearest_rank.hpp"
 #include "exitsim/core/random.hpp"
 #include "exitsim/core/request.hpp"
 #include "exitsim/sim/cost/roofline.hpp"
@@ -41,7 +42,7 @@ Stats stats_of(std::vector<double> values) {
     sum += v;
   const auto n = static_cast<std::int64_t>(values.size());
   const auto at = [&](double q) {
-    return values[static_cast<std::size_t>(sim::nearest_rank(q, n) - 1)];
+    return values[static_cast<std::size_t>(core::nearest_rank(q, n) - 1)];
   };
   s.mean = sum / static_cast<double>(n);
   s.p50 = at(0.5);

@@ -5,6 +5,7 @@
 #include <limits>
 #include <vector>
 
+#include "exitsim/core/nearest_rank.hpp"
 #include "exitsim/sim/metrics/latency_sketch.hpp"
 
 namespace exitsim::analysis {
@@ -14,7 +15,7 @@ double p99_ms(std::vector<double>& values) {
   if (values.empty())
     return 0;
   std::sort(values.begin(), values.end());
-  const std::int64_t rank = sim::nearest_rank(0.99, static_cast<std::int64_t>(values.size()));
+  const std::int64_t rank = core::nearest_rank(0.99, static_cast<std::int64_t>(values.size()));
   return values[static_cast<std::size_t>(rank - 1)] / static_cast<double>(k_ns_per_ms);
 }
 

@@ -35,7 +35,7 @@ class LengthHistogram {
 
  private:
   std::int64_t percentile(std::int64_t p) const {
-    // Nearest rank, as sim::nearest_rank, but in integers: rank = ceil(p * n / 100), at least 1,
+    // Nearest rank, as core::nearest_rank, but in integers: rank = ceil(p * n / 100), at least 1,
     // exact at any count (the double form's 1e-9 slack is below a ULP past ten million).
     std::int64_t rank = (p * total_ + 99) / 100;
     if (rank < 1)

@@ -8,20 +8,12 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "exitsim/core/nearest_rank.hpp"
 #include "exitsim/sim/metrics/latency_sketch.hpp"
 
 namespace exitsim::analysis {
 
 namespace {
-
-// The value at percentile `p` by nearest rank, as the simulator's metrics take it.
-double nearest_rank(std::vector<double> values, double p) {
-  if (values.empty())
-    return 0;
-  std::sort(values.begin(), values.end());
-  const std::int64_t n = static_cast<std::int64_t>(values.size());
-  return values[static_cast<std::size_t>(sim::nearest_rank(p, n) - 1)];
-}
 
 MetricComparison compared(std::string metric, double engine, double simulated) {
   return {std::move(metric), engine, simulated, relative_error(engine, simulated)};
@@ -76,8 +68,8 @@ IterationError compare_iterations(std::span<const TimeNs> engine,
           static_cast<double>(engine[i]));
     }
   }
-  e.median_ape = nearest_rank(errors, 0.5);
-  e.p90_ape = nearest_rank(errors, 0.9);
+  e.median_ape = core::nearest_rank_value(errors, 0.5);
+  e.p90_ape = core::nearest_rank_value(errors, 0.9);
   if (n > 0) {
     e.engine_mean_us = engine_sum / static_cast<double>(n) / 1000.0;
     e.simulated_mean_us = simulated_sum / static_cast<double>(n) / 1000.0;

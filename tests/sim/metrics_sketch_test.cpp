@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "exitsim/core/nearest_rank.hpp"
 #include "exitsim/sim/metrics/latency_sketch.hpp"
 
 namespace exitsim::sim {
@@ -18,7 +19,7 @@ constexpr double k_quantiles[] = {0.001, 0.01, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99,
 
 // The exact nearest-rank quantile of `values` (sorted).
 double exact_quantile(const std::vector<TimeNs>& sorted, double q) {
-  const std::int64_t rank = nearest_rank(q, static_cast<std::int64_t>(sorted.size()));
+  const std::int64_t rank = core::nearest_rank(q, static_cast<std::int64_t>(sorted.size()));
   return static_cast<double>(sorted[static_cast<std::size_t>(rank - 1)]);
 }
 
@@ -49,18 +50,6 @@ void expect_within_bound(std::vector<TimeNs> values, double alpha) {
   }
   EXPECT_EQ(sketch.quantile(0), static_cast<double>(values.front()));
   EXPECT_EQ(sketch.quantile(1), static_cast<double>(values.back()));
-}
-
-TEST(NearestRank, IsTheSmallestRankCoveringTheQuantile) {
-  EXPECT_EQ(nearest_rank(0.0, 10), 1);
-  EXPECT_EQ(nearest_rank(1.0, 10), 10);
-  EXPECT_EQ(nearest_rank(0.5, 4), 2);
-  EXPECT_EQ(nearest_rank(0.51, 4), 3);
-  EXPECT_EQ(nearest_rank(0.5, 1), 1);
-  EXPECT_EQ(nearest_rank(0.99, 100), 99);
-  // 0.29 * 100 is 28.999999999999996 in binary; it still means rank 29, not 29 rounded up to 30.
-  EXPECT_EQ(nearest_rank(0.29, 100), 29);
-  EXPECT_EQ(nearest_rank(0.999, 1000), 999);
 }
 
 TEST(LatencySketch, LognormalQuantilesAreWithinTheRelativeError) {

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "exitsim/core/error.hpp"
+#include "exitsim/core/nearest_rank.hpp"
 #include "exitsim/engine/hidden_states.hpp"
 #include "exitsim/engine/kv_cache.hpp"
 #include "exitsim/traces/engine_ops.hpp"
@@ -21,12 +22,7 @@ const char* to_string(CallShape shape) {
 }
 
 double OpTiming::percentile_us(double p) const {
-  if (times_us.empty())
-    return 0;
-  std::vector<double> sorted = times_us;
-  std::sort(sorted.begin(), sorted.end());
-  const auto rank = static_cast<std::size_t>(std::ceil(p * static_cast<double>(sorted.size())));
-  return sorted[std::clamp<std::size_t>(rank, 1, sorted.size()) - 1];
+  return core::nearest_rank_value(times_us, p);
 }
 
 double OpTiming::median_us() const {

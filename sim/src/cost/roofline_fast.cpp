@@ -18,8 +18,6 @@
 
 namespace exitsim::sim {
 
-using roofline_price::at;
-
 // ---- The stack's layer groups from one pass over the batch -------------------------------------
 
 namespace {

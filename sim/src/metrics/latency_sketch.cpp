@@ -6,6 +6,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "exitsim/core/nearest_rank.hpp"
+
 namespace exitsim::sim {
 namespace {
 
@@ -16,11 +18,6 @@ constexpr long double k_two_to_64 = 18446744073709551616.0L;
 __extension__ typedef unsigned __int128 Uint128;
 
 }  // namespace
-
-std::int64_t nearest_rank(double q, std::int64_t n) {
-  const double rank = std::ceil(q * static_cast<double>(n) - 1e-9);
-  return std::clamp<std::int64_t>(static_cast<std::int64_t>(rank), 1, n);
-}
 
 LatencySketch::LatencySketch(double relative_error) : relative_error_(relative_error) {
   if (!(relative_error >= k_min_relative_error && relative_error <= k_max_relative_error)) {
@@ -133,7 +130,7 @@ double LatencySketch::quantile(double q) const {
     throw std::invalid_argument(fmt::format("LatencySketch: quantile {} outside [0, 1]", q));
   if (count_ == 0)
     return 0;
-  const std::int64_t rank = nearest_rank(q, count_);
+  const std::int64_t rank = core::nearest_rank(q, count_);
   // The extremes are known exactly; reporting them keeps p0/p100 (and one-sample sketches) exact.
   if (rank == 1)
     return static_cast<double>(min_);

@@ -40,7 +40,7 @@ struct NamedFigure {
 
 // The benchmark's figures, in order: output tokens/s and requests/s, then TTFT, TPOT, ITL and
 // E2E at mean, p50, p90 and p99 (ms), each only where the file gives it. From the per-request
-// records of the successful requests: percentiles by nearest rank (sim::nearest_rank, as
+// records of the successful requests: percentiles by nearest rank (core::nearest_rank, as
 // exitsim's metrics define them), E2E = ttft + decode (the sum of the itls), TPOT = decode /
 // (output_len - 1) for output_len > 1, ITL over every recorded gap (none where the file records
 // only each request's mean gap: GuideLLM), throughput over the file's duration. A summary-only

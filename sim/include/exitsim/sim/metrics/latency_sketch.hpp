@@ -8,11 +8,6 @@
 
 namespace exitsim::sim {
 
-// The 1-based nearest rank of quantile q among n values: the smallest k with k >= q * n, at least
-// 1. A slack of 1e-9 absorbs the representation error of decimal q (0.29 * 100 is 28.999...96 in
-// binary, yet means rank 29). Requires n >= 1 and q in [0, 1].
-std::int64_t nearest_rank(double q, std::int64_t n);
-
 // A mergeable histogram of non-negative integer durations with relative-error quantiles.
 //
 // Bucket i >= 0 holds the values v with gamma^(i-1) < v <= gamma^i, gamma = (1 + a) / (1 - a),
