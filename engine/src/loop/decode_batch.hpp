@@ -41,6 +41,9 @@ struct DecodeBatch {
   std::vector<std::int32_t> argmax_at;  // oracle: per token, per exit point, the prediction there
   std::vector<int> chosen;              // the exit policy's answer
 
+  // Each sequence's pending fill as the pass found it (the plan's input at every layer; the
+  // sequences' own change only when the pass settles).
+  std::vector<policy::PendingFill> fills_at_start;
   std::vector<policy::DepthPlan> so_far;  // policy::plan_so_far at the layer about to run
   // What the layers ran for each token, in the plan's terms: the StepRow's plan.
   std::vector<policy::DepthPlan> ran;

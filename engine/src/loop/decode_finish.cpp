@@ -15,10 +15,8 @@ std::vector<Correction> Engine::Loop::settle_pending(DecodeBatch& b) {
   // state waits. The pass ran the layers of this plan already, one layer at a time.
   const std::size_t n = b.size();
   const int stacked = model_.depth().stacked_depth();
-  std::vector<policy::PendingFill> fills(n);
+  std::vector<policy::PendingFill>& fills = b.fills_at_start;  // updated to what stays pending
   std::vector<policy::DepthPlan> plans(n);
-  for (std::size_t i = 0; i < n; ++i)
-    fills[i] = b.seqs[i]->fill;
   policy::plan_depths(planned_strategy(), b.exited_at, stacked, fills, plans);
 
   std::vector<Correction> corrections(n);

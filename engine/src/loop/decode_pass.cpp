@@ -32,11 +32,13 @@ DecodeBatch::DecodeBatch(HiddenStates& store, std::span<Sequence* const> sequenc
       score_spans(sequences.size()),
       argmax_at(sequences.size() * points, -1),
       chosen(sequences.size()),
+      fills_at_start(sequences.size()),
       so_far(sequences.size()),
       ran(sequences.size()),
       joined(sequences.size(), 0) {
   for (std::size_t i = 0; i < sequences.size(); ++i) {
     positions[i] = static_cast<std::int32_t>(sequences[i]->tokens.size() - 1);
+    fills_at_start[i] = sequences[i]->fill;
     score_spans[i] = {scores.data() + i * points, points};
   }
 }
@@ -88,11 +90,8 @@ policy::SyncStrategy Engine::Loop::planned_strategy() const {
 }
 
 void Engine::Loop::plan_layer(DecodeBatch& b) {
-  std::vector<policy::PendingFill> pending(b.size());
-  for (std::size_t i = 0; i < b.size(); ++i)
-    pending[i] = b.seqs[i]->fill;
-  policy::plan_so_far(planned_strategy(), b.exited_at, model_.depth().stacked_depth(), pending,
-                      b.so_far);
+  policy::plan_so_far(planned_strategy(), b.exited_at, model_.depth().stacked_depth(),
+                      b.fills_at_start, b.so_far);
 }
 
 bool Engine::Loop::layer_has_work(const DecodeBatch& b, int layer) const {
