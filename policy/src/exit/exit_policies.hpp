@@ -18,6 +18,10 @@ std::string number_text(double value);
 void check_output_size(const ExitBatch& batch, std::span<const int> out);
 void check_scores(const ExitToken& token, std::size_t needed, std::string_view policy);
 
+// The first exit point below the full depth whose confidence reaches `threshold`, else the
+// last exit point (confidence and adaptive_threshold).
+int first_confident_exit(std::span<const double> confidences, double threshold, int last_exit);
+
 // A categorical distribution over exit points sampled by inverse CDF.
 class ExitSampler {
  public:
@@ -85,6 +89,20 @@ class ConfidenceExit final : public ExitPolicy {
  private:
   double threshold_;
   double calm_decay_;
+};
+
+// FREE: the confidence rule of ConfidenceExit (no CALM decay) at the threshold the executor's
+// estimator has reached, ExitBatch::threshold.
+class AdaptiveThresholdExit final : public ExitPolicy {
+ public:
+  AdaptiveThresholdExit(std::vector<int> exit_points, const AdaptiveThresholdSettings& settings)
+      : ExitPolicy(std::move(exit_points)), settings_(settings) {}
+  std::string_view name() const override { return "adaptive_threshold"; }
+  void choose_exits(const ExitBatch& batch, std::span<int> out) const override;
+  const AdaptiveThresholdSettings* adaptive_settings() const override { return &settings_; }
+
+ private:
+  AdaptiveThresholdSettings settings_;
 };
 
 class OracleExit final : public ExitPolicy {

@@ -163,6 +163,19 @@ std::unique_ptr<ExitPolicy> make_confidence(const ExitPolicyParams& params,
                                                 params.calm_decay);
 }
 
+std::unique_ptr<ExitPolicy> make_adaptive_threshold(const ExitPolicyParams& params,
+                                                    std::vector<int> points) {
+  if (!parse_confidence_measure(params.confidence_measure)) {
+    throw_setting_error("exit_policy.confidence_measure", "top1 or margin",
+                        "\"" + params.confidence_measure + "\"");
+  }
+  AdaptiveThresholdSettings settings = params.adaptive;
+  settings.initial_threshold = params.threshold;
+  if (const std::optional<SettingError> error = check_adaptive_settings(settings))
+    throw_setting_error(error->key, error->expected, error->found);
+  return std::make_unique<exit::AdaptiveThresholdExit>(std::move(points), settings);
+}
+
 }  // namespace
 
 std::unique_ptr<ExitPolicy> make_exit_policy(const ExitPolicyParams& params,
@@ -182,6 +195,8 @@ std::unique_ptr<ExitPolicy> make_exit_policy(const ExitPolicyParams& params,
   }
   if (kind == "confidence")
     return make_confidence(params, std::move(points));
+  if (kind == "adaptive_threshold")
+    return make_adaptive_threshold(params, std::move(points));
   if (kind == "oracle")
     return std::make_unique<exit::OracleExit>(std::move(points));
   if (kind == "router_expert_choice" || kind == "router_token_choice")

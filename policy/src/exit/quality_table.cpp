@@ -199,15 +199,6 @@ std::vector<double> parse_capacities(const exit::TableReader& reader, const CsvF
   }
 }
 
-std::int64_t parse_tokens(const exit::TableReader& reader, const CsvField& cell) {
-  std::int64_t value = 0;
-  const char* end = cell.text.data() + cell.text.size();
-  const auto [ptr, ec] = std::from_chars(cell.text.data(), end, value);
-  if (cell.text.empty() || ec != std::errc{} || ptr != end)
-    reader.fail(cell.column, "tokens", expected_found(k_tokens_expected, quote_field(cell.text)));
-  return value;
-}
-
 }  // namespace
 
 namespace exit {
@@ -225,7 +216,7 @@ ParsedQualityTable parse_quality_table(TableReader& reader) {
     if (!cells[k_threshold].text.empty())
       row.threshold = parse_number(reader, cells[k_threshold], "threshold", k_threshold_expected);
     row.capacities = parse_capacities(reader, cells[k_capacities]);
-    row.tokens = parse_tokens(reader, cells[k_tokens]);
+    row.tokens = parse_count(reader, cells[k_tokens], "tokens", k_tokens_expected);
     row.nll_per_token = parse_number(reader, cells[k_nll], "nll_per_token", k_nll_expected);
     row.top1_agreement =
         parse_number(reader, cells[k_agreement], "top1_agreement", k_agreement_expected);

@@ -1,8 +1,9 @@
-// Policies that read per-exit-point scores: confidence (CALM/FREE), oracle (RRT's analysis) and
-// the Mixture-of-Recursions token-choice router.
+// Policies that read per-exit-point scores: confidence (CALM/FREE), adaptive_threshold (FREE),
+// oracle (RRT's analysis) and the Mixture-of-Recursions token-choice router.
 
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 
 #include "exit/exit_policies.hpp"
 
@@ -19,15 +20,28 @@ void ConfidenceExit::choose_exits(const ExitBatch& batch, std::span<int> out) co
     check_scores(token, points - 1, name());
     const double threshold =
         calm_threshold(threshold_, calm_decay_, token.position, batch.max_position);
-    int exit = last_exit();
-    // The last exit point is the full depth: a token that never reaches the threshold runs it.
-    for (std::size_t p = 0; p + 1 < points; ++p) {
-      if (token.scores[p] >= threshold) {
-        exit = static_cast<int>(p);
-        break;
-      }
-    }
-    out[i] = exit;
+    out[i] = first_confident_exit(token.scores, threshold, last_exit());
+  }
+}
+
+int first_confident_exit(std::span<const double> confidences, double threshold, int last_exit) {
+  // The last exit point is the full depth: a token that never reaches the threshold runs it.
+  for (int p = 0; p < last_exit; ++p) {
+    if (confidences[static_cast<std::size_t>(p)] >= threshold)
+      return p;
+  }
+  return last_exit;
+}
+
+void AdaptiveThresholdExit::choose_exits(const ExitBatch& batch, std::span<int> out) const {
+  check_output_size(batch, out);
+  if (!batch.threshold)
+    throw std::invalid_argument("adaptive_threshold: the executor passed no current threshold");
+  const std::size_t points = exit_points().size();
+  for (std::size_t i = 0; i < batch.tokens.size(); ++i) {
+    const ExitToken& token = batch.tokens[i];
+    check_scores(token, points - 1, name());
+    out[i] = first_confident_exit(token.scores, *batch.threshold, last_exit());
   }
 }
 

@@ -52,6 +52,16 @@ double parse_number(const TableReader& reader, const CsvField& cell, const std::
   return value;
 }
 
+std::int64_t parse_count(const TableReader& reader, const CsvField& cell, const std::string& field,
+                         const std::string& expected) {
+  std::int64_t value = 0;
+  const char* end = cell.text.data() + cell.text.size();
+  const auto [ptr, ec] = std::from_chars(cell.text.data(), end, value);
+  if (cell.text.empty() || ec != std::errc{} || ptr != end || value < 0)
+    reader.fail(cell.column, field, expected_found(expected, quote_field(cell.text)));
+  return value;
+}
+
 void parse_exit_distribution(const TableReader& reader, std::span<const CsvField> cells,
                              std::vector<double>& out) {
   const std::string expected = "a probability in [0, 1]";

@@ -35,6 +35,10 @@ std::size_t read_header(TableReader& reader, std::span<const std::string_view> f
 double parse_number(const TableReader& reader, const CsvField& cell, const std::string& field,
                     const std::string& expected);
 
+// A non-negative integer; otherwise InputError on `field`: "expected <expected>, found <text>".
+std::int64_t parse_count(const TableReader& reader, const CsvField& cell, const std::string& field,
+                         const std::string& expected);
+
 // Reads the probabilities cells[first], ... (one per remaining cell), each in [0, 1], appends
 // them to `out`, and throws InputError (field "row") unless they sum to 1 within
 // k_sum_tolerance.

@@ -20,6 +20,7 @@
 #include "exitsim/core/ids.hpp"
 #include "exitsim/core/model_shape.hpp"
 #include "exitsim/core/random.hpp"
+#include "exitsim/policy/adaptive_threshold.hpp"
 
 namespace exitsim::policy {
 
@@ -43,6 +44,9 @@ struct ExitBatch {
   // Working space for router_expert_choice in top_k mode, at least tokens.size() entries;
   // others ignore it. Lets one policy object serve several replicas without allocating.
   std::span<std::size_t> scratch;
+  // The current threshold of adaptive_threshold, which the executor's ThresholdEstimator moves
+  // (adaptive_threshold.hpp); that policy requires it, the others ignore it.
+  std::optional<double> threshold;
 };
 
 class ExitPolicy {
@@ -57,6 +61,9 @@ class ExitPolicy {
   // The model's effective exit points (depths), ascending; the last is the full depth.
   std::span<const int> exit_points() const { return exit_points_; }
   int last_exit() const { return static_cast<int>(exit_points_.size()) - 1; }
+  // Non-null for a policy whose threshold moves during the run (adaptive_threshold): the
+  // settings the executor builds its ThresholdEstimator from.
+  virtual const AdaptiveThresholdSettings* adaptive_settings() const { return nullptr; }
 
  protected:
   explicit ExitPolicy(std::vector<int> exit_points) : exit_points_(std::move(exit_points)) {}
@@ -91,6 +98,8 @@ struct ExitPolicyParams {
   std::vector<double> probabilities;
   std::vector<ExitPositionBucket> position_buckets;
   std::vector<ExitScheduleStep> schedule;
+  // adaptive_threshold: the estimator's settings; its initial threshold is `threshold`.
+  AdaptiveThresholdSettings adaptive;
   ExitLookup replay_lookup;
 };
 
@@ -100,8 +109,8 @@ struct ExitPolicyParams {
 std::unique_ptr<ExitPolicy> make_exit_policy(const ExitPolicyParams& params,
                                              const DepthStructure& depth);
 
-// none, confidence, router_expert_choice, router_token_choice, oracle, position_schedule,
-// replay, distribution.
+// none, confidence, adaptive_threshold, router_expert_choice, router_token_choice, oracle,
+// position_schedule, replay, distribution.
 std::vector<std::string> exit_policy_names();
 
 // CALM's decaying threshold (FREE's implementation of the CALM baseline):
