@@ -16,6 +16,10 @@ Binding exit_field(auto member) {
   return field(&Scenario::exit_policy, member);
 }
 
+Binding adaptive_field(auto member) {
+  return field(&Scenario::exit_policy, &ExitPolicyConfig::adaptive, member);
+}
+
 const std::string k_buckets = "exit_policy.position_buckets";
 const std::string k_schedule = "exit_policy.schedule";
 
@@ -71,26 +75,29 @@ std::vector<KeyDef> exit_policy_keys() {
       Key("exit_policy", Type::section, "How deep each token goes."),
       Key(kind, Type::enumeration,
           "none: every token runs the full depth; confidence: exit when the top-1 probability "
-          "(or margin) reaches threshold; router_expert_choice / router_token_choice: MoR "
+          "(or margin) reaches threshold; adaptive_threshold: confidence with FREE's threshold "
+          "re-estimated from calibration pairs while serving; router_expert_choice / "
+          "router_token_choice: MoR "
           "routers; oracle: earliest exit agreeing with full depth; position_schedule: "
           "batch-uniform depth by position (SkipDecode); replay: depths from a token trace; "
           "distribution: depths drawn per exit point.")
-          .allowed({"none", "confidence", "router_expert_choice", "router_token_choice", "oracle",
-                    "position_schedule", "replay", "distribution"})
+          .allowed({"none", "confidence", "adaptive_threshold", "router_expert_choice",
+                    "router_token_choice", "oracle", "position_schedule", "replay", "distribution"})
           .def(std::string("none"))
           .bind(exit_field(&ExitPolicyConfig::kind)),
       Key("exit_policy.threshold", Type::number,
           "Exit when the confidence (confidence) or router score (router_expert_choice in "
-          "threshold mode) is at least this.")
+          "threshold mode) is at least this; adaptive_threshold's threshold until its first "
+          "refit.")
           .range(0, 1)
           .def(0.9)
-          .when(kind, {"confidence", "router_expert_choice"})
+          .when(kind, {"confidence", "adaptive_threshold", "router_expert_choice"})
           .bind(exit_field(&ExitPolicyConfig::threshold)),
       Key("exit_policy.confidence_measure", Type::enumeration,
           "top1: softmax top-1 probability; margin: top-1 minus top-2 (as in FREE).")
           .allowed({"top1", "margin"})
           .def(std::string("top1"))
-          .when(kind, {"confidence"})
+          .when(kind, {"confidence", "adaptive_threshold"})
           .bind(exit_field(&ExitPolicyConfig::confidence_measure)),
       Key("exit_policy.calm_decay", Type::number,
           "CALM decaying threshold temperature over output position; 0 = constant threshold.")
@@ -107,6 +114,55 @@ std::vector<KeyDef> exit_policy_keys() {
           .def(std::string(""))
           .when(kind, {"confidence", "oracle", "router_expert_choice", "router_token_choice"})
           .bind(exit_field(&ExitPolicyConfig::threshold_table)),
+      Key("exit_policy.calibration_table", Type::string,
+          "The engine's calibration table (`exitsim engine eval` writes it: confidence bins "
+          "with agreement counts per exit point), from which the simulator draws "
+          "adaptive_threshold's confidences and calibration pairs; required by the simulator.")
+          .input_path()
+          .def(std::string(""))
+          .when(kind, {"adaptive_threshold"})
+          .bind(exit_field(&ExitPolicyConfig::calibration_table)),
+      Key("exit_policy.adaptive", Type::section,
+          "FREE's adaptive threshold estimator (docs/exit_policies.md, \"adaptive_threshold\")."),
+      Key("exit_policy.adaptive.grid_low", Type::number,
+          "Lowest threshold of the grid the estimator chooses from.")
+          .range(0, 1)
+          .open_min()
+          .def(0.3)
+          .when(kind, {"adaptive_threshold"})
+          .bind(adaptive_field(&AdaptiveThresholdConfig::grid_low)),
+      Key("exit_policy.adaptive.grid_high", Type::number,
+          "Highest threshold of the grid (above grid_low, below 1).")
+          .range(0, 1)
+          .open_min()
+          .def(0.9)
+          .when(kind, {"adaptive_threshold"})
+          .bind(adaptive_field(&AdaptiveThresholdConfig::grid_high)),
+      Key("exit_policy.adaptive.grid_points", Type::integer,
+          "Evenly spaced grid points from grid_low to grid_high inclusive.")
+          .range(2, 1e6)
+          .def(std::int64_t{10})
+          .when(kind, {"adaptive_threshold"})
+          .bind(adaptive_field(&AdaptiveThresholdConfig::grid_points)),
+      Key("exit_policy.adaptive.zeta", Type::number,
+          "Posterior of the agreeing component a grid point needs (FREE: 0.4).")
+          .range(0, 1)
+          .open_min()
+          .def(0.4)
+          .when(kind, {"adaptive_threshold"})
+          .bind(adaptive_field(&AdaptiveThresholdConfig::zeta)),
+      Key("exit_policy.adaptive.max_refits", Type::integer,
+          "Update budget: refit attempts after which the threshold stays (FREE: 300).")
+          .range(0, 1e9)
+          .def(std::int64_t{300})
+          .when(kind, {"adaptive_threshold"})
+          .bind(adaptive_field(&AdaptiveThresholdConfig::max_refits)),
+      Key("exit_policy.adaptive.refit_every", Type::integer,
+          "Refit cadence: admitted requests between refit attempts (FREE: every request).")
+          .range(1, 1e9)
+          .def(std::int64_t{1})
+          .when(kind, {"adaptive_threshold"})
+          .bind(adaptive_field(&AdaptiveThresholdConfig::refit_every)),
       Key("exit_policy.router_scores", Type::enumeration,
           "What the simulator's routers score: measured (the threshold table's exit shares) or "
           "uniform (synthetic U(0,1) scores per token and recursion, not a trained router).")

@@ -13,6 +13,13 @@ policy::ExitPolicyParams exit_policy_params(const scenario::ExitPolicyConfig& co
   params.calm_decay = config.calm_decay;
   params.router_mode = config.router_mode;
   params.capacities = config.capacities;
+  const scenario::AdaptiveThresholdConfig& adaptive = config.adaptive;
+  params.adaptive.grid_low = adaptive.grid_low;
+  params.adaptive.grid_high = adaptive.grid_high;
+  params.adaptive.grid_points = static_cast<int>(adaptive.grid_points);
+  params.adaptive.zeta = adaptive.zeta;
+  params.adaptive.max_refits = static_cast<int>(adaptive.max_refits);
+  params.adaptive.refit_every = static_cast<int>(adaptive.refit_every);
   params.probabilities = config.probabilities;
   for (const scenario::PositionBucket& bucket : config.position_buckets) {
     params.position_buckets.push_back({bucket.until_position, bucket.probabilities});

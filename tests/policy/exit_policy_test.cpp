@@ -26,7 +26,7 @@ std::vector<int> exits(const ExitPolicy& policy, const std::vector<Token>& token
   for (const Token& t : tokens)
     batch.push_back({RequestId{t.request}, t.position, t.uniform, {}});
   std::vector<int> out(tokens.size(), -1);
-  policy.choose_exits({batch, 0, {}}, out);
+  policy.choose_exits({batch, 0, {}, std::nullopt}, out);
   return out;
 }
 
@@ -61,7 +61,7 @@ TEST(NoExit, RejectsAnOutputOfTheWrongSize) {
   const auto policy = make_exit_policy({}, layerskip());
   const std::vector<ExitToken> tokens(2);
   std::vector<int> out(3);
-  EXPECT_THROW(policy->choose_exits({tokens, 0, {}}, out), std::invalid_argument);
+  EXPECT_THROW(policy->choose_exits({tokens, 0, {}, std::nullopt}, out), std::invalid_argument);
 }
 
 TEST(DistributionExit, InverseCdfOnTheUniformDraw) {

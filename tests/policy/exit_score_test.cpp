@@ -26,7 +26,7 @@ std::vector<int> exits(const ExitPolicy& policy, const std::vector<Token>& token
     batch.push_back({RequestId{++request}, t.position, 0.0, t.scores});
   std::vector<std::size_t> scratch(tokens.size());
   std::vector<int> out(tokens.size(), -1);
-  policy.choose_exits({batch, max_position, scratch}, out);
+  policy.choose_exits({batch, max_position, scratch, std::nullopt}, out);
   return out;
 }
 
@@ -208,7 +208,8 @@ TEST(ExpertChoiceExit, TopKNeedsScratchForEveryToken) {
                                          {RequestId{2}, 0, 0.0, scores}};
   std::vector<std::size_t> scratch(1);
   std::vector<int> out(2);
-  EXPECT_THROW(policy->choose_exits({tokens, 0, scratch}, out), std::invalid_argument);
+  EXPECT_THROW(policy->choose_exits({tokens, 0, scratch, std::nullopt}, out),
+               std::invalid_argument);
 }
 
 TEST(ExpertChoiceExit, TopKIsDeterministic) {

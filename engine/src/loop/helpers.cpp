@@ -153,7 +153,7 @@ void Engine::Loop::call_exit_policy(std::span<Sequence* const> sequences,
         draw ? policy::exit_uniform(options_.seed, s.request->id, s.output_position()) : 0.0,
         scores.empty() ? std::span<const double>{} : scores[i]};
   }
-  exit_policy_->choose_exits({tokens, max_position(), scratch}, out);
+  exit_policy_->choose_exits({tokens, max_position(), scratch, std::nullopt}, out);
 }
 
 void Engine::Loop::emit(Sequence& s, std::int32_t token, int exit_point, double score,

@@ -119,7 +119,7 @@ void DepthModel::choose_exit_depths(std::span<const DecodeToken> tokens) {
     max_position = std::max(max_position, tokens[i].max_position);
   }
 
-  policy_->choose_exits({exit_tokens_, max_position, scratch_}, exit_index_);
+  policy_->choose_exits({exit_tokens_, max_position, scratch_, std::nullopt}, exit_index_);
   exit_depth_.resize(n);
   const std::span<const int> exit_points = policy_->exit_points();
   for (std::size_t i = 0; i < n; ++i)

@@ -135,9 +135,21 @@ struct DepthScheduleStep {
   friend bool operator==(const DepthScheduleStep&, const DepthScheduleStep&) = default;
 };
 
+// exit_policy.adaptive: FREE's adaptive threshold estimator (policy/adaptive_threshold.hpp).
+struct AdaptiveThresholdConfig {
+  double grid_low = 0.3;
+  double grid_high = 0.9;
+  std::int64_t grid_points = 10;
+  double zeta = 0.4;
+  std::int64_t max_refits = 300;
+  std::int64_t refit_every = 1;
+
+  friend bool operator==(const AdaptiveThresholdConfig&, const AdaptiveThresholdConfig&) = default;
+};
+
 struct ExitPolicyConfig {
-  // none | confidence | router_expert_choice | router_token_choice | oracle | position_schedule
-  // | replay | distribution
+  // none | confidence | adaptive_threshold | router_expert_choice | router_token_choice | oracle
+  // | position_schedule | replay | distribution
   std::string kind;
   double threshold = 0.0;             // confidence / router score threshold
   std::string confidence_measure;     // top1 | margin (top-1 minus top-2, as in FREE)
@@ -152,6 +164,10 @@ struct ExitPolicyConfig {
   // takes these policies' exit distributions from
   std::string threshold_table;
   std::string router_scores;  // router_*: measured (from threshold_table) | uniform (synthetic)
+  AdaptiveThresholdConfig adaptive;  // adaptive_threshold
+  // adaptive_threshold: the engine's calibration table the simulator draws confidences and
+  // agreements from
+  std::string calibration_table;
 
   friend bool operator==(const ExitPolicyConfig&, const ExitPolicyConfig&) = default;
 };
