@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <set>
 #include <stdexcept>
 #include <vector>
 
@@ -30,8 +31,7 @@ std::unique_ptr<ExitPolicy> top_k(std::vector<double> capacities, int recursions
 // One sequence decoded token by token (a batch of one, as under depthwise or one decode step):
 // each token's exit is counted into the sequence's quota before the next is decided.
 std::vector<int> decode_sequence(const ExitPolicy& policy,
-                                 const std::vector<std::vector<double>>& scores,
-                                 ExitQuota& quota) {
+                                 const std::vector<std::vector<double>>& scores, ExitQuota& quota) {
   std::vector<int> exits;
   for (const std::vector<double>& s : scores) {
     const std::vector<ExitToken> token = {{RequestId{1}, quota.tokens, 0.0, s, &quota}};
@@ -110,6 +110,57 @@ TEST(ExpertChoiceQuota, CountsStayWithinOneTokenOfMoRsTopKForEveryPrefix) {
       }
     }
   }
+}
+
+// The largest distance from MoR's top-k count, max(1, int(c_r * n)), that any pattern of scores
+// can drive a sequence to within `length` tokens: every reachable count state is expanded by every
+// pattern of scores above or below the threshold (all the decisions the router can make).
+std::int64_t worst_distance_over_every_score_pattern(const std::vector<double>& capacities,
+                                                     std::int64_t length) {
+  const int recursions = static_cast<int>(capacities.size());
+  const auto policy = top_k(capacities, recursions);
+  std::set<std::vector<std::int64_t>> states = {std::vector<std::int64_t>(capacities.size(), 0)};
+  std::int64_t worst = 0;
+  for (std::int64_t n = 1; n <= length; ++n) {
+    std::set<std::vector<std::int64_t>> next;
+    for (const std::vector<std::int64_t>& reached : states) {
+      for (unsigned pattern = 0; pattern < (1U << (recursions - 1)); ++pattern) {
+        std::vector<double> scores(capacities.size(), 0.0);
+        for (int r = 1; r < recursions; ++r)
+          scores[static_cast<std::size_t>(r)] = (pattern >> (r - 1)) & 1U ? 0.9 : 0.1;
+        ExitQuota quota{n - 1, reached};
+        decode_sequence(*policy, {scores}, quota);
+        for (int r = 1; r < recursions; ++r) {
+          const double share = capacities[static_cast<std::size_t>(r)] * static_cast<double>(n);
+          const auto mor_k = std::max<std::int64_t>(1, static_cast<std::int64_t>(share + 1e-9));
+          worst = std::max(worst, std::abs(quota.reached[static_cast<std::size_t>(r)] - mor_k));
+        }
+        next.insert(quota.reached);
+      }
+    }
+    states = std::move(next);
+  }
+  return worst;
+}
+
+TEST(ExpertChoiceQuota, NoScorePatternTakesMoRsDefaultsFurtherThanOneToken) {
+  // MoR's default capacities (N_r - i) / N_r for N_r = 2 to 5, and uneven ones of three
+  // recursions: whatever the router scores, every count stays within one token of MoR's.
+  for (int recursions = 2; recursions <= 5; ++recursions) {
+    std::vector<double> capacities;
+    for (int i = 0; i < recursions; ++i)
+      capacities.push_back(static_cast<double>(recursions - i) / recursions);
+    EXPECT_EQ(worst_distance_over_every_score_pattern(capacities, 240), 1) << recursions;
+  }
+  EXPECT_EQ(worst_distance_over_every_score_pattern({1.0, 0.67, 0.33}, 240), 1);
+  EXPECT_EQ(worst_distance_over_every_score_pattern({1.0, 0.6, 0.5}, 240), 1);
+  EXPECT_EQ(worst_distance_over_every_score_pattern({1.0, 0.9, 0.1}, 240), 1);
+}
+
+TEST(ExpertChoiceQuota, SomeUnevenCapacitiesOfFourRecursionsStrayTwoTokens) {
+  // The documented limit: here some score patterns reach a state where no exit keeps every
+  // range within one token, the least-straying exit is taken, and a count ends two from MoR's.
+  EXPECT_EQ(worst_distance_over_every_score_pattern({1.0, 0.945, 0.722, 0.229}, 240), 2);
 }
 
 TEST(ExpertChoiceQuota, RoutingOneRecursionAtATimeReachesTheSameExit) {

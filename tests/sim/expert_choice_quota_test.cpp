@@ -22,8 +22,7 @@ std::map<int, std::int64_t> exits_of(const std::string& strategy, const std::str
                                      const std::vector<std::int64_t>& output_tokens) {
   std::vector<RequestDescriptor> requests;
   for (std::size_t i = 0; i < output_tokens.size(); ++i)
-    requests.push_back(
-        {RequestId(static_cast<std::uint64_t>(i)), TimeNs{0}, 16, output_tokens[i]});
+    requests.push_back({RequestId(static_cast<std::uint64_t>(i)), TimeNs{0}, 16, output_tokens[i]});
   test_support::VectorSource source(requests);
   const auto s = scenario::load_default_scenario(
       {"model.preset=mor-smollm-360m-r3", "exit_policy.kind=router_expert_choice",
@@ -41,8 +40,8 @@ TEST_P(ExpertChoiceQuotaSim, MoRDefaultCapacitiesExitAThirdOfEachSequenceAtEachD
   // every depth range within one token of its share, and a third of a multiple of three is whole,
   // so exactly 1 + 2 + 10 + 20 + 33 = 66 tokens exit at each depth (MoR's top-k over each
   // sequence: int(2/3 n) selected at recursion 2, int(1/3 n) at recursion 3).
-  const auto exits = exits_of(GetParam(), "[1.0, 0.6666666666666666, 0.3333333333333333]",
-                              {4, 7, 31, 61, 100});
+  const auto exits =
+      exits_of(GetParam(), "[1.0, 0.6666666666666666, 0.3333333333333333]", {4, 7, 31, 61, 100});
   EXPECT_EQ(exits, (std::map<int, std::int64_t>{{11, 66}, {21, 66}, {31, 66 + 5}}));
 }
 

@@ -118,10 +118,9 @@ void check_capacities(const std::vector<double>& capacities, int recursions) {
         std::to_string(capacities.size()));
   }
   if (capacities.size() > exit::k_max_quota_points) {
-    throw_setting_error(field,
-                        "at most " + std::to_string(exit::k_max_quota_points) +
-                            " recursions in top_k mode",
-                        std::to_string(capacities.size()));
+    throw_setting_error(
+        field, "at most " + std::to_string(exit::k_max_quota_points) + " recursions in top_k mode",
+        std::to_string(capacities.size()));
   }
   for (std::size_t i = 0; i < capacities.size(); ++i) {
     if (!(capacities[i] > 0.0 && capacities[i] <= 1.0))

@@ -52,8 +52,9 @@ struct ExitBatch {
   // batch's sequences can reach (the simulator passes the longest output length among them, the
   // engine its generation limit). Values below 1 count as 1.
   std::int64_t max_position = 0;
-  // Working space for router_expert_choice in top_k mode, at least tokens.size() entries;
-  // others ignore it. Lets one policy object serve several replicas without allocating.
+  // Working space for a policy that ranks the batch, at least tokens.size() entries, so one
+  // policy object serves several replicas without allocating. No built-in policy ranks the batch
+  // since router_expert_choice's top_k became per sequence (ExitQuota).
   std::span<std::size_t> scratch;
 };
 
