@@ -104,8 +104,9 @@ TEST(ExpertChoiceQuota, CountsStayWithinOneTokenOfMoRsTopKForEveryPrefix) {
           const auto mor_k = std::max<std::int64_t>(1, static_cast<std::int64_t>(share + 1e-9));
           const std::int64_t count = quota.reached[static_cast<std::size_t>(r)];
           EXPECT_LE(std::abs(count - mor_k), 1) << "recursion " << r << " after " << n;
-          if (std::abs(share - std::round(share)) < 1e-9)
+          if (std::abs(share - std::round(share)) < 1e-9) {
             EXPECT_EQ(count, std::llround(share)) << "recursion " << r << " after " << n;
+          }
         }
       }
     }

@@ -24,11 +24,15 @@ std::map<int, std::int64_t> exits_of(const std::string& strategy, const std::str
   for (std::size_t i = 0; i < output_tokens.size(); ++i)
     requests.push_back({RequestId(static_cast<std::uint64_t>(i)), TimeNs{0}, 16, output_tokens[i]});
   test_support::VectorSource source(requests);
-  const auto s = scenario::load_default_scenario(
-      {"model.preset=mor-smollm-360m-r3", "exit_policy.kind=router_expert_choice",
-       "exit_policy.router_scores=uniform", "exit_policy.router_mode=top_k",
-       "exit_policy.capacities=" + capacities, "sync.strategy=" + strategy,
-       "scheduler.kind=continuous", "scheduler.max_running=4"});
+  const std::vector<std::string> overrides = {"model.preset=mor-smollm-360m-r3",
+                                              "exit_policy.kind=router_expert_choice",
+                                              "exit_policy.router_scores=uniform",
+                                              "exit_policy.router_mode=top_k",
+                                              "exit_policy.capacities=" + capacities,
+                                              "sync.strategy=" + strategy,
+                                              "scheduler.kind=continuous",
+                                              "scheduler.max_running=4"};
+  const auto s = scenario::load_default_scenario(overrides);
   return simulate(simulation_config_from(s, ""), source).summary.depth.exit_depth_tokens;
 }
 
@@ -55,8 +59,8 @@ TEST_P(ExpertChoiceQuotaSim, UnevenCapacitiesAreRealisedPerSequence) {
 
 INSTANTIATE_TEST_SUITE_P(Strategies, ExpertChoiceQuotaSim,
                          testing::Values("depthwise", "state_copy", "skip_kv"),
-                         [](const testing::TestParamInfo<std::string>& info) {
-                           return info.param;
+                         [](const testing::TestParamInfo<std::string>& strategy) {
+                           return strategy.param;
                          });
 
 }  // namespace
