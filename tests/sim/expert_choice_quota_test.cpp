@@ -16,22 +16,24 @@
 namespace exitsim::sim {
 namespace {
 
-// Sequences of several lengths on MoR-SmolLM-360M (exits at 11, 21, 31), four running at a time
+// Sequences of several lengths on MoR-SmolLM-360M (exits at 11, 21, 31), `max_running` at a time
 // (continuous batching), synthetic U(0,1) router scores, top-k mode with `capacities`.
 std::map<int, std::int64_t> exits_of(const std::string& strategy, const std::string& capacities,
-                                     const std::vector<std::int64_t>& output_tokens) {
+                                     const std::vector<std::int64_t>& output_tokens,
+                                     int max_running = 4) {
   std::vector<RequestDescriptor> requests;
   for (std::size_t i = 0; i < output_tokens.size(); ++i)
     requests.push_back({RequestId(static_cast<std::uint64_t>(i)), TimeNs{0}, 16, output_tokens[i]});
   test_support::VectorSource source(requests);
-  const std::vector<std::string> overrides = {"model.preset=mor-smollm-360m-r3",
-                                              "exit_policy.kind=router_expert_choice",
-                                              "exit_policy.router_scores=uniform",
-                                              "exit_policy.router_mode=top_k",
-                                              "exit_policy.capacities=" + capacities,
-                                              "sync.strategy=" + strategy,
-                                              "scheduler.kind=continuous",
-                                              "scheduler.max_running=4"};
+  const std::vector<std::string> overrides = {
+      "model.preset=mor-smollm-360m-r3",
+      "exit_policy.kind=router_expert_choice",
+      "exit_policy.router_scores=uniform",
+      "exit_policy.router_mode=top_k",
+      "exit_policy.capacities=" + capacities,
+      "sync.strategy=" + strategy,
+      "scheduler.kind=continuous",
+      "scheduler.max_running=" + std::to_string(max_running)};
   const auto s = scenario::load_default_scenario(overrides);
   return simulate(simulation_config_from(s, ""), source).summary.depth.exit_depth_tokens;
 }
@@ -55,6 +57,28 @@ TEST_P(ExpertChoiceQuotaSim, UnevenCapacitiesAreRealisedPerSequence) {
   // and 38, plus the four prefill tokens at 31.
   const auto exits = exits_of(GetParam(), "[1.0, 0.5, 0.25]", {5, 9, 41, 101});
   EXPECT_EQ(exits, (std::map<int, std::int64_t>{{11, 76}, {21, 38}, {31, 38 + 4}}));
+}
+
+TEST_P(ExpertChoiceQuotaSim, MoR3MeanDepthIsWhatItsCapacitiesImply) {
+  // docs/exit_policies.md's figure: 1,000 sequences of 256 outputs (255 decoded), capacities
+  // {1, 0.67, 0.33}. Per sequence the count through recursion 2 is within one token of
+  // 0.67 x 255 = 170.85 (170 or 171) and through recursion 3 of 0.33 x 255 = 84.15 (84 or 85), so
+  // 84,000-85,000 decoded tokens exit at 31 (plus the 1,000 prefill tokens), 84,000-85,000 at 11,
+  // and the mean depth (255 x 11 + 10 x (170..171 + 84..85) + 31) / 256 lies in [21.0, 21.078]
+  // around the 21.039 the capacities imply. Ranking each step's tokens gave 21.697 (depthwise).
+  std::vector<std::int64_t> outputs(1000, 256);
+  const auto exits = exits_of(GetParam(), "[1.0, 0.67, 0.33]", outputs, 32);
+  ASSERT_EQ(exits.size(), 3u);
+  EXPECT_GE(exits.at(31) - 1000, 84000);
+  EXPECT_LE(exits.at(31) - 1000, 85000);
+  EXPECT_GE(exits.at(11), 255000 - 171000);
+  EXPECT_LE(exits.at(11), 255000 - 170000);
+  double layers = 0;
+  for (const auto& [depth, tokens] : exits)
+    layers += static_cast<double>(depth) * static_cast<double>(tokens);
+  const double mean = layers / 256000.0;
+  EXPECT_GE(mean, 21.0);
+  EXPECT_LE(mean, 21.078);
 }
 
 INSTANTIATE_TEST_SUITE_P(Strategies, ExpertChoiceQuotaSim,
