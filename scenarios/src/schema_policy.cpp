@@ -87,8 +87,9 @@ std::vector<KeyDef> exit_policy_keys() {
           .bind(exit_field(&ExitPolicyConfig::kind)),
       Key("exit_policy.threshold", Type::number,
           "Exit when the confidence (confidence) or router score (router_expert_choice in "
-          "threshold mode) is at least this; adaptive_threshold's threshold until its first "
-          "refit.")
+          "threshold mode) is at least this; in top_k mode, a token goes on within its "
+          "sequence's quota when its router score is at least this; adaptive_threshold's "
+          "threshold until its first refit.")
           .range(0, 1)
           .def(0.9)
           .when(kind, {"confidence", "adaptive_threshold", "router_expert_choice"})
@@ -171,14 +172,16 @@ std::vector<KeyDef> exit_policy_keys() {
           .when(kind, {"router_expert_choice", "router_token_choice"})
           .bind(exit_field(&ExitPolicyConfig::router_scores)),
       Key("exit_policy.router_mode", Type::enumeration,
-          "Decode-time expert choice: threshold on each token's router score, or top_k across "
-          "the batch at each recursion keeping `capacities` of the tokens.")
+          "Decode-time expert choice: threshold on each token's router score, or top_k keeping "
+          "`capacities` of each sequence's tokens at each recursion (MoR's top-k counts, within "
+          "one token after every token).")
           .allowed({"threshold", "top_k"})
           .def(std::string("threshold"))
           .when(kind, {"router_expert_choice"})
           .bind(exit_field(&ExitPolicyConfig::router_mode)),
       Key("exit_policy.capacities", Type::number_list,
-          "Fraction of tokens that continue at each recursion (top_k mode), one per recursion.")
+          "Fraction of each sequence's tokens selected at each recursion (top_k mode), one per "
+          "recursion, non-increasing, the first 1.")
           .range(0, 1)
           .open_min()
           .def(std::vector<double>{})

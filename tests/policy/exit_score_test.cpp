@@ -5,9 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <numeric>
 
-#include "exitsim/core/random.hpp"
 #include "exitsim/policy/exit_policy.hpp"
 
 namespace exitsim::policy {
@@ -128,103 +126,7 @@ TEST(ExpertChoiceExit, ThresholdModeFiltersHierarchically) {
             (std::vector<int>{1, 2, 0, 0, 0}));
 }
 
-TEST(ExpertChoiceExit, TopKKeepsCapacityFractionsOfTheBatch) {
-  // MoR's default capacities for N_r = 3: with any scores, a third of the batch exits at each
-  // recursion.
-  const auto policy = make_exit_policy(expert("top_k", {1.0, 2.0 / 3, 1.0 / 3}), mor3());
-  RandomStream random(11, "router");
-  std::vector<Token> tokens(300);
-  for (Token& t : tokens)
-    t.scores = {random.uniform(), random.uniform(), random.uniform()};
-  const std::vector<int> chosen = exits(*policy, tokens);
-  for (int e = 0; e < 3; ++e)
-    EXPECT_EQ(std::count(chosen.begin(), chosen.end(), e), 100) << e;
-
-  // Hierarchical filtering: recursion 2 takes the top 200 by scores[1]; recursion 3 the top 100
-  // of those by scores[2].
-  std::vector<std::size_t> order(tokens.size());
-  std::iota(order.begin(), order.end(), std::size_t{0});
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    return tokens[a].scores[1] > tokens[b].scores[1];
-  });
-  order.resize(200);
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    return tokens[a].scores[2] > tokens[b].scores[2];
-  });
-  std::vector<int> expected(tokens.size(), 0);
-  for (std::size_t j = 0; j < order.size(); ++j)
-    expected[order[j]] = j < 100 ? 2 : 1;
-  EXPECT_EQ(chosen, expected);
-}
-
-TEST(ExpertChoiceExit, TopKExitDistributionIsUniformOverManyBatches) {
-  const auto policy = make_exit_policy(expert("top_k", {1.0, 2.0 / 3, 1.0 / 3}), mor3());
-  RandomStream random(5, "router_batches");
-  std::vector<std::int64_t> counts(3);
-  std::int64_t total = 0;
-  for (int batch = 0; batch < 500; ++batch) {
-    std::vector<Token> tokens(static_cast<std::size_t>(random.uniform_int(1, 64)));
-    for (Token& t : tokens)
-      t.scores = {random.uniform(), random.uniform(), random.uniform()};
-    for (const int e : exits(*policy, tokens))
-      ++counts[static_cast<std::size_t>(e)];
-    total += static_cast<std::int64_t>(tokens.size());
-  }
-  // ceil rounds each quota up, so small batches lean slightly deeper.
-  for (const std::int64_t c : counts)
-    EXPECT_NEAR(static_cast<double>(c) / static_cast<double>(total), 1.0 / 3, 0.03);
-}
-
-TEST(ExpertChoiceExit, TopKRoundsQuotasUpAndBreaksTiesByBatchOrder) {
-  const auto policy = make_exit_policy(expert("top_k", {1.0, 2.0 / 3, 1.0 / 3}), mor3());
-  const std::vector<double> same = {0.5, 0.5, 0.5};
-  EXPECT_EQ(exits(*policy, {{0, same}, {0, same}, {0, same}}), (std::vector<int>{2, 1, 0}));
-  // Batch of 10 with capacities {1, 0.7, 0.3}: quotas 10, 7, 3 (0.7 * 10 is not rounded to 8).
-  const auto seventy = make_exit_policy(expert("top_k", {1.0, 0.7, 0.3}), mor3());
-  std::vector<Token> tokens(10);
-  for (std::size_t i = 0; i < tokens.size(); ++i) {
-    const double s = static_cast<double>(i) / 10;
-    tokens[i].scores = {s, s, s};
-  }
-  EXPECT_EQ(exits(*seventy, tokens), (std::vector<int>{0, 0, 0, 1, 1, 1, 1, 2, 2, 2}));
-  // A batch of one keeps its token at every recursion: each quota is at least one.
-  EXPECT_EQ(exits(*seventy, {{0, {0.0, 0.0, 0.0}}}), (std::vector<int>{2}));
-}
-
-TEST(ExpertChoiceExit, TopKWithFirstCapacityBelowOne) {
-  // Tokens dropped at the first recursion still exit at its end: there is no shallower exit.
-  const auto policy = make_exit_policy(expert("top_k", {0.5, 0.5, 0.25}), mor3());
-  EXPECT_EQ(
-      exits(
-          *policy,
-          {{0, {0.9, 0.1, 0.9}}, {0, {0.1, 0.9, 0.9}}, {0, {0.8, 0.9, 0.1}}, {0, {0.2, 0.2, 0.2}}}),
-      (std::vector<int>{2, 0, 1, 0}));
-}
-
-TEST(ExpertChoiceExit, TopKNeedsScratchForEveryToken) {
-  const auto policy = make_exit_policy(expert("top_k", {1.0, 0.5, 0.25}), mor3());
-  const std::vector<double> scores = {0.1, 0.2, 0.3};
-  const std::vector<ExitToken> tokens = {{RequestId{1}, 0, 0.0, scores},
-                                         {RequestId{2}, 0, 0.0, scores}};
-  std::vector<std::size_t> scratch(1);
-  std::vector<int> out(2);
-  EXPECT_THROW(policy->choose_exits({tokens, 0, scratch, std::nullopt}, out),
-               std::invalid_argument);
-}
-
-TEST(ExpertChoiceExit, TopKIsDeterministic) {
-  const auto policy = make_exit_policy(expert("top_k", {1.0, 0.6, 0.2}), mor3());
-  RandomStream random(9, "router_determinism");
-  std::vector<Token> tokens(257);
-  for (Token& t : tokens) {
-    // Coarse scores force many ties.
-    t.scores = {std::floor(random.uniform() * 4), std::floor(random.uniform() * 4),
-                std::floor(random.uniform() * 4)};
-  }
-  const std::vector<int> first = exits(*policy, tokens);
-  EXPECT_EQ(exits(*policy, tokens), first);
-  EXPECT_EQ(exits(*make_exit_policy(expert("top_k", {1.0, 0.6, 0.2}), mor3()), tokens), first);
-}
+// Top-k mode (capacities realised over a sequence): expert_choice_quota_test.cpp.
 
 TEST(ExitConfidence, TopOneAndMargin) {
   const std::vector<float> probabilities = {0.1F, 0.6F, 0.05F, 0.25F};

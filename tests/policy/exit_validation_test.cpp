@@ -145,6 +145,12 @@ INSTANTIATE_TEST_SUITE_P(
              },
              "exit_policy.capacities: expected non-increasing capacities (hierarchical "
              "filtering), at most 0.25 at recursion 3, found 0.5"},
+        Case{"CapacityFirstBelowOne",
+             [](ExitPolicyParams& p, DepthStructure&) {
+               top_k(p, {0.5, 0.5, 0.25});
+             },
+             "exit_policy.capacities: expected capacity 1 at recursion 1 (every token runs it), "
+             "found 0.5"},
         Case{"RouterMode",
              [](ExitPolicyParams& p, DepthStructure&) {
                p = with_kind("router_expert_choice");

@@ -57,6 +57,7 @@ void Engine::Loop::emit_decoded(const DecodeBatch& b, std::span<const Correction
   const int last_point = static_cast<int>(exit_depths_.size()) - 1;
   const auto points = exit_depths_.size();
   for (std::size_t i = 0; i < b.size(); ++i) {
+    count_exit(*b.seqs[i], b.exits[i]);  // decided, whether or not a rollback replaces it
     if (corrections[i].position >= 0) {
       roll_back(*b.seqs[i], corrections[i]);
       continue;

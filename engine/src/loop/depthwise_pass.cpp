@@ -198,6 +198,7 @@ void Engine::Loop::depthwise_pass(std::span<Sequence* const> seqs) {
                     static_cast<std::int64_t>(heads.size()), -1);
   for (std::size_t i = 0; i < heads.size(); ++i) {
     Sequence& s = *heads[i];
+    count_exit(s, s.flight_exit);
     emit(s, sample(s, out, i), s.flight_exit, s.flight_score, out.logits_of(i));
     s.flight_exit = -1;
   }

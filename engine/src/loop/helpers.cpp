@@ -151,9 +151,14 @@ void Engine::Loop::call_exit_policy(std::span<Sequence* const> sequences,
     tokens[i] = {
         s.request->id, s.output_position(),
         draw ? policy::exit_uniform(options_.seed, s.request->id, s.output_position()) : 0.0,
-        scores.empty() ? std::span<const double>{} : scores[i]};
+        scores.empty() ? std::span<const double>{} : scores[i], &s.exit_quota};
   }
   exit_policy_->choose_exits({tokens, max_position(), scratch, std::nullopt}, out);
+}
+
+void Engine::Loop::count_exit(Sequence& s, int exit_point) const {
+  if (exit_policy_ != nullptr && exit_policy_->reads_quota())
+    policy::count_exit(s.exit_quota, exit_point, exit_depths_.size());
 }
 
 void Engine::Loop::emit(Sequence& s, std::int32_t token, int exit_point, double score,

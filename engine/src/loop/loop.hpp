@@ -75,6 +75,8 @@ struct Sequence {
   int flight_exit = -1;  // exit point decided when it entered; -1: decided as it goes
   std::vector<double> flight_scores;
   double flight_score = 0;
+  // The exits of its decode tokens so far, for policies that realise shares over a sequence.
+  policy::ExitQuota exit_quota;
   RandomStream sampler;
   // Swap preemption: the pool blocks it was charged when its K/V went to the host tier (0: none
   // there). Its streams, rows and depth state are kept while it waits.
@@ -193,6 +195,8 @@ class Engine::Loop {
   void call_exit_policy(std::span<Sequence* const> sequences,
                         std::span<const std::span<const double>> scores, bool draw,
                         std::span<int> out);
+  // Counts a decode token's final exit into its sequence's quota when the policy reads quotas.
+  void count_exit(Sequence& s, int exit_point) const;
   void emit(Sequence& s, std::int32_t token, int exit_point, double score,
             std::span<const float> logits);
   // Hands the sequence's K/V to the observer (synchronizing the backend's copy first).

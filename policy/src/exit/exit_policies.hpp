@@ -119,16 +119,22 @@ class TokenChoiceExit final : public ExitPolicy {
   void choose_exits(const ExitBatch& batch, std::span<int> out) const override;
 };
 
+// The most recursions router_expert_choice in top_k mode takes (make_exit_policy checks it): its
+// per-token work space is a fixed array.
+inline constexpr std::size_t k_max_quota_points = 16;
+
 class ExpertChoiceExit final : public ExitPolicy {
  public:
-  // Top-k mode when `capacities` is non-empty (one per recursion), threshold mode otherwise.
+  // Top-k mode, capacities realised over each sequence, when `capacities` is non-empty (one per
+  // recursion, the first 1); threshold mode otherwise.
   ExpertChoiceExit(std::vector<int> exit_points, double threshold, std::vector<double> capacities);
   std::string_view name() const override { return "router_expert_choice"; }
   void choose_exits(const ExitBatch& batch, std::span<int> out) const override;
+  bool reads_quota() const override { return !capacities_.empty(); }
 
  private:
-  void by_threshold(const ExitBatch& batch, std::span<int> out) const;
-  void by_top_k(const ExitBatch& batch, std::span<int> out) const;
+  int by_threshold(const ExitToken& token) const;
+  int by_quota(const ExitToken& token) const;
 
   double threshold_;
   std::vector<double> capacities_;

@@ -5,18 +5,53 @@
 // recursions, so a token dropped already at the first recursion exits at index 0.
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
-#include <numeric>
 #include <stdexcept>
+#include <string>
 
 #include "exit/exit_policies.hpp"
 
-namespace exitsim::policy::exit {
+namespace exitsim::policy {
+
+void count_exit(ExitQuota& quota, int exit_index, std::size_t exit_points) {
+  if (exit_index < 0 || static_cast<std::size_t>(exit_index) >= exit_points) {
+    throw std::invalid_argument("count_exit: exit index " + std::to_string(exit_index) +
+                                " outside the " + std::to_string(exit_points) + " exit points");
+  }
+  quota.reached.resize(exit_points, 0);
+  quota.tokens += 1;
+  for (int p = 0; p <= exit_index; ++p)
+    quota.reached[static_cast<std::size_t>(p)] += 1;
+}
+
+namespace exit {
 namespace {
 
-double rank_key(double score) {
-  return std::isnan(score) ? -std::numeric_limits<double>::infinity() : score;
+// How far the sequence's exit counts stray from its capacities if this token exits at `exit`:
+// the largest |count - share x n| over every range [a, b) of exit points, where the range's count
+// is the tokens exiting in it (this one included), its share capacities[a] - capacities[b]
+// (capacities past the last recursion are 0) and n the sequence's decode tokens so far.
+double quota_deviation(std::span<const double> capacities, std::span<const std::int64_t> reached,
+                       std::int64_t n, int exit) {
+  const std::size_t boundaries = capacities.size() + 1;
+  const auto count_from = [&](std::size_t p) -> double {
+    if (p >= capacities.size())
+      return 0.0;
+    const std::int64_t before = p < reached.size() ? reached[p] : 0;
+    return static_cast<double>(before + (static_cast<std::size_t>(exit) >= p ? 1 : 0));
+  };
+  const auto capacity = [&](std::size_t p) { return p < capacities.size() ? capacities[p] : 0.0; };
+  double worst = 0.0;
+  for (std::size_t a = 0; a < boundaries; ++a) {
+    for (std::size_t b = a + 1; b < boundaries; ++b) {
+      const double count = count_from(a) - count_from(b);
+      const double share = (capacity(a) - capacity(b)) * static_cast<double>(n);
+      worst = std::max(worst, std::abs(count - share));
+    }
+  }
+  return worst;
 }
 
 }  // namespace
@@ -31,59 +66,62 @@ void ExpertChoiceExit::choose_exits(const ExitBatch& batch, std::span<int> out) 
   check_output_size(batch, out);
   for (const ExitToken& token : batch.tokens)
     check_scores(token, exit_points().size(), name());
-  if (capacities_.empty()) {
-    by_threshold(batch, out);
-  } else {
-    by_top_k(batch, out);
-  }
+  for (std::size_t i = 0; i < batch.tokens.size(); ++i)
+    out[i] = capacities_.empty() ? by_threshold(batch.tokens[i]) : by_quota(batch.tokens[i]);
 }
 
-void ExpertChoiceExit::by_threshold(const ExitBatch& batch, std::span<int> out) const {
+int ExpertChoiceExit::by_threshold(const ExitToken& token) const {
   // Per token, independent of the batch: MoR's auxiliary loss drives selected scores towards 1
   // and the rest towards 0, so a fixed threshold stands in for the non-causal top-k at decode.
   const std::size_t recursions = exit_points().size();
-  for (std::size_t i = 0; i < batch.tokens.size(); ++i) {
-    const std::span<const double> scores = batch.tokens[i].scores;
-    int exit = 0;
-    for (std::size_t r = 0; r < recursions && scores[r] >= threshold_; ++r)
-      exit = static_cast<int>(r);
-    out[i] = exit;
-  }
+  int exit = 0;
+  for (std::size_t r = 0; r < recursions && token.scores[r] >= threshold_; ++r)
+    exit = static_cast<int>(r);
+  return exit;
 }
 
-void ExpertChoiceExit::by_top_k(const ExitBatch& batch, std::span<int> out) const {
-  // Top-k across the batch at each recursion, k = ceil(capacity_r * batch size) as in MoR, where
-  // the capacity is a fraction of all tokens (MoR's capacity x sequence length), not of the
-  // candidates left: capacities {1, 2/3, 1/3} leave a third of the batch at each depth. Ties
-  // go to the earlier token in the batch, so the selection is deterministic.
-  const std::size_t n = batch.tokens.size();
-  if (batch.scratch.size() < n) {
-    throw std::invalid_argument("router_expert_choice exit policy needs " + std::to_string(n) +
-                                " scratch entries, got " + std::to_string(batch.scratch.size()));
+int ExpertChoiceExit::by_quota(const ExitToken& token) const {
+  // MoR's capacities are fractions of a sequence's tokens, so they are realised over the
+  // sequence: the token's exit keeps every range of exit points within one token of its share
+  // of the sequence's decode tokens (quota_deviation below 1), and inside that slack the router
+  // decides, recursion by recursion, as the threshold mode does. Deciding at recursion r reads
+  // scores up to r only, so an executor that routes one recursion at a time (the engine) reaches
+  // the same exit as one that knows every score at once (the simulator).
+  if (token.quota == nullptr)
+    throw std::invalid_argument("router_expert_choice in top_k mode needs each token's quota");
+  const ExitQuota& quota = *token.quota;
+  const std::int64_t n = quota.tokens + 1;
+  const int points = static_cast<int>(exit_points().size());
+  // Exits that keep the counts within one token; when none can (some capacities with more than
+  // three recursions, docs/exit_policies.md), those that stray least.
+  std::array<double, k_max_quota_points> deviation{};
+  double least = std::numeric_limits<double>::infinity();
+  for (int e = 0; e < points; ++e) {
+    deviation[static_cast<std::size_t>(e)] = quota_deviation(capacities_, quota.reached, n, e);
+    least = std::min(least, deviation[static_cast<std::size_t>(e)]);
   }
-  const std::span<std::size_t> active = batch.scratch.first(n);
-  std::iota(active.begin(), active.end(), std::size_t{0});
-  std::fill(out.begin(), out.end(), 0);
-  std::size_t candidates = n;
-  for (std::size_t r = 0; r < capacities_.size() && candidates > 0; ++r) {
-    // The small tolerance keeps 0.7 * 10 = 7.000000000000001 from rounding up to 8.
-    const double quota = std::ceil(capacities_[r] * static_cast<double>(n) - 1e-9);
-    const std::size_t k =
-        std::min(candidates, std::max<std::size_t>(1, static_cast<std::size_t>(quota)));
-    if (k < candidates) {
-      const auto ranks_higher = [&](std::size_t a, std::size_t b) {
-        const double sa = rank_key(batch.tokens[a].scores[r]);
-        const double sb = rank_key(batch.tokens[b].scores[r]);
-        return sa != sb ? sa > sb : a < b;
-      };
-      const auto first = active.begin();
-      std::nth_element(first, first + static_cast<std::ptrdiff_t>(k),
-                       first + static_cast<std::ptrdiff_t>(candidates), ranks_higher);
-      candidates = k;
+  const double allowed = least < 1.0 - 1e-9 ? 1.0 - 1e-9 : least + 1e-12;
+  const auto admissible = [&](int e) { return deviation[static_cast<std::size_t>(e)] < allowed; };
+  const auto admissible_from = [&](int first) {
+    for (int e = first; e < points; ++e) {
+      if (admissible(e))
+        return true;
     }
-    for (std::size_t j = 0; j < candidates; ++j)
-      out[active[j]] = static_cast<int>(r);
+    return false;
+  };
+  // Recursion 0 always runs (capacities[0] is 1). At recursion r the token goes on when an exit
+  // at r or deeper is admissible and either stopping is not or its score reaches the threshold;
+  // an admissible exit stays ahead at every step, so the walk ends on one.
+  int exit = 0;
+  for (int r = 1; r < points; ++r) {
+    const bool may_stop = admissible(r - 1);
+    const bool may_go = admissible_from(r);
+    if (!may_go || (may_stop && !(token.scores[static_cast<std::size_t>(r)] >= threshold_)))
+      break;
+    exit = r;
   }
+  return exit;
 }
 
-}  // namespace exitsim::policy::exit
+}  // namespace exit
+}  // namespace exitsim::policy

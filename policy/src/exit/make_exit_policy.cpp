@@ -117,6 +117,11 @@ void check_capacities(const std::vector<double>& capacities, int recursions) {
         field, "one capacity per recursion (" + std::to_string(recursions) + ") in top_k mode",
         std::to_string(capacities.size()));
   }
+  if (capacities.size() > exit::k_max_quota_points) {
+    throw_setting_error(
+        field, "at most " + std::to_string(exit::k_max_quota_points) + " recursions in top_k mode",
+        std::to_string(capacities.size()));
+  }
   for (std::size_t i = 0; i < capacities.size(); ++i) {
     if (!(capacities[i] > 0.0 && capacities[i] <= 1.0))
       throw_setting_error(field, "capacities in (0, 1]", number_text(capacities[i]));
@@ -128,6 +133,12 @@ void check_capacities(const std::vector<double>& capacities, int recursions) {
                           number_text(capacities[i]));
     }
   }
+  // Every token runs the first recursion (exit points cannot express zero recursions), so a
+  // first capacity below 1 could not be realised; MoR's is (N_r - 0) / N_r = 1.
+  if (capacities.front() != 1.0) {
+    throw_setting_error(field, "capacity 1 at recursion 1 (every token runs it)",
+                        number_text(capacities.front()));
+  }
 }
 
 std::unique_ptr<ExitPolicy> make_router(const ExitPolicyParams& params, const DepthStructure& depth,
@@ -137,6 +148,7 @@ std::unique_ptr<ExitPolicy> make_router(const ExitPolicyParams& params, const De
     return std::make_unique<exit::TokenChoiceExit>(std::move(points));
   if (params.router_mode == "top_k") {
     check_capacities(params.capacities, depth.recursions);
+    check_finite(params.threshold, "exit_policy.threshold");
     return std::make_unique<exit::ExpertChoiceExit>(std::move(points), params.threshold,
                                                     params.capacities);
   }

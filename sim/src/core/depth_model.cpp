@@ -115,13 +115,18 @@ void DepthModel::choose_exit_depths(std::span<const DecodeToken> tokens) {
                 score_values_.begin() + static_cast<std::ptrdiff_t>(i * points));
       scores = {score_values_.data() + i * points, points};
     }
-    exit_tokens_[i] = {tokens[i].request, tokens[i].position, token_draws_[0], scores};
+    exit_tokens_[i] = {tokens[i].request, tokens[i].position, token_draws_[0], scores,
+                       &tokens[i].state->exit_quota};
     max_position = std::max(max_position, tokens[i].max_position);
   }
 
   policy_->choose_exits({exit_tokens_, max_position, scratch_, std::nullopt}, exit_index_);
   exit_depth_.resize(n);
   const std::span<const int> exit_points = policy_->exit_points();
+  if (policy_->reads_quota()) {
+    for (std::size_t i = 0; i < n; ++i)
+      policy::count_exit(tokens[i].state->exit_quota, exit_index_[i], exit_points.size());
+  }
   for (std::size_t i = 0; i < n; ++i)
     exit_depth_[i] = exit_points[static_cast<std::size_t>(exit_index_[i])];
 }

@@ -29,6 +29,8 @@ struct SequenceDepthState {
   int exit_depth = 0;
   // deferred_fill with rollback: output tokens the iteration in flight discards at completion.
   std::int64_t rollback = 0;
+  // The exits of its decode tokens so far, for policies that realise shares over a sequence.
+  policy::ExitQuota exit_quota;
 
   // A depth-wise token still mid-stack or waiting for its head: this iteration emits nothing.
   bool token_in_flight() const { return stage != policy::DepthwiseStage{}; }

@@ -517,7 +517,11 @@ void Replica::preempt(QueuedSequence& victim) {
   recompute_waste_.recomputed_tokens += victim.view.computed_tokens;
   metrics_.record_preemption();
   victim.view = policy::preempted_view(victim.view);
-  victim.extra.depth = SequenceDepthState{};  // recompute rebuilds every layer's K/V
+  // Recompute rebuilds every layer's K/V; the exits its tokens got stay the sequence's, as in
+  // the engine.
+  policy::ExitQuota exit_quota = std::move(victim.extra.depth.exit_quota);
+  victim.extra.depth = SequenceDepthState{};
+  victim.extra.depth.exit_quota = std::move(exit_quota);
   victim.extra.preemptions += 1;
 }
 

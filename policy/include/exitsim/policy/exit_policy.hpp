@@ -24,6 +24,16 @@
 
 namespace exitsim::policy {
 
+// Per sequence: the exits its decode tokens got so far, which router_expert_choice in top_k mode
+// needs to realise its capacities over the sequence (docs/exit_policies.md). The executors own one
+// per sequence, hand it to the policy in ExitToken::quota and count each token's final exit into
+// it with count_exit; the policy only reads it.
+struct ExitQuota {
+  std::int64_t tokens = 0;            // decode tokens whose exit is counted
+  std::vector<std::int64_t> reached;  // reached[p]: those exiting at exit point p or later
+};
+void count_exit(ExitQuota& quota, int exit_index, std::size_t exit_points);
+
 // One token being generated in this iteration.
 struct ExitToken {
   RequestId request;
@@ -33,6 +43,8 @@ struct ExitToken {
   // (confidence), agreement flags (oracle), router scores (router_*). Unused by none,
   // distribution, position_schedule and replay, which accept an empty span.
   std::span<const double> scores;
+  // Its sequence's exits so far: required by router_expert_choice in top_k mode, else unused.
+  const ExitQuota* quota = nullptr;
 };
 
 struct ExitBatch {
@@ -41,8 +53,9 @@ struct ExitBatch {
   // batch's sequences can reach (the simulator passes the longest output length among them, the
   // engine its generation limit). Values below 1 count as 1.
   std::int64_t max_position = 0;
-  // Working space for router_expert_choice in top_k mode, at least tokens.size() entries;
-  // others ignore it. Lets one policy object serve several replicas without allocating.
+  // Working space for a policy that ranks the batch, at least tokens.size() entries, so one
+  // policy object serves several replicas without allocating. No built-in policy ranks the batch
+  // since router_expert_choice's top_k became per sequence (ExitQuota).
   std::span<std::size_t> scratch;
   // The current threshold of adaptive_threshold, which the executor's ThresholdEstimator moves
   // (adaptive_threshold.hpp); that policy requires it, the others ignore it.
@@ -57,6 +70,9 @@ class ExitPolicy {
   // std::invalid_argument when exit_index_out, a token's scores or the scratch are shorter
   // than the policy needs: an executor bug, not a user error.
   virtual void choose_exits(const ExitBatch& batch, std::span<int> exit_index_out) const = 0;
+  // Whether choose_exits reads ExitToken::quota: the executors then count every decode token's
+  // final exit into its sequence's quota (count_exit).
+  virtual bool reads_quota() const { return false; }
 
   // The model's effective exit points (depths), ascending; the last is the full depth.
   std::span<const int> exit_points() const { return exit_points_; }
