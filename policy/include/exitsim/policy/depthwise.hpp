@@ -18,7 +18,10 @@ enum class ExitedTokens : std::uint8_t {
   immediate,   // a token that left the block runs the coda and the head in the same step
   accumulate,  // tokens that left wait until enough of them share one coda + head call
   // As accumulate, but a token that left waits in a head queue outside the block: its slot goes
-  // to another sequence at once (SequenceView::in_head_queue), so the block stays full.
+  // to another sequence at once (SequenceView::in_head_queue), so the block stays full. Once its
+  // head ran, the sequence joins the back of the waiting queue (MoR's loop re-queues exited
+  // sequences behind the waiting ones) and its next token enters the block only when admitted,
+  // so the block never holds more than max_running sequences.
   head_queue,
 };
 
@@ -29,6 +32,9 @@ struct DepthwiseRule {
 
   // Whether a sequence whose token waits for the head gives up its slot in the block.
   bool parks_in_head_queue() const { return exited == ExitedTokens::head_queue; }
+  // Whether a sequence whose head ran (and that goes on) leaves the running set for the back of
+  // the waiting queue, to be admitted again (policy::requeue_after_head).
+  bool requeues_after_head() const { return exited == ExitedTokens::head_queue; }
 };
 
 // One sequence's in-flight token.

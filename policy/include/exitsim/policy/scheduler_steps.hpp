@@ -83,13 +83,30 @@ struct RunningPhase {
 RunningPhase schedule_running(const SchedulerSnapshot& snapshot, RunningWork which,
                               SchedulerDecision& out);
 
+// What an admission phase may still fill: slots in the block, the token budget, K/V blocks.
+struct AdmissionRoom {
+  std::int64_t occupants = 0;    // sequences holding a slot in the block (block_occupants)
+  std::int64_t tokens = 0;       // tokens this iteration's work already processes
+  std::int64_t free_blocks = 0;  // free blocks not yet promised to this iteration's work
+  std::int64_t watermark = 0;    // of those, kept back from admission (watermark_blocks)
+};
+
 // Admits waiting sequences in queue order with all their pending tokens (whole prompts), while
-// the running set stays within max_running, the tokens within max_batched_tokens and the new
-// blocks within the free blocks minus `watermark`; the first that does not fit stops admission,
-// so a long prompt is never overtaken forever by shorter ones behind it. Returns the tokens
-// admitted.
+// the block's occupants stay within max_running, the tokens within max_batched_tokens and the
+// new blocks within the room's free blocks minus its watermark; the first that does not fit
+// stops admission, so a long prompt is never overtaken forever by shorter ones behind it.
+// A sequence back from the head queue (SequenceView::returned_from_head) is admitted by the same
+// checks, in its place in the queue. Returns the tokens admitted.
+std::int64_t admit_whole_prompts(const SchedulerSnapshot& snapshot, AdmissionRoom room,
+                                 SchedulerDecision& out);
+
+// The same from an empty iteration: the running set's occupants and every free block.
 std::int64_t admit_whole_prompts(const SchedulerSnapshot& snapshot, std::int64_t watermark,
                                  SchedulerDecision& out);
+
+// Whether `decision` admits a sequence with a prompt (or a recompute) to run, as opposed to only
+// sequences back from the head queue, whose pending token is a decode.
+bool admits_prompt(const SchedulerSnapshot& snapshot, const SchedulerDecision& decision);
 
 // Whether a sequence may be admitted to an empty running set whatever the token budget and the
 // watermark: only its blocks must fit. Without this, a prompt longer than max_batched_tokens, or
