@@ -192,7 +192,10 @@ std::vector<KeyDef> serving_keys() {
           "all in flight) share one coda + head call, each keeping its sequence's slot in the "
           "block meanwhile; head_queue: the same, but a token that left waits in a head queue "
           "outside the block and its slot goes to another sequence at once (max_running counts "
-          "the sequences in the block), so the block stays full.")
+          "the sequences in the block), so the block stays full; once its head ran, the "
+          "sequence joins the back of the waiting queue with its K/V (as MoR's loop re-queues "
+          "it) and re-enters the block only when admitted, so the block never holds more than "
+          "max_running.")
           .allowed({"immediate", "accumulate", "head_queue"})
           .def(std::string("immediate"))
           .when("sync.strategy", {"depthwise"})
