@@ -91,16 +91,21 @@ std::int64_t admit_whole_prompts(const SchedulerSnapshot& snapshot, AdmissionRoo
   std::int64_t running = room.occupants;
   std::int64_t tokens = room.tokens;
   std::int64_t spare = room.free_blocks - room.watermark;
+  bool short_of_blocks = false;  // a sequence ahead waits for blocks (passes_when_short_of_blocks)
   for (std::size_t i = 0; i < snapshot.waiting.size(); ++i) {
     const SequenceView& seq = snapshot.waiting[i];
     const std::int64_t pending = seq.pending_tokens();
-    if (pending < 1)
+    if (pending < 1 || (short_of_blocks && !passes_when_short_of_blocks(seq)))
       continue;
     const std::int64_t blocks = blocks_to_grow(seq, pending, snapshot.kv);
     const bool alone = empty_iteration && running == 0 && blocks <= room.free_blocks;
-    if (!alone && (running + 1 > limits.max_running ||
-                   tokens + pending > limits.max_batched_tokens || blocks > spare)) {
+    if (!alone &&
+        (running + 1 > limits.max_running || tokens + pending > limits.max_batched_tokens)) {
       break;
+    }
+    if (!alone && blocks > spare) {
+      short_of_blocks = true;
+      continue;
     }
     out.admit.push_back(i);
     out.work.push_back({{true, i}, pending});

@@ -91,12 +91,21 @@ struct AdmissionRoom {
   std::int64_t watermark = 0;    // of those, kept back from admission (watermark_blocks)
 };
 
+// Whether a waiting sequence may be admitted past one ahead of it whose blocks do not fit yet: a
+// sequence back from the head queue (SequenceView::returned_from_head). It holds its K/V and needs
+// at most a block more, and it frees its blocks only by running to its end: were it held back
+// too, the queue's head would wait for memory only the sequences behind it can free.
+inline bool passes_when_short_of_blocks(const SequenceView& seq) {
+  return seq.returned_from_head;
+}
+
 // Admits waiting sequences in queue order with all their pending tokens (whole prompts), while
 // the block's occupants stay within max_running, the tokens within max_batched_tokens and the
 // new blocks within the room's free blocks minus its watermark; the first that does not fit
-// stops admission, so a long prompt is never overtaken forever by shorter ones behind it.
-// A sequence back from the head queue (SequenceView::returned_from_head) is admitted by the same
-// checks, in its place in the queue. Returns the tokens admitted.
+// stops admission, so a long prompt is never overtaken forever by shorter ones behind it. A
+// sequence back from the head queue is admitted by the same checks, in its place in the queue;
+// only where the first that does not fit lacks blocks alone do those behind it still go
+// (passes_when_short_of_blocks). Returns the tokens admitted.
 std::int64_t admit_whole_prompts(const SchedulerSnapshot& snapshot, AdmissionRoom room,
                                  SchedulerDecision& out);
 
