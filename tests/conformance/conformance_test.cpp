@@ -91,8 +91,10 @@ struct Case {
   std::string scheduler;
   std::string strategy;
   std::string exits;  // distribution, position_schedule, replay_confidence, replay_router
-  std::string exited_tokens = "immediate";  // depthwise: immediate, accumulate, head_queue
-  std::string preemption = "recompute";     // recompute, swap
+  // depthwise: immediate, accumulate, head_queue (returns behind the waiting requests),
+  // head_queue_ahead (returns ahead of them)
+  std::string exited_tokens = "immediate";
+  std::string preemption = "recompute";  // recompute, swap
 };
 
 std::string name_of(const Case& c) {
@@ -150,7 +152,10 @@ std::vector<std::string> overrides_for(const Case& c) {
   o.insert(o.end(), run.begin(), run.end());
   if (c.exited_tokens != "immediate") {
     // Three slots and a head call per three exited tokens: the slots they hold matter.
-    o.emplace_back("sync.exited_tokens=" + c.exited_tokens);
+    const bool ahead = c.exited_tokens == "head_queue_ahead";
+    o.emplace_back("sync.exited_tokens=" + (ahead ? std::string("head_queue") : c.exited_tokens));
+    if (ahead)
+      o.emplace_back("sync.head_queue_returns=ahead_of_waiting");
     o.emplace_back("sync.accumulate_threshold=3");
     o.emplace_back("scheduler.max_running=3");
   }
@@ -394,8 +399,9 @@ std::vector<Case> cases() {
       }
     }
     // Depth-wise batching's exited tokens waiting for a shared coda + head call, holding their
-    // slot in the block or giving it up (head queue).
-    for (const char* exited : {"accumulate", "head_queue"})
+    // slot in the block or giving it up (head queue; its sequences then rejoin the waiting queue
+    // behind the requests there, or ahead of them).
+    for (const char* exited : {"accumulate", "head_queue", "head_queue_ahead"})
       out.push_back({scheduler, "depthwise", "distribution", exited});
     // Swap preemption: victims keep their K/V (and depth state) in the host tier, or are
     // recomputed when it is full.

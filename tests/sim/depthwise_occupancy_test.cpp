@@ -1,4 +1,5 @@
-// Issue 45 point 2, in the simulator: whatever the exited-token mode, the shared block of a
+// Issue 45 point 2, in the simulator: whatever the exited-token mode (and either place a head
+// queue's sequences return to, behind or ahead of the waiting requests), the shared block of a
 // depth-wise replica never runs more sequences in one step than scheduler.max_running, over
 // random batch limits, exit distributions, arrivals, schedulers and K/V budgets. The oracle counts
 // each step's block from its trace rows (support/block_occupancy.hpp).
@@ -43,7 +44,7 @@ RunOutcome random_run(const std::string& exited, std::uint64_t seed) {
       "exit_policy.kind=distribution",
       "exit_policy.probabilities=" + probabilities,
       "sync.strategy=depthwise",
-      "sync.exited_tokens=" + exited,
+      "sync.exited_tokens=" + (exited == "head_queue_ahead" ? std::string("head_queue") : exited),
       "scheduler.kind=" + std::string(draw.uniform() < 0.5 ? "continuous" : "chunked_prefill"),
       "scheduler.max_batched_tokens=512",
       "scheduler.max_running=" + std::to_string(out.batch_limit),
@@ -52,6 +53,8 @@ RunOutcome random_run(const std::string& exited, std::uint64_t seed) {
   const std::int64_t threshold = draw.uniform_int(1, out.batch_limit);
   if (exited != "immediate")
     overrides.push_back("sync.accumulate_threshold=" + std::to_string(threshold));
+  if (exited == "head_queue_ahead")
+    overrides.push_back("sync.head_queue_returns=ahead_of_waiting");
   if (seed % 3 == 0)
     overrides.push_back("scheduler.kv_blocks=" + std::to_string(draw.uniform_int(12, 60)));
   const bool together = draw.uniform() < 0.5;
@@ -94,7 +97,8 @@ TEST_P(DepthwiseOccupancy, TheBlockNeverRunsMoreThanMaxRunningSequences) {
 }
 
 INSTANTIATE_TEST_SUITE_P(ExitedTokens, DepthwiseOccupancy,
-                         testing::Values("immediate", "accumulate", "head_queue"),
+                         testing::Values("immediate", "accumulate", "head_queue",
+                                         "head_queue_ahead"),
                          [](const testing::TestParamInfo<std::string>& p) { return p.param; });
 
 }  // namespace

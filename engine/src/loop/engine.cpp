@@ -425,11 +425,8 @@ void Engine::Loop::finish_iteration(std::span<const std::int64_t> work) {
 }
 
 void Engine::Loop::requeue_returning() {
-  for (const QueuedSequence& q : returning_) {
-    waiting_views_.push_back(q.view);
-    waiting_.push_back(q.sequence);
-  }
-  returning_.clear();
+  QueueRef waiting{waiting_views_, waiting_};
+  policy::requeue_returning(options_.depthwise, returning_, waiting);
 }
 
 void Engine::Loop::release_waiting(std::size_t i) {

@@ -221,8 +221,8 @@ class Engine::Loop {
   bool swap_out(QueuedSequence& victim, policy::StepTrace& trace);
   void swap_in(Sequence& s, policy::StepTrace& trace);
   void finish_iteration(std::span<const std::int64_t> work);
-  // head_queue: the sequences whose head ran in the last step join the back of the waiting
-  // queue, after the arrivals up to now (as the simulator's replica queues them).
+  // head_queue: the sequences whose head ran in the last step join the waiting queue, which
+  // holds the arrivals up to now (policy::requeue_returning, as the simulator's replica does).
   void requeue_returning();
   // Preempts waiting_[i], back from the head queue with its K/V, by recompute
   // (policy::waiting_kv_holder_to_release).

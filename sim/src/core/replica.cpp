@@ -171,7 +171,7 @@ void Replica::release_blocks(policy::SequenceView& view, SequenceExtra& extra) {
 }
 
 TimeNs Replica::start_iteration(TimeNs now) {
-  requeue_returning();
+  policy::requeue_returning(depth_model_.depthwise_rule(), returning_, waiting_);
   // Who holds a slot in the shared block is part of what the scheduler sees, steady or not.
   if (depth_model_.parks_in_head_queue()) {
     for (std::size_t i = 0; i < running_.size(); ++i)
@@ -534,12 +534,6 @@ void Replica::preempt_by_recompute(QueuedSequence& victim) {
   victim.view = policy::preempted_view(victim.view);
   victim.extra.depth = SequenceDepthState{};  // recompute rebuilds every layer's K/V
   victim.extra.preemptions += 1;
-}
-
-void Replica::requeue_returning() {
-  for (const QueuedSequence& s : returning_)
-    waiting_.push_back(s);
-  returning_.clear();
 }
 
 bool Replica::enqueue_handed_off(const HandOff& request, TimeNs now) {

@@ -175,8 +175,6 @@ class Replica {
   void preempt(QueuedSequence& victim);
   // preempt()'s recompute: the victim's K/V freed, its view reset (policy::preempted_view).
   void preempt_by_recompute(QueuedSequence& victim);
-  // head_queue: the sequences whose head ran join the back of the waiting queue (returning_).
-  void requeue_returning();
   // Gives back a finished or preempted sequence's blocks (those it shares stay with the others).
   void release_blocks(policy::SequenceView& view, SequenceExtra& extra);
   // Prefix caching before the scheduler looks: each waiting sequence's hit, each running one's
@@ -238,8 +236,8 @@ class Replica {
   SequenceQueue running_;
   SequenceQueue waiting_;
   // head_queue: sequences whose head ran in the last iteration, in running order. They join the
-  // back of the waiting queue when the next iteration starts, once every arrival of that instant
-  // is in: a returning sequence queues behind every request that arrived by its step's end.
+  // waiting queue when the next iteration starts (policy::requeue_returning), once every arrival
+  // of that instant is in: behind every request that arrived by their step's end, or ahead.
   std::vector<QueuedSequence> returning_;
   policy::ReplicaLoad load_;
   bool busy_ = false;

@@ -12,6 +12,7 @@
 #include <span>
 #include <vector>
 
+#include "exitsim/policy/depthwise.hpp"
 #include "exitsim/policy/scheduler.hpp"
 
 namespace exitsim::policy {
@@ -28,11 +29,27 @@ inline SequenceView preempted_view(SequenceView view) {
 }
 
 // head_queue (DepthwiseRule::requeues_after_head): the view of a sequence whose token's head ran,
-// as it joins the back of the waiting queue. It keeps its K/V and its next token is pending.
+// as it rejoins the waiting queue. It keeps its K/V and its next token is pending.
 inline SequenceView requeued_view(SequenceView view) {
   view.in_head_queue = false;
   view.returned_from_head = true;
   return view;
+}
+
+// head_queue: the sequences whose head ran in the last step (`returning`, in running order, their
+// views requeued_view's) join the waiting queue, which holds every arrival up to the step's end:
+// at its back (MoR's loop), or at its front in the same order with
+// DepthwiseRule::returns_ahead_of_waiting. Executors call it as their next step begins.
+template <class Queue, class Item>
+void requeue_returning(const DepthwiseRule& rule, std::vector<Item>& returning, Queue& waiting) {
+  if (rule.returns_ahead_of_waiting) {
+    for (std::size_t k = returning.size(); k-- > 0;)
+      waiting.push_front(std::move(returning[k]));
+  } else {
+    for (Item& item : returning)
+      waiting.push_back(std::move(item));
+  }
+  returning.clear();
 }
 
 // Sequences back from the head queue wait holding K/V that no preemption of the running set can
