@@ -82,10 +82,10 @@ TEST_F(EngineDepthwiseOccupancy, TheBlockNeverRunsMoreThanMaxRunningSequences) {
   for (std::uint64_t seed = 1; seed <= 12; ++seed) {
     const Draw base = random_draw(seed);
     std::vector<std::vector<std::int32_t>> immediate_outputs;
-    for (const auto [exited, ahead] : {std::pair{policy::ExitedTokens::immediate, false},
-                                       std::pair{policy::ExitedTokens::accumulate, false},
-                                       std::pair{policy::ExitedTokens::head_queue, false},
-                                       std::pair{policy::ExitedTokens::head_queue, true}}) {
+    for (const auto& [exited, ahead] : {std::pair{policy::ExitedTokens::immediate, false},
+                                        std::pair{policy::ExitedTokens::accumulate, false},
+                                        std::pair{policy::ExitedTokens::head_queue, false},
+                                        std::pair{policy::ExitedTokens::head_queue, true}}) {
       EngineOptions options = base.options;
       options.depthwise.exited = exited;
       options.depthwise.returns_ahead_of_waiting = ahead;
