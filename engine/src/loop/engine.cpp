@@ -409,7 +409,7 @@ void Engine::Loop::finish_iteration(std::span<const std::int64_t> work) {
     }
     if (decoded && s.emitted && options_.depthwise.requeues_after_head()) {
       // head_queue: its slot went to another sequence when its token left the block; its next
-      // token waits behind the queue to be admitted again.
+      // token waits in the queue to be admitted again (requeue_returning).
       policy::SequenceView back = policy::requeued_view(view);
       set_kv_rows(s, back);
       back.kv_blocks = policy::kv_footprint(back, 0, kv_view_);

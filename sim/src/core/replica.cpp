@@ -629,7 +629,7 @@ IterationOutcome Replica::complete_iteration(TimeNs now) {
       scratch_indices_.push_back(i);
     } else if (decoded && depth_model_.requeues_after_head()) {
       // head_queue: its slot went to another sequence when its token left the block; its next
-      // token waits behind the queue to be admitted again.
+      // token waits in the queue to be admitted again (policy::requeue_returning).
       returning_.push_back({policy::requeued_view(view), extra});
       scratch_indices_.push_back(i);
     }

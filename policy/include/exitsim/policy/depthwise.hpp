@@ -19,8 +19,8 @@ enum class ExitedTokens : std::uint8_t {
   accumulate,  // tokens that left wait until enough of them share one coda + head call
   // As accumulate, but a token that left waits in a head queue outside the block: its slot goes
   // to another sequence at once (SequenceView::in_head_queue), so the block stays full. Once its
-  // head ran, the sequence joins the back of the waiting queue (MoR's loop re-queues exited
-  // sequences behind the waiting ones; or at its front, DepthwiseRule::returns_ahead_of_waiting)
+  // head ran, the sequence rejoins the waiting queue at its back (MoR's loop re-queues exited
+  // sequences behind the waiting ones) or at its front (DepthwiseRule::returns_ahead_of_waiting),
   // and its next token enters the block only when admitted, so the block never holds more than
   // max_running sequences.
   head_queue,
