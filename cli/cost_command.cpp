@@ -446,6 +446,10 @@ std::string format_table(const CostArgs& args, const CostReport& r) {
     for (const std::string& note : r.measured_notes)
       out += fmt::format("note       {}\n", note);
   }
+  const std::string scope = sim::timing_scope_note(sim::timing_scope_from(c.timing_scope),
+                                                   r.measured ? c.kind : "roofline");
+  if (!scope.empty())
+    out += fmt::format("note       {}\n", scope);
   if (c.price_scale != 1.0) {
     out += fmt::format(
         "note       cost_model.price_scale {:g}: the simulator times this iteration at {:.3f} "

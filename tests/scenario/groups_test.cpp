@@ -124,8 +124,8 @@ TEST(ReplicaGroups, OverridesAreCanonicalAndRoundTrip) {
       {"kind losing keys",
        "cost_model: {kind: calibrated, profile: fit.json}\n"
        "cluster: {groups: [{count: 2}, {set: [\"cost_model={flops_efficiency: 0.5}\"]}]}\n",
-       {"cost_model={kind: roofline, price_scale: 1, flops_efficiency: 0.5, "
-        "bandwidth_efficiency: 0.85}"}},
+       {"cost_model={kind: roofline, price_scale: 1, timing_scope: whole_step, "
+        "flops_efficiency: 0.5, bandwidth_efficiency: 0.85}"}},
       {"model preset",
        "cluster: {groups: [{}, {set: [\"model.preset=smollm-135m\", "
        "\"scheduler.max_running=64\"]}]}\n",
