@@ -23,4 +23,12 @@ void map_work_to_running(const SchedulerDecision& decision,
   }
 }
 
+std::optional<std::size_t> waiting_kv_holder_to_release(const SchedulerSnapshot& snapshot) {
+  for (std::size_t i = snapshot.waiting.size(); i-- > 0;) {
+    if (snapshot.waiting[i].kv_blocks > 0)
+      return i;
+  }
+  return std::nullopt;
+}
+
 }  // namespace exitsim::policy

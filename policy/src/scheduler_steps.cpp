@@ -83,22 +83,29 @@ RunningPhase schedule_running(const SchedulerSnapshot& snapshot, RunningWork whi
   return {snapshot.limits.max_batched_tokens - budget, spare - needed, kept};
 }
 
-std::int64_t admit_whole_prompts(const SchedulerSnapshot& snapshot, std::int64_t watermark,
+std::int64_t admit_whole_prompts(const SchedulerSnapshot& snapshot, AdmissionRoom room,
                                  SchedulerDecision& out) {
   const SchedulerLimits& limits = snapshot.limits;
-  std::int64_t running = block_occupants(snapshot.running);
-  std::int64_t tokens = 0;
-  std::int64_t spare = snapshot.kv.free_blocks - watermark;
+  // Alone: nothing else runs in this iteration, so only the blocks must fit (admits_alone).
+  const bool empty_iteration = room.occupants == 0 && room.tokens == 0;
+  std::int64_t running = room.occupants;
+  std::int64_t tokens = room.tokens;
+  std::int64_t spare = room.free_blocks - room.watermark;
+  bool short_of_blocks = false;  // a sequence ahead waits for blocks (passes_when_short_of_blocks)
   for (std::size_t i = 0; i < snapshot.waiting.size(); ++i) {
     const SequenceView& seq = snapshot.waiting[i];
     const std::int64_t pending = seq.pending_tokens();
-    if (pending < 1)
+    if (pending < 1 || (short_of_blocks && !passes_when_short_of_blocks(seq)))
       continue;
     const std::int64_t blocks = blocks_to_grow(seq, pending, snapshot.kv);
-    if (!admits_alone(snapshot, running, blocks) &&
-        (running + 1 > limits.max_running || tokens + pending > limits.max_batched_tokens ||
-         blocks > spare)) {
+    const bool alone = empty_iteration && running == 0 && blocks <= room.free_blocks;
+    if (!alone &&
+        (running + 1 > limits.max_running || tokens + pending > limits.max_batched_tokens)) {
       break;
+    }
+    if (!alone && blocks > spare) {
+      short_of_blocks = true;
+      continue;
     }
     out.admit.push_back(i);
     out.work.push_back({{true, i}, pending});
@@ -106,7 +113,18 @@ std::int64_t admit_whole_prompts(const SchedulerSnapshot& snapshot, std::int64_t
     tokens += pending;
     spare -= blocks;
   }
-  return tokens;
+  return tokens - room.tokens;
+}
+
+std::int64_t admit_whole_prompts(const SchedulerSnapshot& snapshot, std::int64_t watermark,
+                                 SchedulerDecision& out) {
+  return admit_whole_prompts(
+      snapshot, {block_occupants(snapshot.running), 0, snapshot.kv.free_blocks, watermark}, out);
+}
+
+bool admits_prompt(const SchedulerSnapshot& snapshot, const SchedulerDecision& decision) {
+  return std::any_of(decision.admit.begin(), decision.admit.end(),
+                     [&](std::size_t i) { return !snapshot.waiting[i].returned_from_head; });
 }
 
 bool admits_alone(const SchedulerSnapshot& snapshot, std::int64_t running, std::int64_t blocks) {

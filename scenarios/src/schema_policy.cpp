@@ -192,7 +192,10 @@ std::vector<KeyDef> serving_keys() {
           "all in flight) share one coda + head call, each keeping its sequence's slot in the "
           "block meanwhile; head_queue: the same, but a token that left waits in a head queue "
           "outside the block and its slot goes to another sequence at once (max_running counts "
-          "the sequences in the block), so the block stays full.")
+          "the sequences in the block), so the block stays full; once its head ran, the "
+          "sequence joins the back of the waiting queue with its K/V (as MoR's loop re-queues "
+          "it) and re-enters the block only when admitted, so the block never holds more than "
+          "max_running.")
           .allowed({"immediate", "accumulate", "head_queue"})
           .def(std::string("immediate"))
           .when("sync.strategy", {"depthwise"})
@@ -203,6 +206,18 @@ std::vector<KeyDef> serving_keys() {
           .def(std::int64_t{8})
           .when("sync.exited_tokens", {"accumulate", "head_queue"})
           .bind(field(&Scenario::sync, &SyncConfig::accumulate_threshold)),
+      Key("sync.head_queue_returns", Type::enumeration,
+          "Where a sequence whose head ran rejoins the waiting queue, to be admitted to the "
+          "block again by the scheduler's checks. behind_waiting: at the back, behind every "
+          "request that arrived by the end of its step (MoR's loop): every queued request is in "
+          "flight at once and holds K/V, which a K/V budget sized for max_running sequences "
+          "cannot hold (preemptions); ahead_of_waiting: at the front, behind only the sequences "
+          "that returned before it, so new requests wait for free slots as under sequence-wise "
+          "continuous batching.")
+          .allowed({"behind_waiting", "ahead_of_waiting"})
+          .def(std::string("behind_waiting"))
+          .when("sync.exited_tokens", {"head_queue"})
+          .bind(field(&Scenario::sync, &SyncConfig::head_queue_returns)),
       Key("scheduler", Type::section, "How each replica forms batches."),
       Key("scheduler.kind", Type::identifier,
           "Scheduler name: a built-in or one registered by the embedding program.")

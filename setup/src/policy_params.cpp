@@ -30,6 +30,7 @@ policy::DepthwiseRule depthwise_rule(const scenario::SyncConfig& sync) {
                                                      : policy::ExitedTokens::head_queue;
     rule.accumulate_threshold = sync.accumulate_threshold;
   }
+  rule.returns_ahead_of_waiting = sync.head_queue_returns == "ahead_of_waiting";
   return rule;
 }
 

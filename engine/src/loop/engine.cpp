@@ -229,7 +229,8 @@ void Engine::Loop::check_requests(std::span<const EngineRequest> requests) const
 void Engine::Loop::apply(const policy::SchedulerDecision& decision, std::vector<std::int64_t>& work,
                          policy::StepTrace& trace) {
   for (const std::size_t a : decision.admit) {
-    if (waiting_[a]->swapped_blocks == 0)
+    // A swapped sequence's streams are in the host tier, one back from the head queue holds its.
+    if (waiting_[a]->streams.empty())
       open_streams(*waiting_[a]);
   }
   QueueRef running{running_views_, running_};
@@ -306,17 +307,15 @@ EngineRun Engine::Loop::run(std::span<const EngineRequest> requests) {
   std::vector<std::int64_t> starts, chunks;
   for (;;) {
     admit_arrivals(now());
+    requeue_returning();
     if (running_.empty() && waiting_.empty()) {
       if (next_arrival_ == arrival_order_.size())
         break;
       wait_for_next_arrival();
       continue;
     }
-    std::int64_t used = 0;
-    for (const policy::SequenceView& v : running_views_)
-      used += v.kv_blocks;
     policy::KvView kv = kv_view_;
-    kv.free_blocks = kv.total_blocks - used;
+    kv.free_blocks = kv.total_blocks - charged_blocks();
     const policy::SchedulerSnapshot snapshot{running_views_, waiting_views_, kv, options_.limits,
                                              now()};
     decision.clear();
@@ -326,6 +325,10 @@ EngineRun Engine::Loop::run(std::span<const EngineRequest> requests) {
       throw std::logic_error("engine: infeasible scheduler decision: " + problem);
 #endif
     if (decision.work.empty()) {
+      if (const auto holder = policy::waiting_kv_holder_to_release(snapshot)) {
+        release_waiting(*holder);  // it held the blocks the queue's head needs
+        continue;
+      }
       if (running_.empty() && next_arrival_ == arrival_order_.size()) {
         throw InputError({"", 0, 0, "scheduler"},
                          fmt::format("the engine cannot schedule request {} ({} prompt tokens) "
@@ -390,6 +393,7 @@ void Engine::Loop::finish_iteration(std::span<const std::int64_t> work) {
   for (std::size_t i = 0; i < running_.size(); ++i) {
     Sequence& s = *running_[i];
     policy::SequenceView& view = running_views_[i];
+    const bool decoded = work[i] > 0 && view.is_decoding();
     if (work[i] > 0 && !view.is_decoding()) {
       view.computed_tokens += work[i];
     } else if (work[i] > 0 && s.emitted) {
@@ -403,12 +407,43 @@ void Engine::Loop::finish_iteration(std::span<const std::int64_t> work) {
       result_.outputs[s.index].assign(s.tokens.begin() + view.prompt_tokens, s.tokens.end());
       continue;
     }
+    if (decoded && s.emitted && options_.depthwise.requeues_after_head()) {
+      // head_queue: its slot went to another sequence when its token left the block; its next
+      // token waits in the queue to be admitted again (requeue_returning).
+      policy::SequenceView back = policy::requeued_view(view);
+      set_kv_rows(s, back);
+      back.kv_blocks = policy::kv_footprint(back, 0, kv_view_);
+      returning_.push_back({back, &s});
+      continue;
+    }
     views.push_back(view);
     still.push_back(&s);
   }
   running_views_ = std::move(views);
   running_ = std::move(still);
   refresh_kv_views();
+}
+
+void Engine::Loop::requeue_returning() {
+  QueueRef waiting{waiting_views_, waiting_};
+  policy::requeue_returning(options_.depthwise, returning_, waiting);
+}
+
+void Engine::Loop::release_waiting(std::size_t i) {
+  ++result_.preemptions;
+  close_streams(*waiting_[i]);
+  waiting_views_[i] = policy::preempted_view(waiting_views_[i]);
+}
+
+std::int64_t Engine::Loop::charged_blocks() const {
+  std::int64_t blocks = 0;
+  for (const auto* views : {&running_views_, &waiting_views_}) {
+    for (const policy::SequenceView& v : *views)
+      blocks += v.kv_blocks;
+  }
+  for (const QueuedSequence& q : returning_)
+    blocks += q.view.kv_blocks;
+  return blocks;
 }
 
 void Engine::Loop::wait_for_next_arrival() {
@@ -542,8 +577,7 @@ void Engine::Loop::end_step(std::span<const std::int64_t> work, policy::StepTrac
   finish_iteration(work);
   if (!options_.step_duration)
     trace.duration = now() - trace.start;
-  for (const policy::SequenceView& view : running_views_)
-    trace.kv_blocks_used += view.kv_blocks;
+  trace.kv_blocks_used = charged_blocks();
   if (options_.step_observer)
     options_.step_observer(trace);
 }

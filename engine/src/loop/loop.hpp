@@ -221,6 +221,15 @@ class Engine::Loop {
   bool swap_out(QueuedSequence& victim, policy::StepTrace& trace);
   void swap_in(Sequence& s, policy::StepTrace& trace);
   void finish_iteration(std::span<const std::int64_t> work);
+  // head_queue: the sequences whose head ran in the last step join the waiting queue, which
+  // holds the arrivals up to now (policy::requeue_returning, as the simulator's replica does).
+  void requeue_returning();
+  // Preempts waiting_[i], back from the head queue with its K/V, by recompute
+  // (policy::waiting_kv_holder_to_release).
+  void release_waiting(std::size_t i);
+  // K/V blocks charged to every sequence: running, waiting (back from the head queue) and
+  // returning.
+  std::int64_t charged_blocks() const;
   // The step's rows before its passes (policy::StepTrace), and after them: what each row ran,
   // its K/V, the step's duration (virtual clock), the iteration's completion, the observer.
   void begin_rows(std::span<const std::int64_t> work, policy::StepTrace& trace) const;
@@ -259,6 +268,7 @@ class Engine::Loop {
   std::vector<std::unique_ptr<Sequence>> sequences_;
   std::vector<policy::SequenceView> running_views_, waiting_views_;
   std::vector<Sequence*> running_, waiting_;
+  std::vector<QueuedSequence> returning_;  // finish_iteration's, for requeue_returning
   policy::DecisionScratch<QueuedSequence> decision_scratch_;
   std::size_t next_arrival_ = 0;
   std::vector<std::size_t> arrival_order_;  // request indices by arrival

@@ -79,18 +79,25 @@ void ChunkedPrefill::schedule(const SchedulerSnapshot& snapshot, SchedulerDecisi
   std::int64_t unreserved = spare;
   if (params_.reserve_prompt_blocks)
     unreserved -= blocks_to_finish_prefills(snapshot, kept, out);
+  bool short_of_blocks = false;  // a sequence ahead waits for blocks (passes_when_short_of_blocks)
   for (std::size_t i = 0; i < snapshot.waiting.size(); ++i) {
     if (running >= snapshot.limits.max_running || budget < 1)
       break;
     const SequenceView& seq = snapshot.waiting[i];
+    if (short_of_blocks && !passes_when_short_of_blocks(seq))
+      continue;
     const std::int64_t chunk = std::min(budget, tokens_within_blocks(seq, spare, snapshot.kv));
-    if (chunk < 1)
-      break;
+    if (chunk < 1) {
+      short_of_blocks = true;
+      continue;
+    }
     if (params_.reserve_prompt_blocks) {
       // The whole prompt (a recompute: everything pending) must fit what is not yet promised.
       const std::int64_t whole = blocks_to_grow(seq, seq.pending_tokens(), snapshot.kv);
-      if (whole > unreserved && !(running == 0 && out.work.empty()))
-        break;
+      if (whole > unreserved && !(running == 0 && out.work.empty())) {
+        short_of_blocks = true;
+        continue;
+      }
       unreserved -= whole;
     }
     out.admit.push_back(i);

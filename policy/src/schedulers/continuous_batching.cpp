@@ -6,11 +6,21 @@ namespace exitsim::policy {
 void ContinuousBatching::schedule(const SchedulerSnapshot& snapshot, SchedulerDecision& out) const {
   // Prefills first, whole prompts only, in queue order; the first that does not fit stops
   // admission so that a long prompt is not overtaken forever by shorter ones behind it.
-  admit_whole_prompts(snapshot, watermark_blocks(snapshot.kv, params_.watermark_fraction), out);
+  const std::int64_t watermark = watermark_blocks(snapshot.kv, params_.watermark_fraction);
+  admit_whole_prompts(snapshot, watermark, out);
   // An iteration with a prefill is prefill-only; decodes wait one iteration.
-  if (!out.work.empty())
+  if (admits_prompt(snapshot, out))
     return;
-  schedule_running(snapshot, RunningWork::all_pending, out);
+  // Sequences back from the head queue (depth-wise head_queue) bring decodes, not prompts: they
+  // join the running set's decodes, admitted from what the running set leaves, in queue order.
+  const bool readmits = !out.admit.empty();
+  out.clear();
+  const RunningPhase running = schedule_running(snapshot, RunningWork::all_pending, out);
+  if (!readmits || !out.preempt.empty())
+    return;  // nothing to readmit, or memory is short: admitting now would only preempt again
+  admit_whole_prompts(
+      snapshot,
+      {block_occupants(snapshot.running), running.tokens, running.spare_blocks, watermark}, out);
 }
 
 }  // namespace exitsim::policy

@@ -60,6 +60,9 @@ class DepthModel {
   bool depthwise() const { return strategy_ == policy::SyncStrategy::depthwise; }
   // Depth-wise batching whose exited tokens wait in a head queue outside the block.
   bool parks_in_head_queue() const { return depthwise() && depthwise_rule_.parks_in_head_queue(); }
+  const policy::DepthwiseRule& depthwise_rule() const { return depthwise_rule_; }
+  // Whether a sequence whose head ran rejoins the waiting queue (policy::requeue rule).
+  bool requeues_after_head() const { return depthwise() && depthwise_rule_.requeues_after_head(); }
 
   // Plans the decode rows of `tokens` (policy::plan_depths over the shared exit policy's exits)
   // into `rows` (each token's row_index), exit depths included. Returns the deferred-fill work.

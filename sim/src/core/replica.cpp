@@ -171,6 +171,7 @@ void Replica::release_blocks(policy::SequenceView& view, SequenceExtra& extra) {
 }
 
 TimeNs Replica::start_iteration(TimeNs now) {
+  policy::requeue_returning(depth_model_.depthwise_rule(), returning_, waiting_);
   // Who holds a slot in the shared block is part of what the scheduler sees, steady or not.
   if (depth_model_.parks_in_head_queue()) {
     for (std::size_t i = 0; i < running_.size(); ++i)
@@ -196,6 +197,16 @@ TimeNs Replica::start_iteration(TimeNs now) {
   }
 #endif
   if (decision_.work.empty()) {
+    if (const auto holder = policy::waiting_kv_holder_to_release(snapshot)) {
+      // Sequences back from the head queue hold the blocks the queue's head needs.
+      QueuedSequence victim = waiting_.at(*holder);
+      preempt_by_recompute(victim);
+      waiting_.view(*holder) = victim.view;
+      waiting_.extra(*holder) = victim.extra;
+      if (prefix_reuse_)
+        prefix_offers_due_.push_back(waiting_.key(*holder));
+      return start_iteration(now);
+    }
     if (running_.empty() && !waiting_.empty())
       throw_stalled();
     return -1;
@@ -510,6 +521,10 @@ void Replica::swap_in_readmitted(std::size_t admitted_from) {
 void Replica::preempt(QueuedSequence& victim) {
   if (swap_ && swap_out(victim))
     return;  // K/V, computed tokens and depth state kept: it resumes where it stopped
+  preempt_by_recompute(victim);
+}
+
+void Replica::preempt_by_recompute(QueuedSequence& victim) {
   release_blocks(victim.view, victim.extra);
   victim.extra.prefix.waiting = true;  // admit() closed its offer watch: the next offer recomputes
   metrics_.record_recompute(victim.view.computed_tokens);
@@ -561,7 +576,8 @@ IterationOutcome Replica::complete_iteration(TimeNs now) {
     policy::SequenceView& view = running_.view(i);
     SequenceExtra& extra = running_.extra(i);
     const bool emits = tokens == view.pending_tokens() && !extra.depth.token_in_flight();
-    if (!view.is_decoding()) {
+    const bool decoded = view.is_decoding();
+    if (!decoded) {
       depth_model_.on_prefill(extra.depth, tokens);
     } else if (!emits) {
       set_kv_rows(view, extra, 0);
@@ -610,6 +626,11 @@ IterationOutcome Replica::complete_iteration(TimeNs now) {
       metrics_.record_request({view.id, index_, view.arrival, extra.first_scheduled,
                                extra.first_token, now, view.prompt_tokens,
                                extra.target_output_tokens, extra.preemptions});
+      scratch_indices_.push_back(i);
+    } else if (decoded && depth_model_.requeues_after_head()) {
+      // head_queue: its slot went to another sequence when its token left the block; its next
+      // token waits in the queue to be admitted again (policy::requeue_returning).
+      returning_.push_back({policy::requeued_view(view), extra});
       scratch_indices_.push_back(i);
     }
   }

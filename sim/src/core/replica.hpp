@@ -147,7 +147,7 @@ class Replica {
   // Iterations that reused the previous step's rows (start_steady_decode).
   std::int64_t steady_decode_steps() const { return steady_decode_steps_; }
   const RecomputeWaste& recompute_waste() const { return recompute_waste_; }
-  bool has_work() const { return !running_.empty() || !waiting_.empty(); }
+  bool has_work() const { return !running_.empty() || !waiting_.empty() || !returning_.empty(); }
   std::size_t waiting() const { return waiting_.size(); }
   std::size_t running() const { return running_.size(); }
   policy::ReplicaLoad load() const { return load_; }
@@ -173,6 +173,8 @@ class Replica {
  private:
   // Frees a victim's K/V and counts its preemption (policy::apply_decision's on_preempt).
   void preempt(QueuedSequence& victim);
+  // preempt()'s recompute: the victim's K/V freed, its view reset (policy::preempted_view).
+  void preempt_by_recompute(QueuedSequence& victim);
   // Gives back a finished or preempted sequence's blocks (those it shares stay with the others).
   void release_blocks(policy::SequenceView& view, SequenceExtra& extra);
   // Prefix caching before the scheduler looks: each waiting sequence's hit, each running one's
@@ -233,6 +235,10 @@ class Replica {
 
   SequenceQueue running_;
   SequenceQueue waiting_;
+  // head_queue: sequences whose head ran in the last iteration, in running order. They join the
+  // waiting queue when the next iteration starts (policy::requeue_returning), once every arrival
+  // of that instant is in: behind every request that arrived by their step's end, or ahead.
+  std::vector<QueuedSequence> returning_;
   policy::ReplicaLoad load_;
   bool busy_ = false;
   std::optional<PrefixReuse> prefix_reuse_;

@@ -8,9 +8,11 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
+#include "exitsim/policy/depthwise.hpp"
 #include "exitsim/policy/scheduler.hpp"
 
 namespace exitsim::policy {
@@ -22,8 +24,40 @@ inline SequenceView preempted_view(SequenceView view) {
   view.shared_blocks = 0;
   view.kv_row_offset = {};
   view.in_head_queue = false;  // its token starts over
+  view.returned_from_head = false;
   return view;
 }
+
+// head_queue (DepthwiseRule::requeues_after_head): the view of a sequence whose token's head ran,
+// as it rejoins the waiting queue. It keeps its K/V and its next token is pending.
+inline SequenceView requeued_view(SequenceView view) {
+  view.in_head_queue = false;
+  view.returned_from_head = true;
+  return view;
+}
+
+// head_queue: the sequences whose head ran in the last step (`returning`, in running order, their
+// views requeued_view's) join the waiting queue, which holds every arrival up to the step's end:
+// at its back (MoR's loop), or at its front in the same order with
+// DepthwiseRule::returns_ahead_of_waiting. Executors call it as their next step begins.
+template <class Queue, class Item>
+void requeue_returning(const DepthwiseRule& rule, std::vector<Item>& returning, Queue& waiting) {
+  if (rule.returns_ahead_of_waiting) {
+    for (std::size_t k = returning.size(); k-- > 0;)
+      waiting.push_front(std::move(returning[k]));
+  } else {
+    for (Item& item : returning)
+      waiting.push_back(std::move(item));
+  }
+  returning.clear();
+}
+
+// Sequences back from the head queue wait holding K/V that no preemption of the running set can
+// free. When a decision schedules nothing, the running set or the queue's head may be waiting for
+// exactly those blocks: the executor then preempts (by recompute) the waiting sequence this
+// returns, the last in queue order that holds blocks, and schedules again, until something runs
+// or none holds any (std::nullopt). Without it such a replica would stall for ever.
+std::optional<std::size_t> waiting_kv_holder_to_release(const SchedulerSnapshot& snapshot);
 
 // `work[i]` = the decision's tokens for running sequence i after the decision is applied, where
 // `preempted_sorted` are the victims' snapshot indices (ascending) and `kept` the running
@@ -42,10 +76,10 @@ struct DecisionScratch {
 };
 
 // Applies `decision` to an executor's queues. `Queue` holds the executor's sequences in the
-// snapshot's order and provides `Item at(i)` (a copy), `remove(sorted indices)`,
-// `push_back(Item)`, `push_front(Item)` and `size()`. `on_preempt(Item&)` frees a victim's K/V
-// and resets its view (preempted_view) before it is queued. `work` gets the tokens of each
-// sequence of the new running set.
+// snapshot's order and provides `Item at(i)` (a copy, with its SequenceView as `view`),
+// `remove(sorted indices)`, `push_back(Item)`, `push_front(Item)` and `size()`. `on_preempt(Item&)`
+// frees a victim's K/V and resets its view (preempted_view) before it is queued. `work` gets the
+// tokens of each sequence of the new running set.
 template <class Queue, class Item, class OnPreempt>
 void apply_decision(const SchedulerDecision& decision, Queue& running, Queue& waiting,
                     DecisionScratch<Item>& scratch, std::vector<std::int64_t>& work,
@@ -69,8 +103,10 @@ void apply_decision(const SchedulerDecision& decision, Queue& running, Queue& wa
   for (std::size_t k = scratch.victims.size(); k-- > 0;)
     waiting.push_front(std::move(scratch.victims[k]));
   const std::size_t kept = running.size();
-  for (Item& item : scratch.admitted)
+  for (Item& item : scratch.admitted) {
+    item.view.returned_from_head = false;  // it holds a slot in the block again
     running.push_back(std::move(item));
+  }
   map_work_to_running(decision, scratch.preempted_sorted, kept, work);
   work.resize(running.size(), 0);
 }

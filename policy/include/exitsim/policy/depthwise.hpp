@@ -18,7 +18,11 @@ enum class ExitedTokens : std::uint8_t {
   immediate,   // a token that left the block runs the coda and the head in the same step
   accumulate,  // tokens that left wait until enough of them share one coda + head call
   // As accumulate, but a token that left waits in a head queue outside the block: its slot goes
-  // to another sequence at once (SequenceView::in_head_queue), so the block stays full.
+  // to another sequence at once (SequenceView::in_head_queue), so the block stays full. Once its
+  // head ran, the sequence rejoins the waiting queue at its back (MoR's loop re-queues exited
+  // sequences behind the waiting ones) or at its front (DepthwiseRule::returns_ahead_of_waiting),
+  // and its next token enters the block only when admitted, so the block never holds more than
+  // max_running sequences.
   head_queue,
 };
 
@@ -26,9 +30,15 @@ struct DepthwiseRule {
   ExitedTokens exited = ExitedTokens::immediate;
   std::int64_t accumulate_threshold = 1;  // accumulate, head_queue: waiting tokens that trigger
                                           // the head
+  // head_queue: a sequence whose head ran rejoins the waiting queue at its front (behind only the
+  // sequences that returned before it) rather than at its back (MoR's loop; requeue_returning).
+  bool returns_ahead_of_waiting = false;
 
   // Whether a sequence whose token waits for the head gives up its slot in the block.
   bool parks_in_head_queue() const { return exited == ExitedTokens::head_queue; }
+  // Whether a sequence whose head ran (and that goes on) leaves the running set for the waiting
+  // queue, to be admitted again (policy::requeue_returning).
+  bool requeues_after_head() const { return exited == ExitedTokens::head_queue; }
 };
 
 // One sequence's in-flight token.

@@ -33,6 +33,10 @@ struct SequenceView {
   // Depth-wise batching with sync.exited_tokens: head_queue: its token left the shared block and
   // waits in the head queue, so it holds no slot in the block; max_running counts the others.
   bool in_head_queue = false;
+  // head_queue: a waiting sequence whose token's head ran. It rejoined the waiting queue keeping
+  // its K/V (policy::requeue_returning) and re-enters the block only when admitted, by the same
+  // checks as any waiting sequence; its pending token is a decode, not a prompt.
+  bool returned_from_head = false;
   // What the executor's K/V manager holds, per row group of KvView::groups: rows beyond
   // computed_tokens. 0 everywhere for a sequence with every token's K/V at every layer; negative
   // where exited tokens kept none (skip_kv, depthwise); +1 where a depth-wise token in flight has

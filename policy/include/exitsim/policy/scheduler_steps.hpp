@@ -83,13 +83,39 @@ struct RunningPhase {
 RunningPhase schedule_running(const SchedulerSnapshot& snapshot, RunningWork which,
                               SchedulerDecision& out);
 
+// What an admission phase may still fill: slots in the block, the token budget, K/V blocks.
+struct AdmissionRoom {
+  std::int64_t occupants = 0;    // sequences holding a slot in the block (block_occupants)
+  std::int64_t tokens = 0;       // tokens this iteration's work already processes
+  std::int64_t free_blocks = 0;  // free blocks not yet promised to this iteration's work
+  std::int64_t watermark = 0;    // of those, kept back from admission (watermark_blocks)
+};
+
+// Whether a waiting sequence may be admitted past one ahead of it whose blocks do not fit yet: a
+// sequence back from the head queue (SequenceView::returned_from_head). It holds its K/V and needs
+// at most a block more, and it frees its blocks only by running to its end: were it held back
+// too, the queue's head would wait for memory only the sequences behind it can free.
+inline bool passes_when_short_of_blocks(const SequenceView& seq) {
+  return seq.returned_from_head;
+}
+
 // Admits waiting sequences in queue order with all their pending tokens (whole prompts), while
-// the running set stays within max_running, the tokens within max_batched_tokens and the new
-// blocks within the free blocks minus `watermark`; the first that does not fit stops admission,
-// so a long prompt is never overtaken forever by shorter ones behind it. Returns the tokens
-// admitted.
+// the block's occupants stay within max_running, the tokens within max_batched_tokens and the
+// new blocks within the room's free blocks minus its watermark; the first that does not fit
+// stops admission, so a long prompt is never overtaken forever by shorter ones behind it. A
+// sequence back from the head queue is admitted by the same checks, in its place in the queue;
+// only where the first that does not fit lacks blocks alone do those behind it still go
+// (passes_when_short_of_blocks). Returns the tokens admitted.
+std::int64_t admit_whole_prompts(const SchedulerSnapshot& snapshot, AdmissionRoom room,
+                                 SchedulerDecision& out);
+
+// The same from an empty iteration: the running set's occupants and every free block.
 std::int64_t admit_whole_prompts(const SchedulerSnapshot& snapshot, std::int64_t watermark,
                                  SchedulerDecision& out);
+
+// Whether `decision` admits a sequence with a prompt (or a recompute) to run, as opposed to only
+// sequences back from the head queue, whose pending token is a decode.
+bool admits_prompt(const SchedulerSnapshot& snapshot, const SchedulerDecision& decision);
 
 // Whether a sequence may be admitted to an empty running set whatever the token budget and the
 // watermark: only its blocks must fit. Without this, a prompt longer than max_batched_tokens, or

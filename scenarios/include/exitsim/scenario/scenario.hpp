@@ -164,8 +164,9 @@ struct SyncConfig {
   // full_depth | batch_sync | state_copy | deferred_fill | skip_kv | shared_kv | depthwise
   std::string strategy;
   double rollback_probability = 0.0;  // deferred_fill
-  std::string exited_tokens;          // depthwise: immediate | accumulate
+  std::string exited_tokens;          // depthwise: immediate | accumulate | head_queue
   std::int64_t accumulate_threshold = 0;
+  std::string head_queue_returns;  // head_queue: behind_waiting | ahead_of_waiting
 
   friend bool operator==(const SyncConfig&, const SyncConfig&) = default;
 };
