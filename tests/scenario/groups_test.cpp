@@ -120,7 +120,7 @@ TEST(ReplicaGroups, OverridesAreCanonicalAndRoundTrip) {
        {"model.n_kv_heads=4", "hardware.memory_gib=40"}},
       {"kind gaining keys",
        "cluster: {groups: [{set: [\"cost_model={kind: table, profile: costs.csv}\"]}]}\n",
-       {"cost_model={kind: table, profile: costs.csv, price_scale: 1}"}},
+       {"cost_model={kind: table, profile: costs.csv, price_scale: 1, timing_scope: whole_step}"}},
       {"kind losing keys",
        "cost_model: {kind: calibrated, profile: fit.json}\n"
        "cluster: {groups: [{count: 2}, {set: [\"cost_model={flops_efficiency: 0.5}\"]}]}\n",
