@@ -256,10 +256,16 @@ Breakdown break_down(const sim::RooflineCostModel& model, std::span<const sim::B
                    kv_op[l].launched;
     b.layers_run += layer_run[l] ? 1 : 0;
   }
-  b.layer0_ns = layer_ns[0];
-  for (std::size_t l = 0; l < count; ++l)
-    b.layers_differ = b.layers_differ || (layer_run[l] && layer_ns[l] != layer_ns[0]);
-  add_rows("layer", model.layer_graph(), layer_ops[0], b.rows);
+  // The first layer priced: 0, or under timing_scope block_only the recursion block's first.
+  std::size_t first = 0;
+  while (first < count && layer_ops[first].empty())
+    ++first;
+  if (first < count) {
+    b.layer0_ns = layer_ns[first];
+    for (std::size_t l = first; l < count; ++l)
+      b.layers_differ = b.layers_differ || (layer_run[l] && layer_ns[l] != layer_ns[first]);
+    add_rows("layer", model.layer_graph(), layer_ops[first], b.rows);
+  }
   for (std::size_t l = 0; l < count; ++l) {
     if (!kv_op[l].launched)
       continue;
@@ -281,6 +287,8 @@ Breakdown break_down(const sim::RooflineCostModel& model, std::span<const sim::B
       add_rows("probe", model.probe_graph(), probe_ops[l], b.rows);
     }
   }
+  if (head_ops.empty())
+    return b;  // timing_scope block_only: no head
   b.head_ns = path_of(model.head_graph(), head_ops);
   add_rows("head", model.head_graph(), head_ops, b.rows);
   return b;
@@ -378,7 +386,9 @@ std::string format_table(const CostArgs& args, const CostReport& r) {
       fmt::format("\n  {:<18} {:>12} {:>10} {:>10} {:>10} {:>10}  {:<15}  {}\n", "op",
                   "duration us", "launch us", "FLOPs", "bytes", "FLOP/byte", "bound", "parameter");
   // "32", or "11 of 29" when the decode sequences exit and no other entry runs the rest.
-  const int layers = m.depth.full_depth();
+  const int layers = c.timing_scope == "block_only"
+                         ? m.depth.stacked_depth() - sim::block_only_first_layer(m.depth)
+                         : m.depth.full_depth();
   const std::string layers_run = b.layers_run == layers
                                      ? std::to_string(layers)
                                      : fmt::format("{} of {}", b.layers_run, layers);
@@ -446,6 +456,10 @@ std::string format_table(const CostArgs& args, const CostReport& r) {
     for (const std::string& note : r.measured_notes)
       out += fmt::format("note       {}\n", note);
   }
+  const std::string scope = sim::timing_scope_note(sim::timing_scope_from(c.timing_scope),
+                                                   r.measured ? c.kind : "roofline");
+  if (!scope.empty())
+    out += fmt::format("note       {}\n", scope);
   if (c.price_scale != 1.0) {
     out += fmt::format(
         "note       cost_model.price_scale {:g}: the simulator times this iteration at {:.3f} "

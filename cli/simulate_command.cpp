@@ -158,7 +158,11 @@ void print_setup(const scenario::Scenario& s) {
       "serving    router {}, scheduler {} (max_running {}, max_batched_tokens {}), cost "
       "model {}, exit policy {}, synchronization {}\n",
       s.cluster.router, g.scheduler.kind, g.scheduler.max_running, g.scheduler.max_batched_tokens,
-      g.cost_model.kind, s.exit_policy.kind, s.sync.strategy);
+      // A block-only price is no step time: said where the cost model is named.
+      g.cost_model.timing_scope == "block_only"
+          ? g.cost_model.kind + " (timing scope block_only: block times, not step times)"
+          : g.cost_model.kind,
+      s.exit_policy.kind, s.sync.strategy);
 }
 
 struct SimulateArgs {

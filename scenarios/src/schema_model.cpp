@@ -435,6 +435,18 @@ std::vector<KeyDef> hardware_keys() {
           .range(0.01, 100)
           .def(1.0)
           .bind(field(&Scenario::cost_model, &CostModelConfig::price_scale)),
+      Key("cost_model.timing_scope", Type::enumeration,
+          "What each iteration's price covers. whole_step: every op the step runs. block_only: "
+          "the layers of the recursion block alone (all layers of a plain model), with no "
+          "embedding, first (prelude) or last (coda) layers, LM head, sampling or exit probes: "
+          "what Mixture-of-Recursions' throughput timed (docs/papers.md). Times, throughput and "
+          "latencies are then block times, not step times, and the run says so in its "
+          "warnings. A calibrated profile's fits price whole engine steps, so it has no scope; "
+          "block_only also refuses pipeline parallelism.")
+          .allowed({"whole_step", "block_only"})
+          .def(std::string("whole_step"))
+          .when("cost_model.kind", {"roofline", "table"})
+          .bind(field(&Scenario::cost_model, &CostModelConfig::timing_scope)),
       Key("cost_model.flops_efficiency", Type::number,
           "Fraction of peak FLOP/s that matrix operations reach.")
           .range(0, 1)

@@ -312,6 +312,32 @@ TEST_F(Cli, CostUnderPipelineParallelismTotalsThePipelinedStep) {
       << table.out;
 }
 
+// cost_model.timing_scope block_only on MoR-3: the rows are op_breakdown's of a block-only
+// roofline (the block's first layer is layer 1: layer 0 is the prelude), there is no head row,
+// the total is the block-only iteration_cost, 30 layers are priced (10 x 3 recursions) and the
+// table says these are block times.
+TEST_F(Cli, CostUnderABlockOnlyScopeListsTheBlockAlone) {
+  const std::string args =
+      "cost --set model.preset=mor-smollm-360m-r3 --set cost_model.timing_scope=block_only "
+      "--decode 32 --context 128";
+  const Result r = run(args + " --format csv");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<CsvRow> rows = parse_csv(r.out);
+  const ModelShape model = model_preset("mor-smollm-360m-r3");
+  const sim::RooflineCostModel oracle(model, hardware_preset("h100-sxm"), {0.7, 0.85}, {}, false,
+                                      sim::TimingScope::block_only);
+  const std::vector<BatchEntry> batch = decode_batch(32, 128, model.depth.stacked_depth());
+  expect_rows_equal(section(rows, "layer"),
+                    launched(oracle.op_breakdown(batch), 1, oracle.layer_graph()));
+  EXPECT_TRUE(section(rows, "head").empty());
+  EXPECT_EQ(total(rows, "iteration"),
+            static_cast<double>(oracle.iteration_cost(batch).total) / 1000.0);
+  const Result table = run(args);
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("x 30 layers"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("block times, not step times"), std::string::npos) << table.out;
+}
+
 // Early exits under state_copy with confidence probes: the decode sequences leave after layer
 // 8, the layers above compute only the K/V of their copied states (its own row, x 24 layers), a
 // probe runs after layer 8 only, the layers' prices differ and the table says it shows layer 0.

@@ -120,12 +120,12 @@ TEST(ReplicaGroups, OverridesAreCanonicalAndRoundTrip) {
        {"model.n_kv_heads=4", "hardware.memory_gib=40"}},
       {"kind gaining keys",
        "cluster: {groups: [{set: [\"cost_model={kind: table, profile: costs.csv}\"]}]}\n",
-       {"cost_model={kind: table, profile: costs.csv, price_scale: 1}"}},
+       {"cost_model={kind: table, profile: costs.csv, price_scale: 1, timing_scope: whole_step}"}},
       {"kind losing keys",
        "cost_model: {kind: calibrated, profile: fit.json}\n"
        "cluster: {groups: [{count: 2}, {set: [\"cost_model={flops_efficiency: 0.5}\"]}]}\n",
-       {"cost_model={kind: roofline, price_scale: 1, flops_efficiency: 0.5, "
-        "bandwidth_efficiency: 0.85}"}},
+       {"cost_model={kind: roofline, price_scale: 1, timing_scope: whole_step, "
+        "flops_efficiency: 0.5, bandwidth_efficiency: 0.85}"}},
       {"model preset",
        "cluster: {groups: [{}, {set: [\"model.preset=smollm-135m\", "
        "\"scheduler.max_running=64\"]}]}\n",

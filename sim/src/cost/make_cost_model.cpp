@@ -14,13 +14,47 @@ bool prices_exit_probes(const scenario::ExitPolicyConfig& policy) {
   return policy.kind == "confidence";
 }
 
+TimingScope timing_scope_from(const std::string& name) {
+  if (name == "whole_step")
+    return TimingScope::whole_step;
+  if (name == "block_only")
+    return TimingScope::block_only;
+  throw InputError({"", 0, 0, "cost_model.timing_scope"},
+                   expected_found("whole_step or block_only", "'" + name + "'"));
+}
+
+std::string timing_scope_note(TimingScope scope, const std::string& cost_model) {
+  if (scope == TimingScope::whole_step)
+    return {};
+  return fmt::format(
+      "cost_model.timing_scope: block_only: the {} priced each iteration as the recursion "
+      "block's layers alone (no embedding, prelude or coda layers, LM head, sampling or exit "
+      "probes): times, throughput and latencies are block times, not step times",
+      cost_model);
+}
+
 std::unique_ptr<CostModel> make_cost_model(const scenario::CostModelConfig& config,
                                            const ModelShape& model, const HardwareSpec& hardware,
                                            ParallelSpec parallel, bool exit_probes) {
+  const TimingScope scope = timing_scope_from(config.timing_scope);
+  if (scope == TimingScope::block_only && config.kind == "calibrated") {
+    // Its fits (the step residual, CUDA-graph step fits) price whole engine steps.
+    throw InputError({"", 0, 0, "cost_model.timing_scope"},
+                     expected_found("whole_step for a calibrated profile (its fits price whole "
+                                    "engine steps)",
+                                    "block_only"));
+  }
+  if (scope == TimingScope::block_only && parallel.pipeline > 1) {
+    // A stage's window and the hand-offs between stages are whole-step notions.
+    throw InputError(
+        {"", 0, 0, "cost_model.timing_scope"},
+        expected_found("whole_step under pipeline parallelism",
+                       fmt::format("block_only with parallel.pipeline {}", parallel.pipeline)));
+  }
   if (config.kind == "roofline") {
     return std::make_unique<RooflineCostModel>(
         model, hardware, RooflineEfficiency{config.flops_efficiency, config.bandwidth_efficiency},
-        parallel, exit_probes);
+        parallel, exit_probes, scope);
   }
   // A measured table or profile has one price for a layer: layers that differ (windows, dense
   // layers among mixtures) would all be priced as the one measured.
@@ -48,7 +82,8 @@ std::unique_ptr<CostModel> make_cost_model(const scenario::CostModelConfig& conf
       throw InputError({"", 0, 0, "cost_model.profile"},
                        expected_found("the path of a cost table", "none"));
     }
-    return std::make_unique<TableCostModel>(*shared_cost_table(config.profile), model, pricing);
+    return std::make_unique<TableCostModel>(*shared_cost_table(config.profile), model, pricing,
+                                            scope);
   }
   if (config.kind == "calibrated") {
     if (config.profile.empty()) {

@@ -264,12 +264,12 @@ IterationCost RooflineCostModel::iteration_cost(std::span<const BatchEntry> batc
   if (stages_.size() > 1)
     return pipeline_cost(batch);
   GraphTotals totals;
-  price_window(batch, {0, stacked_depth_ + coda_layers_, true}, totals);
+  price_window(batch, scope_window_, totals);
   if (counts_only_ && counts_regroup_exactly_ && !(totals.flops < 0x1p53)) {
     // Past 2^53 FLOPs are no longer integer sums: counted op by op, as a roofline model would.
     totals = GraphTotals{};
     totals.ordered = true;
-    price_window(batch, {0, stacked_depth_ + coda_layers_, true}, totals);
+    price_window(batch, scope_window_, totals);
   }
   if (counts_only_) {
     IterationCost counted;

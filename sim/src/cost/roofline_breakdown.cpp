@@ -112,7 +112,8 @@ std::vector<OpCost> RooflineCostModel::op_breakdown(std::span<const BatchEntry> 
   }
   const BatchFeatures none{};
   const auto n_ops = static_cast<std::size_t>(layer_graph_.size());
-  for (int l = 0; l < stacked_depth_; ++l) {
+  // The timing scope's layers only (block_only: from the first layer of the block).
+  for (int l = scope_window_.first; l < stacked_depth_; ++l) {
     const std::size_t variant = variant_of_layer(l);
     const AttentionWindow* windowed = windowed_[variant] != 0 ? &window_ : nullptr;
     WorkCounts reached{};
@@ -133,6 +134,8 @@ std::vector<OpCost> RooflineCostModel::op_breakdown(std::span<const BatchEntry> 
     x[at(BatchFeature::tokens)] = as_double(probed_at(batch, point, stacked_depth_));
     emit_graph(probe_graph_, probe_params_.data(), x, none, point - 1);
   }
+  if (!scope_window_.head)
+    return ops;  // block_only: no coda, no head
   BatchFeatures all_x = all.features();
   for (int l = 0; l < coda_layers_; ++l) {
     emit_graph(layer_graph_, layer_params_.data(), all_x, none, stacked_depth_ + l);

@@ -83,8 +83,9 @@ IterationCost measured_cost(double microseconds, const IterationCost& counted,
 
 RooflineCostModel::RooflineCostModel(const ModelShape& model, const HardwareSpec& hardware,
                                      RooflineEfficiency efficiency, ParallelSpec parallel,
-                                     bool exit_probes)
-    : layer_graph_(roofline_ops::build_layer_graph(parallel.tensor > 1, model.is_moe())),
+                                     bool exit_probes, TimingScope scope)
+    : scope_(scope),
+      layer_graph_(roofline_ops::build_layer_graph(parallel.tensor > 1, model.is_moe())),
       head_graph_(roofline_ops::build_head_graph(parallel.tensor > 1)),
       probe_graph_(roofline_ops::build_probe_graph(parallel.tensor > 1)) {
   check_inputs(model, hardware, efficiency, parallel);
@@ -93,9 +94,20 @@ RooflineCostModel::RooflineCostModel(const ModelShape& model, const HardwareSpec
   layout_ = StackLayout(model.depth);
   stacked_depth_ = model.depth.stacked_depth();
   coda_layers_ = model.depth.coda_layers;
+  scope_window_ = scope == TimingScope::block_only
+                      ? LayerWindow{block_only_first_layer(model.depth), stacked_depth_, false}
+                      : LayerWindow{0, stacked_depth_ + coda_layers_, true};
   build_stages(model, hardware, efficiency, parallel);
-  build_params(model, hardware, efficiency, parallel, exit_probes);
+  // A block-only timing holds no exit probe: each is an LM head call.
+  build_params(model, hardware, efficiency, parallel,
+               exit_probes && scope == TimingScope::whole_step);
   build_price_cache();
+}
+
+std::vector<std::string> RooflineCostModel::notes() const {
+  if (scope_ == TimingScope::whole_step)
+    return {};
+  return {timing_scope_note(scope_, "roofline")};
 }
 
 void RooflineCostModel::check_inputs(const ModelShape& model, const HardwareSpec& hardware,
@@ -219,9 +231,10 @@ void RooflineCostModel::build_params(const ModelShape& model, const HardwareSpec
   }
 }
 
-RooflineCostModel RooflineCostModel::counting(const ModelShape& model, ParallelSpec parallel) {
+RooflineCostModel RooflineCostModel::counting(const ModelShape& model, ParallelSpec parallel,
+                                              TimingScope scope) {
   RooflineCostModel counter(model, counting_hardware(model, parallel), RooflineEfficiency{1.0, 1.0},
-                            parallel);
+                            parallel, false, scope);
   counter.counts_only_ = true;
   // A collective's terms are link bytes, not counted work: a counter holds none (it is one
   // GPU's), and the launch classes could not tell them apart.

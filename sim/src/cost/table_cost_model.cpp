@@ -215,13 +215,16 @@ double kv_weight_share(const ModelShape& model) {
 }  // namespace
 
 TableCostModel::TableCostModel(CostTable table, const ModelShape& model,
-                               const ParallelPricing& parallel)
+                               const ParallelPricing& parallel, TimingScope scope)
     : table_(std::move(table)),
-      counts_(RooflineCostModel::counting(model, parallel.parallel)),
+      scope_(scope),
+      counts_(RooflineCostModel::counting(model, parallel.parallel, scope)),
       kv_only_fraction_(table_.kv_only_fraction.value_or(kv_weight_share(model))),
       layout_(model.depth),
       stacked_depth_(model.depth.stacked_depth()),
       coda_layers_(model.depth.coda_layers),
+      first_priced_layer_(scope == TimingScope::block_only ? block_only_first_layer(model.depth)
+                                                           : 0),
       parallel_(model, parallel) {}
 
 const std::vector<CostTable::Point>& TableCostModel::rows(TableOp op) const {
@@ -260,6 +263,8 @@ std::vector<std::string> TableCostModel::notes() const {
       "layer",         "lm_head",      "embedding",          "prefill_layer_per_token",
       "tp_all_reduce", "pp_send_recv", "pp_send_recv.remote"};
   std::vector<std::string> out;
+  if (scope_ == TimingScope::block_only)
+    out.push_back(timing_scope_note(scope_, "cost table"));
   std::string measured;
   const auto append = [](std::string& list, const std::string& item) {
     list += (list.empty() ? "" : ", ") + item;
@@ -348,8 +353,10 @@ void TableCostModel::stage_us(std::span<const BatchEntry> batch, std::span<doubl
   double priced_us = 0;
   for (std::size_t l = 0; l < static_cast<std::size_t>(stacked_depth_); ++l) {
     layers_.next_layer(run);
+    if (static_cast<int>(l) < first_priced_layer_)
+      continue;  // block_only: the prelude is outside the timing
     // Consecutive layers usually see the same batch: price each distinct one once.
-    if (l == 0 || run.decode_seqs != priced.decode_seqs ||
+    if (static_cast<int>(l) == first_priced_layer_ || run.decode_seqs != priced.decode_seqs ||
         run.prefill_tokens != priced.prefill_tokens ||
         run.kv_only_tokens != priced.kv_only_tokens) {
       priced = run;
@@ -359,6 +366,8 @@ void TableCostModel::stage_us(std::span<const BatchEntry> batch, std::span<doubl
     }
     stage_us[staged ? parallel_.stage_of(static_cast<int>(l)) : 0] += priced_us;
   }
+  if (scope_ == TimingScope::block_only)
+    return;  // no coda, LM head or embedding in a block-only timing (and no PP: refused)
   const double coda_us = layer_us(coda.decode_seqs, coda.prefill_tokens);
   if (staged) {
     for (int j = 0; j < coda_layers_; ++j)

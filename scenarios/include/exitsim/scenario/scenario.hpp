@@ -41,6 +41,10 @@ struct CostModelConfig {
   // Every iteration's price times this factor: a what-if for a slower or faster machine, and how
   // validate measures a metric's sensitivity to the profile's precision.
   double price_scale = 1.0;
+  // What an iteration's price covers: whole_step (every op the step runs) or block_only (the
+  // recursion block's layers alone, as Mixture-of-Recursions' throughput was timed;
+  // docs/cost_model.md, "Timing scope").
+  std::string timing_scope = "whole_step";
 
   friend bool operator==(const CostModelConfig&, const CostModelConfig&) = default;
 };

@@ -8,12 +8,30 @@
 #include <string>
 #include <vector>
 
+#include "exitsim/core/model_shape.hpp"
 #include "exitsim/core/time.hpp"
 
 namespace exitsim::sim {
 
 // Recursions whose attention context an entry can override (BatchEntry::recursion_context).
 inline constexpr std::size_t k_max_recursion_contexts = 8;
+
+// What an iteration's price covers (cost_model.timing_scope; docs/cost_model.md, "Timing
+// scope"). whole_step: every op the step runs. block_only: only the layers of the recursion
+// block (prelude_layers+1 .. stacked_depth; every layer of a plain model), as
+// Mixture-of-Recursions' throughput was timed: no embedding, prelude or coda layers, LM head,
+// sampling or exit probes. A block-only price is not a step time.
+enum class TimingScope : std::uint8_t { whole_step, block_only };
+// "whole_step" or "block_only" (the scenario's spelling); throws InputError naming
+// cost_model.timing_scope for anything else.
+TimingScope timing_scope_from(const std::string& name);
+// The first stack layer (0-based) a block-only timing prices: the recursion block's first, or
+// 0 for a model without recursions (its whole stack is its block).
+inline int block_only_first_layer(const DepthStructure& depth) {
+  return depth.is_recursive() ? depth.prelude_layers : 0;
+}
+// The run's note for a block-only scope (one line, for the warnings); empty for whole_step.
+std::string timing_scope_note(TimingScope scope, const std::string& cost_model);
 
 // One sequence's share of an iteration, as the cost model prices it. Layers are counted 1-based
 // in the unrolled prelude + recursion stack; a range "a+1..b" is empty when b <= a. Only the first

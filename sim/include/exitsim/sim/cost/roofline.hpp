@@ -134,16 +134,19 @@ class RooflineCostModel final : public CostModel {
   // Also for a split `find_parallel_problem` or `find_link_problem` refuses.
   // `exit_probes`: the exit policy decides by confidence, so every decode token running at an
   // exit point below the stack's top is probed there (build_probe_graph), until it exits.
+  // `scope`: block_only prices the recursion block's layers alone (TimingScope); it prices no
+  // probes, and a split with pipeline stages is refused for it (make_cost_model).
   RooflineCostModel(const ModelShape& model, const HardwareSpec& hardware,
                     RooflineEfficiency efficiency, ParallelSpec parallel = {},
-                    bool exit_probes = false);
+                    bool exit_probes = false, TimingScope scope = TimingScope::whole_step);
 
   // A model that counts work only, for the measured cost models (calibrated, table): its
   // iteration_cost gives the FLOPs, bytes and masked FLOPs a roofline model of the same shape
   // gives, with every time 0, and costs less since no op's time or the layer's path is worked out.
   // `parallel`: counts as a roofline of that split counts them (one GPU's shard of each op, every
   // stage's work).
-  static RooflineCostModel counting(const ModelShape& model, ParallelSpec parallel = {});
+  static RooflineCostModel counting(const ModelShape& model, ParallelSpec parallel = {},
+                                    TimingScope scope = TimingScope::whole_step);
 
   // For a measured cost model that sums the batch of each stack layer itself (calibrated): what
   // iteration_cost counts (FLOPs and bytes) for the stack layers [first, last) seeing the batch
@@ -159,13 +162,16 @@ class RooflineCostModel final : public CostModel {
   bool counts_regroup_exactly() const { return counts_regroup_exactly_; }
 
   std::string name() const override { return "roofline"; }
+  // The timing scope's note when it is block_only (timing_scope_note).
+  std::vector<std::string> notes() const override;
   // Allocation-free. Entries with no query tokens are ignored; depths are clamped to
   // [0, stacked depth], start_depth, pending_from_depth and useful_depth to [0, depth] and
   // kv_only_depth to [depth, stacked depth].
   IterationCost iteration_cost(std::span<const BatchEntry> batch) const override;
 
-  // Every op of the unrolled iteration priced one layer at a time, straight from the entries (no
-  // aggregation by depth): for timelines and as the reference the fast path is tested against.
+  // Every op of the unrolled iteration (of the timing scope) priced one layer at a time, straight
+  // from the entries (no aggregation by depth): for timelines and as the reference the fast path is
+  // tested against.
   std::vector<OpCost> op_breakdown(std::span<const BatchEntry> batch) const;
   // One op priced alone for the batch features `x` (a layer op without LoRA, the K/V-only
   // projection, a head, collective or probe op; launch included), as op_breakdown prices it:
@@ -398,6 +404,10 @@ class RooflineCostModel final : public CostModel {
   std::size_t variant_of_layer(int layer) const;
 
   bool counts_only_ = false;  // counting(): FLOPs and bytes only
+  TimingScope scope_ = TimingScope::whole_step;
+  // What iteration_cost prices without PP: executed layers [first, last) and the head, from the
+  // timing scope (block_only: the recursion block's layers, no coda, no head).
+  LayerWindow scope_window_;
   bool counts_regroup_exactly_ = false;
   std::vector<LinearCounts> layer_linear_;  // by variant
   LinearCounts head_linear_;

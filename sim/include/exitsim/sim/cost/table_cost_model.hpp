@@ -62,7 +62,10 @@ class TableCostModel final : public CostModel, private StagePricer {
  public:
   // Throws InputError for an inconsistent model shape (as the roofline does), and for a split
   // the roofline refuses.
-  TableCostModel(CostTable table, const ModelShape& model, const ParallelPricing& parallel = {});
+  // `scope` block_only: only the `layer` rows of the recursion block's layers (no embedding,
+  // prelude or coda layers, LM head), and FLOPs and bytes of those layers (TimingScope).
+  TableCostModel(CostTable table, const ModelShape& model, const ParallelPricing& parallel = {},
+                 TimingScope scope = TimingScope::whole_step);
 
   std::string name() const override { return "table"; }
   IterationCost iteration_cost(std::span<const BatchEntry> batch) const override;
@@ -105,11 +108,13 @@ class TableCostModel final : public CostModel, private StagePricer {
   double hand_off_us(std::size_t boundary, std::int64_t tokens) const override;
 
   CostTable table_;
+  TimingScope scope_ = TimingScope::whole_step;
   RooflineCostModel counts_;  // FLOP and byte counts only; its times are never used
   double kv_only_fraction_ = 0;
   StackLayout layout_;
   int stacked_depth_ = 0;
   int coda_layers_ = 0;
+  int first_priced_layer_ = 0;   // 0-based; block_only: the block's first layer
   mutable LayerBatches layers_;  // the batch of each layer, kept so that pricing allocates nothing
   mutable std::array<TableUse, k_table_ops> uses_{};  // by TableOp; the model prices one replica
   MeasuredParallel parallel_;
