@@ -81,6 +81,7 @@ AdaptiveThresholdRun::AdaptiveThresholdRun(const policy::AdaptiveThresholdSettin
                                            std::unique_ptr<ConfidenceSource> source,
                                            std::size_t points_below_top, int replica)
     : estimator_(settings),
+      initial_threshold_(settings.initial_threshold),
       source_(std::move(source)),
       points_(points_below_top),
       replica_(replica) {}

@@ -114,6 +114,7 @@ class AdaptiveThresholdRun {
                        int replica);
 
   double threshold() const { return estimator_.threshold(); }
+  double initial_threshold() const { return initial_threshold_; }
   const policy::ThresholdEstimator& estimator() const { return estimator_; }
   const ConfidenceSource& source() const { return *source_; }
   std::size_t points_below_top() const { return points_; }
@@ -131,6 +132,7 @@ class AdaptiveThresholdRun {
 
  private:
   policy::ThresholdEstimator estimator_;
+  double initial_threshold_ = 0.0;
   std::unique_ptr<ConfidenceSource> source_;
   std::size_t points_ = 0;
   int replica_ = 0;

@@ -88,6 +88,17 @@ std::string summary_to_json(const MetricsSummary& s) {
     swap["recomputed_instead"] = w->recomputed_instead;
     j["swap"] = std::move(swap);
   }
+  if (const auto& a = s.adaptive_threshold) {
+    Json adaptive;
+    adaptive["pairs"] = a->pairs;
+    adaptive["refits"] = a->refits();
+    adaptive["degenerate_refits"] = a->degenerate_refits();
+    adaptive["initial_threshold"] = a->initial_threshold;
+    adaptive["last_threshold"] = a->last_threshold();
+    adaptive["min_threshold"] = a->min_threshold();
+    adaptive["max_threshold"] = a->max_threshold();
+    j["adaptive_threshold"] = std::move(adaptive);
+  }
   if (const auto& p = s.prefix_cache) {
     Json prefix;
     prefix["admitted_prompt_tokens"] = p->admitted_prompt_tokens;
