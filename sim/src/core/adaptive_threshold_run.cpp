@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -57,8 +58,41 @@ std::unique_ptr<ConfidenceSource> make_confidence_source(const scenario::ExitPol
   return std::make_unique<DrawnConfidences>(std::move(table), seed);
 }
 
-TracedConfidences::TracedConfidences(std::map<Key, TokenCalibration> tokens, std::string source)
-    : tokens_(std::move(tokens)), source_(std::move(source)) {}
+TracedConfidences::TracedConfidences(std::size_t points_below_top, std::string source)
+    : points_(points_below_top), source_(std::move(source)) {}
+
+void TracedConfidences::add_row(std::uint64_t request, std::int64_t position, int exit_point,
+                                std::span<const double> confidences,
+                                std::span<const std::uint8_t> agreements) {
+  const auto where = [&](const char* field) { return SourceLocation{source_, 0, 0, field}; };
+  const auto token_name = fmt::format("request {} position {}", request, position);
+  if (confidences.size() > points_) {
+    throw InputError(where("confidences"),
+                     expected_found(fmt::format("at most {} values (the exit points below the "
+                                                "top) for {}",
+                                                points_, token_name),
+                                    std::to_string(confidences.size())));
+  }
+  Token token;
+  token.confidences.assign(points_, std::numeric_limits<double>::quiet_NaN());
+  token.agrees.assign(points_, 0);
+  std::copy(confidences.begin(), confidences.end(), token.confidences.begin());
+  if (agreements.size() == points_ && points_ != 1) {
+    std::copy(agreements.begin(), agreements.end(), token.agrees.begin());
+  } else if (agreements.size() == 1 && exit_point >= 0 &&
+             static_cast<std::size_t>(exit_point) < points_) {
+    token.agrees[static_cast<std::size_t>(exit_point)] = agreements[0];
+  } else if (agreements.size() == 1 && points_ == 1) {
+    token.agrees[0] = agreements[0];  // one point below the top: both readings agree
+  } else if (!agreements.empty()) {
+    throw InputError(where("agreements"),
+                     expected_found(fmt::format("none, one (a filled state's) or {} (a deep "
+                                                "token's) flags for {}",
+                                                points_, token_name),
+                                    std::to_string(agreements.size())));
+  }
+  tokens_[{request, position}] = std::move(token);
+}
 
 void TracedConfidences::token(RequestId request, std::int64_t position,
                               std::span<double> confidences, std::span<std::uint8_t> agrees) const {
@@ -69,12 +103,9 @@ void TracedConfidences::token(RequestId request, std::int64_t position,
         expected_found(fmt::format("a row for request {} position {}", request.value, position),
                        "none (the trace is of another run)"));
   }
-  const TokenCalibration& token = found->second;
-  for (std::size_t p = 0; p < confidences.size(); ++p) {
-    confidences[p] = p < token.confidences.size() ? token.confidences[p]
-                                                  : std::numeric_limits<double>::quiet_NaN();
-    agrees[p] = p < token.agrees.size() ? token.agrees[p] : 0;
-  }
+  std::copy(found->second.confidences.begin(), found->second.confidences.end(),
+            confidences.begin());
+  std::copy(found->second.agrees.begin(), found->second.agrees.end(), agrees.begin());
 }
 
 AdaptiveThresholdRun::AdaptiveThresholdRun(const policy::AdaptiveThresholdSettings& settings,

@@ -18,13 +18,12 @@
 //   run is deterministic and independent of batch composition.
 // - TracedConfidences: a replayed token trace (the conformance suite): the engine's own
 //   confidences and agreement flags, so that both executors feed the estimator identical pairs.
-//   Interface for the engine side: per token (request, position), `confidences[p]` = its
-//   confidence at exit point p for every p it evaluated (p <= its exit point; all points below
-//   the top for a token that went to the top) and `agrees[p]` = 1 when its prediction at p equals
-//   the full-depth prediction computed for it (a deep token: its own; an exited token: the one
-//   the deferred-fill pass computed; only its exit point's flag is read). Values not evaluated
-//   are NaN (confidences) and 0 (agrees). Reading one the simulator needs but the engine never
-//   evaluated is an input error naming the trace and the token.
+//   Interface with the engine side: the token trace's `confidences` and `agreements` columns
+//   (docs/traces.md), one add_row() per row. The simulator reads a token's confidences when it
+//   decides its exit, and its flags when the token gives pairs: a state that reached the top
+//   (the flag at its exit point) or a deep token that carried a fill there (one per point below
+//   the top). A confidence the simulator's pairs need that the engine never probed (the two
+//   executors' exits differ) is an input error naming the trace, never a guessed value.
 
 #include <cstdint>
 #include <map>
@@ -71,24 +70,30 @@ std::unique_ptr<ConfidenceSource> make_confidence_source(const scenario::ExitPol
                                                          std::size_t points_below_top,
                                                          std::uint64_t seed);
 
-// One token's recorded values (the engine's token trace).
-struct TokenCalibration {
-  std::vector<double> confidences;  // per exit point below the top; NaN = not evaluated
-  std::vector<std::uint8_t> agrees;
-};
-
 class TracedConfidences final : public ConfidenceSource {
  public:
-  using Key = std::pair<std::uint64_t, std::int64_t>;  // request, position
-  TracedConfidences(std::map<Key, TokenCalibration> tokens, std::string source);
-  // A value not evaluated is NaN: the exit policy never reaches past the token's exit point when
-  // the thresholds agree; the pairs read only evaluated points (checked in AdaptiveThresholdRun).
+  TracedConfidences(std::size_t points_below_top, std::string source);
+  // One token trace row (traces::TokenTraceRow's `confidences` and `agreements` columns, as the
+  // engine writes them): `confidences` from the first exit point on, as far as the token was
+  // probed; `agreements` in the order the estimator received them: one, at `exit_point`, for a
+  // token whose pending state reached the top; one per point below the top for a deep token that
+  // carried a fill to the top; none otherwise. Throws InputError naming the source for a row
+  // with more values than the model has points below the top, or an agreement count that is
+  // neither.
+  void add_row(std::uint64_t request, std::int64_t position, int exit_point,
+               std::span<const double> confidences, std::span<const std::uint8_t> agreements);
+  // Values not recorded read as NaN confidences (a pair that needs one is an error) and 0 flags.
   void token(RequestId request, std::int64_t position, std::span<double> confidences,
              std::span<std::uint8_t> agrees) const override;
   const std::string& source() const { return source_; }
 
  private:
-  std::map<Key, TokenCalibration> tokens_;
+  struct Token {
+    std::vector<double> confidences;  // per point below the top; NaN = not probed
+    std::vector<std::uint8_t> agrees;
+  };
+  std::size_t points_ = 0;
+  std::map<std::pair<std::uint64_t, std::int64_t>, Token> tokens_;  // by request, position
   std::string source_;
 };
 

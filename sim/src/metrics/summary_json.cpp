@@ -97,6 +97,16 @@ std::string summary_to_json(const MetricsSummary& s) {
     adaptive["last_threshold"] = a->last_threshold();
     adaptive["min_threshold"] = a->min_threshold();
     adaptive["max_threshold"] = a->max_threshold();
+    // The threshold over the run for the report's chart; every column is in
+    // threshold_trajectory.csv.
+    Json trajectory = Json::array();
+    for (const ThresholdTrajectoryRow& row : a->trajectory) {
+      trajectory.push_back({{"time_s", to_seconds(row.time)},
+                            {"replica", row.replica},
+                            {"fitted", row.fitted},
+                            {"threshold", row.threshold}});
+    }
+    adaptive["trajectory"] = std::move(trajectory);
     j["adaptive_threshold"] = std::move(adaptive);
   }
   if (const auto& p = s.prefix_cache) {
