@@ -102,9 +102,10 @@ TEST(CalibrationTable, MalformedInputIsOneLineNamingFileLineAndField) {
     EXPECT_NE(message.find(": " + field + ": "), std::string::npos) << message;
     EXPECT_NE(message.find("expected"), std::string::npos) << message;
   }
-  // One in full: the file, the line, the field, expected and found.
+  // One in full: the file, the line (3: after the version and header lines), the column (16:
+  // the sixth field, after "margin,1,0,1,1,"), the field, expected and found.
   EXPECT_EQ(error(k_head + "margin,1,0,1,1,2\n"),
-            "c.csv:3:13: agreeing: expected at most 1 (the bin's tokens), found 2");
+            "c.csv:3:16: agreeing: expected at most 1 (the bin's tokens), found 2");
 }
 
 }  // namespace
