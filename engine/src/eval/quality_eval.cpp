@@ -55,6 +55,11 @@ EngineOptions engine_options_for(const QualityEvalOptions& options,
   engine_options.block_size = block_size;
   engine_options.kv_blocks = per_window * (options.max_running + 1);
   engine_options.seed = options.seed;
+  // FREE refits its threshold at each new sample and decodes one at a time: windows admitted
+  // all at once would give the estimator one refit before it has a pair. One window at a time
+  // (teacher-forced, deferred_fill's exact K/V: the same tokens, exits only by the threshold).
+  if (exit_policy.kind == "adaptive_threshold")
+    engine_options.limits.max_running = 1;
   return engine_options;
 }
 

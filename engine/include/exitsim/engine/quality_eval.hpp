@@ -46,7 +46,8 @@ struct QualityMeasurement {
 // then `window` forced tokens; windows advance by `window`, so each scored token is scored
 // once), first at full depth and then under each setting with each of the options' strategies
 // (setting by setting, strategies in the order given; an adaptive_threshold setting under
-// deferred_fill only, the one strategy whose parallel passes give its estimator pairs). Every
+// deferred_fill only, the one strategy whose parallel passes give its estimator pairs, one window
+// at a time as FREE decodes its samples, so that it refits at each new window). Every
 // output token is counted, the first of each window included (it comes from the prompt's
 // prefill at full depth). Throws InputError when the corpus holds no window.
 std::vector<QualityMeasurement> evaluate_quality(const Backend& model,
