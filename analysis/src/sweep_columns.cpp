@@ -16,10 +16,12 @@ RunSetting run_setting_of(const scenario::Scenario& scenario) {
   s.policy = exit.kind;
   // The keys apply as the schema says (scenarios/src/schema_policy.cpp): a threshold for
   // confidence and router_expert_choice, a measure for confidence, capacities for expert choice,
-  // where top_k mode keeps them instead of a threshold.
-  if (exit.kind == "confidence" || exit.kind == "router_expert_choice")
+  // where top_k mode keeps them instead of a threshold; adaptive_threshold is keyed like
+  // confidence by its measure and the threshold it starts from.
+  const bool confidence = exit.kind == "confidence" || exit.kind == "adaptive_threshold";
+  if (confidence || exit.kind == "router_expert_choice")
     s.threshold = exit.threshold;
-  if (exit.kind == "confidence")
+  if (confidence)
     s.measure = exit.confidence_measure;
   if (exit.kind == "router_expert_choice" && exit.router_mode == "top_k") {
     s.capacities = exit.capacities;

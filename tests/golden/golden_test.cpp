@@ -24,6 +24,7 @@ namespace {
 const std::vector<std::string> k_policy_scenarios = {"distribution",
                                                      "position_schedule",
                                                      "confidence",
+                                                     "adaptive_threshold",
                                                      "oracle",
                                                      "router_token_choice",
                                                      "router_expert_choice_threshold",

@@ -58,9 +58,9 @@ INSTANTIATE_TEST_SUITE_P(
     Params, ExitValidation,
     testing::Values(
         Case{"UnknownKind", [](ExitPolicyParams& p, DepthStructure&) { p.kind = "confident"; },
-             "exit_policy.kind: expected one of none, confidence, router_expert_choice, "
-             "router_token_choice, oracle, position_schedule, replay, distribution, found "
-             "\"confident\""},
+             "exit_policy.kind: expected one of none, confidence, adaptive_threshold, "
+             "router_expert_choice, router_token_choice, oracle, position_schedule, replay, "
+             "distribution, found \"confident\""},
         Case{"ProbabilityCount",
              [](ExitPolicyParams& p, DepthStructure&) {
                distribution(p, {0.5, 0.5});

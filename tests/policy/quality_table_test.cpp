@@ -47,6 +47,28 @@ QualityRow row(std::string policy, std::string measure, std::optional<double> th
   return r;
 }
 
+TEST(QualityTable, AdaptiveThresholdRowsAreKeyedByMeasureAndInitialThreshold) {
+  // `engine eval`'s adaptive_threshold rows name the measure and the threshold the estimator
+  // starts from, as confidence rows do; the report finds a run's row by both.
+  const QualityTable table = parse(
+      k_head +
+      "adaptive_threshold,deferred_fill,margin,0.9,,100,1.4,0.97,20,0.4,0.6\n"
+      "adaptive_threshold,deferred_fill,top1,0.9,,100,1.5,0.95,18,0.5,0.5\n");
+  const QualityRow* margin =
+      find_quality_row(table, {"adaptive_threshold", "deferred_fill", "margin", 0.9, {}});
+  ASSERT_NE(margin, nullptr);
+  EXPECT_EQ(margin->nll_per_token, 1.4);
+  const QualityRow* top1 =
+      find_quality_row(table, {"adaptive_threshold", "deferred_fill", "top1", 0.9, {}});
+  ASSERT_NE(top1, nullptr);
+  EXPECT_EQ(top1->nll_per_token, 1.5);
+  EXPECT_EQ(find_quality_row(table, {"adaptive_threshold", "deferred_fill", "margin", 0.7, {}}),
+            nullptr);
+  // Without its measure the row is refused like a confidence row.
+  EXPECT_THROW(parse(k_head + "adaptive_threshold,deferred_fill,,0.9,,100,1.4,0.97,20,0.4,0.6\n"),
+               InputError);
+}
+
 TEST(QualityTable, ReadsEveryColumn) {
   const QualityTable table = parse(k_good);
   EXPECT_EQ(table.source(), "q.csv");
@@ -177,8 +199,8 @@ INSTANTIATE_TEST_SUITE_P(
                   "q.csv:3: row: expected 11 fields, found an empty line"},
         Malformed{"UnknownPolicy", k_head + "confidance,skip_kv,top1,0.5,," + k_rest + "\n",
                   "q.csv:3:1: policy: expected full_depth or an exit policy (none, confidence, "
-                  "router_expert_choice, router_token_choice, oracle, position_schedule, replay, "
-                  "distribution), found \"confidance\""},
+                  "adaptive_threshold, router_expert_choice, router_token_choice, oracle, "
+                  "position_schedule, replay, distribution), found \"confidance\""},
         Malformed{"ConfidenceWithoutMeasure", k_head + "confidence,skip_kv,,0.5,," + k_rest + "\n",
                   "q.csv:3:20: measure: expected \"top1\" or \"margin\" (a confidence row's "
                   "measure), found an empty field"},

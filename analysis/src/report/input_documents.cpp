@@ -210,7 +210,26 @@ void check_run_summary(const json& summary, const DocumentCheck& check) {
                 {"ttft_ms", Kind::object, true},
                 {"series", Kind::object, true},
                 {"depth", Kind::object, true},
+                {"adaptive_threshold", Kind::object},
                 {"warnings", Kind::array}});
+  if (const auto it = summary.find("adaptive_threshold"); it != summary.end() && !it->is_null()) {
+    const json& adaptive = check.object(*it, "adaptive_threshold",
+                                        {{"pairs", Kind::measured, true},
+                                         {"refits", Kind::measured, true},
+                                         {"degenerate_refits", Kind::measured, true},
+                                         {"initial_threshold", Kind::measured, true},
+                                         {"last_threshold", Kind::measured, true},
+                                         {"min_threshold", Kind::measured, true},
+                                         {"max_threshold", Kind::measured, true},
+                                         {"trajectory", Kind::array, true}});
+    check.elements(adaptive, "adaptive_threshold", "trajectory",
+                   [&](const json& p, const std::string& at) {
+                     check.object(p, at,
+                                  {{"time_s", Kind::measured, true},
+                                   {"replica", Kind::measured, true},
+                                   {"threshold", Kind::measured, true}});
+                   });
+  }
   for (const char* metric : {"tpot_ms", "ttft_ms"}) {
     check.object(summary[metric], metric,
                  {{"p50", Kind::measured, true},

@@ -82,6 +82,7 @@ Report build_report(const ReportInputs& in) {
                   frontier_distributions(charts, r.notes));
   // The other inputs' sections, each adding its notes in page order.
   body += runs_part(in, settings, r, out);
+  body += adaptive_threshold_section(in, r);
   body += capacity_section(in, r, out);
   body += calibration_error_section(in, r, out);
   body += validation_part(in, r, out);

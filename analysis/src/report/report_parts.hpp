@@ -96,6 +96,9 @@ std::string runs_part(const ReportInputs& in, const std::vector<RunSetting>& set
                       nlohmann::json& out);
 // The capacity plan's candidates (--plan).
 std::string capacity_section(const ReportInputs& in, Report& r, nlohmann::json& out);
+// adaptive_threshold's runs: calibration pairs, refits and the threshold over each run (""
+// when no run used it).
+std::string adaptive_threshold_section(const ReportInputs& in, Report& r);
 // The profile's fit errors (--profile) and the stand-ins for ops its traces never ran.
 std::string calibration_error_section(const ReportInputs& in, Report& r, nlohmann::json& out);
 // `exitsim validate`'s results (--validation).

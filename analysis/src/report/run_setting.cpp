@@ -38,6 +38,8 @@ std::string other_axes(const RunRecord& run, bool keep_batch_limit) {
 std::string exit_label(const RunSetting& s) {
   if (!s.capacities.empty())
     return fmt::format("top-k {}", fmt::join(s.capacities, "/"));
+  if (s.policy == "adaptive_threshold" && s.threshold)
+    return fmt::format("adaptive from {:g}", *s.threshold);
   if (s.threshold)
     return fmt::format("{:g}", *s.threshold);
   return s.policy;

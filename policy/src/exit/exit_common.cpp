@@ -51,6 +51,7 @@ void NoExit::choose_exits(const ExitBatch& batch, std::span<int> out) const {
 std::vector<std::string> exit_policy_names() {
   return {"none",
           "confidence",
+          "adaptive_threshold",
           "router_expert_choice",
           "router_token_choice",
           "oracle",

@@ -87,13 +87,16 @@ std::optional<RowProblem> check_policy(const QualityRow& row) {
                    "deferred_fill, skip_kv, shared_kv, depthwise)",
                    quote_field(row.strategy));
   }
-  const bool confidence = row.policy == "confidence";
+  // adaptive_threshold's rows are keyed like confidence's: the measure and the threshold it
+  // starts from (exit_policy.threshold).
+  const bool confidence = row.policy == "confidence" || row.policy == "adaptive_threshold";
   if (confidence && !parse_confidence_measure(row.measure)) {
     return problem(k_measure, "\"top1\" or \"margin\" (a confidence row's measure)",
                    quote_field(row.measure));
   }
   if (!confidence && !row.measure.empty()) {
-    return problem(k_measure, "an empty field (only confidence rows have a measure)",
+    return problem(k_measure,
+                   "an empty field (only confidence and adaptive_threshold rows have a measure)",
                    quote_field(row.measure));
   }
   if (confidence && !row.threshold)
@@ -307,7 +310,8 @@ const QualityRow* find_quality_row(const QualityTable& table, const QualitySetti
   for (const QualityRow& row : table.rows()) {
     const QualitySetting have = QualitySetting::of(row);
     if (have.policy != wanted.policy || have.strategy != wanted.strategy ||
-        (wanted.policy == "confidence" && have.measure != wanted.measure)) {
+        ((wanted.policy == "confidence" || wanted.policy == "adaptive_threshold") &&
+         have.measure != wanted.measure)) {
       continue;
     }
     const bool same_threshold =

@@ -31,7 +31,7 @@ policy::ExitPolicyParams exit_params(const scenario::ExitPolicyConfig& config,
 
 DepthModel::DepthModel(const scenario::ExitPolicyConfig& exit_policy,
                        const scenario::SyncConfig& sync, const ModelShape& model,
-                       std::uint64_t seed)
+                       std::uint64_t seed, int replica)
     : full_depth_(model.depth.stacked_depth()),
       depth_(model.depth),
       strategy_(setup::sync_strategy(sync)),
@@ -62,6 +62,10 @@ DepthModel::DepthModel(const scenario::ExitPolicyConfig& exit_policy,
     return;
   policy_ =
       policy::make_exit_policy(exit_params(exit_policy, sync.strategy, model.depth), model.depth);
+  if (const policy::AdaptiveThresholdSettings* settings = policy_->adaptive_settings()) {
+    const std::size_t below = policy_->exit_points().size() - 1;
+    adaptive_.emplace(*settings, make_confidence_source(exit_policy, below, seed), below, replica);
+  }
   // Synthetic router scores only when the scenario asks for them by name.
   scored_ = !uses_measured_exits(exit_policy) && (exit_policy.kind == "router_token_choice" ||
                                                   exit_policy.kind == "router_expert_choice");
@@ -96,11 +100,27 @@ void DepthModel::on_prefill(SequenceDepthState& state, std::int64_t tokens) cons
     reached += tokens;
 }
 
+void DepthModel::on_step_start(std::int64_t admitted, std::int64_t step, TimeNs now) {
+  if (adaptive_)
+    adaptive_->on_admissions(admitted, step, now);
+}
+
 void DepthModel::choose_exit_depths(std::span<const DecodeToken> tokens) {
   const std::size_t n = tokens.size();
   const std::size_t points = policy_->exit_points().size();
   exit_tokens_.resize(n);
   score_values_.resize(scored_ ? n * points : 0);
+  if (adaptive_) {
+    // The confidences (and agreements) at the exit points below the top, from the source.
+    const std::size_t below = points - 1;
+    score_values_.resize(n * below);
+    agree_values_.resize(n * below);
+    for (std::size_t i = 0; i < n; ++i) {
+      adaptive_->source().token(tokens[i].request, tokens[i].position,
+                                {score_values_.data() + i * below, below},
+                                {agree_values_.data() + i * below, below});
+    }
+  }
   scratch_.resize(n);
   exit_index_.resize(n);
   token_draws_.resize(scored_ ? points + 1 : 1);
@@ -115,15 +135,33 @@ void DepthModel::choose_exit_depths(std::span<const DecodeToken> tokens) {
                 score_values_.begin() + static_cast<std::ptrdiff_t>(i * points));
       scores = {score_values_.data() + i * points, points};
     }
+    if (adaptive_)
+      scores = {score_values_.data() + i * (points - 1), points - 1};
     exit_tokens_[i] = {tokens[i].request, tokens[i].position, token_draws_[0], scores};
     max_position = std::max(max_position, tokens[i].max_position);
   }
 
-  policy_->choose_exits({exit_tokens_, max_position, scratch_, std::nullopt}, exit_index_);
+  const std::optional<double> threshold =
+      adaptive_ ? std::optional<double>(adaptive_->threshold()) : std::nullopt;
+  policy_->choose_exits({exit_tokens_, max_position, scratch_, threshold}, exit_index_);
   exit_depth_.resize(n);
   const std::span<const int> exit_points = policy_->exit_points();
   for (std::size_t i = 0; i < n; ++i)
     exit_depth_[i] = exit_points[static_cast<std::size_t>(exit_index_[i])];
+}
+
+void DepthModel::collect_pairs(std::size_t i, const policy::DepthPlan& plan,
+                               SequenceDepthState& state) {
+  const std::size_t below = adaptive_->points_below_top();
+  const std::span<const double> confidences(score_values_.data() + i * below, below);
+  const std::span<const std::uint8_t> agrees(agree_values_.data() + i * below, below);
+  if (plan.exit_state_waits) {
+    const auto point = static_cast<std::size_t>(exit_index_[i]);
+    AdaptiveThresholdRun::on_state_waits(state.pending_pairs, confidences[point],
+                                         agrees[point] != 0);
+  } else if (plan.fills_complete) {
+    adaptive_->on_fill_complete(state.pending_pairs, confidences, agrees);
+  }
 }
 
 FillWork DepthModel::plan(std::span<const DecodeToken> tokens, std::span<policy::StepRow> rows) {
@@ -166,6 +204,8 @@ FillWork DepthModel::plan(std::span<const DecodeToken> tokens, std::span<policy:
     set_recursion_contexts(row, state);
     row.exit_depth = p.useful_depth;
     fill.add(p);
+    if (fills && adaptive_)
+      collect_pairs(i, p, state);
     if (rollback_probability_ > 0 && p.fills_complete) {
       const std::int64_t filled = p.fill_tokens();
       for (std::int64_t k = 0; k < filled; ++k) {

@@ -3,9 +3,11 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
+#include "adaptive_threshold_run.hpp"
 #include "exitsim/core/ids.hpp"
 #include "exitsim/core/model_shape.hpp"
 #include "exitsim/core/random.hpp"
@@ -29,6 +31,9 @@ struct SequenceDepthState {
   int exit_depth = 0;
   // deferred_fill with rollback: output tokens the iteration in flight discards at completion.
   std::int64_t rollback = 0;
+  // adaptive_threshold under deferred_fill: the calibration pairs of the pending states (one per
+  // state, oldest first), sent to the estimator when a deep token completes their fill.
+  std::vector<PendingPair> pending_pairs;
 
   // A depth-wise token still mid-stack or waiting for its head: this iteration emits nothing.
   bool token_in_flight() const { return stage != policy::DepthwiseStage{}; }
@@ -48,8 +53,9 @@ struct DecodeToken {
 // prices. A token's draws are keyed by the token (policy::exit_uniform), as the engine's are.
 class DepthModel {
  public:
+  // `replica`: the replica's index, for adaptive_threshold's trajectory.
   DepthModel(const scenario::ExitPolicyConfig& exit_policy, const scenario::SyncConfig& sync,
-             const ModelShape& model, std::uint64_t seed);
+             const ModelShape& model, std::uint64_t seed, int replica = 0);
 
   // False for static depth (no exits): entries keep the full depth and nothing is sampled.
   bool dynamic() const { return dynamic_; }
@@ -72,6 +78,11 @@ class DepthModel {
   // the prelude first); a token whose coda and head run this step emits (exit depth in its row).
   // A token waiting for the head does nothing until its head runs.
   void plan_depthwise(std::span<const DecodeToken> tokens, std::span<policy::StepRow> rows);
+  // At the start of step `step` (1-based) at `now`, before its exits: `admitted` requests were
+  // admitted for the first time. adaptive_threshold's estimator may refit (the shared rule).
+  void on_step_start(std::int64_t admitted, std::int64_t step, TimeNs now);
+  // adaptive_threshold's estimator and trajectory; null for other policies.
+  const AdaptiveThresholdRun* adaptive() const { return adaptive_ ? &*adaptive_ : nullptr; }
   // A prompt (or recompute) row: prefill runs every layer; under skip_kv its attention reads
   // each recursion's own context.
   void plan_prefill(policy::StepRow& row, const SequenceDepthState& state) const;
@@ -82,6 +93,8 @@ class DepthModel {
   void set_recursion_contexts(policy::StepRow& row, const SequenceDepthState& state) const;
   // The exit policy's exit point (stack depth) of each token, into exit_depth_ (same order).
   void choose_exit_depths(std::span<const DecodeToken> tokens);
+  // adaptive_threshold under deferred_fill: token i's calibration pairs after its plan.
+  void collect_pairs(std::size_t i, const policy::DepthPlan& plan, SequenceDepthState& state);
 
   bool dynamic_ = false;
   int full_depth_ = 0;
@@ -90,6 +103,8 @@ class DepthModel {
   std::unique_ptr<policy::ExitPolicy> policy_;
   bool scored_ = false;  // the policy reads router scores
   policy::DepthwiseRule depthwise_rule_;
+  std::optional<AdaptiveThresholdRun> adaptive_;
+  std::vector<std::uint8_t> agree_values_;  // adaptive_threshold: per token and point below top
   double rollback_probability_ = 0;
   // Exit draws are keyed by the token: policy::exit_uniform's stream for the run's seed.
   KeyedUniform exit_draws_;

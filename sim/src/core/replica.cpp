@@ -30,7 +30,7 @@ Replica::Replica(int index, const ReplicaSpec& spec, MetricsCollector& metrics,
     : index_(index),
       step_observer_(step_observer != nullptr && *step_observer ? step_observer : nullptr),
       metrics_(metrics),
-      depth_model_(spec.exit_policy, spec.sync, spec.model, spec.seed),
+      depth_model_(spec.exit_policy, spec.sync, spec.model, spec.seed, index),
       kv_layout_(spec.model.depth, depth_model_.strategy()),
       model_depth_(spec.model.depth) {
   policy::SchedulerParams params;
@@ -244,14 +244,17 @@ TimeNs Replica::start_iteration(TimeNs now) {
   decode_tokens_.clear();
   IterationRecord& record = last_iteration_;
   record = IterationRecord{};
+  std::int64_t first_admissions = 0;  // requests scheduled for the first time (not resumed)
   for (std::size_t i = 0; i < running_.size(); ++i) {
     const std::int64_t tokens = work_tokens_[i];
     if (tokens == 0)
       continue;
     const policy::SequenceView& view = running_.view(i);
     SequenceExtra& extra = running_.extra(i);
-    if (extra.first_scheduled < 0)
+    if (extra.first_scheduled < 0) {
       extra.first_scheduled = now;
+      ++first_admissions;
+    }
     // Rows are reused: resetting one leaves its arrays' unused slots alone.
     if (row_count == rows_.size())
       rows_.emplace_back();
@@ -273,6 +276,7 @@ TimeNs Replica::start_iteration(TimeNs now) {
     row_sequences_.push_back(i);
   }
   const std::span<policy::StepRow> rows(rows_.data(), row_count);
+  depth_model_.on_step_start(first_admissions, static_cast<std::int64_t>(steps_started_) + 1, now);
   FillWork fill;
   if (depth_model_.depthwise()) {
     depth_model_.plan_depthwise(decode_tokens_, rows);
@@ -436,8 +440,9 @@ TimeNs Replica::price_rows(TimeNs now, std::size_t row_count, const FillWork& fi
   record.kv_blocks_total = kv_blocks_total();
   metrics_.record_iteration(record);
   recompute_waste_.computed_tokens += record.prefill_tokens + record.decode_tokens;
+  ++steps_started_;
   if (step_observer_ != nullptr) {
-    step_.step = ++steps_started_;
+    step_.step = steps_started_;
     step_.start = now;
     step_.duration = duration;
     step_.rows.assign(rows.begin(), rows.end());

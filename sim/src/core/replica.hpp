@@ -166,6 +166,8 @@ class Replica {
   // What swap preemption moved; nullptr under recompute.
   const SwapSummary* swap_counts() const { return swap_ ? &swap_->counts : nullptr; }
   // What prefix caching did; nullptr without it.
+  // adaptive_threshold's estimator and trajectory; null for other exit policies.
+  const AdaptiveThresholdRun* adaptive_threshold() const { return depth_model_.adaptive(); }
   const PrefixCacheSummary* prefix_counts() const {
     return prefix_reuse_ ? &prefix_reuse_->counts() : nullptr;
   }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <stdexcept>
 
@@ -318,8 +319,40 @@ class ClusterRun {
         result.summary.prefix_cache->add(*counts);
       }
     }
+    result.summary.adaptive_threshold = adaptive_threshold_summary();
+    if (result.summary.adaptive_threshold && !config_.threshold_trajectory_path.empty()) {
+      std::ofstream out(config_.threshold_trajectory_path);
+      write_threshold_trajectory(out, *result.summary.adaptive_threshold);
+      if (!out) {
+        throw InputError({config_.threshold_trajectory_path, 0, 0, ""},
+                         "cannot write the threshold trajectory");
+      }
+    }
     result.summary.warnings = collect_warnings(result.summary);
     return result;
+  }
+
+  // Every replica's adaptive_threshold estimator, or nullopt when the policy is another.
+  std::optional<AdaptiveThresholdSummary> adaptive_threshold_summary() const {
+    std::optional<AdaptiveThresholdSummary> summary;
+    for (const auto& replica : replicas_) {
+      const AdaptiveThresholdRun* run = replica->adaptive_threshold();
+      if (run == nullptr)
+        continue;
+      if (!summary) {
+        summary.emplace();
+        summary->initial_threshold = run->initial_threshold();
+      }
+      summary->pairs += run->estimator().sums().pairs();
+      for (const ThresholdTrajectoryPoint& point : run->trajectory()) {
+        const policy::ThresholdRefit& r = point.refit;
+        const auto& [disagree, agree] = r.mixture.components;
+        summary->trajectory.push_back({point.step, point.time, point.replica, r.attempt, r.pairs,
+                                       r.fitted, r.threshold, disagree.alpha, disagree.beta,
+                                       agree.alpha, agree.beta});
+      }
+    }
+    return summary;
   }
 
   // chunked_prefill admitting prompts on their first chunk's blocks can start more prefills than
@@ -372,6 +405,15 @@ class ClusterRun {
     }
     if (auto thrash = thrash_warning())
       out.push_back(std::move(*thrash));
+    if (const auto& adaptive = summary.adaptive_threshold; adaptive && adaptive->pairs == 0) {
+      out.push_back(fmt::format(
+          "exit_policy.kind: adaptive_threshold collected no calibration pair, so the threshold "
+          "never moved from exit_policy.threshold = {:g}: pairs come only from deferred_fill "
+          "passes that complete at the full depth (FREE's synchronized parallel decoding), and "
+          "this run had none (sync.strategy is not deferred_fill, or no exited token was ever "
+          "filled)",
+          adaptive->initial_threshold));
+    }
     for (const auto& replica : replicas_) {
       for (std::string& note : replica->cost_notes()) {
         if (std::find(out.begin(), out.end(), note) == out.end())
@@ -454,6 +496,9 @@ SimulationConfig simulation_config_from(const scenario::Scenario& s,
       config.requests_csv_path = (dir / "requests.csv").string();
     if (s.outputs.timeline)
       config.timeline_path = (dir / "timeline.json").string();
+    // The estimator's trajectory is the run's record of what the threshold did: always written.
+    if (s.exit_policy.kind == "adaptive_threshold")
+      config.threshold_trajectory_path = (dir / "threshold_trajectory.csv").string();
   }
   config.timeline_max_mb = s.outputs.timeline_max_mb;
   return config;

@@ -11,7 +11,7 @@
 namespace exitsim::sim {
 
 bool prices_exit_probes(const scenario::ExitPolicyConfig& policy) {
-  return policy.kind == "confidence";
+  return policy.kind == "confidence" || policy.kind == "adaptive_threshold";
 }
 
 std::unique_ptr<CostModel> make_cost_model(const scenario::CostModelConfig& config,

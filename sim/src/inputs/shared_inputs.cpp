@@ -65,6 +65,11 @@ std::shared_ptr<const policy::QualityTable> shared_quality_table(const std::stri
   return shared<policy::QualityTable>("", path, [&] { return policy::QualityTable::read(path); });
 }
 
+std::shared_ptr<const policy::CalibrationTable> shared_calibration_table(const std::string& path) {
+  return shared<policy::CalibrationTable>("", path,
+                                          [&] { return policy::CalibrationTable::read(path); });
+}
+
 std::size_t shared_input_reads() {
   return g_reads.load();
 }

@@ -88,6 +88,27 @@ std::string summary_to_json(const MetricsSummary& s) {
     swap["recomputed_instead"] = w->recomputed_instead;
     j["swap"] = std::move(swap);
   }
+  if (const auto& a = s.adaptive_threshold) {
+    Json adaptive;
+    adaptive["pairs"] = a->pairs;
+    adaptive["refits"] = a->refits();
+    adaptive["degenerate_refits"] = a->degenerate_refits();
+    adaptive["initial_threshold"] = a->initial_threshold;
+    adaptive["last_threshold"] = a->last_threshold();
+    adaptive["min_threshold"] = a->min_threshold();
+    adaptive["max_threshold"] = a->max_threshold();
+    // The threshold over the run for the report's chart; every column is in
+    // threshold_trajectory.csv.
+    Json trajectory = Json::array();
+    for (const ThresholdTrajectoryRow& row : a->trajectory) {
+      trajectory.push_back({{"time_s", to_seconds(row.time)},
+                            {"replica", row.replica},
+                            {"fitted", row.fitted},
+                            {"threshold", row.threshold}});
+    }
+    adaptive["trajectory"] = std::move(trajectory);
+    j["adaptive_threshold"] = std::move(adaptive);
+  }
   if (const auto& p = s.prefix_cache) {
     Json prefix;
     prefix["admitted_prompt_tokens"] = p->admitted_prompt_tokens;

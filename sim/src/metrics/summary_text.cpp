@@ -87,6 +87,14 @@ std::string format_summary(const MetricsSummary& s) {
                    static_cast<double>(w->swapped_in_bytes) / 1e9, to_seconds(w->transfer_time),
                    w->recomputed_instead);
   }
+  if (const auto& a = s.adaptive_threshold) {
+    fmt::format_to(it,
+                   "{:<16}{} calibration pairs, {} refits ({} degenerate): threshold {:.4g} at "
+                   "first, {:.4g} at last, {:.4g} to {:.4g} (threshold_trajectory.csv)\n",
+                   "adaptive thresh", a->pairs, a->refits(), a->degenerate_refits(),
+                   a->initial_threshold, a->last_threshold(), a->min_threshold(),
+                   a->max_threshold());
+  }
   if (const auto& p = s.prefix_cache) {
     fmt::format_to(it,
                    "{:<16}{:.1f}% of admitted prompt tokens read from cache ({} of {}; {:.1f}% of "

@@ -92,7 +92,7 @@ inline constexpr std::string_view k_quality_table_columns[] = {
 struct QualitySetting {
   std::string policy;  // full_depth, or an exit policy kind
   std::string strategy;
-  std::string measure;  // confidence only
+  std::string measure;  // confidence and adaptive_threshold only
   std::optional<double> threshold;
   std::vector<double> capacities;
 

@@ -35,6 +35,8 @@ struct SimulationConfig {
   SloTargets slo;
   std::string requests_csv_path;  // "" = none
   std::string timeline_path;      // "" = none
+  // adaptive_threshold's refits (threshold_trajectory.csv); "" = none
+  std::string threshold_trajectory_path;
   double timeline_max_mb = 256;
   // Called with every executed iteration, in start order per replica (validation compares them
   // with the engine's steps one by one).

@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "exitsim/policy/calibration_table.hpp"
 #include "exitsim/policy/exit_table.hpp"
 #include "exitsim/policy/quality_table.hpp"
 #include "exitsim/sim/cost/cost_profile.hpp"
@@ -21,6 +22,7 @@ std::shared_ptr<const CostTable> shared_cost_table(const std::string& path);
 std::shared_ptr<const policy::ExitTable> shared_exit_table(const std::string& path,
                                                            std::string_view strategy);
 std::shared_ptr<const policy::QualityTable> shared_quality_table(const std::string& path);
+std::shared_ptr<const policy::CalibrationTable> shared_calibration_table(const std::string& path);
 
 // Files read from disk by the functions above since the process started (for tests).
 std::size_t shared_input_reads();

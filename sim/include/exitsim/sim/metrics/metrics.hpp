@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <iosfwd>
 #include <map>
 #include <memory>
 #include <optional>
@@ -193,6 +194,38 @@ struct TransferSummary {
   friend bool operator==(const TransferSummary&, const TransferSummary&) = default;
 };
 
+// One refit attempt of adaptive_threshold's estimator (threshold_trajectory.csv's row).
+struct ThresholdTrajectoryRow {
+  std::int64_t step = 0;  // the replica's step (1-based) at whose start it refit
+  TimeNs time = 0;
+  int replica = 0;
+  int attempt = 0;         // 1-based per replica
+  std::int64_t pairs = 0;  // calibration pairs it fitted on
+  bool fitted = false;     // false: degenerate (one label, zero variance), threshold kept
+  double threshold = 0;    // the threshold from then on
+  double alpha0 = 0, beta0 = 0, alpha1 = 0, beta1 = 0;  // disagreeing (0), agreeing (1)
+  friend bool operator==(const ThresholdTrajectoryRow&, const ThresholdTrajectoryRow&) = default;
+};
+
+// exit_policy.kind: adaptive_threshold over the run, every replica's estimator together.
+struct AdaptiveThresholdSummary {
+  double initial_threshold = 0;
+  std::int64_t pairs = 0;  // calibration pairs collected
+  std::vector<ThresholdTrajectoryRow> trajectory;  // by replica, then step
+
+  std::int64_t refits() const { return static_cast<std::int64_t>(trajectory.size()); }
+  std::int64_t degenerate_refits() const;
+  // Over the initial threshold and every refit's: the first is the initial one.
+  double last_threshold() const;
+  double min_threshold() const;
+  double max_threshold() const;
+  friend bool operator==(const AdaptiveThresholdSummary&,
+                         const AdaptiveThresholdSummary&) = default;
+};
+
+// threshold_trajectory.csv's header and rows (docs/outputs.md).
+void write_threshold_trajectory(std::ostream& out, const AdaptiveThresholdSummary& summary);
+
 struct MetricsSummary {
   std::int64_t requests = 0;  // served (finished) requests; rejected ones are counted apart
   std::int64_t output_tokens = 0;
@@ -225,6 +258,7 @@ struct MetricsSummary {
   std::optional<PrefixCacheSummary> prefix_cache;  // with scheduler.prefix_caching
   std::optional<SwapSummary> swap;                 // with scheduler.preemption: swap
   std::optional<TransferSummary> transfers;        // with prefill-only replicas
+  std::optional<AdaptiveThresholdSummary> adaptive_threshold;  // exit_policy adaptive_threshold
   // Every place where the run is not exactly the work the scenario asked for (a trace cut short,
   // requests rejected, prices extrapolated beyond a calibration, a timeline cut at its size cap),
   // one line each, in a fixed order; printed by format_summary and written to summary.json.
