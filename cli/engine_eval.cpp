@@ -6,6 +6,7 @@
 #include <optional>
 #include <span>
 #include <sstream>
+#include <string>
 #include <utility>
 
 #include "exitsim/core/error.hpp"
@@ -48,6 +49,25 @@ void check_settings_before_evaluating(std::span<const policy::ExitPolicyParams> 
     } catch (const InputError& e) {
       throw InputError({"", 0, 0, options[i]}, e.message());
     }
+  }
+}
+
+// The calibration table needs an exit point below the full depth and probed tokens: a window's
+// first token comes from the prefill and is never probed.
+void check_calibration_possible(const engine::Backend& model,
+                                const engine::QualityEvalOptions& options) {
+  const std::size_t points = model.depth().effective_exit_points().size();
+  if (points < 2) {
+    throw InputError(
+        {"", 0, 0, "--calibration-table"},
+        expected_found("a model with an exit point below the full depth",
+                       fmt::format("{} with {} exit point", model.config().shape.name, points)));
+  }
+  if (options.window < 2) {
+    throw InputError({"", 0, 0, "--window"},
+                     expected_found("at least 2 scored tokens per window with --calibration-table "
+                                    "(the first is never probed)",
+                                    std::to_string(options.window)));
   }
 }
 
@@ -98,6 +118,8 @@ void run_eval(const EvalArgs& args) {
     setting_options.emplace_back(policy.option);
   }
   check_settings_before_evaluating(settings, setting_options, *loaded->model);
+  if (!args.calibration_table.empty())
+    check_calibration_possible(*loaded->model, args.options);
   engine::QualityEvalOptions options = args.options;
   const bool recursive = loaded->config.shape.depth.recursions > 0;
   options.strategies.clear();
