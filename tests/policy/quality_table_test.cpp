@@ -50,10 +50,10 @@ QualityRow row(std::string policy, std::string measure, std::optional<double> th
 TEST(QualityTable, AdaptiveThresholdRowsAreKeyedByMeasureAndInitialThreshold) {
   // `engine eval`'s adaptive_threshold rows name the measure and the threshold the estimator
   // starts from, as confidence rows do; the report finds a run's row by both.
-  const QualityTable table = parse(
-      k_head +
-      "adaptive_threshold,deferred_fill,margin,0.9,,100,1.4,0.97,20,0.4,0.6\n"
-      "adaptive_threshold,deferred_fill,top1,0.9,,100,1.5,0.95,18,0.5,0.5\n");
+  const QualityTable table =
+      parse(k_head +
+            "adaptive_threshold,deferred_fill,margin,0.9,,100,1.4,0.97,20,0.4,0.6\n"
+            "adaptive_threshold,deferred_fill,top1,0.9,,100,1.5,0.95,18,0.5,0.5\n");
   const QualityRow* margin =
       find_quality_row(table, {"adaptive_threshold", "deferred_fill", "margin", 0.9, {}});
   ASSERT_NE(margin, nullptr);
@@ -137,8 +137,8 @@ TEST(QualityTable, ConstructorAppliesTheReadersRules) {
     FAIL() << "expected std::invalid_argument";
   } catch (const std::invalid_argument& e) {
     EXPECT_STREQ(e.what(),
-                 "quality table mem: row 2: measure: expected an empty field (only confidence rows "
-                 "have a measure), found \"top1\"");
+                 "quality table mem: row 2: measure: expected an empty field (only confidence and "
+                 "adaptive_threshold rows have a measure), found \"top1\"");
   }
 }
 
@@ -208,8 +208,8 @@ INSTANTIATE_TEST_SUITE_P(
                   "q.csv:3:20: measure: expected \"top1\" or \"margin\" (a confidence row's "
                   "measure), found \"entropy\""},
         Malformed{"MeasureElsewhere", k_head + "oracle,skip_kv,top1,,," + k_rest + "\n",
-                  "q.csv:3:16: measure: expected an empty field (only confidence rows have a "
-                  "measure), found \"top1\""},
+                  "q.csv:3:16: measure: expected an empty field (only confidence and "
+                  "adaptive_threshold rows have a measure), found \"top1\""},
         Malformed{"ConfidenceWithoutThreshold",
                   k_head + "confidence,skip_kv,top1,,," + k_rest + "\n",
                   "q.csv:3:25: threshold: expected a confidence threshold, found an empty field"},

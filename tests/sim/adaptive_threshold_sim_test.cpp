@@ -40,14 +40,13 @@ SimulationResult run(const std::string& table, const std::string& strategy,
   for (std::uint64_t i = 0; i < 12; ++i)
     requests.push_back({RequestId(i), TimeNs{0}, 16, 48});
   test_support::VectorSource source(requests);
-  std::vector<std::string> overrides = {"model.preset=mor-smollm-360m-r3",
-                                        "scheduler.kind=continuous",
-                                        "scheduler.max_running=4",
-                                        "exit_policy.kind=adaptive_threshold",
-                                        "exit_policy.threshold=0.9",
-                                        "exit_policy.confidence_measure=margin",
-                                        "exit_policy.calibration_table=" + table,
-                                        "sync.strategy=" + strategy};
+  std::vector<std::string> overrides = {
+      "model.preset=mor-smollm-360m-r3", "scheduler.kind=continuous",
+      "scheduler.max_running=4",         "exit_policy.kind=adaptive_threshold",
+      "exit_policy.threshold=0.9",       "exit_policy.confidence_measure=margin",
+      "sync.strategy=" + strategy};
+  if (!table.empty())
+    overrides.push_back("exit_policy.calibration_table=" + table);
   overrides.insert(overrides.end(), extra.begin(), extra.end());
   const auto s = scenario::load_default_scenario(overrides);
   return simulate(simulation_config_from(s, output_dir), source);
@@ -77,8 +76,9 @@ TEST(AdaptiveThresholdSim, DeferredFillCollectsPairsAndRefitsOnTheGridAtAdmissio
     previous_step = row.step;
     EXPECT_GT(row.pairs, 0);
     EXPECT_LE(row.pairs, a.pairs);
-    if (row.fitted)
+    if (row.fitted) {
       EXPECT_TRUE(on_grid(row.threshold)) << row.threshold;
+    }
   }
   // A fitted refit moves the threshold off the initial 0.9 only onto the grid (0.9 is on it too).
   EXPECT_TRUE(on_grid(a.last_threshold()));
@@ -104,11 +104,10 @@ TEST(AdaptiveThresholdSim, OtherStrategiesCollectNoPairAndSaySo) {
 TEST(AdaptiveThresholdSim, NoTokenExitsBelowItsThresholdSoNoPassAndNoPair) {
   // Every confidence below 0.5 < 0.9: every token runs to the top, nothing waits to be filled.
   test_support::TempDir dir;
-  const SimulationResult r = run(dir.write("c.csv", k_head +
-                                                        "margin,1,0,0.5,10,5\n"
-                                                        "margin,1,0.5,1,0,0\n"
-                                                        "margin,2,0,0.5,10,5\n"
-                                                        "margin,2,0.5,1,0,0\n"),
+  const SimulationResult r = run(dir.write("c.csv", k_head + "margin,1,0,0.5,10,5\n"
+                                                             "margin,1,0.5,1,0,0\n"
+                                                             "margin,2,0,0.5,10,5\n"
+                                                             "margin,2,0.5,1,0,0\n"),
                                  "deferred_fill");
   EXPECT_EQ(r.summary.adaptive_threshold->pairs, 0);
   EXPECT_EQ(r.summary.depth.exit_depth_tokens.count(11), 0u);
@@ -118,10 +117,9 @@ TEST(AdaptiveThresholdSim, NoTokenExitsBelowItsThresholdSoNoPassAndNoPair) {
 TEST(AdaptiveThresholdSim, OneLabelOnlyMakesEveryRefitDegenerateAndKeepsTheThreshold) {
   // Every token agrees at every point: the mixture has no disagreeing pairs to fit.
   test_support::TempDir dir;
-  const SimulationResult r = run(dir.write("c.csv", k_head +
-                                                        "margin,1,0,0.9,80,80\n"
-                                                        "margin,1,0.9,1,20,20\n"
-                                                        "margin,2,0,1,10,10\n"),
+  const SimulationResult r = run(dir.write("c.csv", k_head + "margin,1,0,0.9,80,80\n"
+                                                             "margin,1,0.9,1,20,20\n"
+                                                             "margin,2,0,1,10,10\n"),
                                  "deferred_fill");
   const AdaptiveThresholdSummary& a = *r.summary.adaptive_threshold;
   EXPECT_GT(a.pairs, 0);
