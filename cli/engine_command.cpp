@@ -9,7 +9,6 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
-#include <sstream>
 #include <utility>
 
 #include "cli_grammar.hpp"
@@ -25,8 +24,6 @@
 #include "exitsim/engine/cpu_model.hpp"
 #include "exitsim/engine/engine.hpp"
 #include "exitsim/engine/model_weights.hpp"
-#include "exitsim/engine/quality_eval.hpp"
-#include "exitsim/engine/quality_table.hpp"
 #include "exitsim/engine/tokenizer.hpp"
 #include "exitsim/policy/exit_policy.hpp"
 #include "exitsim/setup/policy_params.hpp"
