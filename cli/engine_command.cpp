@@ -9,11 +9,11 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
-#include <sstream>
 #include <utility>
 
 #include "cli_grammar.hpp"
 #include "commands.hpp"
+#include "engine_eval.hpp"
 #include "engine_model.hpp"
 #include "engine_outputs.hpp"
 #include "engine_run_setup.hpp"
@@ -24,8 +24,6 @@
 #include "exitsim/engine/cpu_model.hpp"
 #include "exitsim/engine/engine.hpp"
 #include "exitsim/engine/model_weights.hpp"
-#include "exitsim/engine/quality_eval.hpp"
-#include "exitsim/engine/quality_table.hpp"
 #include "exitsim/engine/tokenizer.hpp"
 #include "exitsim/policy/exit_policy.hpp"
 #include "exitsim/setup/policy_params.hpp"
@@ -129,6 +127,9 @@ void run_engine(const RunArgs& args) {
     }
     fmt::print("\n");
   }
+  const bool adaptive = s.exit_policy.kind == "adaptive_threshold";
+  if (adaptive)
+    print_threshold_summary(run, options.exit_policy.threshold, options.strategy);
   if (args.no_output)
     return;
   const std::string out = args.out.empty() ? s.outputs.dir : args.out;
@@ -148,6 +149,11 @@ void run_engine(const RunArgs& args) {
   traces::StagedOutputDirectory out_dir(out, args.out.empty() ? "outputs.dir" : "--out");
   write_token_trace(token_trace_rows(run, s.exit_policy.kind),
                     (std::filesystem::path(out_dir.staging()) / "token_trace.csv").string());
+  if (adaptive) {
+    write_threshold_trajectory(
+        run.threshold_trajectory,
+        (std::filesystem::path(out_dir.staging()) / "threshold_trajectory.csv").string());
+  }
   const std::size_t ops = profiler.size() + device_rows.size();
   if (!args.profile.empty()) {
     write_profile(profiler, run, *loaded->model,
@@ -157,7 +163,8 @@ void run_engine(const RunArgs& args) {
   if (profile_dir)
     profile_dir->commit();
   out_dir.commit();
-  fmt::print("wrote      {}/token_trace.csv\n", out);
+  fmt::print("wrote      {}/token_trace.csv{}\n", out,
+             adaptive ? fmt::format(" and {}/threshold_trajectory.csv", out) : "");
   if (!args.profile.empty()) {
     fmt::print("speed      probe {:.1f} us before the run, {:.1f} us after ({:+.1f}%)\n",
                conditions.probe_start.median_us, conditions.probe_end.median_us,
@@ -168,118 +175,6 @@ void run_engine(const RunArgs& args) {
         ops, args.profile);
     if (!device_trace.summary().empty())
       fmt::print("cupti      {}\n", device_trace.summary());
-  }
-}
-
-struct EvalArgs {
-  ModelOptions model;
-  std::vector<double> thresholds;
-  std::string measure = "top1";
-  std::vector<double> router_thresholds;
-  bool token_choice = false;
-  bool oracle = false;
-  std::vector<std::string> strategies;
-  engine::QualityEvalOptions options;
-  std::string out;
-};
-
-// Builds each setting's policy for the model before anything is evaluated, so that a bad value
-// is refused in a second, naming the option it came from, not after minutes of evaluation.
-void check_settings_before_evaluating(std::span<const policy::ExitPolicyParams> settings,
-                                      std::span<const std::string> options,
-                                      const engine::Backend& model) {
-  for (std::size_t i = 0; i < settings.size(); ++i) {
-    try {
-      policy::make_exit_policy(settings[i], model.depth());
-    } catch (const InputError& e) {
-      throw InputError({"", 0, 0, options[i]}, e.message());
-    }
-  }
-}
-
-void run_eval(const EvalArgs& args) {
-  const auto loaded = load_model(args.model);
-  const std::vector<std::int32_t> corpus = args.model.corpus(loaded->config);
-  std::vector<policy::ExitPolicyParams> settings;
-  std::vector<std::string> setting_options;  // the option each setting came from
-  for (const double t : args.thresholds) {
-    policy::ExitPolicyParams p;
-    p.kind = "confidence";
-    p.threshold = t;
-    p.confidence_measure = args.measure;
-    settings.push_back(p);
-    setting_options.emplace_back("--thresholds");
-  }
-  for (const double t : args.router_thresholds) {
-    policy::ExitPolicyParams p;
-    p.kind = "router_expert_choice";
-    p.threshold = t;
-    settings.push_back(p);
-    setting_options.emplace_back("--router-thresholds");
-  }
-  // Setting-less policies: one row each, what the simulator replays them from.
-  struct SettingLess {
-    bool wanted;
-    const char* kind;
-    const char* option;
-  };
-  for (const SettingLess& policy :
-       {SettingLess{args.token_choice, "router_token_choice", "--token-choice"},
-        SettingLess{args.oracle, "oracle", "--oracle"}}) {
-    if (!policy.wanted)
-      continue;
-    policy::ExitPolicyParams p;
-    p.kind = policy.kind;
-    settings.push_back(p);
-    setting_options.emplace_back(policy.option);
-  }
-  check_settings_before_evaluating(settings, setting_options, *loaded->model);
-  engine::QualityEvalOptions options = args.options;
-  const bool recursive = loaded->config.shape.depth.recursions > 0;
-  options.strategies.clear();
-  for (const std::string& name : args.strategies) {
-    const policy::SyncStrategy strategy = setup::strategy_named(name, "--strategies");
-    if (strategy == policy::SyncStrategy::full_depth) {
-      throw InputError({"", 0, 0, "--strategies"},
-                       expected_found("strategies that let tokens exit (full depth is measured "
-                                      "always, as the reference)",
-                                      "full_depth"));
-    }
-    options.strategies.push_back(strategy);
-  }
-  if (options.strategies.empty())
-    options.strategies.push_back(recursive ? policy::SyncStrategy::skip_kv
-                                           : policy::SyncStrategy::state_copy);
-  if (std::cmp_less(corpus.size(), options.context + options.window)) {
-    // The evaluation's own check names no file; the user gave one.
-    const std::string& source = args.model.text.empty() ? args.model.token_ids : args.model.text;
-    throw InputError({source, 0, 0, args.model.text.empty() ? "--token-ids" : "--text"},
-                     expected_found(fmt::format("an evaluation text of at least {} tokens "
-                                                "(--context {} + --window {})",
-                                                options.context + options.window, options.context,
-                                                options.window),
-                                    fmt::format("{} tokens", corpus.size())));
-  }
-  // The output is created before the evaluation, so an unwritable path fails at once.
-  std::optional<traces::detail::AtomicOutputFile> file;
-  if (!args.out.empty())
-    file.emplace(args.out);
-  ProgressReporter reporter("engine eval", "tokens scored");
-  options.progress = [&](std::int64_t done, std::int64_t total) {
-    reporter.update(static_cast<double>(done), static_cast<double>(total));
-  };
-  const auto results = engine::evaluate_quality(*loaded->model, corpus, settings, options);
-  reporter.finish();
-  const engine::QualityTable table = engine::quality_table_of(results);
-  std::ostringstream text;
-  table.write(text);
-  // The table goes to the file when one is named, else to stdout: never both.
-  if (args.out.empty())
-    fmt::print("{}", text.str());
-  if (file) {
-    file->write(text.str());
-    file->finish();
-    fmt::print("wrote {}\n", args.out);
   }
 }
 
@@ -377,6 +272,10 @@ void add_engine_commands(CLI::App& app) {
       ->delimiter(',');
   eval->add_option("--measure", eval_args->measure, "Confidence measure")
       ->check(CLI::IsMember({"top1", "margin"}));
+  eval->add_option("--adaptive-thresholds", eval_args->adaptive_thresholds,
+                   "Initial thresholds of adaptive_threshold (FREE) settings, each measured "
+                   "under deferred_fill with the estimator's defaults")
+      ->delimiter(',');
   eval->add_option("--router-thresholds", eval_args->router_thresholds,
                    "Expert-choice router score thresholds")
       ->delimiter(',');
@@ -394,6 +293,9 @@ void add_engine_commands(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   eval->add_option("--max-windows", eval_args->options.max_windows, "Windows at most (0: all)");
   eval->add_option("--out,-o", eval_args->out, "Write the quality table here");
+  eval->add_option("--calibration-table", eval_args->calibration_table,
+                   "Also write the calibration table (per exit point: confidence bins and how "
+                   "often the prediction there is the full-depth one) here");
   eval->callback([eval_args] { run_eval(*eval_args); });
 
   auto random_args = std::make_shared<RandomModelArgs>();

@@ -140,6 +140,8 @@ std::vector<traces::TokenTraceRow> token_trace_rows(const engine::EngineRun& run
     row.score = t.score;
     row.policy = policy;
     row.time_ns = t.time;
+    row.confidences = t.confidences;
+    row.agreements = t.agreements;
   }
   return rows;
 }
@@ -149,6 +151,43 @@ void write_token_trace(std::span<const traces::TokenTraceRow> rows, const std::s
   for (const traces::TokenTraceRow& row : rows)
     writer.write(row);
   writer.finish();
+}
+
+void write_threshold_trajectory(std::span<const engine::ThresholdTrajectoryPoint> trajectory,
+                                const std::string& path) {
+  // The simulator's columns (docs/exit_policies.md, "adaptive_threshold"): the engine is replica 0
+  // and its steps are numbered from 1 as the simulator's are.
+  traces::detail::AtomicOutputFile file(path);
+  file.write("step,time_s,replica,attempt,pairs,fitted,threshold,alpha0,beta0,alpha1,beta1\n");
+  for (const engine::ThresholdTrajectoryPoint& point : trajectory) {
+    const policy::ThresholdRefit& refit = point.refit;
+    const auto& [disagree, agree] = refit.mixture.components;
+    file.write(fmt::format("{},{},0,{},{},{},{},{},{},{},{}\n", point.step, to_seconds(point.time),
+                           refit.attempt, refit.pairs, refit.fitted ? 1 : 0, refit.threshold,
+                           disagree.alpha, disagree.beta, agree.alpha, agree.beta));
+  }
+  file.finish();
+}
+
+void print_threshold_summary(const engine::EngineRun& run, double initial_threshold,
+                             policy::SyncStrategy strategy) {
+  if (strategy != policy::SyncStrategy::deferred_fill) {
+    fmt::print(
+        "threshold  stays at {} under strategy {}: the estimator learns only from deferred_fill's "
+        "parallel passes (FREE's synchronized parallel decoding)\n",
+        initial_threshold, policy::to_string(strategy));
+    return;
+  }
+  std::int64_t fitted = 0;
+  for (const engine::ThresholdTrajectoryPoint& point : run.threshold_trajectory)
+    fitted += point.refit.fitted ? 1 : 0;
+  const double final_threshold = run.threshold_trajectory.empty()
+                                     ? initial_threshold
+                                     : run.threshold_trajectory.back().refit.threshold;
+  fmt::print(
+      "threshold  {:.4g} -> {:.4g} after {} refit attempts ({} fitted) on {} calibration pairs\n",
+      initial_threshold, final_threshold, run.threshold_trajectory.size(), fitted,
+      run.calibration_pairs);
 }
 
 void write_profile(const profiler::HostProfiler& profiler, const engine::EngineRun& run,

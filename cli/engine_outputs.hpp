@@ -40,6 +40,13 @@ std::string build_description();
 std::vector<traces::TokenTraceRow> token_trace_rows(const engine::EngineRun& run,
                                                     const std::string& policy);
 void write_token_trace(std::span<const traces::TokenTraceRow> rows, const std::string& path);
+// adaptive_threshold: the estimator's refit attempts (EngineRun::threshold_trajectory) as
+// threshold_trajectory.csv (docs/engine.md, "adaptive_threshold"), and the console's summary of
+// them (which says when the strategy gives the estimator no pairs, so the threshold stays).
+void write_threshold_trajectory(std::span<const engine::ThresholdTrajectoryPoint> trajectory,
+                                const std::string& path);
+void print_threshold_summary(const engine::EngineRun& run, double initial_threshold,
+                             policy::SyncStrategy strategy);
 // op_trace.csv, op_trace.json, steps.csv and run.json of a profiled run in `dir`.
 // A GPU run's CUPTI trace, sharing the host profiler's clock: attached to the CUDA model while
 // it lives when both are given; otherwise it records nothing.

@@ -123,6 +123,14 @@ std::vector<KeyDef> exit_policy_keys() {
           .def(std::string(""))
           .when(kind, {"adaptive_threshold"})
           .bind(exit_field(&ExitPolicyConfig::calibration_table)),
+      Key("exit_policy.confidence_trace", Type::string,
+          "A token trace of an engine adaptive_threshold run (its confidences and agreements "
+          "columns): the simulator replays the engine's confidences and calibration pairs "
+          "instead of drawing them from calibration_table (the conformance suite).")
+          .input_path()
+          .def(std::string(""))
+          .when(kind, {"adaptive_threshold"})
+          .bind(exit_field(&ExitPolicyConfig::confidence_trace)),
       Key("exit_policy.adaptive", Type::section,
           "FREE's adaptive threshold estimator (docs/exit_policies.md, \"adaptive_threshold\")."),
       Key("exit_policy.adaptive.grid_low", Type::number,

@@ -36,6 +36,7 @@ std::string read_error(const std::string& text) {
   });
 }
 
+// The header of a trace written before the adaptive threshold's optional columns.
 const std::string k_head =
     "# exitsim-token-trace v1\n"
     "request_id,position,exit_depth,exit_point,score,policy,replica,time_ns\n";
@@ -51,7 +52,9 @@ TEST(TokenTrace, RoundTripsEveryField) {
        .score = 0.912345678901,
        .policy = "confidence",
        .replica = 1,
-       .time_ns = 1'234'567'890'123},
+       .time_ns = 1'234'567'890'123,
+       .confidences = {0.25, 1.0, 0.912345678901},
+       .agreements = {1, 0, 1}},
       {.request_id = 18'446'744'073'709'551'615ULL,
        .position = 41,
        .exit_depth = 32,
@@ -79,7 +82,12 @@ TEST(TokenTrace, RoundTripsEveryField) {
   }
   EXPECT_FALSE(fs::exists(detail::AtomicOutputFile::temp_path_for(path)));
   const std::string text = read_file(path);
-  EXPECT_TRUE(text.starts_with(k_head)) << text;
+  EXPECT_TRUE(
+      text.starts_with("# exitsim-token-trace v1\n"
+                       "request_id,position,exit_depth,exit_point,score,policy,replica,"
+                       "time_ns,confidences,agreements\n"))
+      << text;
+  EXPECT_NE(text.find(",0.25;1;0.912345678901,1;0;1\n"), std::string::npos) << text;
   EXPECT_NE(text.find(",,full_depth,"), std::string::npos) << "NaN score is an empty field";
   EXPECT_NE(text.find("\"odd, \"\"quoted\"\"\nname\""), std::string::npos) << text;
 
@@ -145,8 +153,32 @@ TEST(TokenTrace, VersionAndHeaderErrors) {
   EXPECT_EQ(read_error("# exitsim-token-trace v1\nrequest_id,pos\n"),
             "t.csv:2:12: header: expected column \"position\", found \"pos\"");
   EXPECT_EQ(read_error("# exitsim-token-trace v1\nrequest_id,position\n"),
-            "t.csv:2: header: expected 8 columns (request_id,position,exit_depth,exit_point,score,"
-            "policy,replica,time_ns), found 2");
+            "t.csv:2: header: expected 8 to 10 columns (request_id,position,exit_depth,exit_point,"
+            "score,policy,replica,time_ns,confidences,agreements), found 2");
+}
+
+// A trace written before the adaptive threshold's columns existed (8 columns) still reads: its
+// rows have no confidences and no agreement flags.
+TEST(TokenTrace, ReadsTracesWithoutTheAdaptiveColumns) {
+  TokenTraceReader reader = reader_of(k_head + "4,1,6,2,0.5,confidence,0,10\n");
+  const std::optional<TokenTraceRow> row = reader.next();
+  ASSERT_TRUE(row.has_value());
+  EXPECT_EQ(row->exit_point, 2);
+  EXPECT_EQ(row->time_ns, 10);
+  EXPECT_TRUE(row->confidences.empty());
+  EXPECT_TRUE(row->agreements.empty());
+}
+
+TEST(TokenTrace, RefusesConfidencesOutsideTheUnitIntervalAndFlagsOtherThanZeroOrOne) {
+  const std::string head =
+      "# exitsim-token-trace v1\n"
+      "request_id,position,exit_depth,exit_point,score,policy,replica,"
+      "time_ns,confidences,agreements\n";
+  EXPECT_EQ(read_error(head + "4,1,6,2,0.5,adaptive_threshold,0,10,0.5;1.5,1\n"),
+            "t.csv:3:37: confidences: expected ';'-separated items, each a confidence in [0, 1], "
+            "found \"1.5\"");
+  EXPECT_EQ(read_error(head + "4,1,6,2,0.5,adaptive_threshold,0,10,0.5,0.5\n"),
+            "t.csv:3:41: agreements: expected agreement flags 0 or 1, found 0.5");
 }
 
 TEST(TokenTrace, MalformedRowsNameLineAndColumn) {

@@ -5,6 +5,9 @@
 //   static constexpr std::array<std::string_view, N> columns;
 //   static void append(std::string& line, const Row& row);  // one data line, with its '\n'
 //   static Row parse(const RowParser& fields);              // throws InputError naming the field
+// and optionally
+//   static constexpr std::size_t required_columns;  // the leading columns every file has (the
+//                                                   // rest were added later: RowParser::has)
 
 #include <string>
 #include <utility>
@@ -17,6 +20,14 @@ namespace exitsim::traces {
 
 template <typename Row>
 struct CsvRowFormat;
+
+template <typename Row>
+constexpr std::size_t required_columns() {
+  if constexpr (requires { CsvRowFormat<Row>::required_columns; })
+    return CsvRowFormat<Row>::required_columns;
+  else
+    return CsvRowFormat<Row>::columns.size();
+}
 
 template <typename Row>
 CsvRowWriter<Row>::CsvRowWriter(const std::string& path)
@@ -55,7 +66,8 @@ CsvRowReader<Row>::CsvRowReader(const std::string& path)
 template <typename Row>
 CsvRowReader<Row>::CsvRowReader(std::unique_ptr<std::istream> in, std::string name)
     : csv_(std::make_unique<detail::CsvRecordReader>(std::move(in), std::move(name))) {
-  csv_->expect_preamble(CsvRowFormat<Row>::version_line, CsvRowFormat<Row>::columns);
+  csv_->expect_preamble(CsvRowFormat<Row>::version_line, CsvRowFormat<Row>::columns,
+                        required_columns<Row>());
 }
 
 template <typename Row>
@@ -66,7 +78,9 @@ std::optional<Row> CsvRowReader<Row>::next() {
   std::vector<detail::CsvField> fields;
   if (!csv_->next(fields))
     return std::nullopt;
-  return CsvRowFormat<Row>::parse(detail::RowParser(*csv_, CsvRowFormat<Row>::columns, fields));
+  const std::span<const std::string_view> columns =
+      std::span<const std::string_view>(CsvRowFormat<Row>::columns).first(csv_->header_columns());
+  return CsvRowFormat<Row>::parse(detail::RowParser(*csv_, columns, fields));
 }
 
 template <typename Row>

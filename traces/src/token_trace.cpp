@@ -1,6 +1,7 @@
 #include "exitsim/traces/token_trace.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cmath>
 #include <vector>
@@ -13,6 +14,7 @@ template <>
 struct CsvRowFormat<TokenTraceRow> {
   static constexpr std::string_view version_line = k_token_trace_version_line;
   static constexpr const auto& columns = k_token_trace_columns;
+  static constexpr std::size_t required_columns = k_token_trace_required_columns;
 
   static void append(std::string& line, const TokenTraceRow& row) {
     fmt::format_to(std::back_inserter(line), "{},{},{},{},", row.request_id, row.position,
@@ -22,7 +24,8 @@ struct CsvRowFormat<TokenTraceRow> {
       fmt::format_to(std::back_inserter(line), "{}", row.score);
     line += ',';
     detail::append_csv_field(line, row.policy);
-    fmt::format_to(std::back_inserter(line), ",{},{}\n", row.replica, row.time_ns);
+    fmt::format_to(std::back_inserter(line), ",{},{},{},{}\n", row.replica, row.time_ns,
+                   fmt::join(row.confidences, ";"), fmt::join(row.agreements, ";"));
   }
 
   static TokenTraceRow parse(const detail::RowParser& p) {
@@ -35,6 +38,15 @@ struct CsvRowFormat<TokenTraceRow> {
     row.policy = p.text(5, /*allow_empty=*/false);
     row.replica = p.int32(6, 0);
     row.time_ns = p.int64(7, 0);
+    if (p.has(8))
+      row.confidences = p.number_list(8, 0.0, 1.0, "a confidence in [0, 1]");
+    if (p.has(9)) {
+      for (const double flag : p.number_list(9, 0.0, 1.0, "an agreement flag, 0 or 1")) {
+        if (flag != 0.0 && flag != 1.0)
+          throw p.error(9, expected_found("agreement flags 0 or 1", fmt::format("{}", flag)));
+        row.agreements.push_back(flag == 1.0 ? 1 : 0);
+      }
+    }
     return row;
   }
 };

@@ -97,7 +97,8 @@ bool CsvRecordReader::read_physical_line(std::string& line) {
 }
 
 void CsvRecordReader::expect_preamble(std::string_view version_line,
-                                      std::span<const std::string_view> columns) {
+                                      std::span<const std::string_view> columns,
+                                      std::size_t required) {
   std::string first;
   record_line_ = 1;
   if (!read_physical_line(first)) {
@@ -132,11 +133,15 @@ void CsvRecordReader::expect_preamble(std::string_view version_line,
           expected_found(fmt::format("column {}", shown(columns[i])), shown(header[i].text)));
     }
   }
-  if (header.size() != columns.size()) {
+  if (header.size() < required || header.size() > columns.size()) {
+    const std::string count = required == columns.size()
+                                  ? fmt::format("{}", columns.size())
+                                  : fmt::format("{} to {}", required, columns.size());
     throw error(0, "header",
-                expected_found(fmt::format("{} columns ({})", columns.size(), expected_names),
+                expected_found(fmt::format("{} columns ({})", count, expected_names),
                                fmt::format("{}", header.size())));
   }
+  header_columns_ = header.size();
 }
 
 bool CsvRecordReader::next(std::vector<CsvField>& fields) {
@@ -278,6 +283,28 @@ double RowParser::optional_double(std::size_t index) const {
     throw error(index, expected_found("a finite number or an empty field", shown(text)));
   }
   return value;
+}
+
+std::vector<double> RowParser::number_list(std::size_t index, double low, double high,
+                                           std::string_view what) const {
+  const std::string& text = fields_[index].text;
+  std::vector<double> values;
+  if (text.empty())
+    return values;
+  std::size_t begin = 0;
+  for (;;) {
+    const std::size_t end = std::min(text.find(';', begin), text.size());
+    double value = 0;
+    const auto [ptr, ec] = std::from_chars(text.data() + begin, text.data() + end, value);
+    if (ec != std::errc{} || ptr != text.data() + end || !(value >= low && value <= high)) {
+      throw error(index, expected_found(fmt::format("';'-separated items, each {}", what),
+                                        shown(text.substr(begin, end - begin))));
+    }
+    values.push_back(value);
+    if (end == text.size())
+      return values;
+    begin = end + 1;
+  }
 }
 
 const std::string& RowParser::text(std::size_t index, bool allow_empty) const {

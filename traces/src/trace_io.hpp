@@ -34,8 +34,12 @@ class CsvRecordReader {
  public:
   CsvRecordReader(std::unique_ptr<std::istream> in, std::string file);
 
-  // Checks the version line and the header row; throws InputError when either differs.
-  void expect_preamble(std::string_view version_line, std::span<const std::string_view> columns);
+  // Checks the version line and the header row; throws InputError when either differs. The header
+  // may stop after the first `required` columns (columns added to a format later are optional, so
+  // that files written before them still read); header_columns() says how many it has.
+  void expect_preamble(std::string_view version_line, std::span<const std::string_view> columns,
+                       std::size_t required);
+  std::size_t header_columns() const { return header_columns_; }
   // The next record, or false at the end of the input. Throws InputError on broken quoting.
   bool next(std::vector<CsvField>& fields);
 
@@ -50,6 +54,7 @@ class CsvRecordReader {
   std::string file_;
   std::int64_t physical_line_ = 0;
   std::int64_t record_line_ = 0;
+  std::size_t header_columns_ = 0;
   std::string line_;
 };
 
@@ -75,7 +80,13 @@ class RowParser {
   // Empty field = NaN; otherwise a finite number.
   double optional_double(std::size_t index) const;
   const std::string& text(std::size_t index, bool allow_empty) const;
+  // A ';'-separated list of numbers in [low, high] (empty field: none); `what` names one element
+  // in the message ("a confidence in [0, 1]").
+  std::vector<double> number_list(std::size_t index, double low, double high,
+                                  std::string_view what) const;
   InputError error(std::size_t index, const std::string& message) const;
+  // Whether the file has column `index` (an optional column added to the format later).
+  bool has(std::size_t index) const { return index < columns_.size(); }
 
  private:
   const CsvRecordReader& reader_;

@@ -13,6 +13,13 @@
 
 namespace exitsim::engine {
 
+// A completed fill state's calibration pair (adaptive_threshold), and the token it belongs to.
+struct StatePair {
+  double confidence = 0;
+  bool agrees = false;
+  std::size_t token_index = 0;  // into EngineRun::tokens
+};
+
 struct DecodeBatch {
   // `points` exit points; the running states are allocated, not yet embedded.
   DecodeBatch(HiddenStates& store, std::span<Sequence* const> sequences, std::size_t points);
@@ -38,8 +45,9 @@ struct DecodeBatch {
   std::vector<int> exited_at;         // exit depth once it left; policy::k_still_running before
   std::vector<double> scores;         // per token, per exit point: confidences or router scores
   std::vector<std::span<const double>> score_spans;  // token i's row of `scores`
-  std::vector<std::int32_t> argmax_at;  // oracle: per token, per exit point, the prediction there
-  std::vector<int> chosen;              // the exit policy's answer
+  // Per token, per exit point, the prediction there (oracle, adaptive_threshold's pairs).
+  std::vector<std::int32_t> argmax_at;
+  std::vector<int> chosen;  // the exit policy's answer
 
   // Each sequence's pending fill as the pass found it (the plan's input at every layer; the
   // sequences' own change only when the pass settles).
@@ -48,6 +56,8 @@ struct DecodeBatch {
   // What the layers ran for each token, in the plan's terms: the StepRow's plan.
   std::vector<policy::DepthPlan> ran;
   std::vector<std::int64_t> joined;  // pending states that have run with token i so far
+  // adaptive_threshold: token i's completed fill states' pairs, oldest first.
+  std::vector<std::vector<StatePair>> state_pairs;
 };
 
 }  // namespace exitsim::engine

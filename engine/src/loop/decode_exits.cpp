@@ -72,15 +72,21 @@ void Engine::Loop::probe_exit_point(DecodeBatch& b, int point) {
     probe_seqs.push_back(b.seqs[i]);
     probe_positions.push_back(b.positions[i]);
   }
+  const bool observed = static_cast<bool>(options_.observer.on_probe);
   const HeadOutput probe = head(probe_slots, probe_seqs, probe_positions, true,
-                                {.probabilities = feed_ == ExitFeed::confidence});
+                                {.probabilities = feed_ == ExitFeed::confidence || observed});
   const auto points = exit_depths_.size();
   const auto at = [&](std::size_t i) { return i * points + static_cast<std::size_t>(point); };
   for (std::size_t k = 0; k < probed.size(); ++k) {
-    if (feed_ == ExitFeed::oracle)
-      b.argmax_at[at(probed[k])] = static_cast<std::int32_t>(probe.top[k].top1_index);
-    else
-      b.scores[at(probed[k])] = confidence_of(probe.top[k]);
+    const Top2Confidence& top = probe.top[k];
+    b.argmax_at[at(probed[k])] = static_cast<std::int32_t>(top.top1_index);
+    if (feed_ == ExitFeed::confidence)
+      b.scores[at(probed[k])] = confidence_of(top);
+    if (observed) {
+      const Sequence& s = *b.seqs[probed[k]];
+      options_.observer.on_probe(s.request->id, s.output_position(), point, top.top1_prob,
+                                 top.margin, static_cast<std::int32_t>(top.top1_index));
+    }
   }
   if (feed_ != ExitFeed::confidence)
     return;

@@ -30,8 +30,17 @@ std::vector<Correction> Engine::Loop::settle_pending(DecodeBatch& b) {
                               [&](const PendingState& p) { return p.depth < stacked; });
     const auto complete = static_cast<std::int64_t>(s.pending.end() - filled);
     result_.filled_states += complete;
-    if (options_.rollback && complete > 0)
-      corrections[i] = check_filled(s, {filled, s.pending.end()});
+    if (complete > 0 && (options_.rollback || estimator_)) {
+      // The filled states' deep predictions: rollback compares them with the tokens emitted,
+      // adaptive_threshold with the predictions made at the exit points (FREE computes them
+      // only then).
+      const std::span<const PendingState> done{filled, s.pending.end()};
+      const HeadOutput deep = filled_head(s, done);
+      if (options_.rollback)
+        corrections[i] = check_filled(s, done, deep);
+      if (estimator_)
+        collect_state_pairs(b, i, done, deep);
+    }
     s.pending.erase(filled, s.pending.end());
     b.ran[i].fills_complete = complete > 0 && complete == b.joined[i];
     if (plans[i].exit_state_waits) {
@@ -50,7 +59,7 @@ std::vector<Correction> Engine::Loop::settle_pending(DecodeBatch& b) {
   return corrections;
 }
 
-void Engine::Loop::emit_decoded(const DecodeBatch& b, std::span<const Correction> corrections) {
+void Engine::Loop::emit_decoded(DecodeBatch& b, std::span<const Correction> corrections) {
   const HeadOutput out = head(b.exit_state, b.seqs, b.positions, false, emission_wants());
   auto timed = span(traces::engine_ops::sampling, traces::OpKind::sampling,
                     static_cast<std::int64_t>(b.size()), -1);
@@ -60,6 +69,8 @@ void Engine::Loop::emit_decoded(const DecodeBatch& b, std::span<const Correction
     count_exit(*b.seqs[i], b.exits[i]);  // decided, whether or not a rollback replaces it
     if (corrections[i].position >= 0) {
       roll_back(*b.seqs[i], corrections[i]);
+      if (estimator_)  // the pass's pairs count; the deep token itself was discarded
+        add_calibration_pairs(b, i, static_cast<std::int32_t>(out.top[i].top1_index), nullptr);
       continue;
     }
     const std::int32_t token = sample(*b.seqs[i], out, i);
@@ -78,6 +89,11 @@ void Engine::Loop::emit_decoded(const DecodeBatch& b, std::span<const Correction
       score = point < last_point ? 1.0 : 0.0;
     }
     emit(*b.seqs[i], token, point, score, out.logits_of(i));
+    if (estimator_) {
+      record_exit_calibration(b, i);
+      add_calibration_pairs(b, i, static_cast<std::int32_t>(out.top[i].top1_index),
+                            &result_.tokens.back());
+    }
   }
 }
 

@@ -35,7 +35,8 @@ DecodeBatch::DecodeBatch(HiddenStates& store, std::span<Sequence* const> sequenc
       fills_at_start(sequences.size()),
       so_far(sequences.size()),
       ran(sequences.size()),
-      joined(sequences.size(), 0) {
+      joined(sequences.size(), 0),
+      state_pairs(sequences.size()) {
   for (std::size_t i = 0; i < sequences.size(); ++i) {
     positions[i] = static_cast<std::int32_t>(sequences[i]->tokens.size() - 1);
     fills_at_start[i] = sequences[i]->fill;

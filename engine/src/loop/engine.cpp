@@ -16,7 +16,7 @@ namespace exitsim::engine {
 namespace {
 
 ExitFeed feed_of(const std::string& kind) {
-  if (kind == "confidence")
+  if (kind == "confidence" || kind == "adaptive_threshold")
     return ExitFeed::confidence;
   if (kind == "router_expert_choice")
     return ExitFeed::expert_choice;
@@ -111,6 +111,8 @@ Engine::Loop::Loop(const Backend& model, const EngineOptions& options,
   kv_view_.total_blocks = options.kv_blocks * layout_.instances();
   if (options.scheduler_params.preemption == "swap")
     host_swap_.emplace(options.host_kv_blocks);
+  if (exit_policy != nullptr && exit_policy->adaptive_settings() != nullptr)
+    estimator_.emplace(*exit_policy->adaptive_settings());
 }
 
 TimeNs Engine::Loop::now() const {
@@ -345,6 +347,7 @@ EngineRun Engine::Loop::run(std::span<const EngineRequest> requests) {
       trace.admitted.push_back(waiting_views_[a].id);
     for (const std::size_t v : decision.preempt)
       trace.preempted.push_back(running_views_[v].id);
+    const std::int64_t first_admissions = count_first_admissions(decision);
     apply(decision, work, trace);
     begin_rows(work, trace);
     step_first_token_ = result_.tokens.size();
@@ -372,6 +375,7 @@ EngineRun Engine::Loop::run(std::span<const EngineRequest> requests) {
     for (const Sequence* d : decodes)
       record.decode.push_back(d->request->id);
     result_.steps.push_back(std::move(record));
+    refit_threshold(first_admissions);  // before the step's exits (the shared executor rule)
     if (!prefills.empty())
       prefill_pass(prefills, starts, chunks);
     if (!decodes.empty()) {
@@ -385,6 +389,25 @@ EngineRun Engine::Loop::run(std::span<const EngineRequest> requests) {
   }
   result_.wall = now();
   return std::move(result_);
+}
+
+std::int64_t Engine::Loop::count_first_admissions(const policy::SchedulerDecision& decision) {
+  std::int64_t first = 0;
+  for (const std::size_t a : decision.admit) {
+    if (!waiting_[a]->admitted_before)
+      ++first;
+    waiting_[a]->admitted_before = true;
+  }
+  return first;
+}
+
+void Engine::Loop::refit_threshold(std::int64_t first_admissions) {
+  if (!estimator_)
+    return;
+  if (const std::optional<policy::ThresholdRefit> refit =
+          estimator_->on_admissions(first_admissions)) {
+    result_.threshold_trajectory.push_back({step_, result_.steps.back().start, *refit});
+  }
 }
 
 void Engine::Loop::finish_iteration(std::span<const std::int64_t> work) {

@@ -153,7 +153,9 @@ void Engine::Loop::call_exit_policy(std::span<Sequence* const> sequences,
         draw ? policy::exit_uniform(options_.seed, s.request->id, s.output_position()) : 0.0,
         scores.empty() ? std::span<const double>{} : scores[i], &s.exit_quota};
   }
-  exit_policy_->choose_exits({tokens, max_position(), scratch, std::nullopt}, out);
+  const std::optional<double> threshold =
+      estimator_ ? std::optional<double>(estimator_->threshold()) : std::nullopt;
+  exit_policy_->choose_exits({tokens, max_position(), scratch, threshold}, out);
 }
 
 void Engine::Loop::count_exit(Sequence& s, int exit_point) const {
@@ -197,7 +199,7 @@ void Engine::Loop::report_kv(const Sequence& s) {
   }
 }
 
-Correction Engine::Loop::check_filled(Sequence& s, std::span<const PendingState> filled) {
+HeadOutput Engine::Loop::filled_head(Sequence& s, std::span<const PendingState> filled) {
   std::vector<Sequence*> owners(filled.size(), &s);
   std::vector<StateSlot> slots;
   std::vector<std::int32_t> positions;
@@ -205,9 +207,16 @@ Correction Engine::Loop::check_filled(Sequence& s, std::span<const PendingState>
     slots.push_back(p.hidden[0]);
     positions.push_back(p.position);
   }
-  // Through the coda as probes (their K/V is there already), but the corrected token's logits
-  // go to the observers like any emitted token's.
-  const HeadOutput out = head(slots, owners, positions, true, emission_wants());
+  // Through the coda as probes (their K/V is there already), but a corrected token's logits go
+  // to the observers like any emitted token's.
+  return head(slots, owners, positions, true, emission_wants());
+}
+
+Correction Engine::Loop::check_filled(Sequence& s, std::span<const PendingState> filled,
+                                      const HeadOutput& out) {
+  std::vector<std::int32_t> positions;
+  for (const PendingState& p : filled)
+    positions.push_back(p.position);
   Correction first;
   for (std::size_t k = 0; k < filled.size(); ++k) {
     const auto best = static_cast<std::int32_t>(out.top[k].top1_index);

@@ -18,6 +18,7 @@
 #include "exitsim/engine/engine.hpp"
 #include "exitsim/engine/hidden_states.hpp"
 #include "exitsim/engine/kv_cache.hpp"
+#include "exitsim/policy/adaptive_threshold.hpp"
 #include "exitsim/policy/apply_decision.hpp"
 #include "exitsim/policy/host_swap.hpp"
 #include "exitsim/policy/kv_layout.hpp"
@@ -30,6 +31,13 @@ struct PendingState {
   HeldStates hidden;  // one slot
   std::int32_t position = 0;
   int depth = 0;
+  // adaptive_threshold's calibration pair once the state reaches the top: the exit point it left
+  // at, its confidence and prediction there, and the token it emitted (index into
+  // EngineRun::tokens), which records the pair's agreement flag.
+  int exit_point = -1;
+  double confidence = 0;
+  std::int32_t exit_argmax = -1;
+  std::size_t token_index = 0;
 };
 
 // deferred_fill with rollback: the first filled state whose full-depth prediction disagrees with
@@ -81,8 +89,9 @@ struct Sequence {
   // Swap preemption: the pool blocks it was charged when its K/V went to the host tier (0: none
   // there). Its streams, rows and depth state are kept while it waits.
   std::int64_t swapped_blocks = 0;
-  bool emitted = false;   // emitted a token in the iteration in flight
-  int emitted_depth = 0;  // the exit depth (stack layers) of the token it emitted
+  bool admitted_before = false;  // admitted once: a later admission resumes it after preemption
+  bool emitted = false;          // emitted a token in the iteration in flight
+  int emitted_depth = 0;         // the exit depth (stack layers) of the token it emitted
   // deferred_fill: the shared plan's view of `pending` (groups by depth). The plan of the
   // sequence's last decode token as the engine executed it (what its StepRow reports).
   policy::PendingFill fill;
@@ -159,7 +168,24 @@ class Engine::Loop {
   // After the layers (decode_finish.cpp): each sequence's pending states as the plan of the exits
   // taken leaves them (the filled ones checked for rollback), and each token's emission.
   std::vector<Correction> settle_pending(DecodeBatch& b);
-  void emit_decoded(const DecodeBatch& b, std::span<const Correction> corrections);
+  void emit_decoded(DecodeBatch& b, std::span<const Correction> corrections);
+  // adaptive_threshold's calibration pairs (decode_calibration.cpp), FREE's synchronized
+  // parallel decoding: the completed fill states' exit predictions against their deep ones
+  // (`deep`, the filled states' head), kept in b until the deep token's head has run;
+  void collect_state_pairs(DecodeBatch& b, std::size_t i, std::span<const PendingState> filled,
+                           const HeadOutput& deep) const;
+  // then, row by row, those pairs and the deep token's probes against its own deep prediction,
+  // into the estimator and the tokens' agreement flags (the shared executor rule's order);
+  // `deep_token`: the row's emitted token (null when a rollback discarded it).
+  void add_calibration_pairs(const DecodeBatch& b, std::size_t i, std::int32_t deep_prediction,
+                             GeneratedToken* deep_token);
+  // The token just emitted for row i: its probed confidences, and, when its exit state waits,
+  // the pair that state gives once it reaches the top.
+  void record_exit_calibration(const DecodeBatch& b, std::size_t i);
+  // Step start: the decision's requests admitted for the first time (marked so), and the refit
+  // they may cause, logged with the step just recorded.
+  std::int64_t count_first_admissions(const policy::SchedulerDecision& decision);
+  void refit_threshold(std::int64_t first_admissions);
   // The strategy the plans follow: full depth without an exit policy.
   policy::SyncStrategy planned_strategy() const;
   // deferred_fill: the sequence's pending states are its plan's groups (logic_error if not).
@@ -202,8 +228,12 @@ class Engine::Loop {
   // Hands the sequence's K/V to the observer (synchronizing the backend's copy first).
   void report_kv(const Sequence& s);
   // Runs the coda and head on a sequence's pending states that just reached the top (`filled`, as
-  // a probe) and returns the first whose prediction disagrees with the emitted token; counts them.
-  Correction check_filled(Sequence& s, std::span<const PendingState> filled);
+  // a probe): their deep predictions.
+  HeadOutput filled_head(Sequence& s, std::span<const PendingState> filled);
+  // The first filled state whose deep prediction (`deep`) disagrees with the token it emitted;
+  // counts them.
+  Correction check_filled(Sequence& s, std::span<const PendingState> filled,
+                          const HeadOutput& deep);
   // Discards every token after the correction's position (and its K/V) and emits the correction.
   void roll_back(Sequence& s, const Correction& correction);
   std::int64_t max_position() const { return max_output_; }
@@ -256,6 +286,8 @@ class Engine::Loop {
   const policy::Scheduler& scheduler_;
   const policy::ExitPolicy* exit_policy_;
   ExitFeed feed_ = ExitFeed::upfront;
+  // adaptive_threshold's estimator (the engine is one replica); absent for other policies.
+  std::optional<policy::ThresholdEstimator> estimator_;
   policy::KvLayout layout_;
   policy::KvView kv_view_;  // block size and row groups of the scheduler snapshot
   KvCache kv_;

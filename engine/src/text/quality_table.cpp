@@ -30,7 +30,8 @@ QualityRow quality_row_of(const QualityMeasurement& measurement) {
   row.policy = params.kind == "none" ? std::string(policy::k_full_depth_policy) : params.kind;
   row.strategy =
       params.kind == "none" ? "full_depth" : std::string(to_string(measurement.strategy));
-  if (params.kind == "confidence") {
+  // adaptive_threshold's setting is its initial threshold (where it ended: QualityMeasurement).
+  if (params.kind == "confidence" || params.kind == "adaptive_threshold") {
     row.measure = params.confidence_measure;
     row.threshold = params.threshold;
   } else if (params.kind == "router_expert_choice") {

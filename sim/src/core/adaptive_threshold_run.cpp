@@ -9,6 +9,7 @@
 #include "exitsim/core/error.hpp"
 #include "exitsim/policy/exit_policy.hpp"
 #include "exitsim/sim/inputs/shared_inputs.hpp"
+#include "exitsim/traces/token_trace.hpp"
 
 namespace exitsim::sim {
 
@@ -32,6 +33,15 @@ void DrawnConfidences::token(RequestId request, std::int64_t position,
 std::unique_ptr<ConfidenceSource> make_confidence_source(const scenario::ExitPolicyConfig& config,
                                                          std::size_t points_below_top,
                                                          std::uint64_t seed) {
+  if (!config.confidence_trace.empty()) {
+    auto traced = std::make_unique<TracedConfidences>(points_below_top, config.confidence_trace);
+    traces::TokenTraceReader reader(config.confidence_trace);
+    while (const std::optional<traces::TokenTraceRow> row = reader.next()) {
+      traced->add_row(row->request_id, row->position, row->exit_point, row->confidences,
+                      row->agreements);
+    }
+    return traced;
+  }
   const SourceLocation key{"", 0, 0, "exit_policy.calibration_table"};
   if (config.calibration_table.empty()) {
     throw InputError(key, expected_found("the engine's calibration table (`exitsim engine eval` "

@@ -63,7 +63,8 @@ class DrawnConfidences final : public ConfidenceSource {
   mutable std::vector<double> uniforms_;  // one token's draws
 };
 
-// The source `config` names: the calibration table `exit_policy.calibration_table` (required;
+// The source `config` names: the engine's token trace `exit_policy.confidence_trace` when set
+// (TracedConfidences), else the calibration table `exit_policy.calibration_table` (required;
 // its measure must be exit_policy.confidence_measure and its exit points the model's less the
 // full depth, `points_below_top`). Throws InputError naming the key otherwise.
 std::unique_ptr<ConfidenceSource> make_confidence_source(const scenario::ExitPolicyConfig& config,

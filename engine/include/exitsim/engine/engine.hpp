@@ -42,6 +42,12 @@ struct EngineObserver {
   std::function<void(RequestId request, int layer, std::span<const std::int32_t> positions,
                      std::span<const float> keys, std::span<const float> values)>
       on_finished_kv;
+  // A token's probe at an exit point below the top (confidence, adaptive_threshold and oracle
+  // exits): the top-1 probability and top-1 - top-2 margin there, and the argmax. Setting it
+  // makes oracle probes compute the probabilities too. engine eval's calibration table reads it.
+  std::function<void(RequestId request, std::int64_t position, int exit_point, double top1_prob,
+                     double margin, std::int32_t argmax)>
+      on_probe;
 };
 
 struct EngineOptions {
@@ -85,6 +91,19 @@ struct GeneratedToken {
   double score = 0;        // the confidence or router score that decided the exit; NaN when none
   TimeNs time = 0;         // engine clock at emission
   bool discarded = false;  // rolled back later (deferred_fill with rollback): not in the output
+  // adaptive_threshold only (the token trace's optional columns): the confidence at each exit
+  // point the token was probed at, from the first, and the agreement flags of the calibration
+  // pairs it gave, in the order the estimator received them (traces/token_trace.hpp).
+  std::vector<double> confidences{};
+  std::vector<std::uint8_t> agreements{};
+};
+
+// One refit attempt of adaptive_threshold's estimator: the step it came before (its exits use
+// the threshold from here on) and that step's start on the engine clock.
+struct ThresholdTrajectoryPoint {
+  std::uint64_t step = 0;
+  TimeNs time = 0;
+  policy::ThresholdRefit refit;
 };
 
 // One engine iteration: which requests it worked on and what each ran (the step's trace rows,
@@ -121,6 +140,10 @@ struct EngineRun {
   std::int64_t disagreements = 0;
   std::int64_t rolled_back_tokens = 0;
   EngineSwaps swaps;
+  // adaptive_threshold: every refit attempt in order, and the calibration pairs the estimator
+  // received (completed fill states and the deep tokens' probes of deferred_fill's passes).
+  std::vector<ThresholdTrajectoryPoint> threshold_trajectory;
+  std::int64_t calibration_pairs = 0;
   std::vector<StepRecord> steps;
   TimeNs wall = 0;
 };

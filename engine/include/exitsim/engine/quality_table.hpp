@@ -16,7 +16,8 @@ using policy::QualityRow;
 using policy::QualityTable;
 
 // One measured setting as a row: kind "none" (evaluate_quality's full-depth baseline) becomes
-// `full_depth`; confidence keeps its measure and threshold; router_expert_choice its threshold
+// `full_depth`; confidence keeps its measure and threshold, adaptive_threshold its measure and
+// initial threshold; router_expert_choice its threshold
 // (router_mode threshold) or capacities (top_k); every other kind has no setting columns.
 // calm_decay has no column: a decayed threshold is written as its base threshold.
 QualityRow quality_row_of(const QualityMeasurement& measurement);

@@ -172,6 +172,9 @@ struct ExitPolicyConfig {
   // adaptive_threshold: the engine's calibration table the simulator draws confidences and
   // agreements from
   std::string calibration_table;
+  // adaptive_threshold: an engine run's token trace whose confidences and agreement flags the
+  // simulator replays instead (the conformance suite); "" = draw from calibration_table
+  std::string confidence_trace;
 
   friend bool operator==(const ExitPolicyConfig&, const ExitPolicyConfig&) = default;
 };
