@@ -67,9 +67,9 @@ TEST(CalibrationTable, AgreementIsTheBinsRateOrThePointsForAnEmptyBin) {
 
 TEST(CalibrationTable, CounterBinsObservationsEvenly) {
   CalibrationCounter counter("top1", 1, 4);
-  counter.add(0, 0.1, true);   // [0, 0.25)
-  counter.add(0, 0.25, false); // [0.25, 0.5): the edge belongs to the upper bin
-  counter.add(0, 1.0, true);   // the last bin includes 1
+  counter.add(0, 0.1, true);    // [0, 0.25)
+  counter.add(0, 0.25, false);  // [0.25, 0.5): the edge belongs to the upper bin
+  counter.add(0, 1.0, true);    // the last bin includes 1
   const CalibrationTable table = counter.table("counted");
   ASSERT_EQ(table.bins(0).size(), 4u);
   EXPECT_EQ(table.bins(0)[0], (CalibrationBin{0.0, 0.25, 1, 1}));

@@ -219,11 +219,10 @@ TEST(ExitPolicies, ATokensDrawsAtOnceAreItsDrawsOneByOne) {
 }
 
 TEST(ExitPolicies, NamesListEveryKind) {
-  EXPECT_EQ(
-      exit_policy_names(),
-      (std::vector<std::string>{"none", "confidence", "adaptive_threshold", "router_expert_choice",
-                                "router_token_choice", "oracle", "position_schedule", "replay",
-                                "distribution"}));
+  EXPECT_EQ(exit_policy_names(),
+            (std::vector<std::string>{"none", "confidence", "adaptive_threshold",
+                                      "router_expert_choice", "router_token_choice", "oracle",
+                                      "position_schedule", "replay", "distribution"}));
 }
 
 }  // namespace

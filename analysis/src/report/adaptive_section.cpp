@@ -44,21 +44,23 @@ std::string adaptive_threshold_section(const ReportInputs& in, Report& r) {
       continue;
     const json& a = *it;
     const auto number = [&](const char* key) { return fmt_number(a[key].get<double>()); };
-    rows.push_back({r.points[i].key, number("pairs"),
-                    fmt::format("{} ({} degenerate)", number("refits"), number("degenerate_refits")),
-                    number("initial_threshold"), number("last_threshold"),
-                    fmt::format("{} to {}", number("min_threshold"), number("max_threshold"))});
+    rows.push_back(
+        {r.points[i].key, number("pairs"),
+         fmt::format("{} ({} degenerate)", number("refits"), number("degenerate_refits")),
+         number("initial_threshold"), number("last_threshold"),
+         fmt::format("{} to {}", number("min_threshold"), number("max_threshold"))});
     if (a["pairs"].get<double>() == 0) {
-      r.notes.push_back(fmt::format("{}: adaptive_threshold collected no calibration pair, its "
-                                    "threshold never moved (pairs come only from deferred_fill)",
-                                    r.points[i].key));
+      r.notes.push_back(
+          fmt::format("{}: adaptive_threshold collected no calibration pair, its "
+                      "threshold never moved (pairs come only from deferred_fill)",
+                      r.points[i].key));
     }
     series.push_back(threshold_series(r.points[i].key, a));
   }
   if (rows.empty())
     return "";
-  const std::vector<std::string> header = {"run",           "calibration pairs", "refits",
-                                           "threshold first", "threshold last",  "range"};
+  const std::vector<std::string> header = {
+      "run", "calibration pairs", "refits", "threshold first", "threshold last", "range"};
   const std::string chart = svg_xy_chart(
       {"Adaptive threshold over the run (replica 0)", "time (s)", "threshold", false, 900, 360},
       series);

@@ -38,7 +38,7 @@ struct Case {
   // depthwise: immediate, accumulate, head_queue (returns behind the waiting requests),
   // head_queue_ahead (returns ahead of them)
   std::string exited_tokens = "immediate";
-  std::string preemption = "recompute";     // recompute, swap
+  std::string preemption = "recompute";  // recompute, swap
 };
 std::string name_of(const Case& c);
 // For gtest's messages (the test name says it too).

@@ -210,7 +210,7 @@ struct ThresholdTrajectoryRow {
 // exit_policy.kind: adaptive_threshold over the run, every replica's estimator together.
 struct AdaptiveThresholdSummary {
   double initial_threshold = 0;
-  std::int64_t pairs = 0;  // calibration pairs collected
+  std::int64_t pairs = 0;                          // calibration pairs collected
   std::vector<ThresholdTrajectoryRow> trajectory;  // by replica, then step
 
   std::int64_t refits() const { return static_cast<std::int64_t>(trajectory.size()); }
@@ -255,9 +255,9 @@ struct MetricsSummary {
   std::vector<SeriesPoint> series;
   TimeNs series_window = 0;
   DepthSummary depth;
-  std::optional<PrefixCacheSummary> prefix_cache;  // with scheduler.prefix_caching
-  std::optional<SwapSummary> swap;                 // with scheduler.preemption: swap
-  std::optional<TransferSummary> transfers;        // with prefill-only replicas
+  std::optional<PrefixCacheSummary> prefix_cache;              // with scheduler.prefix_caching
+  std::optional<SwapSummary> swap;                             // with scheduler.preemption: swap
+  std::optional<TransferSummary> transfers;                    // with prefill-only replicas
   std::optional<AdaptiveThresholdSummary> adaptive_threshold;  // exit_policy adaptive_threshold
   // Every place where the run is not exactly the work the scenario asked for (a trace cut short,
   // requests rejected, prices extrapolated beyond a calibration, a timeline cut at its size cap),
