@@ -6,8 +6,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "exitsim/sim/cost/cost_profile.hpp"
+#include "exitsim/sim/metrics/metrics.hpp"
 #include "exitsim/traces/atomic_output.hpp"
 #include "exitsim/traces/chrome_trace.hpp"
 
@@ -155,17 +157,17 @@ void write_token_trace(std::span<const traces::TokenTraceRow> rows, const std::s
 
 void write_threshold_trajectory(std::span<const engine::ThresholdTrajectoryPoint> trajectory,
                                 const std::string& path) {
-  // The simulator's columns (docs/exit_policies.md, "adaptive_threshold"): the engine is replica 0
-  // and its steps are numbered from 1 as the simulator's are.
-  traces::detail::AtomicOutputFile file(path);
-  file.write("step,time_s,replica,attempt,pairs,fitted,threshold,alpha0,beta0,alpha1,beta1\n");
+  // The simulator's file (docs/exit_policies.md, "adaptive_threshold"): the engine is replica 0
+  // and its steps are numbered as the simulator's are.
+  sim::AdaptiveThresholdSummary summary;
   for (const engine::ThresholdTrajectoryPoint& point : trajectory) {
-    const policy::ThresholdRefit& refit = point.refit;
-    const auto& [disagree, agree] = refit.mixture.components;
-    file.write(fmt::format("{},{},0,{},{},{},{},{},{},{},{}\n", point.step, to_seconds(point.time),
-                           refit.attempt, refit.pairs, refit.fitted ? 1 : 0, refit.threshold,
-                           disagree.alpha, disagree.beta, agree.alpha, agree.beta));
+    summary.trajectory.push_back(
+        sim::trajectory_row(static_cast<std::int64_t>(point.step), point.time, 0, point.refit));
   }
+  std::ostringstream text;
+  sim::write_threshold_trajectory(text, summary);
+  traces::detail::AtomicOutputFile file(path);
+  file.write(text.str());
   file.finish();
 }
 

@@ -344,13 +344,9 @@ class ClusterRun {
         summary->initial_threshold = run->initial_threshold();
       }
       summary->pairs += run->estimator().sums().pairs();
-      for (const ThresholdTrajectoryPoint& point : run->trajectory()) {
-        const policy::ThresholdRefit& r = point.refit;
-        const auto& [disagree, agree] = r.mixture.components;
-        summary->trajectory.push_back({point.step, point.time, point.replica, r.attempt, r.pairs,
-                                       r.fitted, r.threshold, disagree.alpha, disagree.beta,
-                                       agree.alpha, agree.beta});
-      }
+      for (const ThresholdTrajectoryPoint& point : run->trajectory())
+        summary->trajectory.push_back(
+            trajectory_row(point.step, point.time, point.replica, point.refit));
     }
     return summary;
   }

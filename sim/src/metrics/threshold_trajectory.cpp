@@ -31,6 +31,14 @@ double AdaptiveThresholdSummary::max_threshold() const {
   return high;
 }
 
+ThresholdTrajectoryRow trajectory_row(std::int64_t step, TimeNs time, int replica,
+                                      const policy::ThresholdRefit& refit) {
+  const auto& [disagree, agree] = refit.mixture.components;
+  return {step,          time,         replica,         refit.attempt,
+          refit.pairs,   refit.fitted, refit.threshold, disagree.alpha,
+          disagree.beta, agree.alpha,  agree.beta};
+}
+
 void write_threshold_trajectory(std::ostream& out, const AdaptiveThresholdSummary& summary) {
   out << "step,time_s,replica,attempt,pairs,fitted,threshold,alpha0,beta0,alpha1,beta1\n";
   for (const ThresholdTrajectoryRow& r : summary.trajectory) {

@@ -11,6 +11,7 @@
 
 #include "exitsim/core/ids.hpp"
 #include "exitsim/core/time.hpp"
+#include "exitsim/policy/adaptive_threshold.hpp"
 #include "exitsim/policy/servable.hpp"
 #include "exitsim/policy/sync_strategy.hpp"
 
@@ -206,6 +207,11 @@ struct ThresholdTrajectoryRow {
   double alpha0 = 0, beta0 = 0, alpha1 = 0, beta1 = 0;  // disagreeing (0), agreeing (1)
   friend bool operator==(const ThresholdTrajectoryRow&, const ThresholdTrajectoryRow&) = default;
 };
+
+// The row of the refit an estimator returned at the start of `step` (the engine's too: it is
+// replica 0).
+ThresholdTrajectoryRow trajectory_row(std::int64_t step, TimeNs time, int replica,
+                                      const policy::ThresholdRefit& refit);
 
 // exit_policy.kind: adaptive_threshold over the run, every replica's estimator together.
 struct AdaptiveThresholdSummary {
