@@ -131,4 +131,9 @@ bool admits_alone(const SchedulerSnapshot& snapshot, std::int64_t running, std::
   return running == 0 && blocks <= snapshot.kv.free_blocks;
 }
 
+void drop_idle_preemptions(SchedulerDecision& decision) {
+  if (decision.work.empty())
+    decision.preempt.clear();
+}
+
 }  // namespace exitsim::policy

@@ -47,9 +47,8 @@ std::int64_t blocks_to_finish_prefills(const SchedulerSnapshot& snapshot, std::s
   return blocks;
 }
 
-}  // namespace
-
-void ChunkedPrefill::schedule(const SchedulerSnapshot& snapshot, SchedulerDecision& out) const {
+void schedule_chunked(const ChunkedPrefill::Params& params, const SchedulerSnapshot& snapshot,
+                      SchedulerDecision& out) {
   const RunningPhase decodes = schedule_running(snapshot, RunningWork::decodes, out);
   std::int64_t budget = snapshot.limits.max_batched_tokens - decodes.tokens;
   std::int64_t spare = decodes.spare_blocks;
@@ -75,9 +74,9 @@ void ChunkedPrefill::schedule(const SchedulerSnapshot& snapshot, SchedulerDecisi
   if (!out.preempt.empty())
     return;
   std::int64_t running = block_occupants(snapshot.running);
-  spare -= watermark_blocks(snapshot.kv, params_.watermark_fraction);
+  spare -= watermark_blocks(snapshot.kv, params.watermark_fraction);
   std::int64_t unreserved = spare;
-  if (params_.reserve_prompt_blocks)
+  if (params.reserve_prompt_blocks)
     unreserved -= blocks_to_finish_prefills(snapshot, kept, out);
   bool short_of_blocks = false;  // a sequence ahead waits for blocks (passes_when_short_of_blocks)
   for (std::size_t i = 0; i < snapshot.waiting.size(); ++i) {
@@ -91,7 +90,7 @@ void ChunkedPrefill::schedule(const SchedulerSnapshot& snapshot, SchedulerDecisi
       short_of_blocks = true;
       continue;
     }
-    if (params_.reserve_prompt_blocks) {
+    if (params.reserve_prompt_blocks) {
       // The whole prompt (a recompute: everything pending) must fit what is not yet promised.
       const std::int64_t whole = blocks_to_grow(seq, seq.pending_tokens(), snapshot.kv);
       if (whole > unreserved && !(running == 0 && out.work.empty())) {
@@ -106,6 +105,13 @@ void ChunkedPrefill::schedule(const SchedulerSnapshot& snapshot, SchedulerDecisi
     budget -= chunk;
     spare -= blocks_to_grow(seq, chunk, snapshot.kv);
   }
+}
+
+}  // namespace
+
+void ChunkedPrefill::schedule(const SchedulerSnapshot& snapshot, SchedulerDecision& out) const {
+  schedule_chunked(params_, snapshot, out);
+  drop_idle_preemptions(out);
 }
 
 }  // namespace exitsim::policy

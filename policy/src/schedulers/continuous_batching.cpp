@@ -3,10 +3,13 @@
 
 namespace exitsim::policy {
 
-void ContinuousBatching::schedule(const SchedulerSnapshot& snapshot, SchedulerDecision& out) const {
+namespace {
+
+void schedule_continuous(const ContinuousBatching::Params& params,
+                         const SchedulerSnapshot& snapshot, SchedulerDecision& out) {
   // Prefills first, whole prompts only, in queue order; the first that does not fit stops
   // admission so that a long prompt is not overtaken forever by shorter ones behind it.
-  const std::int64_t watermark = watermark_blocks(snapshot.kv, params_.watermark_fraction);
+  const std::int64_t watermark = watermark_blocks(snapshot.kv, params.watermark_fraction);
   admit_whole_prompts(snapshot, watermark, out);
   // An iteration with a prefill is prefill-only; decodes wait one iteration.
   if (admits_prompt(snapshot, out))
@@ -21,6 +24,13 @@ void ContinuousBatching::schedule(const SchedulerSnapshot& snapshot, SchedulerDe
   admit_whole_prompts(
       snapshot,
       {block_occupants(snapshot.running), running.tokens, running.spare_blocks, watermark}, out);
+}
+
+}  // namespace
+
+void ContinuousBatching::schedule(const SchedulerSnapshot& snapshot, SchedulerDecision& out) const {
+  schedule_continuous(params_, snapshot, out);
+  drop_idle_preemptions(out);
 }
 
 }  // namespace exitsim::policy

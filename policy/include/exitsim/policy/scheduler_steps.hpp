@@ -52,6 +52,12 @@ std::int64_t tokens_within_blocks(const SequenceView& seq, std::int64_t spare_bl
 // the last free block would make the next decode step preempt at once.
 std::int64_t watermark_blocks(const KvView& kv, double fraction);
 
+// Clears the preemptions of a decision that schedules no work: an executor starts no iteration
+// for it, so they would never be applied (check_decision refuses such a decision). Memory short
+// with every running sequence parked in a depth-wise head queue gives one; the executors then
+// release a waiting K/V holder instead (waiting_kv_holder_to_release).
+void drop_idle_preemptions(SchedulerDecision& decision);
+
 // The fraction of all blocks the built-in whole-prompt admissions keep back (vLLM's default).
 inline constexpr double k_default_watermark_fraction = 0.01;
 
