@@ -78,22 +78,20 @@ void run_eval(const EvalArgs& args) {
   const std::vector<std::int32_t> corpus = args.model.corpus(loaded->config);
   std::vector<policy::ExitPolicyParams> settings;
   std::vector<std::string> setting_options;  // the option each setting came from
-  for (const double t : args.thresholds) {
-    policy::ExitPolicyParams p;
-    p.kind = "confidence";
-    p.threshold = t;
-    p.confidence_measure = args.measure;
-    settings.push_back(p);
-    setting_options.emplace_back("--thresholds");
-  }
-  for (const double t : args.adaptive_thresholds) {
-    policy::ExitPolicyParams p;
-    p.kind = "adaptive_threshold";
-    p.threshold = t;
-    p.confidence_measure = args.measure;
-    settings.push_back(p);
-    setting_options.emplace_back("--adaptive-thresholds");
-  }
+  // One setting per threshold of a confidence-measured kind, remembering the option it came from.
+  const auto add_confidence_settings = [&](const std::vector<double>& thresholds, const char* kind,
+                                           const char* option) {
+    for (const double t : thresholds) {
+      policy::ExitPolicyParams p;
+      p.kind = kind;
+      p.threshold = t;
+      p.confidence_measure = args.measure;
+      settings.push_back(p);
+      setting_options.emplace_back(option);
+    }
+  };
+  add_confidence_settings(args.thresholds, "confidence", "--thresholds");
+  add_confidence_settings(args.adaptive_thresholds, "adaptive_threshold", "--adaptive-thresholds");
   for (const double t : args.router_thresholds) {
     policy::ExitPolicyParams p;
     p.kind = "router_expert_choice";
